@@ -1,0 +1,46 @@
+// Command reactorlab is the conformance and load-test suite for epoll
+// reactors. This package parses flags and wires packages together; the
+// logic lives in the packages it calls.
+//
+//	reactorlab serve --reactor lt|et|oneshot|prio|prio-thread [flags]
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// exitUsage is the exit code for bad flags or arguments.
+const exitUsage = 2
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "reactorlab: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: reactorlab <command> [flags]
+
+commands:
+  serve   run a reference reactor until STOP, SIGTERM/SIGINT or --lifetime
+          (reactorlab serve --help lists every flag with its default)
+`)
+}

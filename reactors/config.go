@@ -1,0 +1,277 @@
+package reactors
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Design names a reference reactor design. The zero value is not a design.
+type Design string
+
+// The reference designs. Each is described in the package documentation.
+const (
+	LT         Design = "lt"
+	ET         Design = "et"
+	OneShot    Design = "oneshot"
+	Prio       Design = "prio"
+	PrioThread Design = "prio-thread"
+)
+
+// Designs lists every reference design in a stable order.
+var Designs = []Design{LT, ET, OneShot, Prio, PrioThread}
+
+// ParseDesign maps a name to a Design; the error lists the accepted names.
+func ParseDesign(s string) (Design, error) {
+	for _, d := range Designs {
+		if string(d) == s {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("unknown reactor %q (accepted: lt, et, oneshot, prio, prio-thread)", s)
+}
+
+// TimerMode selects how the owner loop wakes for timers.
+type TimerMode string
+
+// Timer modes: a periodic timerfd tick, or a one-shot timerfd armed to the
+// nearest deadline (no idle wakeups while nothing is due).
+const (
+	TimerPeriodic TimerMode = "periodic"
+	TimerDeadline TimerMode = "deadline"
+)
+
+// Budgets bound the work of one round. Count budgets become time bounds only
+// when each item's cost is bounded: round ≤ C_fixed + Σ B_i × C_i.
+type Budgets struct {
+	// Ingress is the number of cross-thread items drained per round (notes: 64).
+	Ingress int
+	// Input is the number of frames served per source turn (notes: 32).
+	Input int
+	// Consume is the number of ready sources served per round before the loop
+	// returns to STOP, ingress and timers (notes: 8).
+	Consume int
+	// Bytes is the number of bytes read per source turn (64 KiB).
+	Bytes int
+	// Time bounds one source turn; checked every ClockEvery frames, since a
+	// running callback cannot be pre-empted. 0 disables it.
+	Time time.Duration
+	// Accept is the number of connections accepted per listener turn.
+	Accept int
+	// ClockEvery is how many frames pass between clock reads when a time
+	// budget is in force (notes: 16).
+	ClockEvery int
+}
+
+// DefaultBudgets returns the design notes' budgets.
+func DefaultBudgets() Budgets {
+	return Budgets{Ingress: 64, Input: 32, Consume: 8, Bytes: 64 << 10, Time: time.Millisecond, Accept: 64, ClockEvery: 16}
+}
+
+// Faults switch a reference reactor into a known-buggy mutant. Each field is
+// read at one hook point; all false/zero is the correct reactor. They exist
+// so the conformance suite can prove it catches each bug.
+type Faults struct {
+	// MissedRearmEvery makes ONESHOT skip the rearm on every Nth turn (0: off).
+	MissedRearmEvery int
+	// NoDrain makes ET read once per edge and never requeue.
+	NoDrain bool
+	// FdIdentity routes offloaded results by fd number, ignoring generations.
+	FdIdentity bool
+	// PermanentEPOLLOUT keeps EPOLLOUT registered with an empty out-queue.
+	PermanentEPOLLOUT bool
+	// NoBudget serves a source until EAGAIN, ignoring count, byte and time budgets.
+	NoBudget bool
+	// UnboundedOutQueue removes watermarks and the hard cap.
+	UnboundedOutQueue bool
+	// LostWakeup drains one ingress budget per eventfd wakeup and sleeps even
+	// when items remain.
+	LostWakeup bool
+	// NoFrameLimit allocates whatever a frame header declares.
+	NoFrameLimit bool
+}
+
+// Any reports whether any fault is switched on.
+func (f Faults) Any() bool { return f != Faults{} }
+
+// Config configures a reference reactor. DefaultConfig gives every default;
+// Validate names the first bad field and its accepted range.
+type Config struct {
+	// Listen is the data address, ControlListen the control address
+	// ("host:port", port 0 picks a free one). ControlListen may be empty:
+	// then STOP is only available through Reactor.Stop.
+	Listen, ControlListen string
+	Budgets               Budgets
+	// OutHigh/OutLow are the out-queue watermarks: above High the source is
+	// not read until the queue drains to Low. OutCap closes the connection.
+	OutHigh, OutLow, OutCap int
+	// MaxFrame is the largest whole frame accepted (header included).
+	MaxFrame int
+	// Timer selects periodic or deadline timers; Tick is the periodic interval.
+	Timer TimerMode
+	Tick  time.Duration
+	// AppTimer, when positive, runs a recurring application timer at this
+	// interval on every loop; its lateness is the timer-deviation histogram.
+	AppTimer time.Duration
+	// Callback is the CPU cost of each DATA frame, as cost.Parse accepts it.
+	Callback string
+	// Workers > 0 offloads callbacks to a bounded pool of that many workers;
+	// results return to the owning loop through ingress. 0 runs them inline.
+	Workers int
+	// WorkerQueue bounds the tasks waiting for the pool.
+	WorkerQueue int
+	// IngressCap bounds each loop's ingress queue.
+	IngressCap int
+	// Threads is the number of ONESHOT worker threads on the one epoll fd.
+	Threads int
+	// PrioDataBudget bounds the data bucket per round of the prio design.
+	PrioDataBudget time.Duration
+	// MaxConns is the slot table capacity (connections per reactor).
+	MaxConns int
+	// MaxEvents is the epoll_wait batch size.
+	MaxEvents int
+	// StopGrace bounds how long out-queues may take to drain after STOP_ACK.
+	StopGrace time.Duration
+	// Faults turns the reactor into a mutant; zero value is correct.
+	Faults Faults
+}
+
+// DefaultConfig returns the defaults documented on each field.
+func DefaultConfig() Config {
+	return Config{
+		Listen:         "127.0.0.1:0",
+		ControlListen:  "127.0.0.1:0",
+		Budgets:        DefaultBudgets(),
+		OutHigh:        1 << 20,
+		OutLow:         256 << 10,
+		OutCap:         8 << 20,
+		MaxFrame:       1 << 20,
+		Timer:          TimerPeriodic,
+		Tick:           time.Millisecond,
+		Callback:       "0",
+		WorkerQueue:    1024,
+		IngressCap:     4096,
+		Threads:        2,
+		PrioDataBudget: 500 * time.Microsecond,
+		MaxConns:       16384,
+		MaxEvents:      128,
+		StopGrace:      2 * time.Second,
+	}
+}
+
+// ErrConfig marks every configuration error.
+var ErrConfig = errors.New("invalid reactor configuration")
+
+func rangeErr(field string, v any, accepted string) error {
+	return fmt.Errorf("%w: %s = %v (accepted: %s)", ErrConfig, field, v, accepted)
+}
+
+// Validate reports the first field outside its accepted range, naming it
+// by its reactorlab serve flag name.
+func (c Config) Validate() error {
+	type intField struct {
+		name   string
+		v      int
+		lo, hi int
+	}
+	for _, f := range []intField{
+		{"budget-ingress", c.Budgets.Ingress, 1, 1 << 20},
+		{"budget-input", c.Budgets.Input, 1, 1 << 20},
+		{"budget-consume", c.Budgets.Consume, 1, 1 << 20},
+		{"budget-bytes", c.Budgets.Bytes, 64, 1 << 30},
+		{"budget-accept", c.Budgets.Accept, 1, 1 << 20},
+		{"clock-every", c.Budgets.ClockEvery, 1, 1 << 20},
+		{"max-frame", c.MaxFrame, 64, 1 << 30},
+		{"workers", c.Workers, 0, 1024},
+		{"worker-queue", c.WorkerQueue, 1, 1 << 24},
+		{"ingress-cap", c.IngressCap, 2, 1 << 24},
+		{"threads", c.Threads, 1, 256},
+		{"max-conns", c.MaxConns, 16, 1 << 24},
+		{"max-events", c.MaxEvents, 1, 1 << 16},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return rangeErr(f.name, f.v, fmt.Sprintf("%d..%d", f.lo, f.hi))
+		}
+	}
+	if c.Budgets.Time < 0 {
+		return rangeErr("budget-time", c.Budgets.Time, ">= 0 (0 disables)")
+	}
+	if !c.Faults.UnboundedOutQueue {
+		if c.OutLow < 0 || c.OutLow >= c.OutHigh {
+			return rangeErr("out-low", c.OutLow, fmt.Sprintf("0..out-high-1 (out-high = %d)", c.OutHigh))
+		}
+		if c.OutHigh > c.OutCap {
+			return rangeErr("out-high", c.OutHigh, fmt.Sprintf("<= out-cap (%d)", c.OutCap))
+		}
+		if c.OutCap < c.MaxFrame {
+			return rangeErr("out-cap", c.OutCap, fmt.Sprintf(">= max-frame (%d), or no frame could be echoed", c.MaxFrame))
+		}
+	}
+	switch c.Timer {
+	case TimerPeriodic, TimerDeadline:
+	default:
+		return rangeErr("timer", c.Timer, "periodic, deadline")
+	}
+	if c.Timer == TimerPeriodic && (c.Tick < 10*time.Microsecond || c.Tick > time.Second) {
+		return rangeErr("tick", c.Tick, "10µs..1s")
+	}
+	if c.AppTimer < 0 || (c.AppTimer > 0 && c.AppTimer < 10*time.Microsecond) {
+		return rangeErr("app-timer", c.AppTimer, "0 (off) or >= 10µs")
+	}
+	if c.PrioDataBudget < time.Microsecond {
+		return rangeErr("prio-data-budget", c.PrioDataBudget, ">= 1µs")
+	}
+	if c.StopGrace <= 0 || c.StopGrace > time.Hour {
+		return rangeErr("stop-grace", c.StopGrace, "(0, 1h]")
+	}
+	if c.Faults.MissedRearmEvery < 0 {
+		return rangeErr("fault missed-rearm every", c.Faults.MissedRearmEvery, ">= 0")
+	}
+	if c.Listen == "" {
+		return rangeErr("listen", `""`, "host:port")
+	}
+	return nil
+}
+
+// FaultNames lists the reactor faults ParseFault accepts.
+var FaultNames = []string{"missed-rearm[:every=N]", "no-drain", "fd-identity", "permanent-epollout", "no-budget", "unbounded-outq", "lost-wakeup", "no-frame-limit"}
+
+// ParseFault switches on the reactor fault named by spec ("name" or
+// "name:k=v") in f. The error lists the accepted names.
+func ParseFault(spec string, f *Faults) error {
+	name, params, _ := strings.Cut(spec, ":")
+	if name != "missed-rearm" && params != "" {
+		return fmt.Errorf("%w: fault %q takes no parameters", ErrConfig, name)
+	}
+	switch name {
+	case "missed-rearm":
+		f.MissedRearmEvery = 7
+		if params != "" {
+			k, v, _ := strings.Cut(params, "=")
+			n, err := strconv.Atoi(v)
+			if k != "every" || err != nil || n < 1 {
+				return fmt.Errorf("%w: fault missed-rearm: parameter %q (accepted: every=N with N >= 1)", ErrConfig, params)
+			}
+			f.MissedRearmEvery = n
+		}
+	case "no-drain":
+		f.NoDrain = true
+	case "fd-identity":
+		f.FdIdentity = true
+	case "permanent-epollout":
+		f.PermanentEPOLLOUT = true
+	case "no-budget":
+		f.NoBudget = true
+	case "unbounded-outq":
+		f.UnboundedOutQueue = true
+	case "lost-wakeup":
+		f.LostWakeup = true
+	case "no-frame-limit":
+		f.NoFrameLimit = true
+	default:
+		return fmt.Errorf("%w: unknown fault %q (accepted: %s)", ErrConfig, spec, strings.Join(FaultNames, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,421 @@
+//go:build linux
+
+package reactors
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/reactors/cost"
+	"github.com/reactorlab/reactorlab/reactors/slots"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// Reactor is a running reference reactor. It is created by New, runs its
+// loop threads after Start, stops on a STOP frame or Stop, and reports its
+// final statistics from Wait. All methods are safe for concurrent use.
+type Reactor struct {
+	design Design
+	cfg    Config
+	dist   cost.Dist
+
+	dataAddr, ctlAddr netip.AddrPort
+
+	loops []*loop
+	pool  *pool
+
+	// Stop coordination, shared by every loop.
+	stopRequested atomic.Bool
+	stopAt        atomic.Int64 // CLOCK_MONOTONIC ns the STOP was issued
+	stopObserved  atomic.Int32 // loops that have seen the request (oneshot stopfd)
+	quiesced      atomic.Int32 // loops whose ledger is final
+	acked         atomic.Bool
+	graceDeadline atomic.Int64
+	outPending    atomic.Int64 // connections with a non-empty out-queue
+	stopfd        int          // oneshot only: level-triggered eventfd written once on stop
+
+	ledgerMu    sync.Mutex
+	ledger      Ledger
+	ledgerReady chan struct{}
+	stopOwner   atomic.Pointer[loop]        // loop that read the STOP frame
+	stopRef     atomic.Uint64               // its control connection
+	stopHdr     atomic.Pointer[wire.Header] // the STOP frame, answered by STOP_ACK
+
+	reserveMu sync.Mutex
+	reserveFd int // spare descriptor released on EMFILE (the reserve-fd trick)
+
+	startOnce sync.Once
+	started   atomic.Bool
+	wg        sync.WaitGroup
+	done      chan struct{}
+	errMu     sync.Mutex
+	err       error
+	final     Stats
+}
+
+// New validates cfg, opens the listeners, epoll fds, eventfds and timerfds of
+// design, and returns a reactor that serves nothing until Start. On error
+// every descriptor opened so far is closed.
+func New(design Design, cfg Config) (*Reactor, error) {
+	if _, err := ParseDesign(string(design)); err != nil {
+		return nil, fmt.Errorf("%w: reactor: %w", ErrConfig, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dist, err := cost.Parse(cfg.Callback)
+	if err != nil {
+		return nil, fmt.Errorf("%w: callback: %w", ErrConfig, err)
+	}
+	if design == OneShot && cfg.Workers > 0 {
+		return nil, fmt.Errorf("%w: workers = %d: oneshot runs callbacks on its own worker threads (set threads instead, and workers = 0)", ErrConfig, cfg.Workers)
+	}
+	if design == PrioThread && cfg.ControlListen == "" {
+		return nil, fmt.Errorf("%w: control-listen is empty: prio-thread serves control on its own thread and needs a control address", ErrConfig)
+	}
+	if cfg.Faults.UnboundedOutQueue {
+		cfg.OutHigh, cfg.OutLow, cfg.OutCap = 1<<62, 0, 0
+	}
+	r := &Reactor{design: design, cfg: cfg, dist: dist, stopfd: -1, reserveFd: -1,
+		ledgerReady: make(chan struct{}), done: make(chan struct{})}
+	if err := r.build(); err != nil {
+		r.closeAll()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reactor) build() error {
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("open reserve fd", err)
+	}
+	r.reserveFd = fd
+
+	dataFd, dataAddr, err := listenTCP(r.cfg.Listen, 4096)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	r.dataAddr = dataAddr
+	ctlFd := -1
+	if r.cfg.ControlListen != "" {
+		ctlFd, r.ctlAddr, err = listenTCP(r.cfg.ControlListen, 4096)
+		if err != nil {
+			unix.Close(dataFd)
+			return fmt.Errorf("control-listen: %w", err)
+		}
+	}
+
+	switch r.design {
+	case OneShot:
+		err = r.buildOneShot(dataFd, ctlFd)
+	case PrioThread:
+		err = r.buildSplit(dataFd, ctlFd)
+	default:
+		var l *loop
+		l, err = newLoop(r, 0, nil, nil)
+		if err == nil {
+			r.loops = append(r.loops, l)
+			err = l.addListener(dataFd, false)
+			dataFd = -1
+			if err == nil && ctlFd >= 0 {
+				err = l.addListener(ctlFd, true)
+				ctlFd = -1
+			}
+		}
+	}
+	if dataFd >= 0 && err != nil && len(r.loops) == 0 {
+		unix.Close(dataFd)
+	}
+	if ctlFd >= 0 && err != nil && len(r.loops) == 0 {
+		unix.Close(ctlFd)
+	}
+	if err != nil {
+		return err
+	}
+	if r.cfg.Workers > 0 {
+		r.pool = newPool(r.cfg.Workers, r.cfg.WorkerQueue)
+	}
+	return nil
+}
+
+// buildSplit makes prio-thread: a data loop and a control loop, each with its
+// own thread and epoll fd.
+func (r *Reactor) buildSplit(dataFd, ctlFd int) error {
+	data, err := newLoop(r, 0, nil, nil)
+	if err != nil {
+		unix.Close(dataFd)
+		unix.Close(ctlFd)
+		return err
+	}
+	r.loops = append(r.loops, data)
+	if err := data.addListener(dataFd, false); err != nil {
+		unix.Close(ctlFd)
+		return err
+	}
+	ctl, err := newLoop(r, 1, nil, nil)
+	if err != nil {
+		unix.Close(ctlFd)
+		return err
+	}
+	r.loops = append(r.loops, ctl)
+	return ctl.addListener(ctlFd, true)
+}
+
+// buildOneShot makes N loops sharing one epoll fd and one slot table.
+func (r *Reactor) buildOneShot(dataFd, ctlFd int) error {
+	first, err := newLoop(r, 0, nil, nil)
+	if err != nil {
+		unix.Close(dataFd)
+		if ctlFd >= 0 {
+			unix.Close(ctlFd)
+		}
+		return err
+	}
+	r.loops = append(r.loops, first)
+	for i := 1; i < r.cfg.Threads; i++ {
+		l, err := newLoop(r, i, first, first.table)
+		if err != nil {
+			unix.Close(dataFd)
+			if ctlFd >= 0 {
+				unix.Close(ctlFd)
+			}
+			return err
+		}
+		r.loops = append(r.loops, l)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(dataFd)
+		if ctlFd >= 0 {
+			unix.Close(ctlFd)
+		}
+		return os.NewSyscallError("eventfd", err)
+	}
+	r.stopfd = efd
+	if _, err := first.addSpecial(efd, kindStop, unix.EPOLLIN); err != nil {
+		unix.Close(dataFd)
+		if ctlFd >= 0 {
+			unix.Close(ctlFd)
+		}
+		return err
+	}
+	if err := first.addListener(dataFd, false); err != nil {
+		if ctlFd >= 0 {
+			unix.Close(ctlFd)
+		}
+		return err
+	}
+	if ctlFd >= 0 {
+		return first.addListener(ctlFd, true)
+	}
+	return nil
+}
+
+// Design reports which reference design r runs.
+func (r *Reactor) Design() Design { return r.design }
+
+// Addr is the bound data address; ControlAddr the control address (invalid
+// when none was configured).
+func (r *Reactor) Addr() netip.AddrPort        { return r.dataAddr }
+func (r *Reactor) ControlAddr() netip.AddrPort { return r.ctlAddr }
+
+// Config returns the configuration r runs with (faults applied).
+func (r *Reactor) Config() Config { return r.cfg }
+
+// Start runs the loop threads (each locked to its OS thread) and the worker
+// pool. It returns at once; a second call does nothing.
+func (r *Reactor) Start() {
+	r.startOnce.Do(func() {
+		r.started.Store(true)
+		if r.pool != nil {
+			r.pool.start()
+		}
+		for _, l := range r.loops {
+			r.wg.Add(1)
+			go l.run()
+		}
+		go func() {
+			r.wg.Wait()
+			if r.pool != nil {
+				r.pool.stop()
+			}
+			r.closeAll()
+			r.finish()
+			close(r.done)
+		}()
+	})
+}
+
+// Done is closed when every loop has exited and Wait's result is final.
+func (r *Reactor) Done() <-chan struct{} { return r.done }
+
+// Stop closes admission and waits until every accepted request has
+// completed or been rejected, then returns the ledger; the reactor then
+// drains its out-queues (bounded by Config.StopGrace) and exits. A STOP frame
+// and Stop are the same request: whichever comes first wins and later ones
+// return the same ledger. Stop on a reactor never started closes it.
+func (r *Reactor) Stop() (Ledger, error) {
+	if !r.started.Load() {
+		r.startOnce.Do(func() {
+			r.closeAll()
+			r.finish()
+			close(r.ledgerReady)
+			close(r.done)
+		})
+		return Ledger{}, nil
+	}
+	r.requestStop(nanotime(), nil)
+	select {
+	case <-r.ledgerReady:
+	case <-r.done:
+	}
+	r.ledgerMu.Lock()
+	defer r.ledgerMu.Unlock()
+	return r.ledger, r.Err()
+}
+
+// Wait blocks until the reactor has exited and returns its final statistics
+// and the first loop error, if any.
+func (r *Reactor) Wait() (Stats, error) {
+	<-r.done
+	return r.final, r.Err()
+}
+
+// Err reports the first error a loop failed with.
+func (r *Reactor) Err() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+func (r *Reactor) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+	r.requestStop(nanotime(), nil)
+}
+
+// Stats returns live counters (each loop's copy is at most about a
+// millisecond old) and the ledger so far. Histograms are included once the
+// reactor has stopped.
+func (r *Reactor) Stats() Stats {
+	select {
+	case <-r.done:
+		return r.final
+	default:
+	}
+	s := Stats{Design: r.design, Loops: len(r.loops)}
+	for _, l := range r.loops {
+		c, led := l.published()
+		s.Counters.add(&c)
+		s.Ledger.add(led)
+	}
+	return s
+}
+
+// requestStop is the single entry of a stop, from a frame (by is the loop
+// that read it) or from Stop. It wakes every loop.
+func (r *Reactor) requestStop(at int64, by *loop) {
+	if !r.stopRequested.CompareAndSwap(false, true) {
+		return
+	}
+	r.stopAt.Store(at)
+	if by != nil {
+		r.stopOwner.Store(by)
+	}
+	if r.stopfd >= 0 {
+		if err := writeEventfd(r.stopfd); err != nil {
+			r.fail(err)
+		}
+	}
+	for _, l := range r.loops {
+		if l != by && l.ingress != nil {
+			l.ingress.Push(message{kind: msgWake})
+		}
+	}
+}
+
+// quiesce records that loop l's ledger is final. The last loop to quiesce
+// completes the stop: it publishes the ledger and has STOP_ACK sent.
+func (r *Reactor) quiesce(l *loop) {
+	r.ledgerMu.Lock()
+	r.ledger.add(l.ledger)
+	r.ledgerMu.Unlock()
+	if int(r.quiesced.Add(1)) != len(r.loops) {
+		return
+	}
+	r.graceDeadline.Store(nanotime() + int64(r.cfg.StopGrace))
+	close(r.ledgerReady)
+	owner := r.stopOwner.Load()
+	switch {
+	case owner == nil: // Stop(): the ledger is the answer
+		r.acked.Store(true)
+	case owner == l || r.design == OneShot:
+		l.sendStopAck(slots.Ref(r.stopRef.Load()))
+		r.acked.Store(true)
+	default:
+		if !owner.ingress.Push(message{kind: msgAck}) {
+			// The owner's ingress is full: it is busy and will drain it; a
+			// lost STOP_ACK would break the contract, so say so.
+			r.fail(errors.New("stop: could not hand STOP_ACK to the control loop: ingress full"))
+			r.acked.Store(true)
+		}
+	}
+}
+
+func (r *Reactor) finish() {
+	s := Stats{Design: r.design, Loops: len(r.loops)}
+	merged := newHistograms()
+	for _, l := range r.loops {
+		s.Counters.add(&l.stats)
+		if r.quiesced.Load() == 0 {
+			s.Ledger.add(l.ledger)
+		}
+		s.HistDrops += l.hist.dropped
+		for name, h := range l.hist.byName() {
+			s.HistDrops += uint64(merged.byName()[name].Merge(h))
+		}
+	}
+	if r.quiesced.Load() > 0 {
+		r.ledgerMu.Lock()
+		s.Ledger = r.ledger
+		r.ledgerMu.Unlock()
+	}
+	s.Histograms = map[string]HistSummary{}
+	s.Raw = map[string]*hdrhistogram.Snapshot{}
+	for name, h := range merged.byName() {
+		s.Histograms[name] = Summarize(h)
+		s.Raw[name] = h.Export()
+	}
+	r.final = s
+}
+
+// closeAll releases every descriptor of a reactor whose loops never ran.
+func (r *Reactor) closeAll() {
+	for _, l := range r.loops {
+		l.closeResources()
+	}
+	if r.stopfd >= 0 {
+		unix.Close(r.stopfd)
+		r.stopfd = -1
+	}
+	if r.reserveFd >= 0 {
+		unix.Close(r.reserveFd)
+		r.reserveFd = -1
+	}
+}
+
+// stopAckPayload encodes the ledger for STOP_ACK.
+func stopAckPayload(l Ledger) []byte {
+	return fmt.Appendf(nil, `{"accepted":%d,"completed":%d,"rejected":%d,"abandoned":%d}`, l.Accepted, l.Completed, l.Rejected, l.Abandoned)
+}

@@ -1,0 +1,205 @@
+package reactors
+
+import (
+	"encoding/json"
+	"fmt"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Ledger accounts for every DATA frame a reactor took in. Accepted counts
+// every DATA frame read; each ends Completed (echoed) or Rejected (answered
+// with REJECT, or its connection vanished before the answer). At STOP_ACK
+// Accepted == Completed + Rejected: nothing is unaccounted.
+type Ledger struct {
+	Accepted  uint64 `json:"accepted"`
+	Completed uint64 `json:"completed"`
+	Rejected  uint64 `json:"rejected"`
+	// Abandoned is the part of Rejected whose connection closed before the
+	// answer could be delivered (a stale worker result, dropped).
+	Abandoned uint64 `json:"abandoned"`
+}
+
+// Balanced reports Accepted == Completed + Rejected.
+func (l Ledger) Balanced() bool { return l.Accepted == l.Completed+l.Rejected }
+
+func (l *Ledger) add(o Ledger) {
+	l.Accepted += o.Accepted
+	l.Completed += o.Completed
+	l.Rejected += o.Rejected
+	l.Abandoned += o.Abandoned
+}
+
+// Counters are a loop's monotonic event counts. A loop updates its own copy
+// without synchronisation and publishes it at most once per millisecond
+// (and before it blocks), so readers see a consistent, slightly old copy.
+type Counters struct {
+	Rounds           uint64 `json:"rounds"`
+	EpollWaits       uint64 `json:"epoll_waits"`
+	ZeroTimeoutWaits uint64 `json:"zero_timeout_waits"`
+	BlockingWaits    uint64 `json:"blocking_waits"`
+	IdleWakeups      uint64 `json:"idle_wakeups"`
+	Events           uint64 `json:"events"`
+	EventsIn         uint64 `json:"events_in"`
+	EventsOut        uint64 `json:"events_out"`
+	EventsErr        uint64 `json:"events_err_hup"`
+	EpolloutEmpty    uint64 `json:"epollout_empty_queue"`
+	StaleEvents      uint64 `json:"stale_events"`
+	StaleResults     uint64 `json:"stale_results"`
+	ConnsAccepted    uint64 `json:"conns_accepted"`
+	ConnsRefused     uint64 `json:"conns_refused"`
+	ConnsClosed      uint64 `json:"conns_closed"`
+	AcceptEMFILE     uint64 `json:"accept_emfile"`
+	FramesIn         uint64 `json:"frames_in"`
+	FramesEchoed     uint64 `json:"frames_echoed"`
+	PingsEchoed      uint64 `json:"pings_echoed"`
+	BytesIn          uint64 `json:"bytes_in"`
+	BytesOut         uint64 `json:"bytes_out"`
+	RejectsSent      uint64 `json:"rejects_sent"`
+	OverSizeClosed   uint64 `json:"oversize_closed"`
+	MalformedClosed  uint64 `json:"malformed_closed"`
+	HardCapClosed    uint64 `json:"hardcap_closed"`
+	BackpressureOn   uint64 `json:"backpressure_pauses"`
+	InputBudgetHits  uint64 `json:"input_budget_hits"`
+	ByteBudgetHits   uint64 `json:"byte_budget_hits"`
+	TimeBudgetHits   uint64 `json:"time_budget_hits"`
+	Requeues         uint64 `json:"requeues"`
+	IngressItems     uint64 `json:"ingress_items"`
+	IngressMaxDepth  uint64 `json:"ingress_max_depth"`
+	ReadyQueueMax    uint64 `json:"ready_queue_max"`
+	TimersFired      uint64 `json:"timers_fired"`
+	TasksOffloaded   uint64 `json:"tasks_offloaded"`
+	PoolFullPauses   uint64 `json:"pool_full_pauses"`
+	Rearms           uint64 `json:"rearms"`
+	MissedRearms     uint64 `json:"missed_rearms"`
+}
+
+func (c *Counters) add(o *Counters) {
+	c.Rounds += o.Rounds
+	c.EpollWaits += o.EpollWaits
+	c.ZeroTimeoutWaits += o.ZeroTimeoutWaits
+	c.BlockingWaits += o.BlockingWaits
+	c.IdleWakeups += o.IdleWakeups
+	c.Events += o.Events
+	c.EventsIn += o.EventsIn
+	c.EventsOut += o.EventsOut
+	c.EventsErr += o.EventsErr
+	c.EpolloutEmpty += o.EpolloutEmpty
+	c.StaleEvents += o.StaleEvents
+	c.StaleResults += o.StaleResults
+	c.ConnsAccepted += o.ConnsAccepted
+	c.ConnsRefused += o.ConnsRefused
+	c.ConnsClosed += o.ConnsClosed
+	c.AcceptEMFILE += o.AcceptEMFILE
+	c.FramesIn += o.FramesIn
+	c.FramesEchoed += o.FramesEchoed
+	c.PingsEchoed += o.PingsEchoed
+	c.BytesIn += o.BytesIn
+	c.BytesOut += o.BytesOut
+	c.RejectsSent += o.RejectsSent
+	c.OverSizeClosed += o.OverSizeClosed
+	c.MalformedClosed += o.MalformedClosed
+	c.HardCapClosed += o.HardCapClosed
+	c.BackpressureOn += o.BackpressureOn
+	c.InputBudgetHits += o.InputBudgetHits
+	c.ByteBudgetHits += o.ByteBudgetHits
+	c.TimeBudgetHits += o.TimeBudgetHits
+	c.Requeues += o.Requeues
+	c.IngressItems += o.IngressItems
+	c.IngressMaxDepth = max(c.IngressMaxDepth, o.IngressMaxDepth)
+	c.ReadyQueueMax = max(c.ReadyQueueMax, o.ReadyQueueMax)
+	c.TimersFired += o.TimersFired
+	c.TasksOffloaded += o.TasksOffloaded
+	c.PoolFullPauses += o.PoolFullPauses
+	c.Rearms += o.Rearms
+	c.MissedRearms += o.MissedRearms
+}
+
+// Histogram names, the keys of Stats.Histograms.
+const (
+	HistRound       = "round_ns"
+	HistReadyQueue  = "ready_queue_len"
+	HistRotation    = "rotation_interval_ns"
+	HistTimerLate   = "timer_deviation_ns"
+	HistStopObserve = "stop_observation_ns"
+)
+
+// histograms is a loop's set of HDR histograms, recorded only by that loop.
+type histograms struct {
+	round, readyLen, rotation, timerLate, stopObserve *hdrhistogram.Histogram
+	// dropped counts values outside a histogram's range (never swallowed).
+	dropped uint64
+}
+
+func newHistograms() *histograms {
+	const maxNs = int64(60e9) // one minute: longer is a hang, not a latency
+	return &histograms{
+		round:       hdrhistogram.New(1, maxNs, 3),
+		readyLen:    hdrhistogram.New(1, 1<<24, 3),
+		rotation:    hdrhistogram.New(1, maxNs, 3),
+		timerLate:   hdrhistogram.New(1, maxNs, 3),
+		stopObserve: hdrhistogram.New(1, maxNs, 3),
+	}
+}
+
+func (h *histograms) record(to *hdrhistogram.Histogram, v int64) {
+	if v < 1 {
+		v = 1
+	}
+	if to.RecordValue(v) != nil {
+		h.dropped++
+	}
+}
+
+func (h *histograms) byName() map[string]*hdrhistogram.Histogram {
+	return map[string]*hdrhistogram.Histogram{
+		HistRound: h.round, HistReadyQueue: h.readyLen, HistRotation: h.rotation,
+		HistTimerLate: h.timerLate, HistStopObserve: h.stopObserve,
+	}
+}
+
+// HistSummary is a histogram reduced to what a person reads; Snapshot keeps
+// the lossless form for merging.
+type HistSummary struct {
+	Count uint64  `json:"count"`
+	Min   int64   `json:"min"`
+	P50   int64   `json:"p50"`
+	P90   int64   `json:"p90"`
+	P99   int64   `json:"p99"`
+	P999  int64   `json:"p999"`
+	Max   int64   `json:"max"`
+	Mean  float64 `json:"mean"`
+}
+
+// Summarize reduces h to its percentiles.
+func Summarize(h *hdrhistogram.Histogram) HistSummary {
+	if h.TotalCount() == 0 {
+		return HistSummary{}
+	}
+	return HistSummary{
+		Count: uint64(h.TotalCount()), Min: h.Min(), Max: h.Max(), Mean: h.Mean(),
+		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
+	}
+}
+
+// Stats is a reactor's statistics: counters summed over its loops, the
+// ledger, and (once the reactor has stopped, or when requested with
+// histograms) the merged HDR histograms.
+type Stats struct {
+	Design     Design                            `json:"reactor"`
+	Loops      int                               `json:"loops"`
+	Counters   Counters                          `json:"counters"`
+	Ledger     Ledger                            `json:"ledger"`
+	Histograms map[string]HistSummary            `json:"histograms,omitempty"`
+	HistDrops  uint64                            `json:"histogram_values_dropped"`
+	Raw        map[string]*hdrhistogram.Snapshot `json:"-"`
+}
+
+// JSON renders s as one JSON object.
+func (s Stats) JSON() ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode stats: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,188 @@
+//go:build linux
+
+package reactors
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The loop's hot syscalls go through unix.RawSyscall*: a read, write or
+// accept4 on a non-blocking socket and an epoll_wait with timeout 0 never
+// block, so the runtime's entersyscall/exitsyscall bookkeeping (and the P
+// hand-off it can trigger) is pure overhead on them. Only a wait that may
+// block goes through unix.EpollWait (the Syscall path), so that the runtime
+// can run other goroutines and stop the world for GC meanwhile.
+
+// nanotime is the runtime's CLOCK_MONOTONIC reading (vDSO, no allocation).
+// It is the same clock timerfd's CLOCK_MONOTONIC uses, so deadlines computed
+// from it can be armed as absolute timerfd times.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// rawRead reads into p from a non-blocking fd.
+func rawRead(fd int, p []byte) (int, unix.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == unix.EINTR {
+			continue
+		}
+		return int(n), e
+	}
+}
+
+// rawAccept accepts one connection from a non-blocking listener, creating
+// the new fd non-blocking and close-on-exec.
+func rawAccept(fd int) (int, unix.Errno) {
+	for {
+		n, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+		if e == unix.EINTR || e == unix.ECONNABORTED {
+			continue
+		}
+		return int(n), e
+	}
+}
+
+// pollNow is epoll_wait with timeout 0: it never blocks.
+func pollNow(epfd int, evs []unix.EpollEvent) (int, unix.Errno) {
+	for {
+		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		return int(n), e
+	}
+}
+
+// waitBlocking is epoll_wait through the runtime's syscall path; msec -1
+// waits until an event arrives.
+func waitBlocking(epfd int, evs []unix.EpollEvent, msec int) (int, error) {
+	for {
+		n, err := unix.EpollWait(epfd, evs, msec)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, err
+	}
+}
+
+// writeEventfd adds 1 to an eventfd counter.
+func writeEventfd(fd int) error {
+	var one = [8]byte{1}
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&one[0])), 8)
+		switch e {
+		case 0, unix.EAGAIN: // EAGAIN: the counter is saturated, the fd is readable anyway
+			return nil
+		case unix.EINTR:
+			continue
+		default:
+			return os.NewSyscallError("write eventfd", e)
+		}
+	}
+}
+
+func epollCtl(epfd, op, fd int, events uint32, ref uint64) error {
+	ev := unix.EpollEvent{Events: events}
+	*(*uint64)(unsafe.Pointer(&ev.Fd)) = ref
+	if err := unix.EpollCtl(epfd, op, fd, &ev); err != nil {
+		return os.NewSyscallError(epollOpName(op), err)
+	}
+	return nil
+}
+
+func epollOpName(op int) string {
+	switch op {
+	case unix.EPOLL_CTL_ADD:
+		return "epoll_ctl add"
+	case unix.EPOLL_CTL_MOD:
+		return "epoll_ctl mod"
+	default:
+		return "epoll_ctl del"
+	}
+}
+
+// eventRef reads the 64-bit user data of an epoll event.
+func eventRef(ev *unix.EpollEvent) uint64 { return *(*uint64)(unsafe.Pointer(&ev.Fd)) }
+
+// listenTCP opens a non-blocking, close-on-exec TCP listener on addr
+// ("host:port"; port 0 picks one) and returns its fd and bound address.
+func listenTCP(addr string, backlog int) (int, netip.AddrPort, error) {
+	ap, err := resolveListen(addr)
+	if err != nil {
+		return -1, netip.AddrPort{}, err
+	}
+	family := unix.AF_INET
+	if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, netip.AddrPort{}, os.NewSyscallError("socket", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		unix.Close(fd)
+		return -1, netip.AddrPort{}, os.NewSyscallError("setsockopt SO_REUSEADDR", err)
+	}
+	var sa unix.Sockaddr
+	if family == unix.AF_INET {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
+	} else {
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, netip.AddrPort{}, fmt.Errorf("bind %s: %w", addr, os.NewSyscallError("bind", err))
+	}
+	if err := unix.Listen(fd, backlog); err != nil {
+		unix.Close(fd)
+		return -1, netip.AddrPort{}, os.NewSyscallError("listen", err)
+	}
+	bound, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, netip.AddrPort{}, os.NewSyscallError("getsockname", err)
+	}
+	switch b := bound.(type) {
+	case *unix.SockaddrInet4:
+		return fd, netip.AddrPortFrom(netip.AddrFrom4(b.Addr), uint16(b.Port)), nil
+	case *unix.SockaddrInet6:
+		return fd, netip.AddrPortFrom(netip.AddrFrom16(b.Addr), uint16(b.Port)), nil
+	}
+	unix.Close(fd)
+	return -1, netip.AddrPort{}, fmt.Errorf("listen %s: unexpected socket address %T", addr, bound)
+}
+
+func resolveListen(addr string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "" || host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("listen address %q: host must be an IP address: %w", addr, err)
+	}
+	tcp, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(ip.String(), port))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	return netip.AddrPortFrom(ip, uint16(tcp.Port)), nil
+}
+
+// isTemporaryClose reports errnos that mean the peer went away.
+func isPeerGone(e syscall.Errno) bool {
+	return e == unix.ECONNRESET || e == unix.EPIPE || e == unix.ETIMEDOUT || e == unix.EHOSTUNREACH
+}
