@@ -163,11 +163,11 @@ func (l *loop) onMessage(m message) {
 			l.stats.StaleResults++
 			l.ledger.Rejected++
 			l.ledger.Abandoned++
-			putTaskBuf(m.buf)
+			l.putTaskBuf(m.buf)
 			return
 		}
 		err := s.out.Append(*m.buf)
-		putTaskBuf(m.buf)
+		l.putTaskBuf(m.buf)
 		if err != nil {
 			l.ledger.Rejected++
 			l.ledger.Abandoned++
@@ -186,11 +186,11 @@ func (l *loop) onMessage(m message) {
 
 // offload hands a DATA frame's callback to the pool; false when it is full.
 func (l *loop) offload(s *source, frame []byte) bool {
-	bp := getTaskBuf(len(frame))
+	bp := l.getTaskBuf(len(frame))
 	copy(*bp, frame)
 	t := task{loop: l, ref: s.ref, fd: int32(s.fd), buf: bp, cost: l.sampler.Sample()}
 	if !l.r.pool.submit(s.ref.Slot(), t) {
-		putTaskBuf(bp)
+		l.putTaskBuf(bp)
 		return false
 	}
 	l.tasks++
@@ -346,19 +346,27 @@ func (p *pool) stop() {
 	p.wg.Wait()
 }
 
-var taskBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-
-func getTaskBuf(n int) *[]byte {
-	bp := taskBufs.Get().(*[]byte)
+// getTaskBuf takes a buffer for an offloaded frame from the loop's free
+// list; buffers come back through putTaskBuf when the result is handled on
+// the same loop thread, so the list needs no lock and steady state allocates
+// nothing.
+func (l *loop) getTaskBuf(n int) *[]byte {
+	var bp *[]byte
+	if k := len(l.taskBufs); k > 0 {
+		bp = l.taskBufs[k-1]
+		l.taskBufs = l.taskBufs[:k-1]
+	} else {
+		bp = new([]byte)
+	}
 	if cap(*bp) < n {
-		*bp = make([]byte, n)
+		*bp = make([]byte, n, max(n, 256))
 	}
 	*bp = (*bp)[:n]
 	return bp
 }
 
-func putTaskBuf(bp *[]byte) {
-	if bp != nil && cap(*bp) <= 64<<10 {
-		taskBufs.Put(bp)
+func (l *loop) putTaskBuf(bp *[]byte) {
+	if bp != nil && cap(*bp) <= 64<<10 && len(l.taskBufs) < l.cfg.WorkerQueue+l.cfg.IngressCap {
+		l.taskBufs = append(l.taskBufs, bp)
 	}
 }

@@ -76,6 +76,7 @@ type loop struct {
 	onMessageFn func(message) // bound once: a method value per call would allocate
 	onTimerFn   func(timers.Timer)
 	touched     []*source // sources given worker results this drain, to flush once
+	taskBufs    []*[]byte // free buffers for offloaded frames
 
 	stats  Counters
 	ledger Ledger

@@ -81,8 +81,8 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 			}
 			size := h.FrameSize()
 			if len(avail) < size {
-				if cap(s.in)-s.r < size {
-					l.growIn(s, size)
+				if cap(s.in) < size {
+					l.growIn(s, size) // else compaction below makes room
 				}
 				break
 			}
@@ -381,7 +381,7 @@ func (l *loop) putBuf(s *source) {
 // growIn makes room for a frame of size bytes (already checked against the
 // frame limit, or trusted by the NoFrameLimit mutant).
 func (l *loop) growIn(s *source, size int) {
-	buf := make([]byte, len(s.in)-s.r, size)
+	buf := make([]byte, len(s.in)-s.r, max(size, l.bufSize))
 	copy(buf, s.in[s.r:])
 	s.in, s.r = buf, 0
 }

@@ -16,10 +16,11 @@ const minBuffer = 512
 // after every Write reuses the same buffer without allocating once it has seen
 // the largest frame.
 //
-// Copies: each byte is copied once, from Write's argument into the buffer, and
-// Next returns a slice of the buffer. A complete frame is moved again only if
-// the caller keeps writing past it without calling Next and the buffer must be
-// compacted or grown to make room.
+// Copies: each byte is copied from Write's argument into the buffer, and Next
+// returns a slice of the buffer, not a copy. Room for a frame's payload is
+// reserved when its header is validated, so payload bytes already held move
+// only when room is made for a later frame: that happens only to complete
+// frames the caller has not yet taken with Next.
 //
 // Errors: the first malformed or over-size header makes the decoder fail for
 // good. Next still returns the complete frames before it, then that error on

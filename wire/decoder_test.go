@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"testing"
 )
 
@@ -14,16 +15,18 @@ type frame struct {
 	payload []byte
 }
 
-// feed writes each chunk to d, draining Next after every Write, and returns the
-// frames and the first error. It fails the test if Write misreports or if an
-// error does not persist.
-func feed(t testing.TB, d *Decoder, chunks [][]byte) ([]frame, error) {
+// feed writes data to d in chunks whose sizes come from size (0 means an empty
+// Write), draining Next after every Write, and returns the frames and the first
+// error. It fails the test if Write misreports or if an error does not persist.
+func feed(t testing.TB, d *Decoder, data []byte, size func() int) ([]frame, error) {
 	t.Helper()
 	var (
 		frames []frame
 		failed error
 	)
-	for _, c := range chunks {
+	for len(data) > 0 {
+		c := data[:min(size(), len(data))]
+		data = data[len(c):]
 		if n, err := d.Write(c); n != len(c) || err != nil {
 			t.Fatalf("Write(%d bytes) = %d, %v", len(c), n, err)
 		}
@@ -51,6 +54,13 @@ func feed(t testing.TB, d *Decoder, chunks [][]byte) ([]frame, error) {
 	return frames, failed
 }
 
+// whole, bytewise and fixed are chunk-size functions for feed.
+func whole() int    { return 1 << 30 }
+func bytewise() int { return 1 }
+func fixed(n int) func() int {
+	return func() int { return n }
+}
+
 // split cuts b into chunks whose sizes come from size.
 func split(b []byte, size func() int) [][]byte {
 	var chunks [][]byte
@@ -73,33 +83,31 @@ func TestDecoderSplits(t *testing.T) {
 		stream = AppendFrame(stream, kind, uint8(i), uint64(i)+100, uint64(i), uint64(i)<<40, p)
 		want = append(want, frame{Header{uint32(28 + size), kind, uint8(i), uint64(i) + 100, uint64(i), uint64(i) << 40}, p})
 	}
-	strategies := []struct {
-		name   string
-		chunks [][]byte
-	}{
-		{"all at once", [][]byte{stream}},
-		{"one byte at a time", split(stream, func() int { return 1 })},
-		{"header-sized", split(stream, func() int { return HeaderSize })},
-		{"with empty writes", append([][]byte{nil}, append(split(stream, func() int { return 4093 }), []byte{})...)},
+	type strategy struct {
+		name string
+		size func() int
+	}
+	toggle := 0
+	strategies := []strategy{
+		{"all at once", whole},
+		{"one byte at a time", bytewise},
+		{"header-sized", fixed(HeaderSize)},
+		{"with empty writes", func() int { toggle++; return (toggle % 2) * 4093 }},
 	}
 	for seed := range uint64(5) {
 		r := rand.New(rand.NewPCG(seed, 0x5EED))
 		// Mix tiny chunks (splitting headers) with large ones (spanning frames).
-		size := func() int {
+		strategies = append(strategies, strategy{"random seed " + strconv.FormatUint(seed, 10), func() int {
 			if r.IntN(2) == 0 {
 				return 1 + r.IntN(40)
 			}
 			return 1 + r.IntN(64<<10)
-		}
-		strategies = append(strategies, struct {
-			name   string
-			chunks [][]byte
-		}{"random seed " + string(rune('0'+seed)), split(stream, size)})
+		}})
 	}
 	for _, s := range strategies {
 		t.Run(s.name, func(t *testing.T) {
 			d := NewDecoder(0)
-			got, err := feed(t, d, s.chunks)
+			got, err := feed(t, d, stream, s.size)
 			if err != nil {
 				t.Fatalf("error: %v", err)
 			}
@@ -130,7 +138,7 @@ func TestDecoderWriteAllThenDrain(t *testing.T) {
 	for i := range 50 {
 		f := AppendFrame(nil, KindData, 0, 0, uint64(i), 0, payloadOf(i*37))
 		want = append(want, f...)
-		for _, c := range split(f, func() int { return 7 }) {
+		for _, c := range split(f, fixed(7)) {
 			d.Write(c)
 		}
 		if i%10 == 3 { // take one frame out now and then, so off > 0 during growth
@@ -168,7 +176,7 @@ func TestDecoderOverSize(t *testing.T) {
 		name   string
 		chunks [][]byte
 	}{
-		{"byte by byte", split(hdr, func() int { return 1 })},
+		{"byte by byte", split(hdr, bytewise)},
 		{"header at once", [][]byte{hdr}},
 		{"header and body in one write", [][]byte{append(bytes.Clone(hdr), body...)}},
 	} {
@@ -304,7 +312,7 @@ func TestDecoderFramesBeforeErrorComeFirst(t *testing.T) {
 	stream = append(stream, rawHeader(27, 1)...)
 	stream = AppendFrame(stream, KindData, 0, 0, 99, 0, nil) // never reached
 	d := NewDecoder(0)
-	frames, err := feed(t, d, [][]byte{stream})
+	frames, err := feed(t, d, stream, whole)
 	if len(frames) != 3 || !errors.Is(err, ErrMalformed) {
 		t.Fatalf("got %d frames and %v, want 3 frames then ErrMalformed", len(frames), err)
 	}
@@ -333,7 +341,7 @@ func TestDecoderPayloadAliasesBuffer(t *testing.T) {
 func TestDecoderGrowsToFrameSize(t *testing.T) {
 	f := AppendFrame(nil, KindData, 0, 0, 0, 0, payloadOf(256<<10))
 	d := NewDecoder(0)
-	feed(t, d, split(f, func() int { return 1000 }))
+	feed(t, d, f, fixed(1000))
 	if cap(d.buf) != len(f) {
 		t.Errorf("buffer capacity %d after one %d-byte frame, want exactly the frame", cap(d.buf), len(f))
 	}

@@ -115,20 +115,28 @@ func ParseHeader(b []byte, max int) (Header, error) {
 		return Header{}, ErrShortHeader
 	}
 	h := getHeader(b)
-	if h.Length < minLength {
-		return Header{}, fmt.Errorf("length field %d below minimum %d: %w", h.Length, minLength, ErrMalformed)
-	}
-	if !h.Kind.Valid() {
-		return Header{}, fmt.Errorf("unknown kind %d: %w", uint8(h.Kind), ErrMalformed)
-	}
 	if max <= 0 {
 		max = DefaultMaxFrame
 	}
 	// Compare in uint64: Length+4 may not fit an int on 32-bit platforms.
-	if size := uint64(h.Length) + 4; size > uint64(max) {
-		return Header{}, fmt.Errorf("declared frame size %d bytes exceeds limit %d: %w", size, max, ErrTooLarge)
+	if h.Length < minLength || !h.Kind.Valid() || uint64(h.Length)+4 > uint64(max) {
+		return Header{}, headerError(h, max)
 	}
 	return h, nil
+}
+
+// headerError builds ParseHeader's error for a header that failed a check. It
+// is kept out of ParseHeader so that the success path stays small enough to be
+// inlined.
+func headerError(h Header, max int) error {
+	switch {
+	case h.Length < minLength:
+		return fmt.Errorf("length field %d below minimum %d: %w", h.Length, minLength, ErrMalformed)
+	case !h.Kind.Valid():
+		return fmt.Errorf("unknown kind %d: %w", uint8(h.Kind), ErrMalformed)
+	default:
+		return fmt.Errorf("declared frame size %d bytes exceeds limit %d: %w", uint64(h.Length)+4, max, ErrTooLarge)
+	}
 }
 
 // AppendFrame appends one frame, header then payload, to dst and returns the

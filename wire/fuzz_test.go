@@ -62,9 +62,9 @@ func FuzzDecoder(f *testing.F) {
 			err      error
 			buffered int
 		}
-		run := func(chunks [][]byte) result {
+		run := func(size func() int) result {
 			d := NewDecoder(fuzzMax)
-			frames, err := feed(t, d, chunks) // checks persistence of the error
+			frames, err := feed(t, d, data, size) // checks persistence of the error
 			for _, fr := range frames {
 				h := fr.h
 				if h.FrameSize() > fuzzMax || h.Length < 28 || !h.Kind.Valid() {
@@ -76,19 +76,22 @@ func FuzzDecoder(f *testing.F) {
 			}
 			return result{frames, err, d.Buffered()}
 		}
-		whole := run([][]byte{data})
-		for name, chunks := range map[string][][]byte{
-			"bytewise": split(data, func() int { return 1 }),
-			"derived":  split(data, chunker(data)),
+		all := run(whole)
+		for _, tc := range []struct {
+			name string
+			size func() int
+		}{
+			{"bytewise", bytewise},
+			{"derived", chunker(data)},
 		} {
-			r := run(chunks)
-			if len(r.frames) != len(whole.frames) || r.buffered != whole.buffered ||
-				(r.err == nil) != (whole.err == nil) || (r.err != nil && r.err.Error() != whole.err.Error()) {
+			name, r := tc.name, run(tc.size)
+			if len(r.frames) != len(all.frames) || r.buffered != all.buffered ||
+				(r.err == nil) != (all.err == nil) || (r.err != nil && r.err.Error() != all.err.Error()) {
 				t.Fatalf("%s feed: %d frames, %d buffered, err %v; whole: %d frames, %d buffered, err %v",
-					name, len(r.frames), r.buffered, r.err, len(whole.frames), whole.buffered, whole.err)
+					name, len(r.frames), r.buffered, r.err, len(all.frames), all.buffered, all.err)
 			}
 			for i := range r.frames {
-				if r.frames[i].h != whole.frames[i].h || !bytes.Equal(r.frames[i].payload, whole.frames[i].payload) {
+				if r.frames[i].h != all.frames[i].h || !bytes.Equal(r.frames[i].payload, all.frames[i].payload) {
 					t.Fatalf("%s feed: frame %d differs", name, i)
 				}
 			}
@@ -98,7 +101,7 @@ func FuzzDecoder(f *testing.F) {
 		// except the reserved field, which readers ignore and writers zero.
 		var enc []byte
 		want := bytes.Clone(data)
-		for _, fr := range whole.frames {
+		for _, fr := range all.frames {
 			if len(enc)+HeaderSize <= len(want) {
 				want[len(enc)+6], want[len(enc)+7] = 0, 0
 			}
@@ -112,20 +115,20 @@ func FuzzDecoder(f *testing.F) {
 		rest := data[len(enc):]
 		h, perr := ParseHeader(rest, fuzzMax)
 		switch {
-		case whole.err != nil:
-			if perr == nil || perr.Error() != whole.err.Error() ||
-				!(errors.Is(whole.err, ErrMalformed) || errors.Is(whole.err, ErrTooLarge)) {
-				t.Fatalf("decoder error %v; ParseHeader on the rest: %v", whole.err, perr)
+		case all.err != nil:
+			if perr == nil || perr.Error() != all.err.Error() ||
+				!(errors.Is(all.err, ErrMalformed) || errors.Is(all.err, ErrTooLarge)) {
+				t.Fatalf("decoder error %v; ParseHeader on the rest: %v", all.err, perr)
 			}
-			if whole.buffered != 0 {
-				t.Fatalf("Buffered() = %d after failure, want 0", whole.buffered)
+			if all.buffered != 0 {
+				t.Fatalf("Buffered() = %d after failure, want 0", all.buffered)
 			}
 		case perr == nil && h.FrameSize() <= len(rest):
 			t.Fatalf("a complete valid frame (%+v) was not returned", h)
 		case perr != nil && !errors.Is(perr, ErrShortHeader):
 			t.Fatalf("decoder missed a bad header: %v", perr)
-		case whole.buffered != len(rest):
-			t.Fatalf("Buffered() = %d, want %d unconsumed bytes", whole.buffered, len(rest))
+		case all.buffered != len(rest):
+			t.Fatalf("Buffered() = %d, want %d unconsumed bytes", all.buffered, len(rest))
 		}
 	})
 }

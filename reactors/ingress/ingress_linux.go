@@ -64,7 +64,8 @@ const MaxCapacity = 1 << 24
 //     Drain, and that Drain sees the item.
 //
 // A Drain can stop early at a cell that a producer has claimed but not yet
-// published (Vyukov's ring publishes in claim order only per cell). It then
+// published (producers claim positions in order but may publish out of order,
+// and the consumer takes positions strictly in order). It then
 // reports pending=false on purpose: that producer's own publish-then-check,
 // above, wakes the owner again, and the owner must not spin waiting for a
 // producer that may be descheduled. Items published behind the hole are covered
@@ -164,10 +165,12 @@ func New[T any](capacity int) (*Queue[T], error) {
 	return q, nil
 }
 
-// Fd returns the eventfd to register with EPOLLIN in the owner's epoll set;
-// level- and edge-triggered registrations both work, because a producer writes
-// only when the counter was drained to zero by Acknowledge. After Close it
-// returns -1.
+// Fd returns the eventfd to register with EPOLLIN in the owner's epoll set.
+// Level-triggered works because the counter stays non-zero, and the fd
+// readable, until Acknowledge reads it; edge-triggered works because every
+// eventfd write is a new event, and after each Acknowledge the next push
+// writes again. After Close it returns -1 (closing the eventfd also removes it
+// from epoll sets that hold it).
 func (q *Queue[T]) Fd() int {
 	if q.closed.Load() {
 		return -1
@@ -179,11 +182,12 @@ func (q *Queue[T]) Fd() int {
 func (q *Queue[T]) Cap() int { return len(q.cells) }
 
 // Push appends v and wakes the consumer if it may be asleep. It is safe from
-// any number of goroutines, never blocks waiting for space and does not
-// allocate for a value T. It returns false, leaving the queue unchanged, when
-// the queue is full or closed; the caller decides whether to retry later,
-// reject or count. At most one eventfd write is made per wakeup, however many
-// items are pushed before the consumer acknowledges.
+// any number of goroutines, never waits for space (nor for the consumer) and
+// does not allocate for a value T. It returns false, leaving the queue
+// unchanged, when the queue is full or closed; the caller decides whether to
+// retry later, reject or count. At most one eventfd write is made per wakeup,
+// however many items are pushed before the consumer acknowledges. A Push that
+// races with Close may still return true; its item stays for Drain.
 func (q *Queue[T]) Push(v T) bool {
 	if q.closed.Load() {
 		return false
@@ -217,13 +221,12 @@ func (q *Queue[T]) Push(v T) bool {
 // the flag's cache line shared while it is set, which is the common case under
 // load.
 func (q *Queue[T]) notify() {
-	if q.notified.Load() || !q.notified.CompareAndSwap(false, true) {
-		return
-	}
+	q.notified.Store(true)
 	if !q.writeEventfd() {
 		// The write did not happen (closed, or an errno recorded in Err): give
 		// the flag back so that the next push tries again rather than the queue
-		// going deaf behind a flag nobody will clear.
+		// going deaf behind a flag nobody will clear. Pushes that saw the flag
+		// set in the meantime wait for that next push; Err has the cause.
 		q.notified.Store(false)
 	}
 }
@@ -343,8 +346,10 @@ func (q *Queue[T]) setErr(err error) {
 }
 
 // Close closes the eventfd. It is idempotent: later calls return nil. It waits
-// for a producer's or the consumer's eventfd syscall in progress, so the fd
-// number is never used after it has been released. After Close, Push returns
+// for a producer's or the consumer's eventfd syscall in progress (one
+// non-blocking syscall at most each), so the fd number is never used after it
+// has been released; a producer notifying during Close waits for Close's own
+// close syscall in the same way. After Close, Push returns
 // false, Acknowledge only clears the flag and Fd returns -1; Drain still works,
 // so whoever stops the loop can account for items left in the queue.
 func (q *Queue[T]) Close() error {

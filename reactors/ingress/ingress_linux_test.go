@@ -422,7 +422,7 @@ func TestClose(t *testing.T) {
 // crash nor let a write reach the released fd number. A pipe opened right
 // after Close usually gets that number; it must stay empty.
 func TestCloseRacesProducers(t *testing.T) {
-	for round := range 50 {
+	for round := range 20 {
 		q, err := New[int](64)
 		if err != nil {
 			t.Fatal(err)

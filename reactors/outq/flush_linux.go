@@ -16,8 +16,8 @@ import (
 // if the last write returned EAGAIN (wait for EPOLLOUT), and a real error
 // (EPIPE, ECONNRESET, EBADF...) as an *os.SyscallError naming "write" with the
 // errno, which errors.Is matches against unix.EPIPE etc. A short write keeps
-// the remaining bytes queued in order; EINTR is retried. Flush does not
-// allocate except to build an error.
+// the remaining bytes queued in order; EINTR is retried. An empty queue makes
+// no syscall. Flush does not allocate except to build an error.
 //
 // It issues write(2) with unix.RawSyscall, not unix.Write: the runtime's
 // entersyscall/exitsyscall pair exists so a syscall that blocks can hand its P

@@ -220,13 +220,14 @@ func TestDeadlineRescheduleWakesAgain(t *testing.T) {
 		p.mustWake(t, "continue-scheduled timer")
 		s.Acknowledge()
 		now := Now()
-		n := s.Expire(now, func(tm Timer) {
+		calls := 0
+		s.Expire(now, func(tm Timer) {
+			if calls++; calls > 1 {
+				t.Fatalf("Expire ran %+v in the call that rescheduled it", tm)
+			}
 			ran = append(ran, tm.Arg)
 			s.Schedule(Timer{Due: now, Arg: tm.Arg + 1}) // due already
 		})
-		if n > 1 {
-			t.Fatalf("Expire ran %d timers, the rescheduled one must wait", n)
-		}
 	}
 	if ran[0] != 1 || ran[1] != 2 || ran[2] != 3 {
 		t.Fatalf("ran %v, want [1 2 3]", ran)

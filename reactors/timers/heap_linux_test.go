@@ -260,11 +260,9 @@ func runModel(t *testing.T, mode Mode, seed uint64, ops int) {
 				if n, mn := s.Len(), len(m.live); n != mn {
 					t.Fatalf("Len during Expire = %d, model %d", n, mn)
 				}
-				if d, ok := s.Next(); true {
-					md, mok := m.next()
-					if d != md || ok != mok {
-						t.Fatalf("Next during Expire = %d %v, model %d %v", d, ok, md, mok)
-					}
+				d, ok := s.Next()
+				if md, mok := m.next(); d != md || ok != mok {
+					t.Fatalf("Next during Expire = %d %v, model %d %v", d, ok, md, mok)
 				}
 			})
 			if got != ran {

@@ -18,9 +18,10 @@ import (
 // no locks. Its invariants, outside Expire:
 //   - Periodic: the timerfd expires every tick until Close, independent of the timers.
 //   - Deadline: the timerfd is armed to the nearest Due (clamped to at least 1 ns,
-//     because 0 would disarm it) or disarmed when the set is empty; it was last set
-//     by timerfd_settime only when that target changed, or when Acknowledge found the
-//     one-shot timer spent.
+//     because 0 would disarm it), or disarmed when the set is empty. timerfd_settime
+//     is called only when that target differs from what the fd holds. Between an
+//     Acknowledge that found the one-shot timer spent and the next Expire, Schedule
+//     or Cancel, the fd holds nothing; that next call re-arms it.
 //
 // Operations never panic on bad input. A failing system call after New (which
 // does not happen with a valid fd) is remembered and reported by [Set.Err].

@@ -1,0 +1,344 @@
+//go:build linux
+
+package reactors_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/reactortest"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+func newLT(cfg reactors.Config) (*reactors.Reactor, error) { return reactors.New(reactors.LT, cfg) }
+
+// Callbacks offloaded to a pool come back through ingress in order.
+func TestOffloadEchoInOrder(t *testing.T) {
+	for _, d := range []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread} {
+		t.Run(string(d), func(t *testing.T) {
+			cfg := reactors.DefaultConfig()
+			cfg.Workers = 2
+			cfg.Callback = "uniform:0us-10us"
+			reactortest.EndToEnd(t, func(c reactors.Config) (*reactors.Reactor, error) { return reactors.New(d, c) }, cfg)
+		})
+	}
+}
+
+// A header declaring 64 MiB (limit 1 MiB) is refused with REJECT and the
+// connection closed, without allocating the declared size; another
+// connection is served throughout.
+func TestOverSizeFrameRefused(t *testing.T) {
+	r := reactortest.Start(t, reactors.LT, reactors.DefaultConfig())
+	good, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	bad, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	hdr := make([]byte, wire.HeaderSize)
+	wire.PutHeader(hdr, wire.Header{Length: 64<<20 + 28, Kind: wire.KindData, Token: 9, Seq: 7})
+	if _, err := bad.Conn.Write(hdr); err != nil {
+		t.Fatal(err)
+	}
+	h, reason, err := bad.Recv(5 * time.Second)
+	if err != nil || h.Kind != wire.KindReject {
+		t.Fatalf("over-size header: got %v %q %v, want REJECT", h.Kind, reason, err)
+	}
+	if _, _, err := bad.Recv(5 * time.Second); !errors.Is(err, io.EOF) {
+		t.Fatalf("after REJECT: got %v, want EOF (connection closed)", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Fatalf("process allocated %d bytes while refusing a 64 MiB header: the declared size was allocated", grew)
+	}
+	if err := good.Send(wire.KindData, 1, 1, []byte("still served")); err != nil {
+		t.Fatal(err)
+	}
+	if h, p, err := good.Recv(5 * time.Second); err != nil || h.Kind != wire.KindData || string(p) != "still served" {
+		t.Fatalf("other connection: got %v %q %v", h.Kind, p, err)
+	}
+	if c := r.Stats().Counters; c.OverSizeClosed != 1 {
+		t.Fatalf("oversize_closed = %d, want 1", c.OverSizeClosed)
+	}
+}
+
+// A slow consumer: the client writes without reading until its writes
+// block. The reactor must stop reading that connection once the out-queue
+// passes the high watermark, so what it holds is bounded by
+// high watermark + one turn's read (byte budget) + one frame; after the
+// client resumes reading, every echo arrives intact and in order.
+func TestSlowConsumerBounded(t *testing.T) {
+	cfg := reactors.DefaultConfig()
+	r := reactortest.Start(t, reactors.LT, cfg)
+	c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const payload = 4096
+	frame := make([]byte, payload)
+	var sent uint64
+	for {
+		reactortest.Payload(frame, 1, sent)
+		buf := wire.AppendFrame(nil, wire.KindData, 0, 1, sent, 0, frame)
+		c.Conn.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Conn.Write(buf); err != nil {
+			if reactortest.IsTimeout(err) {
+				break // the kernel buffers are full: the reactor stopped reading
+			}
+			t.Fatal(err)
+		}
+		sent++
+		if sent > 1<<16 {
+			t.Fatalf("sent %d frames (%d MiB) without blocking: the reactor never stopped reading", sent, sent*payload>>20)
+		}
+	}
+	st := r.Stats().Counters
+	held := int64(st.BytesIn) - int64(st.BytesOut)
+	bound := int64(cfg.OutHigh + cfg.Budgets.Bytes + 2*(payload+wire.HeaderSize))
+	if st.BackpressureOn == 0 || held > bound {
+		t.Fatalf("backpressure pauses %d; reactor holds %d bytes (in %d − out %d), bound %d", st.BackpressureOn, held, st.BytesIn, st.BytesOut, bound)
+	}
+	t.Logf("blocked after %d frames; reactor holds %d bytes ≤ %d", sent, held, bound)
+	// A partially written frame may remain: finish it, then read everything.
+	c.Conn.SetWriteDeadline(time.Time{})
+	want := make([]byte, payload)
+	for seq := uint64(0); seq < sent; seq++ {
+		h, p, err := c.Recv(10 * time.Second)
+		if err != nil {
+			t.Fatalf("echo %d of %d: %v", seq, sent, err)
+		}
+		reactortest.Payload(want, 1, seq)
+		if h.Seq != seq || !bytes.Equal(p, want) {
+			t.Fatalf("echo %d: got seq %d, payload equal %v", seq, h.Seq, bytes.Equal(p, want))
+		}
+	}
+}
+
+// STOP under hot load: admission closes, the ledger balances
+// (accepted = completed + rejected), matches what the clients saw, and new
+// connections are refused.
+func TestStopUnderLoad(t *testing.T) {
+	for _, d := range reactors.Designs {
+		t.Run(string(d), func(t *testing.T) {
+			before := reactortest.TakeLeaks()
+			cfg := reactors.DefaultConfig()
+			cfg.Callback = "2us"
+			r, err := reactors.New(d, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Start()
+			var echoed, rejected atomic.Uint64
+			var wg sync.WaitGroup
+			for i := 0; i < 4; i++ {
+				wg.Add(2)
+				conn, err := net.Dial("tcp", r.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() { // hot sender until the reactor goes away
+					defer wg.Done()
+					frame := wire.AppendFrame(nil, wire.KindData, 0, 1, 0, 0, make([]byte, 64))
+					batch := bytes.Repeat(frame, 64)
+					for {
+						if _, err := conn.Write(batch); err != nil {
+							return
+						}
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					defer conn.Close()
+					dec := wire.NewDecoder(0)
+					buf := make([]byte, 64<<10)
+					for {
+						n, err := conn.Read(buf)
+						if err != nil {
+							return
+						}
+						dec.Write(buf[:n])
+						for {
+							h, _, ok, err := dec.Next()
+							if err != nil || !ok {
+								break
+							}
+							switch h.Kind {
+							case wire.KindData:
+								echoed.Add(1)
+							case wire.KindReject:
+								rejected.Add(1)
+							}
+						}
+					}
+				}()
+			}
+			if !reactortest.WaitFor(10*time.Second, func() bool { return r.Stats().Counters.FramesEchoed > 20000 }) {
+				t.Fatalf("no load reached the reactor: %+v", r.Stats().Counters)
+			}
+			ledger, err := reactortest.StopFrame(r.ControlAddr().String(), 20*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := net.DialTimeout("tcp", r.Addr().String(), time.Second); err == nil && d != reactors.OneShot {
+				t.Errorf("a new connection was accepted after STOP")
+			}
+			stats, err := r.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if !ledger.Balanced() || ledger.Accepted == 0 {
+				t.Fatalf("STOP_ACK ledger %+v does not balance", ledger)
+			}
+			if stats.Ledger.Accepted != ledger.Accepted || stats.Ledger.Rejected != ledger.Rejected {
+				t.Fatalf("final ledger %+v != STOP_ACK %+v", stats.Ledger, ledger)
+			}
+			// Clients may miss echoes queued past the grace period, never
+			// receive more than the ledger says.
+			if echoed.Load() > ledger.Completed || rejected.Load() > ledger.Rejected {
+				t.Fatalf("clients saw %d echoes and %d rejects; ledger %+v", echoed.Load(), rejected.Load(), ledger)
+			}
+			t.Logf("ledger %+v; clients saw %d echoes, %d rejects; stop observed p50 %v",
+				ledger, echoed.Load(), rejected.Load(), time.Duration(stats.Histograms[reactors.HistStopObserve].P50))
+			reactortest.CheckNoLeaks(t, before)
+		})
+	}
+}
+
+// Ten idle connections: a periodic timer wakes the loop every tick; a
+// deadline timer with nothing due does not wake it at all.
+func TestIdleWakeupsByTimerMode(t *testing.T) {
+	for _, mode := range []reactors.TimerMode{reactors.TimerPeriodic, reactors.TimerDeadline} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := reactors.DefaultConfig()
+			cfg.Timer = mode
+			r := reactortest.Start(t, reactors.LT, cfg)
+			for i := 0; i < 10; i++ {
+				c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+			}
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.ConnsAccepted == 10 }) {
+				t.Fatal("connections not accepted")
+			}
+			const window = 300 * time.Millisecond
+			w0 := r.Stats().Counters.EpollWaits
+			time.Sleep(window) // a measurement window, not synchronisation
+			w1 := r.Stats().Counters.EpollWaits
+			waits := w1 - w0
+			// periodic: one wake per 1 ms tick → ~300; demand ≥ 100 to allow a
+			// loaded machine to coalesce ticks. deadline: nothing is due → 0;
+			// allow 2 for a publication racing the window edges.
+			if mode == reactors.TimerPeriodic && waits < 100 {
+				t.Fatalf("periodic: %d epoll_waits in %v, want ≥ 100", waits, window)
+			}
+			if mode == reactors.TimerDeadline && waits > 2 {
+				t.Fatalf("deadline: %d epoll_waits in %v with nothing due, want ≤ 2", waits, window)
+			}
+			t.Logf("%s: %d epoll_waits in %v", mode, waits, window)
+		})
+	}
+}
+
+// A worker result whose connection closed must be dropped and counted, even
+// when the next connection got the same fd number; the FdIdentity mutant
+// delivers it to the newcomer — the check must see that.
+func TestStaleResultNeverReachesNewConnection(t *testing.T) {
+	for _, mutant := range []bool{false, true} {
+		name := "correct"
+		if mutant {
+			name = "fd-identity-mutant"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := reactors.DefaultConfig()
+			cfg.Workers = 1
+			cfg.Callback = "100ms"
+			cfg.Faults.FdIdentity = mutant
+			r := reactortest.Start(t, reactors.LT, cfg)
+			old, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := old.Send(wire.KindData, 1, 1, []byte("for the old connection")); err != nil {
+				t.Fatal(err)
+			}
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.TasksOffloaded == 1 }) {
+				t.Fatal("frame never offloaded")
+			}
+			// Reset, not FIN: an orderly close is a half-close the reactor
+			// must still answer; a reset ends the connection at once.
+			old.Conn.(*net.TCPConn).SetLinger(0)
+			old.Close()
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.ConnsClosed == 1 }) {
+				t.Fatal("close never observed")
+			}
+			fresh, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			// The result is due 100 ms after the offload: wait until the
+			// reactor has handled it (dropped or delivered), then look.
+			if !reactortest.WaitFor(5*time.Second, func() bool {
+				c := r.Stats().Counters
+				return c.StaleResults+c.FramesEchoed >= 1
+			}) {
+				t.Fatal("worker result never handled")
+			}
+			h, p, err := fresh.Recv(200 * time.Millisecond)
+			if mutant {
+				if err != nil {
+					t.Fatalf("mutant: the stale result did not reach the new connection (%v): the fd was not reused, the check proves nothing", err)
+				}
+				t.Logf("mutant delivered %v %q to the new connection", h.Kind, p)
+				return
+			}
+			if err == nil {
+				t.Fatalf("new connection received %v seq %d %q meant for the closed one", h.Kind, h.Seq, p)
+			}
+			if !reactortest.IsTimeout(err) {
+				t.Fatal(err)
+			}
+			if c := r.Stats().Counters; c.StaleResults != 1 {
+				t.Fatalf("stale_results = %d, want 1", c.StaleResults)
+			}
+		})
+	}
+}
+
+// STOP frames are accepted on control connections only.
+func TestStopOnDataConnectionRejected(t *testing.T) {
+	r := reactortest.Start(t, reactors.LT, reactors.DefaultConfig())
+	c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Send(wire.KindStop, 0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := c.Recv(5 * time.Second)
+	if err != nil || h.Kind != wire.KindReject {
+		t.Fatalf("STOP on data connection: got %v %v, want REJECT", h.Kind, err)
+	}
+	_ = binary.LittleEndian
+}

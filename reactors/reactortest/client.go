@@ -1,0 +1,83 @@
+//go:build linux
+
+package reactortest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// Client is a plain blocking frame client for tests: it sends frames and
+// receives decoded ones under deadlines. Not safe for concurrent use.
+type Client struct {
+	Conn net.Conn
+	dec  *wire.Decoder
+	buf  []byte
+	out  []byte
+}
+
+// Dial connects to addr within timeout.
+func Dial(addr string, timeout time.Duration) (*Client, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return &Client{Conn: c, dec: wire.NewDecoder(wire.DefaultMaxFrame), buf: make([]byte, 64<<10)}, nil
+}
+
+// Send writes one frame.
+func (c *Client) Send(kind wire.Kind, token, seq uint64, payload []byte) error {
+	c.out = wire.AppendFrame(c.out[:0], kind, 0, token, seq, MonoNow(), payload)
+	c.Conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Conn.Write(c.out); err != nil {
+		return fmt.Errorf("send %v seq %d: %w", kind, seq, err)
+	}
+	return nil
+}
+
+// Recv returns the next frame, waiting at most timeout. The payload is a
+// copy. A timeout is reported as an error wrapping os.ErrDeadlineExceeded.
+func (c *Client) Recv(timeout time.Duration) (wire.Header, []byte, error) {
+	c.Conn.SetReadDeadline(time.Now().Add(timeout))
+	for {
+		h, p, ok, err := c.dec.Next()
+		if err != nil {
+			return h, nil, err
+		}
+		if ok {
+			return h, append([]byte(nil), p...), nil
+		}
+		n, err := c.Conn.Read(c.buf)
+		if err != nil {
+			return wire.Header{}, nil, err
+		}
+		c.dec.Write(c.buf[:n])
+	}
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.Conn.Close() }
+
+// IsTimeout reports whether err is a deadline expiry.
+func IsTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// WaitFor polls cond until it holds or timeout passes; it is for waiting on
+// a reactor's published counters, which change without an event the test
+// could block on. It reports whether cond held.
+func WaitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	return true
+}
