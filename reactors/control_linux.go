@@ -219,21 +219,9 @@ func (l *loop) onTimerEvent() {
 	l.now = nanotime()
 	l.stats.TimersFired += uint64(l.timers.Expire(l.now, l.onTimerFn))
 	l.timersMu.Unlock()
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, l.timers.Fd(), unix.EPOLLIN|unix.EPOLLONESHOT, l.timerRef()); err != nil {
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, l.timers.Fd(), unix.EPOLLIN|unix.EPOLLONESHOT, l.timerRef); err != nil {
 		l.r.fail(err)
 	}
-}
-
-func (l *loop) timerRef() uint64 {
-	var ref slots.Ref
-	l.table.Range(func(r slots.Ref, s *source) bool {
-		if s.kind == kindTimer {
-			ref = r
-			return false
-		}
-		return true
-	})
-	return uint64(ref)
 }
 
 func (l *loop) expireTimers(now int64) {
@@ -267,7 +255,7 @@ func (l *loop) onTimer(t timers.Timer) {
 			}
 		}
 		l.r.reserveMu.Unlock()
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, unix.EPOLLIN|l.oneshotFlag(), uint64(ref)); err != nil {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, unix.EPOLLIN|l.oneshotFlag(), ref); err != nil {
 			l.r.fail(err)
 		}
 	}

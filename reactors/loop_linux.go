@@ -55,6 +55,7 @@ type loop struct {
 	ingress  *ingress.Queue[message]
 	timers   *timers.Set
 	timersMu *sync.Mutex // oneshot: the timer set is shared by the workers
+	timerRef slots.Ref   // the timerfd's source (oneshot rearms it)
 	sampler  *cost.Sampler
 
 	evs       []unix.EpollEvent
@@ -133,7 +134,7 @@ func newLoop(r *Reactor, id int, shareWith *loop, table *slots.Table[source]) (*
 	l.onMessageFn, l.onTimerFn = l.onMessage, l.onTimer
 	var err error
 	if shareWith != nil {
-		l.epfd, l.table, l.timers, l.timersMu = shareWith.epfd, table, shareWith.timers, shareWith.timersMu
+		l.epfd, l.table, l.timers, l.timersMu, l.timerRef = shareWith.epfd, table, shareWith.timers, shareWith.timersMu, shareWith.timerRef
 	} else {
 		if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 			return nil, os.NewSyscallError("epoll_create1", err)
@@ -170,7 +171,7 @@ func newLoop(r *Reactor, id int, shareWith *loop, table *slots.Table[source]) (*
 		if r.design == OneShot {
 			l.timersMu = new(sync.Mutex)
 		}
-		if _, err = l.addSpecial(l.timers.Fd(), kindTimer, unix.EPOLLIN|l.oneshotFlag()); err != nil {
+		if l.timerRef, err = l.addSpecial(l.timers.Fd(), kindTimer, unix.EPOLLIN|l.oneshotFlag()); err != nil {
 			l.closeResources()
 			return nil, err
 		}
@@ -205,7 +206,7 @@ func (l *loop) addSpecial(fd int, kind sourceKind, events uint32) (slots.Ref, er
 		return 0, fmt.Errorf("register fd %d: %w", fd, err)
 	}
 	s.ref = ref
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, events, uint64(ref)); err != nil {
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, events, ref); err != nil {
 		l.table.Free(ref)
 		return 0, err
 	}
@@ -360,7 +361,7 @@ func (l *loop) dispatch(evs []unix.EpollEvent) {
 	l.stats.Events += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
-		ref := slots.Ref(eventRef(ev))
+		ref := slots.RefOf(ev)
 		s, ok := l.table.Get(ref)
 		if !ok {
 			l.stats.StaleEvents++
@@ -499,7 +500,7 @@ func (l *loop) rearm(s *source) {
 	}
 	l.stats.Rearms++
 	want := l.wantEvents(s)
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, want, uint64(s.ref)); err != nil {
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, want, s.ref); err != nil {
 		l.closeSource(s)
 		return
 	}

@@ -312,7 +312,7 @@ func (l *loop) updateInterest(s *source) {
 		return
 	}
 	if want := l.wantEvents(s); want != s.interest {
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, want, uint64(s.ref)); err != nil {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, want, s.ref); err != nil {
 			l.closeSource(s)
 			return
 		}
@@ -413,7 +413,7 @@ func (l *loop) accept(ls *source) {
 		l.addConn(fd, ls.control)
 	}
 	if l.design == OneShot && ls.fd >= 0 {
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, unix.EPOLLIN|unix.EPOLLONESHOT, uint64(ls.ref)); err != nil {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, unix.EPOLLIN|unix.EPOLLONESHOT, ls.ref); err != nil {
 			l.r.fail(err)
 		}
 	}
@@ -442,7 +442,7 @@ func (l *loop) shedOneConnection(ls *source) bool {
 	}
 	// No reserve: stop watching the listener for 10 ms.
 	if l.design != OneShot {
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, 0, uint64(ls.ref)); err != nil {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, 0, ls.ref); err != nil {
 			l.r.fail(err)
 			return false
 		}
@@ -463,7 +463,7 @@ func (l *loop) addConn(fd int, control bool) {
 	}
 	s.ref = ref
 	s.interest = l.wantEvents(s)
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, s.interest, uint64(ref)); err != nil {
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, s.interest, ref); err != nil {
 		l.table.Free(ref)
 		unix.Close(fd)
 		l.stats.ConnsRefused++

@@ -11,6 +11,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/reactors/slots"
+	"github.com/reactorlab/reactorlab/reactors/timers"
 )
 
 // The loop's hot syscalls go through unix.RawSyscall*: a read, write or
@@ -20,12 +23,9 @@ import (
 // block goes through unix.EpollWait (the Syscall path), so that the runtime
 // can run other goroutines and stop the world for GC meanwhile.
 
-// nanotime is the runtime's CLOCK_MONOTONIC reading (vDSO, no allocation).
-// It is the same clock timerfd's CLOCK_MONOTONIC uses, so deadlines computed
-// from it can be armed as absolute timerfd times.
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
+// nanotime is the loop's clock: CLOCK_MONOTONIC ns through the vDSO, the
+// clock timerfd deadlines are armed in.
+func nanotime() int64 { return timers.Now() }
 
 // rawRead reads into p from a non-blocking fd.
 func rawRead(fd int, p []byte) (int, unix.Errno) {
@@ -92,9 +92,9 @@ func writeEventfd(fd int) error {
 	}
 }
 
-func epollCtl(epfd, op, fd int, events uint32, ref uint64) error {
+func epollCtl(epfd, op, fd int, events uint32, ref slots.Ref) error {
 	ev := unix.EpollEvent{Events: events}
-	*(*uint64)(unsafe.Pointer(&ev.Fd)) = ref
+	slots.PutRef(&ev, ref)
 	if err := unix.EpollCtl(epfd, op, fd, &ev); err != nil {
 		return os.NewSyscallError(epollOpName(op), err)
 	}
@@ -111,9 +111,6 @@ func epollOpName(op int) string {
 		return "epoll_ctl del"
 	}
 }
-
-// eventRef reads the 64-bit user data of an epoll event.
-func eventRef(ev *unix.EpollEvent) uint64 { return *(*uint64)(unsafe.Pointer(&ev.Fd)) }
 
 // listenTCP opens a non-blocking, close-on-exec TCP listener on addr
 // ("host:port"; port 0 picks one) and returns its fd and bound address.

@@ -221,7 +221,9 @@ func (q *Queue[T]) Push(v T) bool {
 // the flag's cache line shared while it is set, which is the common case under
 // load.
 func (q *Queue[T]) notify() {
-	q.notified.Store(true)
+	if q.notified.Load() || !q.notified.CompareAndSwap(false, true) {
+		return
+	}
 	if !q.writeEventfd() {
 		// The write did not happen (closed, or an errno recorded in Err): give
 		// the flag back so that the next push tries again rather than the queue
@@ -280,8 +282,16 @@ func (q *Queue[T]) Acknowledge() {
 		}
 	}
 	q.fdMu.RUnlock()
+	if testHookAcknowledge != nil {
+		testHookAcknowledge()
+	}
 	q.notified.Store(false)
 }
+
+// testHookAcknowledge, when set by a test, runs inside Acknowledge between
+// reading the eventfd and clearing the flag: the window a racing Push can hit.
+// It lets a test put a push there deterministically. Nil outside tests.
+var testHookAcknowledge func()
 
 // Drain pops up to budget items in FIFO order (per producer: one producer's
 // items come out in the order it pushed them) and calls fn for each, after the

@@ -383,6 +383,30 @@ func TestAcknowledgeEmptiesCounter(t *testing.T) {
 	}
 }
 
+// TestAcknowledgeRacingPush puts a push, deterministically, inside
+// Acknowledge between its read of the eventfd and its clearing of the flag.
+// That push writes nothing (the flag is still set), so the Drain that follows
+// must see its item; and the flag must end clear, so the next push writes
+// again. Swapping Acknowledge's two steps (clear, then read) fails the second
+// check: the racing push's write is swallowed and the queue goes deaf.
+func TestAcknowledgeRacingPush(t *testing.T) {
+	q := newQueue[int](t, 8)
+	q.Push(1)
+	testHookAcknowledge = func() { q.Push(2) }
+	q.Acknowledge()
+	testHookAcknowledge = nil
+	if got := drainAll(q); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("Drain after Acknowledge = %v, want [1 2]: the racing push was not seen", got)
+	}
+	if got := readCounter(t, q.Fd()); got != 0 {
+		t.Fatalf("eventfd counter after Acknowledge and Drain = %d, want 0", got)
+	}
+	q.Push(3)
+	if got := readCounter(t, q.Fd()); got != 1 {
+		t.Fatalf("eventfd counter after the next push = %d, want 1: the queue no longer wakes its owner", got)
+	}
+}
+
 func TestClose(t *testing.T) {
 	q, err := New[int](8)
 	if err != nil {

@@ -6,7 +6,9 @@
 // # Ownership
 //
 // A [Set] belongs to one owner loop and is used from that loop's thread only: it has
-// no locks and no atomics. Work from other threads reaches the loop through its
+// no locks and no atomics. It has no thread affinity either, so a design that shares
+// one Set between threads (ONESHOT workers) may do so if it serialises every call,
+// Expire with its callbacks included, under its own lock. Work from other threads reaches the loop through its
 // ingress queue and is scheduled here by the loop itself. Callbacks run synchronously
 // inside [Set.Expire], on the loop thread, so a slow callback delays the whole round.
 //
