@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -124,6 +125,13 @@ type source struct {
 	out         outQueue
 	tasks       int   // offloaded callbacks outstanding
 	since       int64 // when it last became ready (rotation interval)
+
+	// owned is the ONESHOT ownership word: 0 armed (or being built), 1 owned
+	// by the worker whose epoll_wait returned it. The kernel already makes
+	// the hand-off exclusive; the atomic makes it a happens-before edge in
+	// Go's memory model (and visible to the race detector), and a failed
+	// acquire would expose a second owner.
+	owned atomic.Uint32
 }
 
 func newLoop(r *Reactor, id int, shareWith *loop, table *slots.Table[source]) (*loop, error) {
@@ -384,6 +392,10 @@ func (l *loop) dispatch(evs []unix.EpollEvent) {
 }
 
 func (l *loop) onConnEvent(s *source, events uint32) {
+	if l.design == OneShot && !s.owned.CompareAndSwap(0, 1) {
+		l.r.fail(fmt.Errorf("oneshot: source %v delivered to a second worker", s.ref))
+		return
+	}
 	if events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 		l.stats.EventsErr++
 	}
@@ -500,9 +512,11 @@ func (l *loop) rearm(s *source) {
 	}
 	l.stats.Rearms++
 	want := l.wantEvents(s)
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, want, s.ref); err != nil {
-		l.closeSource(s)
-		return
-	}
 	s.interest = want
+	fd, ref := s.fd, s.ref // s is not ours to read once released
+	s.owned.Store(0)       // release: the next owner sees everything written above
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, fd, want, ref); err != nil {
+		s.owned.Store(1) // not armed, so still ours
+		l.closeSource(s)
+	}
 }

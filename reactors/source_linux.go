@@ -462,8 +462,10 @@ func (l *loop) addConn(fd int, control bool) {
 		return
 	}
 	s.ref = ref
-	s.interest = l.wantEvents(s)
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, s.interest, ref); err != nil {
+	interest := l.wantEvents(s)
+	s.interest = interest
+	s.owned.Store(0) // publish the fields above to whichever worker gets its first event
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, interest, ref); err != nil {
 		l.table.Free(ref)
 		unix.Close(fd)
 		l.stats.ConnsRefused++

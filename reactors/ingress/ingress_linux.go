@@ -65,15 +65,16 @@ const MaxCapacity = 1 << 24
 //
 // A Drain can stop early at a cell that a producer has claimed but not yet
 // published (producers claim positions in order but may publish out of order,
-// and the consumer takes positions strictly in order). It then
-// reports pending=false on purpose: that producer's own publish-then-check,
-// above, wakes the owner again, and the owner must not spin waiting for a
-// producer that may be descheduled. Items published behind the hole are covered
-// by the same wakeup. When Drain stops because the budget is spent it reports
-// pending=true: efd is already zero, no producer will write again while the flag
-// stays clear, and the items left have no wakeup in the kernel.
+// and the consumer takes positions strictly in order). It then reports
+// pending=false on purpose: that producer's own publish-then-check, above,
+// wakes the owner again, and the owner must not spin waiting for a producer
+// that may be descheduled. Items published behind the hole are covered by the
+// same wakeup. When Drain stops because the budget is spent it reports
+// pending=true: the wakeup that announced the items left was consumed by this
+// round's Acknowledge, so nothing in the kernel will wake the owner for them
+// unless some new push happens to.
 //
-// The wrong ways, each of which a "lost wakeup" mutant of this project uses:
+// The wrong ways (the project's "lost wakeup" mutant uses one of them):
 //
 //   - Clearing after draining (Drain, then Acknowledge): a producer publishes
 //     after Drain passed its cell, sees notified still true and skips the write;
