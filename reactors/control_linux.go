@@ -19,24 +19,24 @@ import (
 
 func isTooLarge(err error) bool { return errors.Is(err, wire.ErrTooLarge) }
 
-// onStopFrame handles STOP on a control connection: the first one starts
-// the stop (later ones are answered by the same STOP_ACK sequence only once;
-// a duplicate is rejected). The connection is held until STOP_ACK is queued.
-func (l *loop) onStopFrame(s *source, h wire.Header) {
-	if l.r.stopRequested.Load() {
-		l.reject(s, h, "stop already in progress")
-		return
-	}
-	at := l.now
-	if d := nanotime() - int64(h.SendNs); h.SendNs != 0 && d > 0 && d < 60e9 {
+// onStopFrame handles STOP on a control connection. The first STOP (frame
+// or Stop) wins; a later or concurrent one is answered with REJECT. The
+// winner's connection is answered by STOP_ACK once every loop has
+// quiesced; under ONESHOT it is held unarmed until then. It reports whether
+// s is still open.
+func (l *loop) onStopFrame(s *source, h wire.Header) bool {
+	now := nanotime()
+	at := now
+	if d := now - int64(h.SendNs); h.SendNs != 0 && d > 0 && d < 60e9 {
 		at = int64(h.SendNs) // sender on this host used CLOCK_MONOTONIC
 	}
-	l.r.stopRef.Store(uint64(s.ref))
-	l.r.stopHdr.Store(&h)
+	if !l.r.requestStop(at, l, s.ref, &h) {
+		return l.reject(s, h, "stop already in progress")
+	}
 	if l.design == OneShot {
 		s.stopHeld = true
 	}
-	l.r.requestStop(at, l)
+	return true
 }
 
 // stopStep runs at the top of every round once a stop was requested. First
@@ -55,6 +55,15 @@ func (l *loop) stopStep(now int64) (exit bool) {
 			// waking them.
 			_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, r.stopfd, nil)
 		}
+	}
+	if !l.quiesced && l.tasks > 0 && now > r.stopAt.Load()+int64(l.cfg.StopGrace) {
+		// Offloaded callbacks that did not come back within the grace
+		// period are rejected, so the stop ends in bounded time; their
+		// results, if they still arrive, are dropped uncounted.
+		l.stats.QuiesceTimeouts += uint64(l.tasks)
+		l.ledger.Rejected += uint64(l.tasks)
+		l.ledger.Abandoned += uint64(l.tasks)
+		l.tasks = 0
 	}
 	if !l.quiesced && l.tasks == 0 {
 		l.quiesced = true
@@ -131,16 +140,6 @@ func (l *loop) drainIngress() {
 		l.touched[i] = nil
 	}
 	l.touched = l.touched[:0]
-	if len(l.blocked) > 0 && l.tasks < l.r.pool.capacity() {
-		for _, ref := range l.blocked {
-			if s, ok := l.table.Get(ref); ok {
-				s.poolWait = false
-				l.updateInterest(s)
-				l.enqueue(l.queueFor(s), s)
-			}
-		}
-		l.blocked = l.blocked[:0]
-	}
 }
 
 func (l *loop) onMessage(m message) {
@@ -150,6 +149,10 @@ func (l *loop) onMessage(m message) {
 		l.sendStopAck(slots.Ref(l.r.stopRef.Load()))
 		l.r.acked.Store(true)
 	case msgResult:
+		if l.quiesced {
+			l.putTaskBuf(m.buf) // counted as rejected when the stop timed out
+			return
+		}
 		l.tasks--
 		ref := m.ref
 		if l.cfg.Faults.FdIdentity && int(m.fd) < len(l.fdIndex) {

@@ -314,8 +314,10 @@ func (l *loop) waitTimeout() int {
 	if l.ingressPending || l.ready.Len() > 0 || (l.ctlReady != nil && l.ctlReady.Len() > 0) {
 		return 0
 	}
-	if l.quiesced {
-		return 5
+	if l.stopSeen || len(l.blocked) > 0 {
+		// Shutting down (bounded by the stop grace) or waiting for room in
+		// the worker pool: poll at a millisecond.
+		return 1
 	}
 	return -1
 }
@@ -332,10 +334,12 @@ func (l *loop) wait(timeout int) (int, error) {
 	}
 	// Poll once without blocking first: under load the answer is usually
 	// there, and the non-blocking path avoids the runtime's syscall hand-off.
+	l.stats.ZeroTimeoutWaits++
 	if n, e := pollNow(l.epfd, l.evs); e == 0 && n > 0 {
 		return n, nil
 	}
 	l.publish(nanotime(), true)
+	l.stats.EpollWaits++
 	l.stats.BlockingWaits++
 	n, err := waitBlocking(l.epfd, l.evs, timeout)
 	if err != nil {
@@ -398,6 +402,12 @@ func (l *loop) onConnEvent(s *source, events uint32) {
 	}
 	if events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 		l.stats.EventsErr++
+		if s.paused || s.poolWait || s.eof || l.quiesced {
+			// The kernel reports ERR/HUP whatever the interest; a source
+			// that is not being read would report it forever.
+			l.flushAndClose(s)
+			return
+		}
 	}
 	if events&unix.EPOLLOUT != 0 {
 		l.stats.EventsOut++
@@ -456,6 +466,18 @@ func (l *loop) enqueue(q *readyq.Queue, s *source) {
 // (prio), then the ready queue under the consume budget — or, for prio's
 // data bucket, under the time budget checked every ClockEvery sources.
 func (l *loop) consume() {
+	// Sources waiting for room in the worker pool try again every round:
+	// room may come from another loop's results, which do not wake this one
+	// (the wait is bounded by a tick while any are waiting).
+	if len(l.blocked) > 0 {
+		for _, ref := range l.blocked {
+			if s, ok := l.table.Get(ref); ok && s.poolWait {
+				s.poolWait = false
+				l.enqueue(l.queueFor(s), s)
+			}
+		}
+		l.blocked = l.blocked[:0]
+	}
 	if l.ctlReady != nil {
 		for n := l.ctlReady.Len(); n > 0; n-- {
 			ref, ok := l.ctlReady.Pop()
@@ -505,6 +527,9 @@ func (l *loop) consume() {
 // the kernel, decides when it may fire again. The MissedRearmEvery mutant
 // skips it, which silences the connection for good.
 func (l *loop) rearm(s *source) {
+	if s.stopHeld || l.ready.Queued(s.ref) {
+		return // still this worker's: queued for another turn, or held for STOP_ACK
+	}
 	l.rearmTurns++
 	if n := l.cfg.Faults.MissedRearmEvery; n > 0 && l.rearmTurns%n == 0 {
 		l.stats.MissedRearms++

@@ -32,7 +32,8 @@ type Reactor struct {
 	pool  *pool
 
 	// Stop coordination, shared by every loop.
-	stopRequested atomic.Bool
+	stopClaimed   atomic.Bool  // the first STOP request took it
+	stopRequested atomic.Bool  // set once the request is fully recorded
 	stopAt        atomic.Int64 // CLOCK_MONOTONIC ns the STOP was issued
 	stopObserved  atomic.Int32 // loops that have seen the request (oneshot stopfd)
 	quiesced      atomic.Int32 // loops whose ledger is final
@@ -40,6 +41,7 @@ type Reactor struct {
 	graceDeadline atomic.Int64
 	outPending    atomic.Int64 // connections with a non-empty out-queue
 	stopfd        int          // oneshot only: level-triggered eventfd written once on stop
+	stopfdMu      sync.Mutex   // stopfd is written by requestStop and closed at exit
 
 	ledgerMu    sync.Mutex
 	ledger      Ledger
@@ -99,6 +101,9 @@ func (r *Reactor) build() error {
 	}
 	r.reserveFd = fd
 
+	// Each listener fd is owned by exactly one party at a time: here until
+	// it is handed to a loop (addListener closes it if registering fails),
+	// so every error path closes it once.
 	dataFd, dataAddr, err := listenTCP(r.cfg.Listen, 4096)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -112,109 +117,85 @@ func (r *Reactor) build() error {
 			return fmt.Errorf("control-listen: %w", err)
 		}
 	}
+	defer func() {
+		for _, fd := range []int{dataFd, ctlFd} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	// handOff gives fd to loop l as a listener; afterwards it is l's.
+	handOff := func(l *loop, fd *int, control bool) error {
+		f := *fd
+		*fd = -1
+		if f < 0 {
+			return nil
+		}
+		return l.addListener(f, control)
+	}
 
 	switch r.design {
 	case OneShot:
-		err = r.buildOneShot(dataFd, ctlFd)
-	case PrioThread:
-		err = r.buildSplit(dataFd, ctlFd)
-	default:
-		var l *loop
-		l, err = newLoop(r, 0, nil, nil)
-		if err == nil {
-			r.loops = append(r.loops, l)
-			err = l.addListener(dataFd, false)
-			dataFd = -1
-			if err == nil && ctlFd >= 0 {
-				err = l.addListener(ctlFd, true)
-				ctlFd = -1
-			}
-		}
-	}
-	if dataFd >= 0 && err != nil && len(r.loops) == 0 {
-		unix.Close(dataFd)
-	}
-	if ctlFd >= 0 && err != nil && len(r.loops) == 0 {
-		unix.Close(ctlFd)
-	}
-	if err != nil {
-		return err
-	}
-	if r.cfg.Workers > 0 {
-		r.pool = newPool(r.cfg.Workers, r.cfg.WorkerQueue)
-	}
-	return nil
-}
-
-// buildSplit makes prio-thread: a data loop and a control loop, each with its
-// own thread and epoll fd.
-func (r *Reactor) buildSplit(dataFd, ctlFd int) error {
-	data, err := newLoop(r, 0, nil, nil)
-	if err != nil {
-		unix.Close(dataFd)
-		unix.Close(ctlFd)
-		return err
-	}
-	r.loops = append(r.loops, data)
-	if err := data.addListener(dataFd, false); err != nil {
-		unix.Close(ctlFd)
-		return err
-	}
-	ctl, err := newLoop(r, 1, nil, nil)
-	if err != nil {
-		unix.Close(ctlFd)
-		return err
-	}
-	r.loops = append(r.loops, ctl)
-	return ctl.addListener(ctlFd, true)
-}
-
-// buildOneShot makes N loops sharing one epoll fd and one slot table.
-func (r *Reactor) buildOneShot(dataFd, ctlFd int) error {
-	first, err := newLoop(r, 0, nil, nil)
-	if err != nil {
-		unix.Close(dataFd)
-		if ctlFd >= 0 {
-			unix.Close(ctlFd)
-		}
-		return err
-	}
-	r.loops = append(r.loops, first)
-	for i := 1; i < r.cfg.Threads; i++ {
-		l, err := newLoop(r, i, first, first.table)
+		// N loops share one epoll fd and one slot table.
+		first, err := newLoop(r, 0, nil, nil)
 		if err != nil {
-			unix.Close(dataFd)
-			if ctlFd >= 0 {
-				unix.Close(ctlFd)
+			return err
+		}
+		r.loops = append(r.loops, first)
+		for i := 1; i < r.cfg.Threads; i++ {
+			l, err := newLoop(r, i, first, first.table)
+			if err != nil {
+				return err
 			}
+			r.loops = append(r.loops, l)
+		}
+		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return os.NewSyscallError("eventfd", err)
+		}
+		r.stopfd = efd
+		if _, err := first.addSpecial(efd, kindStop, unix.EPOLLIN); err != nil {
+			return err
+		}
+		if err := handOff(first, &dataFd, false); err != nil {
+			return err
+		}
+		if err := handOff(first, &ctlFd, true); err != nil {
+			return err
+		}
+	case PrioThread:
+		// A data loop and a control loop, each with its own thread and epoll fd.
+		data, err := newLoop(r, 0, nil, nil)
+		if err != nil {
+			return err
+		}
+		r.loops = append(r.loops, data)
+		ctl, err := newLoop(r, 1, nil, nil)
+		if err != nil {
+			return err
+		}
+		r.loops = append(r.loops, ctl)
+		if err := handOff(data, &dataFd, false); err != nil {
+			return err
+		}
+		if err := handOff(ctl, &ctlFd, true); err != nil {
+			return err
+		}
+	default:
+		l, err := newLoop(r, 0, nil, nil)
+		if err != nil {
 			return err
 		}
 		r.loops = append(r.loops, l)
-	}
-	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		unix.Close(dataFd)
-		if ctlFd >= 0 {
-			unix.Close(ctlFd)
+		if err := handOff(l, &dataFd, false); err != nil {
+			return err
 		}
-		return os.NewSyscallError("eventfd", err)
-	}
-	r.stopfd = efd
-	if _, err := first.addSpecial(efd, kindStop, unix.EPOLLIN); err != nil {
-		unix.Close(dataFd)
-		if ctlFd >= 0 {
-			unix.Close(ctlFd)
+		if err := handOff(l, &ctlFd, true); err != nil {
+			return err
 		}
-		return err
 	}
-	if err := first.addListener(dataFd, false); err != nil {
-		if ctlFd >= 0 {
-			unix.Close(ctlFd)
-		}
-		return err
-	}
-	if ctlFd >= 0 {
-		return first.addListener(ctlFd, true)
+	if r.cfg.Workers > 0 {
+		r.pool = newPool(r.cfg.Workers, r.cfg.WorkerQueue)
 	}
 	return nil
 }
@@ -272,7 +253,7 @@ func (r *Reactor) Stop() (Ledger, error) {
 		})
 		return Ledger{}, nil
 	}
-	r.requestStop(nanotime(), nil)
+	r.requestStop(nanotime(), nil, 0, nil)
 	select {
 	case <-r.ledgerReady:
 	case <-r.done:
@@ -302,7 +283,7 @@ func (r *Reactor) fail(err error) {
 		r.err = err
 	}
 	r.errMu.Unlock()
-	r.requestStop(nanotime(), nil)
+	r.requestStop(nanotime(), nil, 0, nil)
 }
 
 // Stats returns live counters (each loop's copy is at most about a
@@ -324,25 +305,36 @@ func (r *Reactor) Stats() Stats {
 }
 
 // requestStop is the single entry of a stop, from a frame (by is the loop
-// that read it) or from Stop. It wakes every loop.
-func (r *Reactor) requestStop(at int64, by *loop) {
-	if !r.stopRequested.CompareAndSwap(false, true) {
-		return
+// that read it, on connection ref, frame hdr) or from Stop (by nil). The
+// first request wins and wakes every loop; it reports whether this one won.
+func (r *Reactor) requestStop(at int64, by *loop, ref slots.Ref, hdr *wire.Header) bool {
+	if !r.stopClaimed.CompareAndSwap(false, true) {
+		return false
 	}
+	// Loops act on stopRequested; everything they read with it is stored
+	// before it.
 	r.stopAt.Store(at)
 	if by != nil {
+		r.stopRef.Store(uint64(ref))
+		r.stopHdr.Store(hdr)
 		r.stopOwner.Store(by)
 	}
+	r.stopRequested.Store(true)
+	r.stopfdMu.Lock()
 	if r.stopfd >= 0 {
 		if err := writeEventfd(r.stopfd); err != nil {
+			r.stopfdMu.Unlock()
 			r.fail(err)
+			r.stopfdMu.Lock()
 		}
 	}
+	r.stopfdMu.Unlock()
 	for _, l := range r.loops {
 		if l != by && l.ingress != nil {
 			l.ingress.Push(message{kind: msgWake})
 		}
 	}
+	return true
 }
 
 // quiesce records that loop l's ledger is final. The last loop to quiesce
@@ -405,10 +397,12 @@ func (r *Reactor) closeAll() {
 	for _, l := range r.loops {
 		l.closeResources()
 	}
+	r.stopfdMu.Lock()
 	if r.stopfd >= 0 {
 		unix.Close(r.stopfd)
 		r.stopfd = -1
 	}
+	r.stopfdMu.Unlock()
 	if r.reserveFd >= 0 {
 		unix.Close(r.reserveFd)
 		r.reserveFd = -1

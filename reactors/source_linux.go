@@ -64,6 +64,7 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 		l.getBuf(s)
 	}
 	frames, bytes, reads := 0, 0, 0
+	drained := false // a short read emptied the socket
 	var start int64
 	if b.Time > 0 && !noBudget {
 		start = nanotime()
@@ -87,12 +88,18 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 				break
 			}
 			if !l.handle(s, h, avail[:size]) {
-				return false, false // closed, held for STOP, or waiting for the pool
+				return false, false // closed, or waiting for the pool (frame kept)
 			}
 			s.r += size
 			frames++
+			if s.stopHeld {
+				return false, false // ONESHOT: held unarmed until STOP_ACK
+			}
 			if s.out.Paused() {
-				return false, l.hasFrame(s)
+				// The flush at the end of the turn may drain the queue below
+				// the low watermark at once: then nothing else would bring
+				// this source back (ET: no new edge), so report work left.
+				return true, l.hasFrame(s)
 			}
 			if noBudget {
 				continue
@@ -119,6 +126,12 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 		if l.cfg.Faults.NoDrain && l.design == ET && reads > 0 {
 			return false, false // the mutant: one read per edge
 		}
+		if drained {
+			// A stream socket that returned less than asked is empty now;
+			// data arriving later raises a new event (a new edge under ET),
+			// so the read that would return EAGAIN is saved.
+			return false, false
+		}
 		room := s.in[len(s.in):cap(s.in)]
 		if !noBudget && len(room) > b.Bytes-bytes {
 			room = room[:b.Bytes-bytes]
@@ -135,6 +148,7 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 			s.eof = true
 			return false, false
 		}
+		drained = n < len(room)
 		s.in = s.in[:len(s.in)+n]
 		bytes += n
 		l.stats.BytesIn += uint64(n)
@@ -202,8 +216,7 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 		if !s.control {
 			return l.reject(s, h, "STOP is accepted on control connections only")
 		}
-		l.onStopFrame(s, h)
-		return false
+		return l.onStopFrame(s, h)
 	default:
 		l.stats.MalformedClosed++
 		l.reject(s, h, "unexpected frame kind from a client: "+h.Kind.String())
@@ -389,6 +402,7 @@ func (l *loop) growIn(s *source, size int) {
 // accept takes connections until EAGAIN or the accept budget; EMFILE does
 // not become a busy loop (reserve-fd trick, else a timed pause).
 func (l *loop) accept(ls *source) {
+	paused := false
 	for i := 0; i < l.cfg.Budgets.Accept; i++ {
 		fd, e := rawAccept(ls.fd)
 		if e == unix.EAGAIN {
@@ -396,14 +410,25 @@ func (l *loop) accept(ls *source) {
 		}
 		if e == unix.EMFILE || e == unix.ENFILE {
 			l.stats.AcceptEMFILE++
-			if !l.shedOneConnection(ls) {
+			var more bool
+			more, paused = l.shedOneConnection(ls)
+			if !more {
 				break
 			}
 			continue
 		}
-		if e != 0 {
-			l.r.fail(os.NewSyscallError("accept4", e))
-			break
+		switch e {
+		case 0:
+		case unix.ENOBUFS, unix.ENOMEM:
+			l.stats.AcceptErrors++
+			i = l.cfg.Budgets.Accept // memory pressure: try again on the next event
+			continue
+		case unix.EBADF, unix.EINVAL, unix.ENOTSOCK, unix.EOPNOTSUPP, unix.EFAULT:
+			l.r.fail(os.NewSyscallError("accept4", e)) // a bug, not a condition
+			return
+		default: // EPROTO, EPERM, ENETDOWN...: that connection failed, others may not
+			l.stats.AcceptErrors++
+			continue
 		}
 		if l.stopSeen || l.r.stopRequested.Load() {
 			unix.Close(fd)
@@ -412,7 +437,7 @@ func (l *loop) accept(ls *source) {
 		}
 		l.addConn(fd, ls.control)
 	}
-	if l.design == OneShot && ls.fd >= 0 {
+	if l.design == OneShot && ls.fd >= 0 && !paused {
 		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, unix.EPOLLIN|unix.EPOLLONESHOT, ls.ref); err != nil {
 			l.r.fail(err)
 		}
@@ -422,11 +447,11 @@ func (l *loop) accept(ls *source) {
 // shedOneConnection handles EMFILE: release the reserve descriptor, accept
 // the pending connection and close it at once (so the backlog drains and the
 // listener stops being readable), then take the reserve back. Without a
-// reserve it pauses the listener for a short while instead. It reports
-// whether accepting may continue.
-func (l *loop) shedOneConnection(ls *source) bool {
+// reserve it pauses the listener for 10 ms instead (the accept-pause timer
+// re-enables it). It reports whether accepting may continue, and whether
+// the listener was paused.
+func (l *loop) shedOneConnection(ls *source) (more, paused bool) {
 	l.r.reserveMu.Lock()
-	defer l.r.reserveMu.Unlock()
 	if l.r.reserveFd >= 0 {
 		unix.Close(l.r.reserveFd)
 		l.r.reserveFd = -1
@@ -438,17 +463,21 @@ func (l *loop) shedOneConnection(ls *source) bool {
 		if rfd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 			l.r.reserveFd = rfd
 		}
-		return e == 0
+		l.r.reserveMu.Unlock()
+		return e == 0, false
 	}
-	// No reserve: stop watching the listener for 10 ms.
-	if l.design != OneShot {
+	// Lock order is timersMu before reserveMu (the accept-pause timer takes
+	// both): release reserveMu before scheduling.
+	l.r.reserveMu.Unlock()
+	if l.design != OneShot { // ONESHOT: simply not rearmed
 		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, 0, ls.ref); err != nil {
 			l.r.fail(err)
-			return false
+			return false, true
 		}
 	}
+	l.stats.AcceptPauses++
 	l.scheduleTimer(timerAcceptPause, nanotime()+10e6, uint64(ls.ref))
-	return false
+	return false, true
 }
 
 func (l *loop) addConn(fd int, control bool) {

@@ -50,6 +50,9 @@ type Counters struct {
 	ConnsRefused     uint64 `json:"conns_refused"`
 	ConnsClosed      uint64 `json:"conns_closed"`
 	AcceptEMFILE     uint64 `json:"accept_emfile"`
+	AcceptPauses     uint64 `json:"accept_pauses"`
+	AcceptErrors     uint64 `json:"accept_errors"`
+	QuiesceTimeouts  uint64 `json:"quiesce_timeouts"`
 	FramesIn         uint64 `json:"frames_in"`
 	FramesEchoed     uint64 `json:"frames_echoed"`
 	PingsEchoed      uint64 `json:"pings_echoed"`
@@ -91,6 +94,9 @@ func (c *Counters) add(o *Counters) {
 	c.ConnsRefused += o.ConnsRefused
 	c.ConnsClosed += o.ConnsClosed
 	c.AcceptEMFILE += o.AcceptEMFILE
+	c.AcceptPauses += o.AcceptPauses
+	c.AcceptErrors += o.AcceptErrors
+	c.QuiesceTimeouts += o.QuiesceTimeouts
 	c.FramesIn += o.FramesIn
 	c.FramesEchoed += o.FramesEchoed
 	c.PingsEchoed += o.PingsEchoed

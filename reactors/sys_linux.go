@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -177,9 +176,4 @@ func resolveListen(addr string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("listen address %q: %w", addr, err)
 	}
 	return netip.AddrPortFrom(ip, uint16(tcp.Port)), nil
-}
-
-// isTemporaryClose reports errnos that mean the peer went away.
-func isPeerGone(e syscall.Errno) bool {
-	return e == unix.ECONNRESET || e == unix.EPIPE || e == unix.ETIMEDOUT || e == unix.EHOSTUNREACH
 }
