@@ -43,6 +43,20 @@ const (
 	TimerDeadline TimerMode = "deadline"
 )
 
+// WaitMode selects how a loop waits when it has no ready work.
+type WaitMode string
+
+// Wait modes. WaitPollFirst makes a non-blocking epoll_wait (a raw syscall,
+// no runtime bookkeeping) before the blocking one, which goes through the
+// runtime's syscall path so the thread's P can be handed off while it
+// sleeps; under load the first call usually returns events and the
+// hand-off is skipped. WaitBlock calls the blocking epoll_wait directly. The
+// default is WaitPollFirst; BenchmarkEcho64Wait compares the two.
+const (
+	WaitPollFirst WaitMode = "poll-first"
+	WaitBlock     WaitMode = "block"
+)
+
 // Budgets bound the work of one round. Count budgets become time bounds only
 // when each item's cost is bounded: round ≤ C_fixed + Σ B_i × C_i.
 type Budgets struct {
@@ -134,6 +148,8 @@ type Config struct {
 	MaxEvents int
 	// StopGrace bounds how long out-queues may take to drain after STOP_ACK.
 	StopGrace time.Duration
+	// Wait is how an idle loop waits for events.
+	Wait WaitMode
 	// Faults turns the reactor into a mutant; zero value is correct.
 	Faults Faults
 }
@@ -158,6 +174,7 @@ func DefaultConfig() Config {
 		MaxConns:       16384,
 		MaxEvents:      128,
 		StopGrace:      2 * time.Second,
+		Wait:           WaitPollFirst,
 	}
 }
 
@@ -208,6 +225,11 @@ func (c Config) Validate() error {
 		if c.OutCap < c.MaxFrame {
 			return rangeErr("out-cap", c.OutCap, fmt.Sprintf(">= max-frame (%d), or no frame could be echoed", c.MaxFrame))
 		}
+	}
+	switch c.Wait {
+	case WaitPollFirst, WaitBlock:
+	default:
+		return rangeErr("wait", c.Wait, "poll-first, block")
 	}
 	switch c.Timer {
 	case TimerPeriodic, TimerDeadline:

@@ -96,6 +96,10 @@ func TestEMFILEChild(t *testing.T) {
 	if c0.AcceptEMFILE == 0 || c0.ConnsRefused == 0 {
 		t.Fatalf("no EMFILE seen (accepted %d, refused %d): the limit did not bite, the test proves nothing", c0.ConnsAccepted, c0.ConnsRefused)
 	}
+	if !reactortest.Settled(r, 20*time.Millisecond, 5*time.Second) {
+		t.Fatalf("after EMFILE the loop never went idle: %+v", r.Stats().Counters)
+	}
+	c0 = r.Stats().Counters
 	var rus0, rus1 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &rus0)
 	time.Sleep(300 * time.Millisecond) // a measurement window

@@ -149,6 +149,9 @@ func TestIdleWakeupsByTimerMode(t *testing.T) {
 			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.ConnsAccepted == 10 }) {
 				t.Fatal("connections not accepted")
 			}
+			if mode == reactors.TimerDeadline && !reactortest.Settled(r, 20*time.Millisecond, 5*time.Second) {
+				t.Fatalf("deadline: loop never went idle: %+v", r.Stats().Counters)
+			}
 			const window = 300 * time.Millisecond
 			w0 := r.Stats().Counters.EpollWaits
 			time.Sleep(window) // a measurement window, not synchronisation
@@ -227,8 +230,8 @@ func TestStaleResultNeverReachesNewConnection(t *testing.T) {
 			if !reactortest.IsTimeout(err) {
 				t.Fatal(err)
 			}
-			if c := r.Stats().Counters; c.StaleResults != 1 {
-				t.Fatalf("stale_results = %d, want 1", c.StaleResults)
+			if !reactortest.WaitFor(2*time.Second, func() bool { return r.Stats().Counters.StaleResults == 1 }) {
+				t.Fatalf("stale_results = %d, want 1", r.Stats().Counters.StaleResults)
 			}
 		})
 	}

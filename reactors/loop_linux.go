@@ -84,6 +84,9 @@ type loop struct {
 	ledger Ledger
 	hist   *histograms
 
+	tid       atomic.Int32 // the loop's OS thread, once running
+	cpuAtExit atomic.Int64 // the thread's CPU time (ns) when the loop ended
+
 	pubMu     sync.Mutex
 	pub       Counters
 	pubLedger Ledger
@@ -266,6 +269,8 @@ func (l *loop) closeResources() {
 func (l *loop) run() {
 	runtime.LockOSThread()
 	defer l.r.wg.Done()
+	l.tid.Store(int32(unix.Gettid()))
+	l.r.threadsUp.Done()
 	// The thread stays locked on exit: a thread that ran a reactor is
 	// discarded rather than returned to the scheduler's pool.
 	if l.cfg.AppTimer > 0 && (l.ownsEpfd || l.design != OneShot) {
@@ -303,6 +308,7 @@ func (l *loop) run() {
 		}
 	}
 	l.publish(nanotime(), true)
+	l.cpuAtExit.Store(threadCPU(0))
 	// Descriptors are closed by the reactor once every loop has exited:
 	// ONESHOT workers share theirs.
 }
@@ -334,12 +340,14 @@ func (l *loop) wait(timeout int) (int, error) {
 	}
 	// Poll once without blocking first: under load the answer is usually
 	// there, and the non-blocking path avoids the runtime's syscall hand-off.
-	l.stats.ZeroTimeoutWaits++
-	if n, e := pollNow(l.epfd, l.evs); e == 0 && n > 0 {
-		return n, nil
+	if l.cfg.Wait == WaitPollFirst {
+		l.stats.ZeroTimeoutWaits++
+		if n, e := pollNow(l.epfd, l.evs); e == 0 && n > 0 {
+			return n, nil
+		}
+		l.stats.EpollWaits++
 	}
 	l.publish(nanotime(), true)
-	l.stats.EpollWaits++
 	l.stats.BlockingWaits++
 	n, err := waitBlocking(l.epfd, l.evs, timeout)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
@@ -52,6 +53,8 @@ type Reactor struct {
 
 	reserveMu sync.Mutex
 	reserveFd int // spare descriptor released on EMFILE (the reserve-fd trick)
+
+	threadsUp sync.WaitGroup // every loop has recorded its thread id
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -219,10 +222,12 @@ func (r *Reactor) Start() {
 		if r.pool != nil {
 			r.pool.start()
 		}
+		r.threadsUp.Add(len(r.loops))
 		for _, l := range r.loops {
 			r.wg.Add(1)
 			go l.run()
 		}
+		r.threadsUp.Wait()
 		go func() {
 			r.wg.Wait()
 			if r.pool != nil {
@@ -233,6 +238,31 @@ func (r *Reactor) Start() {
 			close(r.done)
 		}()
 	})
+}
+
+// LoopThreads returns the OS thread ids of the loop threads (after Start),
+// e.g. to pin them or to read their CPU time. Offload workers are
+// goroutines, not listed.
+func (r *Reactor) LoopThreads() []int {
+	tids := make([]int, len(r.loops))
+	for i, l := range r.loops {
+		tids[i] = int(l.tid.Load())
+	}
+	return tids
+}
+
+// LoopCPU is the CPU time (user + system) the loop threads have used so
+// far, live or after exit.
+func (r *Reactor) LoopCPU() time.Duration {
+	var ns int64
+	for _, l := range r.loops {
+		if c := l.cpuAtExit.Load(); c > 0 {
+			ns += c
+		} else if tid := l.tid.Load(); tid != 0 {
+			ns += max(threadCPU(int(tid)), 0)
+		}
+	}
+	return time.Duration(ns)
 }
 
 // Done is closed when every loop has exited and Wait's result is final.
@@ -389,6 +419,7 @@ func (r *Reactor) finish() {
 		s.Histograms[name] = Summarize(h)
 		s.Raw[name] = h.Export()
 	}
+	s.LoopCPUNs = uint64(r.LoopCPU())
 	r.final = s
 }
 

@@ -198,6 +198,7 @@ type Stats struct {
 	Ledger     Ledger                            `json:"ledger"`
 	Histograms map[string]HistSummary            `json:"histograms,omitempty"`
 	HistDrops  uint64                            `json:"histogram_values_dropped"`
+	LoopCPUNs  uint64                            `json:"loop_cpu_ns"` // CPU time of the loop threads (offload workers not included)
 	Raw        map[string]*hdrhistogram.Snapshot `json:"-"`
 }
 

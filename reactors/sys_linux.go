@@ -26,6 +26,23 @@ import (
 // clock timerfd deadlines are armed in.
 func nanotime() int64 { return timers.Now() }
 
+// threadCPU is the CPU time (user + system, ns) of thread tid of this
+// process, 0 meaning the calling thread, through the kernel's per-thread CPU
+// clock (ns resolution, unlike /proc's clock ticks). It returns -1 if the
+// thread is gone.
+func threadCPU(tid int) int64 {
+	clock := int32(unix.CLOCK_THREAD_CPUTIME_ID)
+	if tid != 0 {
+		// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): ^tid<<3 | PERTHREAD(4) | SCHED(2)
+		clock = int32(^uint32(tid)<<3 | 6)
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(clock, &ts); err != nil {
+		return -1
+	}
+	return ts.Nano()
+}
+
 // rawRead reads into p from a non-blocking fd.
 func rawRead(fd int, p []byte) (int, unix.Errno) {
 	if len(p) == 0 {

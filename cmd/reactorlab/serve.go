@@ -48,6 +48,10 @@ func serveFlags(fs *flag.FlagSet, cfg *reactors.Config, design *string, faults *
 	fs.DurationVar(&cfg.PrioDataBudget, "prio-data-budget", cfg.PrioDataBudget, "prio: data bucket time per round (>= 1µs)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "connections per reactor (16..16777216)")
 	fs.IntVar(&cfg.MaxEvents, "max-events", cfg.MaxEvents, "epoll_wait batch size (1..65536)")
+	fs.Func("wait", "how an idle loop waits: poll-first or block (default poll-first)", func(s string) error {
+		cfg.Wait = reactors.WaitMode(s)
+		return nil
+	})
 	fs.DurationVar(&cfg.StopGrace, "stop-grace", cfg.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
 	fs.Func("fault", "reactor fault (mutant), repeatable: "+strings.Join(reactors.FaultNames, ", "), func(s string) error {
 		*faults = append(*faults, s)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -80,4 +81,23 @@ func WaitFor(timeout time.Duration, cond func() bool) bool {
 		time.Sleep(200 * time.Microsecond)
 	}
 	return true
+}
+
+// Settled waits until r's loops have made no epoll_wait call for settle
+// (they are blocked: an idle reactor with deadline timers makes none), and
+// reports whether that happened within timeout. The published counters lag
+// the loop by up to a round, so a measurement window should start only
+// after this.
+func Settled(r *reactors.Reactor, settle, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	last := r.Stats().Counters.EpollWaits
+	for time.Now().Before(deadline) {
+		time.Sleep(settle) // observing a counter over a window: no event exists for "idle"
+		now := r.Stats().Counters.EpollWaits
+		if now == last {
+			return true
+		}
+		last = now
+	}
+	return false
 }
