@@ -41,15 +41,7 @@ func BenchmarkEcho64Offload(b *testing.B) {
 func benchEcho(b *testing.B, design reactors.Design, cfg reactors.Config) {
 	const conns, batch, payload = 4, 64, 64
 	const frameSize = wire.HeaderSize + payload
-	r, err := reactors.New(design, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r.Start()
-	defer func() {
-		r.Stop()
-		r.Wait()
-	}()
+	r := startBench(b, design, cfg)
 	cs := make([]net.Conn, conns)
 	for i := range cs {
 		c, err := net.Dial("tcp", r.Addr().String())
@@ -152,15 +144,7 @@ func BenchmarkPingPong64(b *testing.B) {
 }
 
 func benchPingPong(b *testing.B, design reactors.Design, cfg reactors.Config) {
-	r, err := reactors.New(design, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r.Start()
-	defer func() {
-		r.Stop()
-		r.Wait()
-	}()
+	r := startBench(b, design, cfg)
 	c, err := net.Dial("tcp", r.Addr().String())
 	if err != nil {
 		b.Fatal(err)
@@ -189,4 +173,18 @@ func benchPingPong(b *testing.B, design reactors.Design, cfg reactors.Config) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((r.LoopCPU()-cpu0).Nanoseconds())/float64(b.N), "loop-cpu-ns/frame")
+}
+
+// startBench starts a reactor stopped at the end of the benchmark.
+func startBench(b *testing.B, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
+	r, err := reactors.New(design, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Start()
+	b.Cleanup(func() {
+		r.Stop()
+		r.Wait()
+	})
+	return r
 }

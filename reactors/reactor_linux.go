@@ -3,6 +3,7 @@
 package reactors
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -440,7 +441,9 @@ func (r *Reactor) closeAll() {
 	}
 }
 
-// stopAckPayload encodes the ledger for STOP_ACK.
+// stopAckPayload encodes the ledger for STOP_ACK: the wire ledger's fields
+// plus abandoned.
 func stopAckPayload(l Ledger) []byte {
-	return fmt.Appendf(nil, `{"accepted":%d,"completed":%d,"rejected":%d,"abandoned":%d}`, l.Accepted, l.Completed, l.Rejected, l.Abandoned)
+	b, _ := json.Marshal(l) // a struct of integers always encodes
+	return b
 }

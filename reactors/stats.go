@@ -4,24 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/reactorlab/reactorlab/wire"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// Ledger accounts for every DATA frame a reactor took in. Accepted counts
-// every DATA frame read; each ends Completed (echoed) or Rejected (answered
-// with REJECT, or its connection vanished before the answer). At STOP_ACK
-// Accepted == Completed + Rejected: nothing is unaccounted.
+// Ledger accounts for every DATA frame a reactor took in: the wire ledger
+// (Accepted counts every DATA frame read; each ends Completed, echoed, or
+// Rejected, answered with REJECT or dropped because its connection vanished)
+// plus Abandoned, the part of Rejected whose connection closed before the
+// answer could be delivered. At STOP_ACK Accepted == Completed + Rejected.
 type Ledger struct {
-	Accepted  uint64 `json:"accepted"`
-	Completed uint64 `json:"completed"`
-	Rejected  uint64 `json:"rejected"`
-	// Abandoned is the part of Rejected whose connection closed before the
-	// answer could be delivered (a stale worker result, dropped).
+	wire.Ledger
 	Abandoned uint64 `json:"abandoned"`
 }
-
-// Balanced reports Accepted == Completed + Rejected.
-func (l Ledger) Balanced() bool { return l.Accepted == l.Completed+l.Rejected }
 
 func (l *Ledger) add(o Ledger) {
 	l.Accepted += o.Accepted
