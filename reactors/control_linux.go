@@ -309,7 +309,11 @@ func (p *pool) start() {
 func (p *pool) work(q chan task) {
 	defer p.wg.Done()
 	for t := range q {
-		cost.Spin(t.cost)
+		// Burn the cost in slices so a closing pool (the reactor is exiting
+		// after its stop grace) is not held up by a long callback.
+		for left := t.cost; left > 0 && !p.closing.Load(); left -= spinSlice {
+			cost.Spin(min(left, spinSlice))
+		}
 		m := message{kind: msgResult, ref: t.ref, fd: t.fd, buf: t.buf}
 		for !t.loop.ingress.Push(m) {
 			if p.closing.Load() {
@@ -319,6 +323,9 @@ func (p *pool) work(q chan task) {
 		}
 	}
 }
+
+// spinSlice is how long a worker burns CPU between checks of closing.
+const spinSlice = 100 * time.Microsecond
 
 func (p *pool) submit(slot uint32, t task) bool {
 	select {

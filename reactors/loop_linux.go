@@ -121,7 +121,8 @@ type source struct {
 	poolWait    bool // a frame waits for room in the worker pool: not reading
 	touchedMark bool // in loop.touched
 	stopHeld    bool // oneshot: carried a STOP; held unarmed until STOP_ACK is queued
-	eof         bool // peer finished sending; close once the out-queue drains
+	eof         bool // peer finished sending (read 0); close once the out-queue drains
+	rdhup       bool // EPOLLRDHUP seen: a FIN is queued, so read until 0 even after a short read
 	hadOut      bool // counted in Reactor.outPending
 	in          []byte
 	r           int // parse offset in in
@@ -320,6 +321,9 @@ func (l *loop) waitTimeout() int {
 	if l.ingressPending || l.ready.Len() > 0 || (l.ctlReady != nil && l.ctlReady.Len() > 0) {
 		return 0
 	}
+	if !l.stopSeen && l.r.stopRequested.Load() {
+		return 0 // this loop read the STOP itself: nobody else will wake it
+	}
 	if l.stopSeen || len(l.blocked) > 0 {
 		// Shutting down (bounded by the stop grace) or waiting for room in
 		// the worker pool: poll at a millisecond.
@@ -426,6 +430,9 @@ func (l *loop) onConnEvent(s *source, events uint32) {
 		if !l.flush(s) {
 			return
 		}
+	}
+	if events&unix.EPOLLRDHUP != 0 {
+		s.rdhup = true
 	}
 	readable := events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) != 0
 	if readable {

@@ -126,10 +126,12 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 		if l.cfg.Faults.NoDrain && l.design == ET && reads > 0 {
 			return false, false // the mutant: one read per edge
 		}
-		if drained {
+		if drained && !s.rdhup {
 			// A stream socket that returned less than asked is empty now;
 			// data arriving later raises a new event (a new edge under ET),
-			// so the read that would return EAGAIN is saved.
+			// so the read that would return EAGAIN is saved. A FIN queued
+			// behind the data raised its edge before this read (EPOLLRDHUP
+			// said so): then read on to the 0.
 			return false, false
 		}
 		room := s.in[len(s.in):cap(s.in)]
@@ -171,7 +173,9 @@ func (l *loop) hasFrame(s *source) bool {
 func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 	switch h.Kind {
 	case wire.KindData:
-		if l.stopSeen {
+		// Admission closes when the stop is requested, even mid-turn: a
+		// DATA frame behind the STOP in the same read is refused too.
+		if l.stopSeen || l.r.stopRequested.Load() {
 			l.stats.FramesIn++
 			l.ledger.Accepted++
 			l.ledger.Rejected++
@@ -294,7 +298,7 @@ func (l *loop) flush(s *source) bool {
 func (l *loop) wantEvents(s *source) uint32 {
 	ev := l.connFlags()
 	if !s.paused && !s.poolWait && !s.eof && !l.quiesced {
-		ev |= unix.EPOLLIN
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
 	if !s.out.Empty() || l.cfg.Faults.PermanentEPOLLOUT {
 		ev |= unix.EPOLLOUT
