@@ -280,23 +280,15 @@ type pool struct {
 	queues  []chan task
 	wg      sync.WaitGroup
 	closing atomic.Bool
-	cap     int
 }
 
 func newPool(workers, queue int) *pool {
-	p := &pool{queues: make([]chan task, workers), cap: queue}
+	p := &pool{queues: make([]chan task, workers)}
 	per := max(1, queue/workers)
 	for i := range p.queues {
 		p.queues[i] = make(chan task, per)
 	}
 	return p
-}
-
-func (p *pool) capacity() int {
-	if p == nil {
-		return 0
-	}
-	return p.cap
 }
 
 func (p *pool) start() {

@@ -18,8 +18,6 @@ import (
 	"github.com/reactorlab/reactorlab/wire"
 )
 
-func newLT(cfg reactors.Config) (*reactors.Reactor, error) { return reactors.New(reactors.LT, cfg) }
-
 // Callbacks offloaded to a pool come back through ingress in order.
 func TestOffloadEchoInOrder(t *testing.T) {
 	for _, d := range []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread} {

@@ -67,7 +67,6 @@ type loop struct {
 	listeners []slots.Ref
 
 	ingressPending bool
-	appTimerOn     bool
 	stopSeen       bool
 	quiesced       bool
 	tasks          int // offloaded callbacks not yet returned

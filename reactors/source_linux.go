@@ -11,7 +11,6 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/cost"
 	"github.com/reactorlab/reactorlab/reactors/outq"
 	"github.com/reactorlab/reactorlab/reactors/readyq"
-	"github.com/reactorlab/reactorlab/reactors/slots"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -513,5 +512,3 @@ func (l *loop) addConn(fd int, control bool) {
 	l.stats.ConnsAccepted++
 	l.progress++
 }
-
-var _ = slots.Ref(0)
