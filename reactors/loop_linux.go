@@ -13,6 +13,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/reactors/cost"
 	"github.com/reactorlab/reactorlab/reactors/ingress"
+	"github.com/reactorlab/reactorlab/reactors/outq"
 	"github.com/reactorlab/reactorlab/reactors/readyq"
 	"github.com/reactorlab/reactorlab/reactors/slots"
 	"github.com/reactorlab/reactorlab/reactors/timers"
@@ -125,7 +126,7 @@ type source struct {
 	hadOut      bool // counted in Reactor.outPending
 	in          []byte
 	r           int // parse offset in in
-	out         outQueue
+	out         outq.Queue
 	tasks       int   // offloaded callbacks outstanding
 	since       int64 // when it last became ready (rotation interval)
 

@@ -399,6 +399,7 @@ func (r *Reactor) quiesce(l *loop) {
 func (r *Reactor) finish() {
 	s := Stats{Design: r.design, Loops: len(r.loops)}
 	merged := newHistograms()
+	into := merged.byName()
 	for _, l := range r.loops {
 		s.Counters.add(&l.stats)
 		if r.quiesced.Load() == 0 {
@@ -406,7 +407,7 @@ func (r *Reactor) finish() {
 		}
 		s.HistDrops += l.hist.dropped
 		for name, h := range l.hist.byName() {
-			s.HistDrops += uint64(merged.byName()[name].Merge(h))
+			s.HistDrops += uint64(into[name].Merge(h))
 		}
 	}
 	if r.quiesced.Load() > 0 {
@@ -416,7 +417,7 @@ func (r *Reactor) finish() {
 	}
 	s.Histograms = map[string]HistSummary{}
 	s.Raw = map[string]*hdrhistogram.Snapshot{}
-	for name, h := range merged.byName() {
+	for name, h := range into {
 		s.Histograms[name] = Summarize(h)
 		s.Raw[name] = h.Export()
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/reactorlab/reactorlab/wire"
 )
 
-type outQueue = outq.Queue
-
 // turn is one source's turn: serve buffered and newly read frames under the
 // budgets, then flush its out-queue once. It reports whether s went back on
 // q with work left (ET: any budget spent; the level-triggered designs only

@@ -1,9 +1,6 @@
 package reactors
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/reactorlab/reactorlab/wire"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -196,13 +193,4 @@ type Stats struct {
 	HistDrops  uint64                            `json:"histogram_values_dropped"`
 	LoopCPUNs  uint64                            `json:"loop_cpu_ns"` // CPU time of the loop threads (offload workers not included)
 	Raw        map[string]*hdrhistogram.Snapshot `json:"-"`
-}
-
-// JSON renders s as one JSON object.
-func (s Stats) JSON() ([]byte, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("encode stats: %w", err)
-	}
-	return b, nil
 }
