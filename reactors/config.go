@@ -105,6 +105,36 @@ type Faults struct {
 	LostWakeup bool
 	// NoFrameLimit allocates whatever a frame header declares.
 	NoFrameLimit bool
+	// DropPartial discards, at the end of every source turn, the bytes of an
+	// incomplete frame left in the input buffer, as if each read carried
+	// whole frames: a frame split across reads is lost or corrupts the stream.
+	DropPartial bool
+	// FrameLimitOffByOne refuses a frame whose whole size equals MaxFrame
+	// (">=" for ">"); frames of MaxFrame-1 bytes still pass.
+	FrameLimitOffByOne bool
+	// DropShortWrite ignores write(2)'s count when flushing an out-queue: the
+	// unwritten tail of a short write is dropped as if it had been sent.
+	DropShortWrite bool
+	// AcceptOnceET registers listeners edge-triggered and accepts one
+	// connection per readiness event, so connections that arrive together
+	// wait in the backlog until another connect raises a new edge. Under
+	// ONESHOT the edge replaces the one-shot rearm (a rearm would re-report
+	// the backlog and hide the bug): the listener is EPOLLET and never rearmed.
+	AcceptOnceET bool
+	// NoEMFILEShed ends the accept turn on EMFILE/ENFILE without shedding a
+	// connection (reserve fd) or pausing the listener, so the level-triggered
+	// listener stays readable and the loop spins while the fd table is full.
+	NoEMFILEShed bool
+	// LeakPending forgets a connection closed while work is still pending
+	// for it (a non-empty out-queue, or offloaded callbacks in flight): the
+	// peer reset it, or a write failed after its EOF. The connection leaves
+	// the epoll set and the ready queues, but its fd stays open and its slot
+	// allocated until the reactor exits, and ConnsClosed does not count it.
+	// (Any close with work pending takes this path, whatever its cause.)
+	LeakPending bool
+	// SilentAfterStop drops DATA frames read after a STOP was requested:
+	// no REJECT is sent and the ledger does not count them.
+	SilentAfterStop bool
 }
 
 // Any reports whether any fault is switched on.
@@ -258,7 +288,8 @@ func (c Config) Validate() error {
 }
 
 // FaultNames lists the reactor faults ParseFault accepts.
-var FaultNames = []string{"missed-rearm[:every=N]", "no-drain", "fd-identity", "permanent-epollout", "no-budget", "unbounded-outq", "lost-wakeup", "no-frame-limit"}
+var FaultNames = []string{"missed-rearm[:every=N]", "no-drain", "fd-identity", "permanent-epollout", "no-budget", "unbounded-outq", "lost-wakeup", "no-frame-limit",
+	"drop-partial", "limit-off-by-one", "drop-short-write", "accept-once-et", "no-emfile-shed", "leak-pending", "silent-after-stop"}
 
 // ParseFault switches on the reactor fault named by spec ("name" or
 // "name:k=v") in f. The error lists the accepted names.
@@ -292,6 +323,20 @@ func ParseFault(spec string, f *Faults) error {
 		f.LostWakeup = true
 	case "no-frame-limit":
 		f.NoFrameLimit = true
+	case "drop-partial":
+		f.DropPartial = true
+	case "limit-off-by-one":
+		f.FrameLimitOffByOne = true
+	case "drop-short-write":
+		f.DropShortWrite = true
+	case "accept-once-et":
+		f.AcceptOnceET = true
+	case "no-emfile-shed":
+		f.NoEMFILEShed = true
+	case "leak-pending":
+		f.LeakPending = true
+	case "silent-after-stop":
+		f.SilentAfterStop = true
 	default:
 		return fmt.Errorf("%w: unknown fault %q (accepted: %s)", ErrConfig, spec, strings.Join(FaultNames, ", "))
 	}

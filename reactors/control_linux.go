@@ -258,7 +258,7 @@ func (l *loop) onTimer(t timers.Timer) {
 			}
 		}
 		l.r.reserveMu.Unlock()
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, unix.EPOLLIN|l.oneshotFlag(), ref); err != nil {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, l.listenerEvents(), ref); err != nil {
 			l.r.fail(err)
 		}
 	}

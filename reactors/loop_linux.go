@@ -225,8 +225,20 @@ func (l *loop) addSpecial(fd int, kind sourceKind, events uint32) (slots.Ref, er
 	return ref, nil
 }
 
+// listenerEvents is the interest a listener is registered and rearmed with:
+// level-triggered, so connections left in the backlog after the accept
+// budget are reported again (ONESHOT: one-shot, rearmed after each turn).
+func (l *loop) listenerEvents() uint32 {
+	if l.cfg.Faults.AcceptOnceET {
+		// The mutant: edge-triggered, every design (ONESHOT too: a rearm
+		// would re-report the backlog), with one accept per edge (accept).
+		return unix.EPOLLIN | unix.EPOLLET
+	}
+	return unix.EPOLLIN | l.oneshotFlag()
+}
+
 func (l *loop) addListener(fd int, control bool) error {
-	ref, err := l.addSpecial(fd, kindListener, unix.EPOLLIN|l.oneshotFlag())
+	ref, err := l.addSpecial(fd, kindListener, l.listenerEvents())
 	if err != nil {
 		unix.Close(fd)
 		return err

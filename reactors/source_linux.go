@@ -25,6 +25,11 @@ func (l *loop) turn(s *source, q *readyq.Queue) bool {
 	}
 	l.progress++
 	more, buffered := l.serveInput(s)
+	if l.cfg.Faults.DropPartial && s.in != nil && s.fd >= 0 && !l.hasFrame(s) {
+		// The mutant: it assumes every read carries whole frames, so the
+		// start of a frame whose rest has not arrived yet is thrown away.
+		s.in, s.r = s.in[:0], 0
+	}
 	if !l.flush(s) {
 		return false
 	}
@@ -56,6 +61,9 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 	maxFrame := l.cfg.MaxFrame
 	if l.cfg.Faults.NoFrameLimit {
 		maxFrame = math.MaxInt32 // the mutant trusts whatever the header says
+	}
+	if l.cfg.Faults.FrameLimitOffByOne {
+		maxFrame-- // the mutant: refuses size >= MaxFrame, where only > is over
 	}
 	if s.in == nil {
 		l.getBuf(s)
@@ -90,7 +98,12 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 			s.r += size
 			frames++
 			if s.stopHeld {
-				return false, false // ONESHOT: held unarmed until STOP_ACK
+				// ONESHOT: held unarmed until STOP_ACK. Frames that came in
+				// the same read behind the STOP are answered now (DATA with
+				// REJECT: admission is closed), as the other designs do by
+				// reading on; nothing more is read.
+				l.answerBuffered(s, maxFrame)
+				return false, false
 			}
 			if s.out.Paused() {
 				// The flush at the end of the turn may drain the queue below
@@ -164,6 +177,26 @@ func (l *loop) hasFrame(s *source) bool {
 	return err != nil || len(avail) >= h.FrameSize()
 }
 
+// answerBuffered handles the complete frames left in s's input buffer
+// without reading more (ONESHOT, behind a STOP).
+func (l *loop) answerBuffered(s *source, maxFrame int) {
+	for s.fd >= 0 && len(s.in)-s.r >= wire.HeaderSize {
+		avail := s.in[s.r:]
+		h, err := wire.ParseHeader(avail, maxFrame)
+		if err != nil {
+			l.protocolError(s, h, err)
+			return
+		}
+		if len(avail) < h.FrameSize() {
+			return
+		}
+		if !l.handle(s, h, avail[:h.FrameSize()]) {
+			return
+		}
+		s.r += h.FrameSize()
+	}
+}
+
 // handle acts on one complete frame. It returns false when the frame was not
 // consumed or the turn must end: s closed, held for STOP, or the worker pool
 // is full (the frame stays buffered and the source waits).
@@ -173,6 +206,9 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 		// Admission closes when the stop is requested, even mid-turn: a
 		// DATA frame behind the STOP in the same read is refused too.
 		if l.stopSeen || l.r.stopRequested.Load() {
+			if l.cfg.Faults.SilentAfterStop {
+				return true // the mutant: dropped unanswered and uncounted
+			}
 			l.stats.FramesIn++
 			l.ledger.Accepted++
 			l.ledger.Rejected++
@@ -274,7 +310,13 @@ func (l *loop) flush(s *source) bool {
 		return false
 	}
 	if !s.out.Empty() {
-		n, _, err := s.out.Flush(s.fd)
+		var n int
+		var err error
+		if l.cfg.Faults.DropShortWrite {
+			n, err = l.flushIgnoringCount(s)
+		} else {
+			n, _, err = s.out.Flush(s.fd)
+		}
 		l.stats.BytesOut += uint64(n)
 		if err != nil {
 			l.closeSource(s)
@@ -287,6 +329,28 @@ func (l *loop) flush(s *source) bool {
 	}
 	l.updateInterest(s)
 	return true
+}
+
+// flushIgnoringCount is the DropShortWrite mutant's out-queue flush
+// (outq.Queue.Flush is the correct one): it writes until the queue is empty
+// or the socket would block, and reports the bytes the kernel took.
+func (l *loop) flushIgnoringCount(s *source) (int, error) {
+	total := 0
+	for !s.out.Empty() {
+		p := s.out.Pending()
+		n, e := rawWrite(s.fd, p)
+		switch {
+		case e == unix.EAGAIN:
+			return total, nil
+		case e != 0:
+			return total, os.NewSyscallError("write", e)
+		}
+		total += n
+		// The mutant: write(2)'s count is checked for errors only; the whole
+		// offer is consumed, so the unwritten tail of a short write is lost.
+		s.out.Consume(len(p))
+	}
+	return total, nil
 }
 
 // wantEvents is the interest s should have now: EPOLLIN unless paused,
@@ -347,6 +411,22 @@ func (l *loop) closeSource(s *source) {
 	if s.fd < 0 {
 		return
 	}
+	if l.cfg.Faults.LeakPending && (!s.out.Empty() || s.tasks > 0) {
+		// The mutant: a connection that dies with work pending is forgotten
+		// instead of closed. It stops being watched, but its fd stays open
+		// and its slot allocated (both leak until the reactor exits), and
+		// ConnsClosed misses it.
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+		l.ready.Remove(s.ref.Slot())
+		if l.ctlReady != nil {
+			l.ctlReady.Remove(s.ref.Slot())
+		}
+		if s.hadOut {
+			s.hadOut = false
+			l.r.outPending.Add(-1) // nobody will drain it
+		}
+		return
+	}
 	unix.Close(s.fd) // also removes it from the epoll set (no dups exist)
 	if s.fd < len(l.fdIndex) && l.fdIndex[s.fd] == s.ref {
 		l.fdIndex[s.fd] = 0
@@ -404,13 +484,22 @@ func (l *loop) growIn(s *source, size int) {
 // not become a busy loop (reserve-fd trick, else a timed pause).
 func (l *loop) accept(ls *source) {
 	paused := false
-	for i := 0; i < l.cfg.Budgets.Accept; i++ {
+	budget := l.cfg.Budgets.Accept
+	if l.cfg.Faults.AcceptOnceET {
+		budget = 1 // the mutant: one accept per edge (see listenerEvents)
+	}
+	for i := 0; i < budget; i++ {
 		fd, e := rawAccept(ls.fd)
 		if e == unix.EAGAIN {
 			break
 		}
 		if e == unix.EMFILE || e == unix.ENFILE {
 			l.stats.AcceptEMFILE++
+			if l.cfg.Faults.NoEMFILEShed {
+				// The mutant: give up this turn and nothing else; the
+				// listener stays readable, so the loop spins on it.
+				break
+			}
 			var more bool
 			more, paused = l.shedOneConnection(ls)
 			if !more {
@@ -422,7 +511,7 @@ func (l *loop) accept(ls *source) {
 		case 0:
 		case unix.ENOBUFS, unix.ENOMEM:
 			l.stats.AcceptErrors++
-			i = l.cfg.Budgets.Accept // memory pressure: try again on the next event
+			i = budget // memory pressure: try again on the next event
 			continue
 		case unix.EBADF, unix.EINVAL, unix.ENOTSOCK, unix.EOPNOTSUPP, unix.EFAULT:
 			l.r.fail(os.NewSyscallError("accept4", e)) // a bug, not a condition
@@ -438,8 +527,8 @@ func (l *loop) accept(ls *source) {
 		}
 		l.addConn(fd, ls.control)
 	}
-	if l.design == OneShot && ls.fd >= 0 && !paused {
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, unix.EPOLLIN|unix.EPOLLONESHOT, ls.ref); err != nil {
+	if ev := l.listenerEvents(); ev&unix.EPOLLONESHOT != 0 && ls.fd >= 0 && !paused {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, ev, ls.ref); err != nil {
 			l.r.fail(err)
 		}
 	}

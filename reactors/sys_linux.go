@@ -57,6 +57,21 @@ func rawRead(fd int, p []byte) (int, unix.Errno) {
 	}
 }
 
+// rawWrite writes p to a non-blocking fd (the DropShortWrite mutant's
+// flush; the correct one is outq.Queue.Flush).
+func rawWrite(fd int, p []byte) (int, unix.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == unix.EINTR {
+			continue
+		}
+		return int(n), e
+	}
+}
+
 // rawAccept accepts one connection from a non-blocking listener, creating
 // the new fd non-blocking and close-on-exec.
 func rawAccept(fd int) (int, unix.Errno) {

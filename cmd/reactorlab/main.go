@@ -3,6 +3,7 @@
 // logic lives in the packages it calls.
 //
 //	reactorlab serve --reactor lt|et|oneshot|prio|prio-thread [flags]
+//	reactorlab conform --target lt|...|cmd:'COMMAND' [--case ID] [--json FILE] [--junit FILE]
 package main
 
 import (
@@ -26,6 +27,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "conform":
+		return conform(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -42,5 +45,8 @@ func usage(w io.Writer) {
 commands:
   serve   run a reference reactor until STOP, SIGTERM/SIGINT or --lifetime
           (reactorlab serve --help lists every flag with its default)
+  conform run the conformance suite against a reference reactor or any
+          server command; exit 0 if nothing failed, 1 if something did
+          (reactorlab conform --list prints the catalogue)
 `)
 }

@@ -21,12 +21,20 @@ import (
 )
 
 // childArgsEnv makes the test binary act as the reactorlab command, so a
-// test can signal a real process.
-const childArgsEnv = "REACTORLAB_TEST_MAIN_ARGS"
+// test can signal a real process; asMainEnv makes it act as the command
+// with its own arguments (how conform starts reference reactors: it runs
+// its own executable with "serve ...").
+const (
+	childArgsEnv = "REACTORLAB_TEST_MAIN_ARGS"
+	asMainEnv    = "REACTORLAB_TEST_AS_MAIN"
+)
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childArgsEnv); args != "" {
 		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
+	}
+	if os.Getenv(asMainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -1,0 +1,84 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/conformance"
+)
+
+func TestConformRefusesBadUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--target is required"},
+		{[]string{"--target", "nginx"}, "--target"},
+		{[]string{"--target", "cmd:"}, "needs a command"},
+		{[]string{"--target", "cmd:true", "--fault", "no-drain"}, "reference targets only"},
+		{[]string{"--target", "lt", "--fault", "gremlins"}, "gremlins"},
+		{[]string{"--target", "lt", "--case", "Q9"}, "Q9"},
+		{[]string{"--target", "lt", "extra"}, "extra"},
+		{[]string{"--target", "lt", "--timeout", "soon"}, "timeout"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"conform"}, tc.args...), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("conform %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestConformList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"conform", "--list"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, c := range conformance.Catalogue() {
+		if !strings.Contains(stdout.String(), c.ID+"  "+c.Title) {
+			t.Errorf("--list lacks %s %q:\n%s", c.ID, c.Title, stdout.String())
+		}
+	}
+}
+
+// A reference target runs as a child process of this executable: pass on
+// the clean reactor, fail (exit 1) on a mutant, with the JSON and JUnit
+// reports agreeing with the table.
+func TestConformReferenceProcess(t *testing.T) {
+	t.Setenv(asMainEnv, "1")
+	dir := t.TempDir()
+	jsonPath, junitPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"conform", "--target", "et", "--case", "F1,F2,X2", "--json", jsonPath, "--junit", junitPath}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("clean et: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "process:et: 3 passed, 0 failed, 0 skipped") {
+		t.Fatalf("table:\n%s", stdout.String())
+	}
+	var rep conformance.Report
+	if b, err := os.ReadFile(jsonPath); err != nil || json.Unmarshal(b, &rep) != nil || rep.Summary.Pass != 3 {
+		t.Fatalf("json report %+v (%v)", rep, err)
+	}
+	var suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if b, err := os.ReadFile(junitPath); err != nil || xml.Unmarshal(b, &suite) != nil || suite.Tests != 3 || suite.Failures != 0 {
+		t.Fatalf("junit report %+v (%v)", suite, err)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"conform", "--target", "et", "--fault", "no-drain", "--case", "F2"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "F2") || !strings.Contains(stdout.String(), "fail") {
+		t.Fatalf("et + no-drain: exit %d, want 1 with F2 failing\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}

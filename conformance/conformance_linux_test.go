@@ -1,0 +1,18 @@
+//go:build linux
+
+package conformance_test
+
+import (
+	"testing"
+
+	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+func TestInProcessReference(t *testing.T) {
+	for _, d := range reactors.Designs {
+		t.Run(string(d), func(t *testing.T) {
+			conformance.Run(t, conformance.InProcess{Design: d})
+		})
+	}
+}

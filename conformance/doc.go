@@ -1,0 +1,28 @@
+// Package conformance is reactorlab's correctness suite for reactors: a
+// catalogue of cases with stable ids, runnable against a reference reactor
+// in this process (InProcess), a reference reactor as a child process
+// (Process), or any server run as a command (Command, a black box that
+// must serve a TCP byte echo on the address in REACTORLAB_LISTEN).
+//
+// Groups: F framing, R readiness, W write path, I identity, S scheduling
+// and fairness, T timers, X stop. Every case states its claim, the bound
+// it checks and where the bound comes from (the budget arithmetic, not a
+// guess), and the reactor faults (mutants, package faults) that must make
+// it fail; the package's own tests prove that each mutant is caught and
+// that no clean reference reactor fails. On failure a case reports its
+// evidence: what was sent, what came back, the counters.
+//
+// Cases that need the reference control protocol, the reference frame
+// limit or a reactor's internal counters are skipped on targets that lack
+// them, with the reason: never passed.
+//
+// From any Go test, like nettest.TestConn:
+//
+//	func TestMyServer(t *testing.T) {
+//		conformance.Run(t, conformance.Command{Argv: []string{"./myserver", "--listen", "{addr}"}})
+//	}
+//
+// Each case starts a fresh instance and runs alone (timing bounds assume
+// the target has the machine to itself), under a watchdog that stops the
+// target when the case's time is up.
+package conformance

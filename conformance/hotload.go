@@ -1,0 +1,181 @@
+package conformance
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// The hot-load cases (S1, S2, T1, X1) share one stimulus: hot connections
+// that keep about 2 MiB of small frames outstanding, each frame costing
+// hotCost of server CPU, so a turn that ignores its budgets runs until
+// the out-queue's high watermark (1 MiB of echoes, ~11,000 frames, over
+// 2 s) instead of ending after at most one budget (a few ms).
+const (
+	hotConns   = 2
+	hotCost    = 200 * time.Microsecond
+	hotPayload = 64
+	hotBatch   = 512 // frames per write (48 KiB)
+	hotCredits = 40  // batches outstanding (≈ 2 MiB)
+)
+
+// hotTweak is the reference configuration of the hot-load cases: the
+// frame cost, and a clock read every 4 frames so the time budget ends a
+// turn within 1 ms + 4 frames (the default, 16, would allow 3.2 ms).
+func hotTweak(_ reactors.Design, cfg *reactors.Config) {
+	cfg.Callback = fmt.Sprintf("fixed:%v", hotCost)
+	cfg.Budgets.ClockEvery = 4
+}
+
+// hot is a running hot load.
+type hot struct {
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+	links    []*faults.TCPLink
+	echoed   atomic.Uint64
+	mu       sync.Mutex
+	err      error
+}
+
+// startHot starts hotConns hot connections to addr; stop them with stop.
+func startHot(c *C, addr string) *hot {
+	h := &hot{}
+	for i := 0; i < hotConns; i++ {
+		link := c.dialQuiet(fmt.Sprintf("hot conn %d", i+1), addr)
+		h.links = append(h.links, link)
+		credits := make(chan struct{}, hotCredits)
+		for j := 0; j < hotCredits; j++ {
+			credits <- struct{}{}
+		}
+		token := uint64(9000 + i)
+		h.wg.Add(2)
+		go h.write(link, token, credits)
+		go h.read(link, token, credits)
+	}
+	c.Cleanup(h.stop)
+	return h
+}
+
+func (h *hot) fail(err error) {
+	h.mu.Lock()
+	if h.err == nil && !h.stopping.Load() {
+		h.err = err
+	}
+	h.mu.Unlock()
+}
+
+func (h *hot) write(link *faults.TCPLink, token uint64, credits chan struct{}) {
+	defer h.wg.Done()
+	var buf []byte
+	payload := make([]byte, hotPayload)
+	seq := uint64(0)
+	for !h.stopping.Load() {
+		<-credits
+		buf = buf[:0]
+		for i := 0; i < hotBatch; i++ {
+			buf = wire.AppendFrame(buf, wire.KindData, 0, token, seq, 0, payload)
+			seq++
+		}
+		if _, err := link.Conn().Write(buf); err != nil {
+			h.fail(fmt.Errorf("hot conn %d: write: %w", token, err))
+			return
+		}
+	}
+}
+
+func (h *hot) read(link *faults.TCPLink, token uint64, credits chan struct{}) {
+	defer h.wg.Done()
+	dec := wire.NewDecoder(1 << 20)
+	buf := make([]byte, 256<<10)
+	seq, inBatch := uint64(0), 0
+	for {
+		n, err := link.Conn().Read(buf)
+		if err != nil {
+			h.fail(fmt.Errorf("hot conn %d: read after %d echoes: %w", token, seq, err))
+			close(credits) // unblock the writer
+			return
+		}
+		dec.Write(buf[:n])
+		for {
+			hd, _, ok, err := dec.Next()
+			if err != nil {
+				h.fail(err)
+				close(credits)
+				return
+			}
+			if !ok {
+				break
+			}
+			if hd.Kind == wire.KindData && (hd.Token != token || hd.Seq != seq) {
+				h.fail(fmt.Errorf("hot conn %d: got %v token %d seq %d, want seq %d", token, hd.Kind, hd.Token, hd.Seq, seq))
+			}
+			seq++
+			h.echoed.Add(1)
+			if inBatch++; inBatch == hotBatch {
+				inBatch = 0
+				select {
+				case credits <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// stop ends the load (the connections are reset) and returns its first
+// error, if any.
+func (h *hot) stop() {
+	if h.stopping.Swap(true) {
+		return
+	}
+	for _, l := range h.links {
+		l.Reset()
+	}
+	h.wg.Wait()
+}
+
+// Err is the load's first error.
+func (h *hot) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// hotBound is the longest a correct reactor may leave any source (or its
+// own timers and STOP check) waiting under the hot load, from its budgets:
+// a turn serves at most Input frames, and stops at the first clock check
+// (every ClockEvery frames) past the time budget; a round serves at most
+// Consume turns, and a source that becomes ready waits at most for the
+// rest of the round and every source queued ahead of it. 10× that (at
+// least 250 ms) absorbs a loaded, descheduled VM; a turn without budgets
+// takes over 2 s.
+func hotBound(ref *Reference, lightSources int) (time.Duration, string) {
+	b := ref.Config.Budgets
+	frames := b.Input
+	if b.Time > 0 {
+		perCheck := hotCost * time.Duration(b.ClockEvery)
+		byTime := int((b.Time+perCheck-1)/perCheck) * b.ClockEvery
+		frames = min(frames, max(byTime, b.ClockEvery))
+	}
+	const syscalls = 200 * time.Microsecond // read, write, epoll_ctl per turn on this VM, generously
+	turn := time.Duration(frames)*hotCost + syscalls
+	turns := b.Consume + hotConns + lightSources
+	wait := time.Duration(turns) * turn
+	bound := max(250*time.Millisecond, 10*wait)
+	return bound, fmt.Sprintf("turn ≤ %d frames × %v + %v = %v; wait ≤ (consume budget %d + %d hot + %d light) turns = %v; bound max(250 ms, 10 × wait) = %v",
+		frames, hotCost, syscalls, turn, b.Consume, hotConns, lightSources, wait, bound)
+}
+
+// blackBoxBound is the bound used where a black box has no budgets: the
+// reference reactor's with default budgets.
+func blackBoxBound(lightSources int) (time.Duration, string) {
+	cfg := reactors.DefaultConfig()
+	hotTweak(reactors.LT, &cfg)
+	b, why := hotBound(&Reference{Config: cfg}, lightSources)
+	return b, "black box, reference budgets: " + why
+}

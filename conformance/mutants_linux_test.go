@@ -1,0 +1,141 @@
+//go:build linux
+
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// built returns the path of a binary built from pkg (relative to the
+// module root) once per test run.
+func built(t *testing.T, name, pkg string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "reactorlab-conformance-")
+		if buildErr != nil {
+			return
+		}
+		// go test puts its own GOROOT/bin first on PATH.
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		for _, b := range [][2]string{{"reactorlab", "../cmd/reactorlab"}, {"echo", "../examples/echo"}} {
+			out, err := exec.Command(goBin, "build", "-o", filepath.Join(buildDir, b[0]), b[1]).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, name)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// The catalogue and the fault types must agree: every case names the
+// reactor faults that must fail it, and each of those faults names the
+// case; every case has at least one.
+func TestCatalogueMatchesFaults(t *testing.T) {
+	byCase := map[string][]string{}
+	for _, f := range faults.Reactors() {
+		for _, id := range f.Cases() {
+			byCase[id] = append(byCase[id], f.Name())
+		}
+	}
+	for _, c := range conformance.Catalogue() {
+		got := slices.Clone(c.Mutants)
+		sort.Strings(got)
+		want := byCase[c.ID]
+		sort.Strings(want)
+		if len(got) == 0 {
+			t.Errorf("%s has no mutant that must fail it", c.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: catalogue says mutants %v, the fault types say %v", c.ID, got, want)
+		}
+		for _, w := range c.WireFaults {
+			if _, err := faults.ParseWire(w); err != nil {
+				t.Errorf("%s: wire fault %q: %v", c.ID, w, err)
+			}
+		}
+	}
+}
+
+// TestEveryMutantIsCaught is the mutation table: for every reactor fault
+// and every reference design it applies to, the cases the fault names all
+// fail. (That every clean design passes is TestInProcessReference and
+// TestProcessReference.) R4 needs a process of its own, so its mutant runs
+// as a child process; the rest run in-process.
+func TestEveryMutantIsCaught(t *testing.T) {
+	var table []string
+	for _, f := range faults.Reactors() {
+		for _, d := range reactors.Designs {
+			want := f.CasesFor(d)
+			if len(want) == 0 {
+				continue
+			}
+			t.Run(f.Name()+"/"+string(d), func(t *testing.T) {
+				cfg := reactors.DefaultConfig()
+				f.Switch(&cfg.Faults)
+				var target conformance.Target = conformance.InProcess{Design: d, Config: &cfg}
+				if slices.Contains(want, "R4") {
+					target = conformance.Process{Design: d, Config: &cfg, Command: []string{built(t, "reactorlab", "")}}
+				}
+				results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: want})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var row []string
+				for _, r := range results {
+					row = append(row, fmt.Sprintf("%s %s", r.ID, r.Verdict))
+					if r.Verdict != conformance.Fail {
+						t.Errorf("mutant %s on %s: %s %s: %s (want fail) %s", f.Name(), d, r.ID, r.Verdict, r.Reason, strings.Join(r.Log, "; "))
+					} else {
+						t.Logf("%s caught: %s", r.ID, r.Reason)
+					}
+				}
+				table = append(table, fmt.Sprintf("%-20s %-12s %s", f.Name(), d, strings.Join(row, ", ")))
+			})
+		}
+	}
+	t.Logf("mutation table:\n%s", strings.Join(table, "\n"))
+}
+
+func TestProcessReference(t *testing.T) {
+	exe := built(t, "reactorlab", "")
+	for _, d := range reactors.Designs {
+		t.Run(string(d), func(t *testing.T) {
+			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}})
+		})
+	}
+}

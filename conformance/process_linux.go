@@ -1,0 +1,176 @@
+//go:build linux
+
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// Process is a reference reactor run as a child process (`reactorlab
+// serve`): its CPU, memory and descriptors are its own, a descriptor
+// limit can be set, and its final statistics arrive when it stops.
+type Process struct {
+	Design reactors.Design
+	// Config is the base configuration (nil: reactors.DefaultConfig); its
+	// Faults make the target a mutant.
+	Config *reactors.Config
+	// Command runs the reactorlab binary (nil: this executable). The
+	// serve arguments are appended.
+	Command []string
+}
+
+// Name is "process:" and the design with its faults.
+func (t Process) Name() string { return "process:" + refName(t.Design, t.Config) }
+
+// Start runs `reactorlab serve` with the case's configuration and waits
+// until both its addresses accept connections.
+func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
+	cfg := refConfig(t.Design, t.Config, setup)
+	ctlAddr, err := proc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Listen, cfg.ControlListen = "{addr}", ctlAddr
+	argv := t.Command
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("process target: %w", err)
+		}
+		argv = []string{exe}
+	}
+	argv = append(append([]string(nil), argv...), "serve", "--reactor", string(t.Design), "--lifetime", "10m")
+	argv = append(argv, cfg.Args()...)
+	p, err := proc.Start(ctx, proc.Spec{Argv: argv, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name(), err)
+	}
+	cfg.Listen = p.Addr()
+	return &process{p: p, ctl: ctlAddr, ref: &Reference{Design: t.Design, Config: cfg}}, nil
+}
+
+// Command is a black-box target: any server, in any language, run as a
+// command. It is started with REACTORLAB_LISTEN=host:port in its
+// environment and "{addr}" in its arguments replaced by the same address,
+// and must serve a plain TCP byte echo there. Cases that need the
+// reference protocol or internal counters are skipped.
+type Command struct {
+	Argv []string
+	// Grace is how long the command may take to exit after SIGTERM before
+	// SIGKILL (0: 5 s).
+	Grace time.Duration
+}
+
+// Name is "cmd:" and the command line.
+func (t Command) Name() string { return "cmd:" + strings.Join(t.Argv, " ") }
+
+// Start runs the command and waits (at most 30 s: `go run` may compile
+// first) until it accepts connections.
+func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
+	if len(t.Argv) == 0 {
+		return nil, errors.New("command target: empty command")
+	}
+	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, FdLimit: setup.FdLimit, Ready: 30 * time.Second, Grace: t.Grace})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name(), err)
+	}
+	return &process{p: p}, nil
+}
+
+type process struct {
+	p     *proc.Process
+	ctl   string
+	ref   *Reference
+	final *Final
+}
+
+func (i *process) Addr() string          { return i.p.Addr() }
+func (i *process) Group() ([]int, error) { return i.p.Group() }
+func (i *process) ControlAddr() string   { return i.ctl }
+func (i *process) Reference() *Reference { return i.ref }
+
+func (i *process) Stats() (reactors.Stats, error) {
+	return reactors.Stats{}, fmt.Errorf("a process target's counters arrive when it stops: %w", ErrUnsupported)
+}
+
+// Usage sums the process group (a `go run` or `sh -c` wrapper's server
+// is its child); CPU from per-thread schedstat (ns) where the kernel has
+// it, else from /proc/pid/stat (10 ms ticks).
+func (i *process) Usage() (Usage, error) {
+	u, err := i.p.GroupUsage()
+	if err != nil {
+		return Usage{}, err
+	}
+	cpu := time.Duration(u.CPUNs())
+	if ns, err := i.p.GroupThreadCPU(); err == nil {
+		cpu = time.Duration(ns)
+	}
+	return Usage{CPU: cpu, RSS: u.RSS, Fds: u.Fds}, nil
+}
+
+// serveOutput is the part of `reactorlab serve`'s JSON the suite reads.
+type serveOutput struct {
+	reactors.Stats
+	StoppedBy string `json:"stopped_by"`
+	Error     string `json:"error"`
+}
+
+func (i *process) Stop() (Final, error) {
+	if i.final != nil {
+		return *i.final, nil
+	}
+	exit, err := i.p.Stop()
+	if err != nil {
+		return Final{}, err
+	}
+	// A reference reactor exits 0 with its JSON; a black box may also die
+	// of the SIGTERM it was sent (a shell or `go run` wrapper does), which
+	// is an answer to the signal, not a crash. Being killed after the
+	// grace period is never clean.
+	f := Final{Exit: fmt.Sprintf("exit %d", exit.Code), Clean: exit.Code == 0 && !exit.Killed}
+	if exit.Signal != "" {
+		f.Exit = "signal " + exit.Signal
+		if i.ref == nil && exit.Signal == "terminated" && !exit.Killed {
+			f.Clean = true
+		}
+	}
+	if exit.Killed {
+		f.Exit += ", killed after the SIGTERM grace period"
+	}
+	if !f.Clean && exit.StderrTail != "" {
+		f.Exit += "; stderr: " + strings.TrimSpace(exit.StderrTail)
+	}
+	if i.ref != nil {
+		var out serveOutput
+		line := bytes.TrimSpace(exit.Stdout)
+		if err := json.Unmarshal(line, &out); err != nil {
+			f.Clean = false
+			f.Exit += fmt.Sprintf("; unreadable serve output %q: %v", truncate(line, 200), err)
+		} else {
+			f.Stats = &out.Stats
+			if out.Error != "" {
+				f.Clean = false
+				f.Exit += "; reactor error: " + out.Error
+			}
+		}
+	}
+	i.final = &f
+	return f, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,257 @@
+package conformance
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reactorlab/reactorlab/faults"
+)
+
+func readinessCases() []Case {
+	return []Case{{
+		ID:      "R1",
+		Title:   "burst larger than one turn's budget",
+		Claim:   "300 frames of 8 KiB written at once (2.4 MiB: 10 input budgets, 38 byte budgets) are all served, in order, without further readiness events",
+		Mutants: []string{"no-drain"}, WireFaults: []string{"coalesced"},
+		Bound: "each echo within 2 s of the previous one (a turn is at most 32 frames, 64 KiB or 1 ms; the rest must be resumed from the ready queue)",
+		Run:   runR1,
+	}, {
+		ID:      "R2",
+		Title:   "no connection stalls",
+		Claim:   "8 connections doing 150 exchanges each (1 to 3 frames in flight) all make progress: a watchdog names any connection with an answer owed and none for too long",
+		Mutants: []string{"missed-rearm"},
+		Bound:   "no connection owed an answer for more than 1 s (a correct reactor answers within a round, milliseconds)",
+		Run:     runR2,
+	}, {
+		ID:      "R3",
+		Title:   "accept storm",
+		Claim:   "256 connections opened at once are all accepted and served",
+		Mutants: []string{"accept-once-et"},
+		Bound:   "every connection's first echo within 5 s (the accept budget is 64 per round: 4 rounds)",
+		Run:     runR3,
+	}, {
+		ID:      "R4",
+		Title:   "EMFILE without busy loop, with recovery",
+		Claim:   "with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served",
+		Mutants: []string{"no-emfile-shed"},
+		Bound:   "server CPU at most 25% of a 500 ms window while full (a spinning accept loop is ~100%; an idle server a few %); a new connection echoed within 5 s after the others close",
+		Needs:   NeedProcess,
+		Setup:   Setup{FdLimit: 48},
+		Run:     runR4,
+	}}
+}
+
+func runR1(c *C) {
+	const n, size = 300, 8 << 10
+	p := c.dial("conn 1", c.Instance().Addr())
+	frames := dataFrames(1, n, size)
+	errc := playAsync(c, p, faults.Coalesce{Frames: n}.Apply(faults.Writes(frames...)))
+	for i := range frames {
+		g, err := p.next(echoBound)
+		if err != nil {
+			c.Evidencef("sent: %d DATA frames of %d B in one write; %d echoed, then %v", n, size, i, err)
+			c.Fatalf("burst stalled after %d of %d echoes", i, n)
+		}
+		if why := checkEcho(g, 1, uint64(i), size); why != "" {
+			c.Fatalf("echo %d: %s", i, why)
+		}
+	}
+	if err := <-errc; err != nil {
+		c.Fatalf("sending: %v", err)
+	}
+}
+
+// r2Conn is one connection's watchdog state.
+type r2Conn struct {
+	mu       sync.Mutex
+	owed     int       // frames sent and not yet echoed
+	progress time.Time // last echo (or first send)
+	done     bool
+}
+
+func runR2(c *C) {
+	const conns, exchanges, stallBound = 8, 150, time.Second
+	state := make([]*r2Conn, conns)
+	errs := make(chan error, conns)
+	for i := range state {
+		state[i] = &r2Conn{progress: time.Now()}
+		p := c.dial(fmt.Sprintf("conn %d", i+1), c.Instance().Addr())
+		go func() {
+			errs <- r2Exchange(p, uint64(i+1), exchanges, state[i])
+		}()
+	}
+	// The watchdog: any connection owed an answer with no progress for the
+	// bound is named, with what it was owed.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	finished := 0
+	var failed []string
+	for finished < conns && len(failed) == 0 {
+		select {
+		case err := <-errs:
+			finished++
+			if err != nil {
+				failed = append(failed, err.Error())
+			}
+		case now := <-tick.C:
+			for i, s := range state {
+				s.mu.Lock()
+				if !s.done && s.owed > 0 && now.Sub(s.progress) > stallBound {
+					failed = append(failed, fmt.Sprintf("conn %d stalled: owed %d echoes, no progress for %v", i+1, s.owed, now.Sub(s.progress).Round(time.Millisecond)))
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
+	if len(failed) > 0 {
+		c.Fatalf("%s", strings.Join(failed, "; "))
+	}
+}
+
+// r2Exchange does n exchanges of 1..3 pipelined frames on p.
+func r2Exchange(p *peer, token uint64, n int, s *r2Conn) error {
+	rng := rand.New(rand.NewPCG(token, 2))
+	seq := uint64(0)
+	defer func() { s.mu.Lock(); s.done = true; s.mu.Unlock() }()
+	for x := 0; x < n; x++ {
+		k := 1 + rng.IntN(3)
+		var buf []byte
+		for j := 0; j < k; j++ {
+			buf = append(buf, dataFrame(token, seq+uint64(j), 16+rng.IntN(200))...)
+		}
+		s.mu.Lock()
+		s.owed += k
+		s.mu.Unlock()
+		if _, err := p.link.Write(buf); err != nil {
+			return fmt.Errorf("conn %d: write: %w", token, err)
+		}
+		for j := 0; j < k; j++ {
+			g, err := p.next(10 * time.Second) // the watchdog owns the bound
+			if err != nil {
+				return fmt.Errorf("conn %d: exchange %d: %w", token, x, err)
+			}
+			if g.h.Token != token || g.h.Seq != seq {
+				return fmt.Errorf("conn %d: got %s, want seq %d", token, g, seq)
+			}
+			seq++
+			s.mu.Lock()
+			s.owed--
+			s.progress = time.Now()
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func runR3(c *C) {
+	const conns = 256
+	addr := c.Instance().Addr()
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	start := make(chan struct{})
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = r3One(addr, uint64(i+1))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	var bad []string
+	for _, err := range errs {
+		if err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		shown := bad
+		if len(shown) > 5 {
+			shown = shown[:5]
+		}
+		c.Evidencef("sent: %d connections dialled at once, one 64 B frame each", conns)
+		c.Fatalf("%d of %d connections not served within 5 s: %s", len(bad), conns, strings.Join(shown, "; "))
+	}
+}
+
+func r3One(addr string, token uint64) error {
+	link, err := faults.DialTCP(addr, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("conn %d: %w", token, err)
+	}
+	defer link.Close()
+	conn := link.Conn()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write(dataFrame(token, 0, 64)); err != nil {
+		return fmt.Errorf("conn %d: write: %w", token, err)
+	}
+	g, err := readFrame(conn)
+	if err != nil {
+		return fmt.Errorf("conn %d: %w", token, err)
+	}
+	if why := checkEcho(g, token, 0, 64); why != "" {
+		return fmt.Errorf("conn %d: %s", token, why)
+	}
+	return nil
+}
+
+func runR4(c *C) {
+	inst := c.Instance()
+	base, err := inst.Usage()
+	if err != nil {
+		c.Fatalf("usage: %v", err)
+	}
+	const fdLimit = 48
+	// Open more connections than the server has descriptors for, each
+	// served once while it can be: the rest wait in the backlog (or are
+	// shed by the server), keeping the listener readable.
+	const conns = 64
+	var links []*faults.TCPLink
+	for i := 0; i < conns; i++ {
+		l, err := faults.DialTCP(inst.Addr(), 2*time.Second)
+		if err != nil {
+			break // the backlog is full: as full as it gets
+		}
+		links = append(links, l)
+	}
+	defer func() {
+		for _, l := range links {
+			l.Close()
+		}
+	}()
+	full, _ := inst.Usage()
+	c.Logf("server had %d descriptors, limit %d; %d connections opened; server now has %d", base.Fds, fdLimit, len(links), full.Fds)
+	// Make the pending ones knock: a frame on every connection.
+	for i, l := range links {
+		l.Conn().SetWriteDeadline(time.Now().Add(time.Second))
+		l.Write(dataFrame(uint64(i+1), 0, 16)) // shed connections fail here: expected
+	}
+	// Settle into the steady state first, then measure a window.
+	time.Sleep(100 * time.Millisecond) // a measurement lead-in, not synchronisation
+	u0, _ := inst.Usage()
+	time.Sleep(500 * time.Millisecond) // the measurement window
+	u1, _ := inst.Usage()
+	cpu := u1.CPU - u0.CPU
+	c.Evidencef("server CPU %v in a 500 ms window with %d descriptors open (limit %d)", cpu, u1.Fds, fdLimit)
+	if cpu > 125*time.Millisecond {
+		c.Fatalf("server spins while its descriptor table is full: %v CPU in 500 ms", cpu)
+	}
+	for _, l := range links {
+		l.Close()
+	}
+	links = nil
+	// Recovery: a new connection is served once descriptors are free.
+	deadline := time.Now().Add(5 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		if last = r3One(inst.Addr(), 1000); last == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // retrying a refused connection: nothing to wait on
+	}
+	c.Fatalf("no recovery: a new connection was not served within 5 s after the others closed: %v", last)
+}

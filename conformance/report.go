@@ -1,0 +1,158 @@
+package conformance
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// counterLine lists the non-zero counters as name=value, sorted by name.
+func counterLine(c reactors.Counters) string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err.Error()
+	}
+	var m map[string]uint64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for k, v := range m {
+		if v != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// Summary counts verdicts.
+type Summary struct {
+	Pass, Fail, Skip int
+}
+
+// Summarize counts the verdicts of results.
+func Summarize(results []Result) Summary {
+	var s Summary
+	for _, r := range results {
+		switch r.Verdict {
+		case Pass:
+			s.Pass++
+		case Fail:
+			s.Fail++
+		case Skip:
+			s.Skip++
+		}
+	}
+	return s
+}
+
+// WriteTable writes the results as a table a person reads: id, title,
+// verdict, duration, and under each failure or skip its reason and
+// evidence, indented; verbose adds every case's log and evidence.
+func WriteTable(w io.Writer, target string, results []Result, verbose bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ID\tTITLE\tVERDICT\tDURATION\n")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.ID, r.Title, r.Verdict, r.Duration.Round(time.Millisecond))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Verdict == Pass && !verbose {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s: %s", r.ID, r.Verdict, r.Title)
+		if r.Reason != "" {
+			fmt.Fprintf(w, ": %s", r.Reason)
+		}
+		fmt.Fprintln(w)
+		if r.Verdict == Fail || verbose {
+			for _, e := range r.Evidence {
+				fmt.Fprintf(w, "    %s\n", e)
+			}
+		}
+		if verbose {
+			for _, l := range r.Log {
+				fmt.Fprintf(w, "    log: %s\n", l)
+			}
+		}
+	}
+	s := Summarize(results)
+	_, err := fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped\n", target, s.Pass, s.Fail, s.Skip)
+	return err
+}
+
+// Report is the machine-readable form of a run.
+type Report struct {
+	Target  string   `json:"target"`
+	Results []Result `json:"results"`
+	Summary Summary  `json:"summary"`
+}
+
+// WriteJSON writes the run as one JSON object.
+func WriteJSON(w io.Writer, target string, results []Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Report{Target: target, Results: results, Summary: Summarize(results)})
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the run as a JUnit XML test suite (one testcase per
+// case, classname "conformance.<target>"), for CI systems.
+func WriteJUnit(w io.Writer, target string, results []Result) error {
+	s := Summarize(results)
+	suite := junitSuite{Name: "reactorlab conformance: " + target, Tests: len(results), Failures: s.Fail, Skipped: s.Skip}
+	for _, r := range results {
+		jc := junitCase{Name: r.ID + " " + r.Title, Classname: "conformance." + target, Time: r.Duration.Seconds(), SystemOut: strings.Join(r.Log, "\n")}
+		switch r.Verdict {
+		case Fail:
+			jc.Failure = &junitMessage{Message: r.Reason, Body: strings.Join(r.Evidence, "\n")}
+		case Skip:
+			jc.Skipped = &junitMessage{Message: r.Reason}
+		}
+		suite.Time += jc.Time
+		suite.Cases = append(suite.Cases, jc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suite); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,303 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Verdict is a case's outcome.
+type Verdict string
+
+// The verdicts. A case that cannot run on a target is skipped with its
+// reason, never passed.
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+	Skip Verdict = "skip"
+)
+
+// Result is one case's outcome on one target.
+type Result struct {
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Verdict  Verdict       `json:"verdict"`
+	Reason   string        `json:"reason,omitempty"`   // skip reason, or the failure
+	Evidence []string      `json:"evidence,omitempty"` // what was sent, what came back, counters
+	Log      []string      `json:"log,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// C is a running case: its instance, its deadline and its findings. Fatalf
+// and Skipf end the case (like testing.T, they must be called from the
+// case's own goroutine).
+type C struct {
+	ctx    context.Context
+	inst   Instance
+	target string
+
+	mu       sync.Mutex
+	verdict  Verdict
+	reason   string
+	evidence []string
+	log      []string
+	final    *Final
+	stopErr  error
+	cleanups []func()
+}
+
+// Cleanup registers fn to run when the case's code returns (last
+// registered first), before the instance is stopped.
+func (c *C) Cleanup(fn func()) {
+	c.mu.Lock()
+	c.cleanups = append(c.cleanups, fn)
+	c.mu.Unlock()
+}
+
+func (c *C) runCleanups() {
+	c.mu.Lock()
+	fns := c.cleanups
+	c.cleanups = nil
+	c.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+}
+
+// Context is cancelled when the case's time is up.
+func (c *C) Context() context.Context { return c.ctx }
+
+// Instance is the target instance the case runs on.
+func (c *C) Instance() Instance { return c.inst }
+
+// Reference is the instance's reference reactor, nil for a black box.
+func (c *C) Reference() *Reference { return c.inst.Reference() }
+
+// Logf records a line shown with the result.
+func (c *C) Logf(format string, args ...any) {
+	c.mu.Lock()
+	c.log = append(c.log, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+}
+
+// Evidencef records a fact shown with a failure: what was sent, what came
+// back, the counters.
+func (c *C) Evidencef(format string, args ...any) {
+	c.mu.Lock()
+	c.evidence = append(c.evidence, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+}
+
+// Errorf marks the case failed and goes on.
+func (c *C) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msg := fmt.Sprintf(format, args...)
+	if c.verdict != Fail {
+		c.verdict, c.reason = Fail, msg
+	} else {
+		c.reason += "; " + msg
+	}
+}
+
+// Fatalf marks the case failed and ends it.
+func (c *C) Fatalf(format string, args ...any) {
+	c.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// Skipf ends the case as skipped with the reason (unless it already failed).
+func (c *C) Skipf(format string, args ...any) {
+	c.mu.Lock()
+	if c.verdict != Fail {
+		c.verdict, c.reason = Skip, fmt.Sprintf(format, args...)
+	}
+	c.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Failed reports whether the case has failed so far.
+func (c *C) Failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.verdict == Fail
+}
+
+// Stop stops the instance once and returns what it left; a failure to stop
+// cleanly fails the case.
+func (c *C) Stop() Final {
+	c.mu.Lock()
+	if c.final != nil {
+		f := *c.final
+		c.mu.Unlock()
+		return f
+	}
+	c.mu.Unlock()
+	f, err := c.inst.Stop()
+	c.mu.Lock()
+	c.final, c.stopErr = &f, err
+	c.mu.Unlock()
+	if err != nil {
+		c.Errorf("stopping the target: %v", err)
+	} else if !f.Clean {
+		c.Errorf("the target ended badly: %s", f.Exit)
+	}
+	return f
+}
+
+// Options select and bound a run.
+type Options struct {
+	// Cases lists case ids to run ("F1", or a group letter "F"); empty runs
+	// the whole catalogue.
+	Cases []string
+	// Timeout bounds each case (0: the case's own bound, at most 60 s).
+	Timeout time.Duration
+	// Progress, when set, is called after each case.
+	Progress func(Result)
+}
+
+// Select returns the catalogue entries named by ids (case ids or group
+// letters), in catalogue order, or an error naming an unknown id.
+func Select(ids []string) ([]Case, error) {
+	all := Catalogue()
+	if len(ids) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		id = strings.ToUpper(strings.TrimSpace(id))
+		found := false
+		for _, c := range all {
+			if c.ID == id || c.Group() == id {
+				found = true
+			}
+		}
+		if !found {
+			var known []string
+			for _, c := range all {
+				known = append(known, c.ID)
+			}
+			return nil, fmt.Errorf("unknown case %q (accepted: %s, or a group letter F R W I S T X)", id, strings.Join(known, " "))
+		}
+		want[id] = true
+	}
+	var out []Case
+	for _, c := range all {
+		if want[c.ID] || want[c.Group()] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// RunAll runs the selected cases one after another (never in parallel: the
+// timing bounds assume the target has the machine to itself) and returns
+// every result.
+func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) {
+	cases, err := Select(opts.Cases)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	for _, cs := range cases {
+		if ctx.Err() != nil {
+			results = append(results, Result{ID: cs.ID, Title: cs.Title, Verdict: Skip, Reason: "run cancelled: " + ctx.Err().Error()})
+			continue
+		}
+		r := RunCase(ctx, target, cs, opts.Timeout)
+		results = append(results, r)
+		if opts.Progress != nil {
+			opts.Progress(r)
+		}
+	}
+	return results, nil
+}
+
+// RunCase runs one case on a fresh instance of target, under a watchdog.
+func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration) Result {
+	start := time.Now()
+	res := Result{ID: cs.ID, Title: cs.Title}
+	if timeout <= 0 {
+		timeout = cs.timeout()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	inst, err := target.Start(ctx, cs.Setup)
+	if err != nil {
+		res.Duration = time.Since(start)
+		if errors.Is(err, ErrUnsupported) {
+			res.Verdict, res.Reason = Skip, err.Error()
+			return res
+		}
+		res.Verdict, res.Reason = Fail, "target did not start: "+err.Error()
+		return res
+	}
+	c := &C{ctx: ctx, inst: inst, target: target.Name(), verdict: Pass}
+	if reason := cs.unmet(inst); reason != "" {
+		c.verdict, c.reason = Skip, reason
+		c.Stop()
+	} else {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer c.runCleanups()
+			cs.Run(c)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			c.Errorf("no verdict within %v (the case's time bound): the target stalled", timeout)
+			// Stopping the target makes every blocked client call return.
+			c.Stop()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				c.Errorf("case still running 10 s after the target stopped: suite bug")
+			}
+		}
+		c.Stop()
+	}
+	c.mu.Lock()
+	res.Verdict, res.Reason = c.verdict, c.reason
+	res.Evidence, res.Log = c.evidence, c.log
+	if res.Verdict == Fail && c.final != nil && c.final.Stats != nil {
+		res.Evidence = append(res.Evidence, "final counters: "+counterLine(c.final.Stats.Counters))
+	}
+	c.mu.Unlock()
+	res.Duration = time.Since(start)
+	return res
+}
+
+// Run runs the catalogue (or the cases opts name) against target as
+// subtests of t, one per case: a failure fails the subtest with its
+// evidence, a skip skips it with the reason.
+func Run(t *testing.T, target Target, opts ...Options) {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	cases, err := Select(o.Cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range cases {
+		t.Run(cs.ID, func(t *testing.T) {
+			r := RunCase(context.Background(), target, cs, o.Timeout)
+			for _, l := range r.Log {
+				t.Log(l)
+			}
+			switch r.Verdict {
+			case Skip:
+				t.Skip(r.Reason)
+			case Fail:
+				t.Errorf("%s %s: %s\n%s", cs.ID, cs.Title, r.Reason, strings.Join(r.Evidence, "\n"))
+			}
+		})
+	}
+}

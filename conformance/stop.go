@@ -1,0 +1,199 @@
+package conformance
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+func stopCases() []Case {
+	return []Case{{
+		ID:      "X1",
+		Title:   "STOP observed within bound under hot load",
+		Claim:   "a STOP sent 100 ms into a hot load is observed by every loop, and answered with STOP_ACK, within the bound",
+		Mutants: []string{"no-budget"},
+		Bound:   "STOP observation (every loop) ≤ the S1 bound: STOP is checked at the top of every round; STOP_ACK ≤ twice that (observation, then one round to quiesce)",
+		Needs:   NeedControl | NeedStats,
+		Setup:   Setup{Tweak: hotTweak},
+		Run:     runX1,
+	}, {
+		ID:      "X2",
+		Title:   "stop ledger balances, post-STOP requests refused",
+		Claim:   "DATA frames behind a STOP are refused with REJECT, the STOP_ACK ledger balances (accepted = completed + rejected), and a data connection pipelining through the stop sees only in-order echoes, then only REJECTs, then the end",
+		Mutants: []string{"silent-after-stop"},
+		Bound:   "STOP_ACK within 5 s; the connections end within the stop grace (2 s) plus 5 s",
+		Needs:   NeedControl | NeedStats,
+		Run:     runX2,
+	}}
+}
+
+// sendStop writes a STOP (send time now) on p, followed by extra frames in
+// the same write.
+func sendStop(c *C, p *peer, extra ...[]byte) time.Time {
+	b := wire.AppendFrame(nil, wire.KindStop, 0, 0, 1, monoNow(), nil)
+	for _, e := range extra {
+		b = append(b, e...)
+	}
+	at := time.Now()
+	p.write(c, b)
+	return at
+}
+
+// awaitAck reads p until STOP_ACK and returns it with the frames before it.
+func awaitAck(c *C, p *peer, timeout time.Duration) (wire.Ledger, []got) {
+	deadline := time.Now().Add(timeout)
+	var before []got
+	for {
+		g, err := p.next(time.Until(deadline))
+		if err != nil {
+			c.Evidencef("control connection before the error: %v", before)
+			c.Fatalf("no STOP_ACK within %v: %v", timeout, err)
+		}
+		if g.h.Kind == wire.KindStopAck {
+			l, err := wire.DecodeLedger(g.payload)
+			if err != nil {
+				c.Fatalf("STOP_ACK payload %q: %v", g.payload, err)
+			}
+			return l, before
+		}
+		before = append(before, g)
+	}
+}
+
+func runX1(c *C) {
+	bound := boundFor(c, 1)
+	ctl := c.dial("control conn", c.Instance().ControlAddr())
+	h := startHot(c, c.Instance().Addr())
+	lead := time.NewTimer(100 * time.Millisecond) // STOP lands inside the load, not before it
+	<-lead.C
+	sent := sendStop(c, ctl)
+	ledger, _ := awaitAck(c, ctl, 10*time.Second)
+	ackAfter := time.Since(sent)
+	h.stop()
+	c.Evidencef("STOP_ACK %v after STOP; ledger %+v", ackAfter.Round(time.Microsecond), ledger)
+	if !ledger.Balanced() {
+		c.Errorf("STOP_ACK ledger does not balance: %+v", ledger)
+	}
+	f := c.Stop()
+	if f.Stats == nil {
+		c.Skipf("the target reported no final statistics")
+	}
+	obs := f.Stats.Histograms[reactors.HistStopObserve]
+	c.Evidencef("STOP observation over %d loops: max %v", obs.Count, time.Duration(obs.Max))
+	if int(obs.Count) < f.Stats.Loops {
+		c.Errorf("%d of %d loops recorded observing STOP", obs.Count, f.Stats.Loops)
+	}
+	if time.Duration(obs.Max) > bound {
+		c.Errorf("a loop observed STOP %v after it was sent (bound %v)", time.Duration(obs.Max).Round(time.Millisecond), bound)
+	}
+	if ackAfter > 2*bound {
+		c.Errorf("STOP_ACK came %v after STOP (bound %v)", ackAfter.Round(time.Millisecond), 2*bound)
+	}
+}
+
+func runX2(c *C) {
+	inst := c.Instance()
+	data := c.dial("data conn", inst.Addr())
+	ctl := c.dial("control conn", inst.ControlAddr())
+	// The data connection pipelines 1 KiB frames until the server stops
+	// taking them.
+	writeDone := make(chan uint64, 1)
+	stopWriting := make(chan struct{})
+	go func() {
+		seq := uint64(0)
+		defer func() { writeDone <- seq }()
+		for {
+			select {
+			case <-stopWriting:
+				return
+			default:
+			}
+			var b []byte
+			for i := 0; i < 16; i++ {
+				b = append(b, dataFrame(1, seq, 1024)...)
+				seq++
+			}
+			data.link.Conn().SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := data.link.Write(b); err != nil {
+				return
+			}
+		}
+	}()
+	defer close(stopWriting)
+	// Let the pipeline fill, then STOP with three DATA frames behind it.
+	if _, err := data.next(echoBound); err != nil {
+		c.Fatalf("data connection: first echo: %v", err)
+	}
+	behind := [][]byte{dataFrame(77, 0, 10), dataFrame(77, 1, 10), dataFrame(77, 2, 10)}
+	sendStop(c, ctl, behind...)
+	ledger, before := awaitAck(c, ctl, 5*time.Second)
+	c.Evidencef("control connection: sent STOP + DATA token 77 seq 0..2 in one write; got %v, then STOP_ACK %+v", before, ledger)
+	if !ledger.Balanced() {
+		c.Errorf("STOP_ACK ledger does not balance: accepted %d ≠ completed %d + rejected %d", ledger.Accepted, ledger.Completed, ledger.Rejected)
+	}
+	rejected := map[uint64]bool{}
+	for _, g := range before {
+		if g.h.Kind == wire.KindReject && g.h.Token == 77 {
+			rejected[g.h.Seq] = true
+		}
+	}
+	// They may also follow the STOP_ACK, before the end.
+	for len(rejected) < 3 {
+		g, err := ctl.next(5 * time.Second)
+		if err != nil {
+			break
+		}
+		if g.h.Kind == wire.KindReject && g.h.Token == 77 {
+			rejected[g.h.Seq] = true
+		}
+	}
+	if len(rejected) != 3 {
+		c.Errorf("DATA frames behind STOP: %d of 3 refused with REJECT (silently dropped)", len(rejected))
+	}
+	// The data connection: echoes in order, then only REJECTs, then the end.
+	echoes, rejects, next := 0, 0, uint64(1) // seq 0 was read above
+	for {
+		g, err := data.next(10 * time.Second)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, errNoAnswer) {
+				c.Logf("data connection ended with %v", err)
+			}
+			if errors.Is(err, errNoAnswer) {
+				c.Errorf("data connection neither answered nor closed for 10 s after STOP")
+			}
+			break
+		}
+		switch {
+		case g.h.Seq != next:
+			c.Errorf("data connection: answer for seq %d, want %d (%s)", g.h.Seq, next, g)
+		case g.h.Kind == wire.KindReject:
+			rejects++
+		case rejects > 0:
+			c.Errorf("data connection: echo of seq %d after a REJECT: admission reopened", g.h.Seq)
+		default:
+			if why := checkEcho(g, 1, g.h.Seq, 1024); why != "" {
+				c.Errorf("data connection: seq %d: %s", g.h.Seq, why)
+			}
+			echoes++
+		}
+		if c.Failed() {
+			break
+		}
+		next++
+	}
+	c.Evidencef("data connection: %d echoes then %d REJECTs", echoes+1, rejects)
+	f := c.Stop()
+	if f.Stats != nil {
+		l := f.Stats.Ledger
+		c.Evidencef("final ledger: %+v", l)
+		if !l.Balanced() {
+			c.Errorf("final ledger does not balance: %+v", l)
+		}
+		if seen := uint64(echoes + 1 + rejects + len(rejected)); l.Accepted < seen {
+			c.Errorf("final ledger accepted %d frames, but clients saw %d answers", l.Accepted, seen)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// Target is something the suite can test: it starts a fresh instance for
+// every case, so one case's damage (a leaked descriptor, a stuck
+// connection, counters) never leaks into the next case's verdict.
+type Target interface {
+	// Name identifies the target in reports ("lt", "cmd:./server").
+	Name() string
+	// Start starts one instance configured for a case. It returns once the
+	// instance accepts connections on every address it reports, or an error.
+	// A target that cannot honour setup returns an error wrapping
+	// ErrUnsupported, and the case is skipped with that reason.
+	Start(ctx context.Context, setup Setup) (Instance, error)
+}
+
+// Setup is what a case asks of the instance it is started on.
+type Setup struct {
+	// Tweak adjusts a reference reactor's configuration for the case
+	// (offload workers, timers, budgets). Black-box targets ignore it: the
+	// case's claim does not depend on it, only its bound or its reach does.
+	Tweak func(d reactors.Design, cfg *reactors.Config)
+	// FdLimit, when positive, is the RLIMIT_NOFILE of the instance's
+	// process. Only process targets can honour it.
+	FdLimit uint64
+}
+
+// Instance is one running target.
+type Instance interface {
+	// Addr is the data address ("host:port"): a byte-echo service.
+	Addr() string
+	// ControlAddr is the reference control address, "" when the target
+	// does not speak the reference control protocol (black boxes).
+	ControlAddr() string
+	// Reference describes the reference reactor behind the instance, or is
+	// nil for a black box. Cases derive their bounds from its budgets.
+	Reference() *Reference
+	// Stats returns the live counters of an in-process reference reactor;
+	// other targets return ErrUnsupported (their stats arrive with Stop).
+	Stats() (reactors.Stats, error)
+	// Usage samples what the server has consumed so far.
+	Usage() (Usage, error)
+	// Stop stops the instance (STOP-less: signal or Reactor.Stop), waits
+	// for it, and returns what it left. Idempotent.
+	Stop() (Final, error)
+}
+
+// Reference is the design and configuration of a reference reactor target.
+type Reference struct {
+	Design reactors.Design
+	Config reactors.Config
+}
+
+// Usage is a server's resource consumption at one moment. CPU is always
+// known: the whole process for process targets, the loop threads for an
+// in-process reactor (whose process is the test's own). RSS and Fds are
+// process-wide and -1 when the instance has no process of its own.
+type Usage struct {
+	CPU time.Duration
+	RSS int64
+	Fds int
+}
+
+// Final is what a stopped instance leaves: the reference reactor's final
+// statistics (nil for a black box) and, for process targets, how the
+// process ended.
+type Final struct {
+	Stats *reactors.Stats
+	// Exit describes a process target's end: "exit 0", "killed after
+	// SIGTERM grace"; "" for in-process targets.
+	Exit string
+	// Clean is false when the instance ended badly: a reactor error, a
+	// non-zero exit, or a kill after the grace period.
+	Clean bool
+}
+
+// ErrUnsupported marks what a target cannot provide; cases that need it
+// are skipped with the reason, never passed.
+var ErrUnsupported = errors.New("not supported by this target")

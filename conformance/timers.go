@@ -1,0 +1,56 @@
+package conformance
+
+import (
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+func timerCases() []Case {
+	return []Case{{
+		ID:      "T1",
+		Title:   "timer deviation under load",
+		Claim:   "a 1 ms application timer on every loop fires late by at most the bound while two hot connections saturate the reactor",
+		Mutants: []string{"no-budget"},
+		Bound:   "largest timer lateness ≤ the S1 bound: due timers run once per round, and a round is bounded by the budgets",
+		Needs:   NeedReference | NeedStats,
+		Setup: Setup{Tweak: func(d reactors.Design, cfg *reactors.Config) {
+			hotTweak(d, cfg)
+			cfg.AppTimer = time.Millisecond
+		}},
+		Run: runT1,
+	}}
+}
+
+func runT1(c *C) {
+	bound := boundFor(c, 0)
+	h := startHot(c, c.Instance().Addr())
+	timer := time.NewTimer(1500 * time.Millisecond)
+	select {
+	case <-timer.C:
+	case <-c.Context().Done():
+	}
+	h.stop()
+	if err := h.Err(); err != nil {
+		c.Fatalf("hot load: %v", err)
+	}
+	// A timer held up by a turn that outlived the load fires (and records
+	// its lateness) in the round after the turn ends; one echo on a fresh
+	// connection proves that round has run.
+	p := c.dial("probe conn", c.Instance().Addr())
+	p.write(c, dataFrame(1, 0, 8))
+	p.expectEcho(c, 1, 0, 8, 10*time.Second)
+	f := c.Stop()
+	if f.Stats == nil {
+		c.Skipf("the target reported no final statistics")
+	}
+	late, ok := f.Stats.Histograms[reactors.HistTimerLate]
+	if !ok || late.Count == 0 {
+		c.Fatalf("the application timer never fired (histogram %q empty)", reactors.HistTimerLate)
+	}
+	c.Evidencef("timer lateness over %d firings: p50 %v, p99 %v, max %v; hot frames echoed %d", late.Count,
+		time.Duration(late.P50), time.Duration(late.P99), time.Duration(late.Max), h.echoed.Load())
+	if time.Duration(late.Max) > bound {
+		c.Fatalf("a timer fired %v late under hot load (bound %v)", time.Duration(late.Max).Round(time.Millisecond), bound)
+	}
+}

@@ -1,0 +1,150 @@
+package conformance
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+func writeCases() []Case {
+	return []Case{{
+		ID:      "W1",
+		Title:   "slow consumer: memory bounded, nothing lost",
+		Claim:   "a client that writes without reading is stopped by backpressure (the server stops reading it) with server memory bounded; once it reads again every echo arrives intact and in order",
+		Mutants: []string{"unbounded-outq"}, WireFaults: []string{"slow-consumer"},
+		Bound: "held bytes ≤ out-queue high watermark + one turn's byte budget + 2 frames (in-process); RSS growth ≤ 4 × (high watermark + byte budget) + 16 MiB for a reference process, 32 MiB for a black box; the client gives up after writing 128 MiB unblocked",
+		Run:   runW1,
+	}, {
+		ID:      "W2",
+		Title:   "no busy loop while idle",
+		Claim:   "with ten connected, idle clients the server does not spin (e.g. on EPOLLOUT with nothing to write)",
+		Mutants: []string{"permanent-epollout"},
+		Bound:   "server CPU ≤ 25% of a 500 ms idle window: an idle loop wakes at most once per 1 ms tick (~20 µs each here, ≤ 2%, plus Go runtime ≤ 8% measured); a spinning loop is ~100%",
+		Run:     runW2,
+	}, {
+		ID:      "W3",
+		Title:   "short writes of large echoes",
+		Claim:   "32 echoes of 512 KiB (16 MiB, more than the socket buffers of both ends hold) to a client that pauses reading for 500 ms are delivered intact and in order, though the server's writes come back short",
+		Mutants: []string{"drop-short-write"}, WireFaults: []string{"slow-consumer"},
+		Bound:   "every echo within 20 s (16 MiB over loopback takes tens of milliseconds once the client reads)",
+		Timeout: 40 * time.Second,
+		Run:     runW3,
+	}}
+}
+
+func runW1(c *C) {
+	inst := c.Instance()
+	const size = 4096
+	const giveUp = 128 << 20
+	link := c.dialQuiet("slow consumer", inst.Addr())
+	u0, _ := inst.Usage()
+	var sent uint64
+	frame := make([]byte, 0, size+wire.HeaderSize)
+	for {
+		payload := make([]byte, size)
+		fill(payload, 1, sent)
+		frame = wire.AppendFrame(frame[:0], wire.KindData, 0, 1, sent, 0, payload)
+		link.Conn().SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := link.Conn().Write(frame); err != nil {
+			if isTimeout(err) {
+				break // the kernel buffers are full: the server stopped reading
+			}
+			c.Fatalf("write frame %d: %v", sent, err)
+		}
+		sent++
+		if sent*size > giveUp {
+			c.Evidencef("sent %d frames of %d B without reading any echo", sent, size)
+			c.Fatalf("wrote %d MiB without blocking: the server never stopped reading", sent*size>>20)
+		}
+	}
+	link.Conn().SetWriteDeadline(time.Time{})
+	u1, _ := inst.Usage()
+	c.Logf("client blocked after %d frames (%d MiB)", sent, sent*size>>20)
+	ref := inst.Reference()
+	switch {
+	case u1.RSS < 0 && ref != nil:
+		st, err := inst.Stats()
+		if err != nil {
+			c.Fatalf("stats: %v", err)
+		}
+		held := int64(st.Counters.BytesIn) - int64(st.Counters.BytesOut)
+		bound := int64(ref.Config.OutHigh + ref.Config.Budgets.Bytes + 2*(size+wire.HeaderSize))
+		c.Evidencef("reactor holds %d bytes (read − written), bound %d; backpressure pauses %d", held, bound, st.Counters.BackpressureOn)
+		if held > bound {
+			c.Fatalf("server holds %d KiB for a client that does not read, bound %d KiB", held>>10, bound>>10)
+		}
+	case u1.RSS >= 0:
+		bound := int64(32 << 20)
+		if ref != nil {
+			bound = int64(4*(ref.Config.OutHigh+ref.Config.Budgets.Bytes)) + 16<<20
+		}
+		grew := u1.RSS - u0.RSS
+		c.Evidencef("server RSS %d → %d KiB (grew %d KiB, bound %d KiB)", u0.RSS>>10, u1.RSS>>10, grew>>10, bound>>10)
+		if grew > bound {
+			c.Fatalf("server memory grew by %d MiB for a client that does not read, bound %d MiB", grew>>20, bound>>20)
+		}
+	default:
+		c.Skipf("no way to observe this target's memory")
+	}
+	// Resume: every echo, in order.
+	conn := link.Conn()
+	for seq := uint64(0); seq < sent; seq++ {
+		conn.SetReadDeadline(time.Now().Add(echoBound))
+		g, err := readFrame(conn)
+		if err != nil {
+			c.Fatalf("after resuming: echo %d of %d: %v", seq, sent, err)
+		}
+		if why := checkEcho(g, 1, seq, size); why != "" {
+			c.Fatalf("after resuming: echo %d: %s", seq, why)
+		}
+	}
+}
+
+func runW2(c *C) {
+	inst := c.Instance()
+	for i := 0; i < 10; i++ {
+		p := c.dial(fmt.Sprintf("conn %d", i+1), inst.Addr())
+		p.write(c, dataFrame(uint64(i+1), 0, 1))
+		p.expectEcho(c, uint64(i+1), 0, 1, echoBound)
+	}
+	// The last echo's flush and its round end within microseconds; the
+	// lead-in keeps them out of the window.
+	time.Sleep(100 * time.Millisecond) // a measurement lead-in, not synchronisation
+	u0, err := inst.Usage()
+	if err != nil {
+		c.Fatalf("usage: %v", err)
+	}
+	s0, statsErr := inst.Stats()
+	const window = 500 * time.Millisecond
+	time.Sleep(window) // the measurement window: the clients are idle
+	u1, _ := inst.Usage()
+	cpu := u1.CPU - u0.CPU
+	c.Logf("server CPU %v in a %v idle window", cpu, window)
+	if cpu > window/4 {
+		if statsErr == nil {
+			s1, _ := inst.Stats()
+			d := s1.Counters
+			c.Evidencef("in the window: epoll_waits %d (zero-timeout %d), events out %d with an empty queue %d, timers %d",
+				d.EpollWaits-s0.Counters.EpollWaits, d.ZeroTimeoutWaits-s0.Counters.ZeroTimeoutWaits, d.EventsOut-s0.Counters.EventsOut,
+				d.EpolloutEmpty-s0.Counters.EpolloutEmpty, d.TimersFired-s0.Counters.TimersFired)
+		}
+		c.Fatalf("server used %v CPU in a %v window with only idle clients (bound %v)", cpu, window, window/4)
+	}
+}
+
+func runW3(c *C) {
+	const n, size = 32, 512 << 10
+	p := c.dial("conn 1", c.Instance().Addr())
+	frames := dataFrames(1, n, size)
+	plan := faults.SlowConsumer{After: 0, Pause: 500 * time.Millisecond}.Apply(faults.Writes(frames...))
+	errc := playAsync(c, p, plan)
+	deadline := time.Now().Add(20 * time.Second)
+	for i := range frames {
+		p.expectEcho(c, 1, uint64(i), size, time.Until(deadline))
+	}
+	if err := <-errc; err != nil {
+		c.Fatalf("sending: %v", err)
+	}
+}

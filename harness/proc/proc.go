@@ -1,0 +1,171 @@
+// Package proc starts, measures and stops one target process: a black-box
+// server command or a reference reactor child (reactorlab serve ...).
+//
+// The target contract (ARCHITECTURE.md, "Harness"): the command gets
+// REACTORLAB_LISTEN=host:port in its environment and every "{addr}" in its
+// arguments replaced by that address; Start returns once the address (and
+// any Spec.WaitAddrs) accepts a TCP connection; Stop ends it.
+//
+// # Process lifetime
+//
+// The child runs in its own process group (Setpgid) with a parent-death
+// signal of SIGKILL. Stop signals the whole group: SIGTERM, then SIGKILL
+// after Spec.Grace. When the group leader exits, by itself or by a signal,
+// the rest of its group is killed before the leader is reaped, so a shell
+// wrapper or `go run` leaves no process behind. A process that moves itself
+// into another group or session escapes this, as it would escape any
+// group-wide signal.
+//
+// The parent-death signal fires when the OS thread that started the child
+// exits, not only when this process does (prctl(2), PR_SET_PDEATHSIG). Go
+// ends a thread only when a goroutine locked to it (runtime.LockOSThread)
+// returns without unlocking; do not call Start from such a goroutine, for
+// example one that entered a namespace and is about to be discarded.
+//
+// No signal is sent and no /proc file is read once the process has been
+// reaped, so a reused pid is never touched.
+//
+// # Measurement
+//
+// Usage reads /proc/<pid>/stat, /proc/<pid>/status and /proc/<pid>/fd. CPU
+// time from stat is kept in clock ticks of 1/100 s (USER_HZ, which is 100 on
+// every Linux architecture Go supports; Go cannot call sysconf(_SC_CLK_TCK),
+// and a test checks the constant against `getconf CLK_TCK`), so it moves in
+// steps of 10 ms. ThreadCPU sums /proc/<pid>/task/*/schedstat instead, in
+// nanoseconds, for short measurement windows. Both measure the group
+// leader; GroupUsage and GroupThreadCPU sum over the living processes of
+// the group, for a server started through a wrapper (a shell, `go run`).
+// ReadUsage and ReadThreadCPU measure any pid, this process included.
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// ListenEnv is the environment variable that carries the target's address.
+const ListenEnv = "REACTORLAB_LISTEN"
+
+// AddrPlaceholder is replaced by the target's address in every argument.
+const AddrPlaceholder = "{addr}"
+
+// Defaults for the zero values of Spec.Ready and Spec.Grace, and the capture
+// limits.
+const (
+	DefaultReady = 10 * time.Second
+	DefaultGrace = 5 * time.Second
+
+	// MaxStdout is how much of the target's stdout Exit.Stdout keeps; the
+	// rest is read and dropped, so the target never blocks on a full pipe.
+	MaxStdout = 16 << 20
+	// StderrTailSize is how much of the end of the target's stderr is kept.
+	StderrTailSize = 4 << 10
+)
+
+// ErrExited reports that the process has exited: before it was ready (from
+// Start), or before a measurement (from Usage and ThreadCPU).
+var ErrExited = errors.New("process exited")
+
+// ErrNotReady reports that an address did not accept a connection within
+// Spec.Ready; the error from Start wraps it and context.DeadlineExceeded.
+var ErrNotReady = errors.New("target not ready")
+
+// ErrNoSchedstat reports that the kernel has no per-task schedstat file
+// (built without CONFIG_SCHED_INFO), so ThreadCPU cannot measure.
+var ErrNoSchedstat = errors.New("no /proc/<pid>/task/<tid>/schedstat on this kernel")
+
+// Spec describes one target process.
+type Spec struct {
+	// Argv is the command and its arguments; every "{addr}" substring is
+	// replaced by Addr.
+	Argv []string
+	// Env is extra environment ("K=V"), added to the parent's;
+	// REACTORLAB_LISTEN=Addr is always added, last, so it wins.
+	Env []string
+	// Addr is the host:port the target must listen on; "" picks a free
+	// 127.0.0.1 port (FreeAddr).
+	Addr string
+	// WaitAddrs are further addresses that must accept TCP before Start
+	// returns (for example a reference reactor's control address).
+	WaitAddrs []string
+	// Ready bounds the wait for the addresses to accept (0: DefaultReady).
+	Ready time.Duration
+	// Grace is how long Stop waits after SIGTERM before SIGKILL
+	// (0: DefaultGrace).
+	Grace time.Duration
+	// FdLimit, when > 0, sets the child's RLIMIT_NOFILE, soft and hard, right
+	// after it starts (prlimit(2)). Both are set because a Go program raises
+	// its soft limit to the hard one when it starts; setting both to the same
+	// value gives the same result whether the child's runtime has done that
+	// yet or not.
+	FdLimit uint64
+	// Dir is the working directory ("" inherits).
+	Dir string
+}
+
+// Usage is one sample of a process's resource use.
+type Usage struct {
+	UserNs, SysNs int64 // CPU time of all threads, living and dead, in steps of 10 ms
+	RSS, PeakRSS  int64 // resident set size and its high-water mark (VmRSS, VmHWM), bytes
+	Fds           int   // open file descriptors
+	Threads       int
+}
+
+// CPUNs is user plus system CPU time in nanoseconds.
+func (u Usage) CPUNs() int64 { return u.UserNs + u.SysNs }
+
+// Exit is how a process ended, and what it printed.
+type Exit struct {
+	// Code is the exit code; -1 when a signal ended the process.
+	Code int
+	// Signal is "" or the signal that ended the process ("killed",
+	// "terminated").
+	Signal string
+	// Killed reports that Stop had to send SIGKILL, and that is what ended
+	// the process.
+	Killed bool
+	// Stdout is all of stdout, up to MaxStdout bytes; StdoutTruncated
+	// reports that there was more.
+	Stdout          []byte
+	StdoutTruncated bool
+	// StderrTail is the last StderrTailSize bytes of stderr; StderrHead the
+	// first, where a Go panic's message is when its goroutine dump pushes
+	// it out of the tail.
+	StderrTail, StderrHead string
+	// Elapsed runs from the start to the exit.
+	Elapsed time.Duration
+}
+
+// String describes the exit like os.ProcessState does ("exit status 1",
+// "signal: killed"), noting an escalation to SIGKILL.
+func (e Exit) String() string {
+	s := fmt.Sprintf("exit status %d", e.Code)
+	if e.Signal != "" {
+		s = "signal: " + e.Signal
+	}
+	if e.Killed {
+		s += " (after SIGKILL)"
+	}
+	return s
+}
+
+// FreeAddr binds 127.0.0.1:0, closes the listener and returns its address.
+// The port is free when returned, but nothing reserves it: another process
+// may take it before the target binds it. The window is short (until the
+// target listens) and a collision needs another process to bind that very
+// port in it, since the kernel picks port-0 binds at random from the
+// ephemeral range; it shows as a target that fails to listen, or, if a
+// server took the port, as the wrong server answering.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free address: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("free address: %w", err)
+	}
+	return addr, nil
+}

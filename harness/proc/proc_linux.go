@@ -1,0 +1,356 @@
+//go:build linux
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pipeDrain bounds how long Stop waits, once the process is reaped, for its
+// stdout and stderr to reach end of file. They stay open while a process that
+// escaped the group holds them; after this the read ends are closed.
+const pipeDrain = 2 * time.Second
+
+// A Process is one started target. Its methods are safe for concurrent use.
+type Process struct {
+	name  string // argv[0], for errors
+	addr  string
+	grace time.Duration
+	cmd   *exec.Cmd
+	pid   int
+	start time.Time
+
+	stdout  capped
+	stderr  tail           // the end of stderr
+	errHead capped         // the start of stderr
+	pipes   [2]*os.File    // read ends of stdout and stderr
+	copies  atomic.Int32   // pipe copiers still running
+	copied  chan struct{}  // closed when both copiers have finished
+	wg      sync.WaitGroup // the reaper and the two copiers
+	done    chan struct{}  // closed once the process is reaped
+
+	// mu orders signals, prlimit and /proc reads before the reap, so none
+	// of them can reach another process that reuses the pid.
+	mu       sync.Mutex
+	reaped   bool
+	sentKill bool
+	state    *os.ProcessState
+	exitedAt time.Time
+
+	stopOnce sync.Once
+	exit     Exit
+	stopErr  error
+}
+
+// Start starts the command and returns once every address (Spec.Addr, then
+// Spec.WaitAddrs) accepts a TCP connection; each probe connection is closed
+// at once. It returns an error instead if the process exits first (with its
+// exit status and the tail of its stderr), if Spec.Ready passes, or if ctx
+// ends; the process is then killed and reaped before Start returns. ctx
+// bounds only Start: use Stop to end the process.
+func Start(ctx context.Context, spec Spec) (*Process, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("start: empty Argv")
+	}
+	name := spec.Argv[0]
+	fail := func(err error) (*Process, error) { return nil, fmt.Errorf("start %s: %w", name, err) }
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	addr := spec.Addr
+	if addr == "" {
+		var err error
+		if addr, err = FreeAddr(); err != nil {
+			return fail(err)
+		}
+	}
+	ready := spec.Ready
+	if ready <= 0 {
+		ready = DefaultReady
+	}
+	grace := spec.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	argv := make([]string, len(spec.Argv))
+	for i, a := range spec.Argv {
+		argv[i] = strings.ReplaceAll(a, AddrPlaceholder, addr)
+	}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fail(fmt.Errorf("stdout pipe: %w", err))
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return fail(fmt.Errorf("stderr pipe: %w", err))
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), spec.Env...), ListenEnv+"="+addr)
+	cmd.Dir = spec.Dir
+	cmd.Stdout, cmd.Stderr = outW, errW // *os.File: handed to the child as is, no copying goroutine in exec
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	outW.Close() // the child has its copies; EOF comes when it (and its group) closes them
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return fail(err)
+	}
+
+	p := &Process{
+		name:    name,
+		addr:    addr,
+		grace:   grace,
+		cmd:     cmd,
+		pid:     cmd.Process.Pid,
+		start:   time.Now(),
+		stdout:  capped{max: MaxStdout},
+		stderr:  tail{max: StderrTailSize},
+		errHead: capped{max: StderrTailSize},
+		pipes:   [2]*os.File{outR, errR},
+		copied:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	p.copies.Store(2)
+	p.wg.Add(3)
+	go p.copy(outR, &p.stdout)
+	go p.copy(errR, io.MultiWriter(&p.errHead, &p.stderr))
+	go p.reap()
+
+	if spec.FdLimit > 0 {
+		if err := p.setFdLimit(spec.FdLimit); err != nil {
+			p.terminate(0)
+			return fail(err)
+		}
+	}
+	if err := p.waitReady(ctx, ready, append([]string{addr}, spec.WaitAddrs...)); err != nil {
+		exit, _ := p.terminate(0)
+		if errors.Is(err, ErrExited) {
+			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, addr)
+		}
+		if t := strings.TrimSpace(exit.StderrTail); t != "" {
+			err = fmt.Errorf("%w; stderr:\n%s", err, t)
+		}
+		return fail(err)
+	}
+	return p, nil
+}
+
+// Pid is the process id, which is also its process group id.
+func (p *Process) Pid() int { return p.pid }
+
+// Addr is the address the target was told to listen on.
+func (p *Process) Addr() string { return p.addr }
+
+// Done is closed when the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// StderrTail returns the last StderrTailSize bytes of stderr so far.
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+// Stop sends SIGTERM to the process group, waits up to Spec.Grace for the
+// process to exit, then sends SIGKILL; it reaps the process, waits (boundedly)
+// for its output to end, and returns how it exited. The error reports a
+// failure to signal, not the target's exit status, which is in Exit. Stop is
+// idempotent: later calls return the same Exit. It is safe after the process
+// has exited by itself.
+func (p *Process) Stop() (Exit, error) {
+	p.stopOnce.Do(func() { p.exit, p.stopErr = p.terminate(p.grace) })
+	return p.exit, p.stopErr
+}
+
+// terminate ends the process: SIGTERM and up to grace, then SIGKILL (at once
+// if grace is 0). When it returns, no goroutine of p is left.
+func (p *Process) terminate(grace time.Duration) (Exit, error) {
+	var errs []error
+	if grace > 0 {
+		if err := p.signal(unix.SIGTERM); err != nil {
+			errs = append(errs, err)
+		}
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	select {
+	case <-p.done:
+	default:
+		if err := p.signal(unix.SIGKILL); err != nil {
+			errs = append(errs, err)
+		}
+		<-p.done // SIGKILL cannot be caught: the reap follows
+	}
+	t := time.NewTimer(pipeDrain)
+	select {
+	case <-p.copied:
+	case <-t.C:
+		p.pipes[0].Close() // unblocks the copiers' reads
+		p.pipes[1].Close()
+	}
+	t.Stop()
+	p.wg.Wait()
+
+	out, truncated := p.stdout.bytes()
+	head, _ := p.errHead.bytes()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := Exit{
+		Code:            p.state.ExitCode(),
+		Stdout:          out,
+		StdoutTruncated: truncated,
+		StderrTail:      p.stderr.String(),
+		StderrHead:      string(head),
+		Elapsed:         p.exitedAt.Sub(p.start),
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = ws.Signal().String()
+		e.Killed = p.sentKill && ws.Signal() == syscall.SIGKILL
+	}
+	if err := errors.Join(errs...); err != nil {
+		return e, fmt.Errorf("stop %s (pid %d): %w", p.name, p.pid, err)
+	}
+	return e, nil
+}
+
+// signal sends sig to the process group and, if the leader has left its
+// group, to the leader too. It does nothing once the process is reaped.
+func (p *Process) signal(sig unix.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return nil
+	}
+	if sig == unix.SIGKILL {
+		p.sentKill = true
+	}
+	err := unix.Kill(-p.pid, sig)
+	if pg, gerr := unix.Getpgid(p.pid); gerr == nil && pg != p.pid {
+		err = unix.Kill(p.pid, sig)
+	}
+	if err != nil && err != unix.ESRCH { // ESRCH: exited, not yet reaped
+		return os.NewSyscallError("kill "+sig.String(), err)
+	}
+	return nil
+}
+
+// reap waits for the process to exit and reaps it. Between the two, while
+// the leader is a zombie and its pid (so its group id) cannot be reused, it
+// kills what is left of the group.
+func (p *Process) reap() {
+	defer p.wg.Done()
+	var info unix.Siginfo
+	var err error
+	for {
+		err = unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	exitedAt := time.Now()
+	p.mu.Lock()
+	if err == nil {
+		_ = unix.Kill(-p.pid, unix.SIGKILL) // ESRCH when the group has no one else
+	}
+	_ = p.cmd.Wait() // an *exec.ExitError for a non-zero exit: the state says it all
+	p.state = p.cmd.ProcessState
+	p.exitedAt = exitedAt
+	p.reaped = true
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// copy drains one of the child's output pipes into w.
+func (p *Process) copy(r *os.File, w io.Writer) {
+	defer p.wg.Done()
+	_, _ = io.Copy(w, r) // ends at EOF, or with ErrClosed when terminate gives up waiting
+	r.Close()
+	if p.copies.Add(-1) == 0 {
+		close(p.copied)
+	}
+}
+
+// setFdLimit sets RLIMIT_NOFILE, soft and hard, unless the process is gone.
+func (p *Process) setFdLimit(n uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return nil // waitReady reports the exit
+	}
+	lim := unix.Rlimit{Cur: n, Max: n}
+	if err := unix.Prlimit(p.pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("set RLIMIT_NOFILE to %d: %w", n, os.NewSyscallError("prlimit", err))
+	}
+	return nil
+}
+
+// waitReady dials each address in turn until it accepts, retrying with a
+// short backoff. It returns ErrExited as soon as the process exits, even in
+// the middle of a dial.
+func (p *Process) waitReady(ctx context.Context, ready time.Duration, addrs []string) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, ready)
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() { // cut a dial short when the process exits
+		defer watch.Done()
+		select {
+		case <-p.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer watch.Wait()
+	defer cancel() // runs first: ends the watcher
+
+	var d net.Dialer
+	backoff := time.Millisecond
+	for _, addr := range addrs {
+		for {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				c.Close()
+				break
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			select {
+			case <-p.done:
+				return ErrExited
+			default:
+			}
+			if perr := parent.Err(); perr != nil {
+				return fmt.Errorf("waiting for %s: %w", addr, perr)
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %s not accepting after %v (last: %v): %w",
+					ErrNotReady, addr, ready, err, context.DeadlineExceeded)
+			}
+			backoff = min(2*backoff, 50*time.Millisecond)
+		}
+	}
+	return nil
+}

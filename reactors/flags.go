@@ -1,0 +1,99 @@
+package reactors
+
+import (
+	"flag"
+	"strconv"
+)
+
+// Flags binds every Config field except Faults to a flag of fs, named as
+// Validate names them (reactorlab serve's flags), with c's values as
+// defaults. Faults have their own repeatable --fault flag (ParseFault).
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "data address host:port (port 0 picks one)")
+	fs.StringVar(&c.ControlListen, "control-listen", c.ControlListen, "control address host:port for PING/STOP (empty: none; STOP then by signal only)")
+	b := &c.Budgets
+	fs.IntVar(&b.Ingress, "budget-ingress", b.Ingress, "cross-thread items drained per round (1..1048576)")
+	fs.IntVar(&b.Input, "budget-input", b.Input, "frames served per source turn (1..1048576)")
+	fs.IntVar(&b.Consume, "budget-consume", b.Consume, "ready sources served per round (1..1048576)")
+	fs.IntVar(&b.Bytes, "budget-bytes", b.Bytes, "bytes read per source turn (64..1073741824)")
+	fs.DurationVar(&b.Time, "budget-time", b.Time, "time per source turn, 0 disables (>= 0)")
+	fs.IntVar(&b.Accept, "budget-accept", b.Accept, "connections accepted per listener turn (1..1048576)")
+	fs.IntVar(&b.ClockEvery, "clock-every", b.ClockEvery, "frames or sources between clock reads under a time budget (1..1048576)")
+	fs.IntVar(&c.OutHigh, "out-high", c.OutHigh, "out-queue high watermark in bytes: stop reading above it (<= out-cap)")
+	fs.IntVar(&c.OutLow, "out-low", c.OutLow, "out-queue low watermark in bytes: resume reading at or below it (< out-high)")
+	fs.IntVar(&c.OutCap, "out-cap", c.OutCap, "out-queue hard cap in bytes: close the connection above it (>= max-frame)")
+	fs.IntVar(&c.MaxFrame, "max-frame", c.MaxFrame, "largest frame accepted, header included, in bytes (64..1073741824)")
+	fs.Var(&modeValue[TimerMode]{&c.Timer}, "timer", "timer mode: periodic or deadline")
+	fs.DurationVar(&c.Tick, "tick", c.Tick, "periodic timer tick (10µs..1s)")
+	fs.DurationVar(&c.AppTimer, "app-timer", c.AppTimer, "recurring application timer whose lateness is recorded, 0 off (0 or >= 10µs)")
+	fs.StringVar(&c.Callback, "callback", c.Callback, "CPU cost per DATA frame: 0, 50us, fixed:50us, uniform:10us-90us, exp:50us, lognormal:50us,0.5")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "offload callbacks to this many pool workers, 0 runs them inline (0..1024)")
+	fs.IntVar(&c.WorkerQueue, "worker-queue", c.WorkerQueue, "tasks waiting for the pool (1..16777216)")
+	fs.IntVar(&c.IngressCap, "ingress-cap", c.IngressCap, "ingress queue capacity per loop (2..16777216)")
+	fs.IntVar(&c.Threads, "threads", c.Threads, "oneshot worker threads (1..256)")
+	fs.DurationVar(&c.PrioDataBudget, "prio-data-budget", c.PrioDataBudget, "prio: data bucket time per round (>= 1µs)")
+	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "connections per reactor (16..16777216)")
+	fs.IntVar(&c.MaxEvents, "max-events", c.MaxEvents, "epoll_wait batch size (1..65536)")
+	fs.Var(&modeValue[WaitMode]{&c.Wait}, "wait", "how an idle loop waits: poll-first or block")
+	fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
+}
+
+// Args returns the flags (as Flags and ParseFault read them: --name=value,
+// --fault=spec) that turn DefaultConfig into c, in a stable order.
+// Parsing them with Flags and ParseFault from DefaultConfig gives back c.
+func (c Config) Args() []string {
+	def, cur := DefaultConfig(), c
+	dfs := flag.NewFlagSet("default", flag.ContinueOnError)
+	cfs := flag.NewFlagSet("config", flag.ContinueOnError)
+	def.Flags(dfs)
+	cur.Flags(cfs)
+	var args []string
+	cfs.VisitAll(func(f *flag.Flag) {
+		if v := f.Value.String(); v != dfs.Lookup(f.Name).Value.String() {
+			args = append(args, "--"+f.Name+"="+v)
+		}
+	})
+	for _, spec := range c.Faults.Specs() {
+		args = append(args, "--fault="+spec)
+	}
+	return args
+}
+
+// modeValue is a flag.Value for the string-typed modes; Validate checks
+// the value, so Set accepts anything.
+type modeValue[T ~string] struct{ p *T }
+
+func (m *modeValue[T]) String() string {
+	if m.p == nil {
+		return ""
+	}
+	return string(*m.p)
+}
+
+func (m *modeValue[T]) Set(s string) error {
+	*m.p = T(s)
+	return nil
+}
+
+// Specs returns the ParseFault specs that switch on exactly f's faults.
+func (f Faults) Specs() []string {
+	var out []string
+	if f.MissedRearmEvery > 0 {
+		out = append(out, "missed-rearm:every="+strconv.Itoa(f.MissedRearmEvery))
+	}
+	for _, b := range []struct {
+		on   bool
+		name string
+	}{
+		{f.NoDrain, "no-drain"}, {f.FdIdentity, "fd-identity"}, {f.PermanentEPOLLOUT, "permanent-epollout"},
+		{f.NoBudget, "no-budget"}, {f.UnboundedOutQueue, "unbounded-outq"}, {f.LostWakeup, "lost-wakeup"},
+		{f.NoFrameLimit, "no-frame-limit"}, {f.DropPartial, "drop-partial"}, {f.FrameLimitOffByOne, "limit-off-by-one"},
+		{f.DropShortWrite, "drop-short-write"}, {f.AcceptOnceET, "accept-once-et"}, {f.NoEMFILEShed, "no-emfile-shed"},
+		{f.LeakPending, "leak-pending"}, {f.SilentAfterStop, "silent-after-stop"},
+	} {
+		if b.on {
+			out = append(out, b.name)
+		}
+	}
+	return out
+}
