@@ -46,4 +46,3 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 	}
 	return conformance.Process{Design: design, Config: &cfg, Command: []string{exe}}, nil
 }
-
