@@ -46,20 +46,29 @@ func TestBlackBox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var failed, row []string
+			var failed, skipped, row []string
 			for _, r := range results {
 				row = append(row, fmt.Sprintf("%s %s", r.ID, r.Verdict))
 				switch r.Verdict {
 				case conformance.Fail:
 					failed = append(failed, r.ID)
+					if r.Cause != conformance.CauseClaim {
+						t.Errorf("%s failed for cause %q, want a claim failure", r.ID, r.Cause)
+					}
 					t.Logf("%s failed: %s\n%s", r.ID, r.Reason, strings.Join(r.Evidence, "\n"))
 				case conformance.Skip:
+					skipped = append(skipped, r.ID)
 					t.Logf("%s skipped: %s", r.ID, r.Reason)
 				}
 			}
 			t.Logf("echo --bug %q: %s", tc.bug, strings.Join(row, ", "))
 			if !slices.Equal(failed, tc.fail) {
 				t.Errorf("echo --bug %q: failed %v, want exactly %v", tc.bug, failed, tc.fail)
+			}
+			// A black box skips exactly what needs the reference protocol,
+			// control address or counters; everything else runs.
+			if want := []string{"F4", "S2", "S3", "T1", "X1", "X2"}; tc.bug == "" && !slices.Equal(skipped, want) {
+				t.Errorf("clean echo skipped %v, want exactly %v", skipped, want)
 			}
 		})
 	}

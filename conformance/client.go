@@ -27,6 +27,11 @@ func (g got) String() string {
 	return fmt.Sprintf("%v token %d seq %d len %d", g.h.Kind, g.h.Token, g.h.Seq, len(g.payload))
 }
 
+// clientMaxFrame is the largest frame a client accepts from a server: more
+// than any frame a case sends (at most 1 MiB), so a server's corrupted
+// length field is reported as such instead of exhausting memory.
+const clientMaxFrame = 16 << 20
+
 // errNoAnswer is a bounded wait that ended without a frame.
 var errNoAnswer = errors.New("no frame within the bound")
 
@@ -69,7 +74,7 @@ func (c *C) dialQuiet(name, addr string) *faults.TCPLink {
 func (p *peer) read() {
 	defer close(p.exited)
 	defer close(p.frames)
-	dec := wire.NewDecoder(1 << 30) // the client accepts what the server sends; the case checks sizes
+	dec := wire.NewDecoder(clientMaxFrame)
 	buf := make([]byte, 256<<10)
 	for {
 		for {
@@ -220,7 +225,7 @@ func readFrame(r io.Reader) (got, error) {
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return got{}, err
 	}
-	h, err := wire.ParseHeader(hdr, 1<<30)
+	h, err := wire.ParseHeader(hdr, clientMaxFrame)
 	if err != nil {
 		return got{}, err
 	}

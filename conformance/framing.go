@@ -145,7 +145,7 @@ func runF4(c *C) {
 	inst := c.Instance()
 	good := c.dial("good conn", inst.Addr())
 	bad := c.dial("bad conn", inst.Addr())
-	before, _ := inst.Usage()
+	before := c.usage()
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	plan := faults.OverSize{Declared: declared}.Apply(nil)
@@ -163,7 +163,7 @@ func runF4(c *C) {
 	}
 	good.write(c, dataFrame(2, 0, 100))
 	good.expectEcho(c, 2, 0, 100, echoBound)
-	after, _ := inst.Usage()
+	after := c.usage()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
 	if before.RSS >= 0 && after.RSS >= 0 {

@@ -89,10 +89,7 @@ func runI1(c *C) {
 
 func runI2(c *C) {
 	inst := c.Instance()
-	base, err := inst.Usage()
-	if err != nil {
-		c.Fatalf("usage: %v", err)
-	}
+	base := c.usage()
 	baseFds := openFds(inst)
 	var baseStats reactors.Stats
 	live := false
@@ -146,7 +143,7 @@ func runI2(c *C) {
 			if countSockets(nowFds) <= baseSockets {
 				break
 			}
-		} else if now, _ := inst.Usage(); now.Fds <= base.Fds {
+		} else if now := c.usage(); now.Fds <= base.Fds {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -201,10 +201,7 @@ func r3One(addr string, token uint64) error {
 
 func runR4(c *C) {
 	inst := c.Instance()
-	base, err := inst.Usage()
-	if err != nil {
-		c.Fatalf("usage: %v", err)
-	}
+	base := c.usage()
 	const fdLimit = 48
 	// Open more connections than the server has descriptors for, each
 	// served once while it can be: the rest wait in the backlog (or are
@@ -223,7 +220,7 @@ func runR4(c *C) {
 			l.Close()
 		}
 	}()
-	full, _ := inst.Usage()
+	full := c.usage()
 	c.Logf("server had %d descriptors, limit %d; %d connections opened; server now has %d", base.Fds, fdLimit, len(links), full.Fds)
 	// Make the pending ones knock: a frame on every connection.
 	for i, l := range links {
@@ -232,11 +229,16 @@ func runR4(c *C) {
 	}
 	// Settle into the steady state first, then measure a window.
 	time.Sleep(100 * time.Millisecond) // a measurement lead-in, not synchronisation
-	u0, _ := inst.Usage()
+	// The case means something only if the server really is at its limit:
+	// one process of the target's group holds (nearly) all it may.
+	if most := mostFds(inst); most < fdLimit-2 {
+		c.Skipf("could not put the server at its descriptor limit (%d, the most any of its processes holds is %d): the limit was not applied to the serving process (a wrapper that forks it before the limit is set?)", fdLimit, most)
+	}
+	u0 := c.usage()
 	time.Sleep(500 * time.Millisecond) // the measurement window
-	u1, _ := inst.Usage()
+	u1 := c.usage()
 	cpu := u1.CPU - u0.CPU
-	c.Evidencef("server CPU %v in a 500 ms window with %d descriptors open (limit %d)", cpu, u1.Fds, fdLimit)
+	c.Evidencef("server CPU %v in a 500 ms window with its descriptor table full (limit %d)", cpu, fdLimit)
 	if cpu > 125*time.Millisecond {
 		c.Fatalf("server spins while its descriptor table is full: %v CPU in 500 ms", cpu)
 	}
@@ -254,4 +256,19 @@ func runR4(c *C) {
 		time.Sleep(20 * time.Millisecond) // retrying a refused connection: nothing to wait on
 	}
 	c.Fatalf("no recovery: a new connection was not served within 5 s after the others closed: %v", last)
+}
+
+// mostFds is the largest number of descriptors any process of a process
+// target's group holds (-1 for in-process targets).
+func mostFds(inst Instance) int {
+	counts := map[string]int{}
+	for _, f := range openFds(inst) {
+		pid, _, _ := strings.Cut(f, ":")
+		counts[pid]++
+	}
+	most := -1
+	for _, n := range counts {
+		most = max(most, n)
+	}
+	return most
 }

@@ -70,7 +70,11 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 		if r.Verdict == Pass && !verbose {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %s: %s", r.ID, r.Verdict, r.Title)
+		verdict := string(r.Verdict)
+		if r.Cause != "" {
+			verdict += " (" + string(r.Cause) + ")"
+		}
+		fmt.Fprintf(w, "\n%s %s: %s", r.ID, verdict, r.Title)
 		if r.Reason != "" {
 			fmt.Fprintf(w, ": %s", r.Reason)
 		}
@@ -138,7 +142,7 @@ func WriteJUnit(w io.Writer, target string, results []Result) error {
 		jc := junitCase{Name: r.ID + " " + r.Title, Classname: "conformance." + target, Time: r.Duration.Seconds(), SystemOut: strings.Join(r.Log, "\n")}
 		switch r.Verdict {
 		case Fail:
-			jc.Failure = &junitMessage{Message: r.Reason, Body: strings.Join(r.Evidence, "\n")}
+			jc.Failure = &junitMessage{Message: string(r.Cause) + ": " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
 		case Skip:
 			jc.Skipped = &junitMessage{Message: r.Reason}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -22,11 +23,26 @@ const (
 	Skip Verdict = "skip"
 )
 
+// Cause says what a failure is about: the case's claim, or the run
+// around it. Only a claim failure says something about the target's
+// design; the others say it could not be tested (or crashed).
+type Cause string
+
+// The causes of a failure.
+const (
+	CauseClaim       Cause = "claim"       // the case's own check failed
+	CauseTarget      Cause = "target"      // did not start, or ended badly (crash, kill, error)
+	CauseTimeout     Cause = "timeout"     // no verdict within the case's bound: a stall
+	CauseInterrupted Cause = "interrupted" // the run was cancelled
+	CauseSuite       Cause = "suite"       // the case's code panicked: a suite bug
+)
+
 // Result is one case's outcome on one target.
 type Result struct {
 	ID       string        `json:"id"`
 	Title    string        `json:"title"`
 	Verdict  Verdict       `json:"verdict"`
+	Cause    Cause         `json:"cause,omitempty"`    // for failures
 	Reason   string        `json:"reason,omitempty"`   // skip reason, or the failure
 	Evidence []string      `json:"evidence,omitempty"` // what was sent, what came back, counters
 	Log      []string      `json:"log,omitempty"`
@@ -43,12 +59,14 @@ type C struct {
 
 	mu       sync.Mutex
 	verdict  Verdict
+	cause    Cause
 	reason   string
 	evidence []string
 	log      []string
 	final    *Final
 	stopErr  error
 	cleanups []func()
+	stopMu   sync.Mutex // held across inst.Stop: one stop, others wait for it
 }
 
 // Cleanup registers fn to run when the case's code returns (last
@@ -93,13 +111,17 @@ func (c *C) Evidencef(format string, args ...any) {
 	c.mu.Unlock()
 }
 
-// Errorf marks the case failed and goes on.
+// Errorf marks the case failed (its claim does not hold) and goes on.
 func (c *C) Errorf(format string, args ...any) {
+	c.fail(CauseClaim, fmt.Sprintf(format, args...))
+}
+
+// fail records a failure; the first failure's cause is the case's.
+func (c *C) fail(cause Cause, msg string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	msg := fmt.Sprintf(format, args...)
 	if c.verdict != Fail {
-		c.verdict, c.reason = Fail, msg
+		c.verdict, c.cause, c.reason = Fail, cause, msg
 	} else {
 		c.reason += "; " + msg
 	}
@@ -128,9 +150,21 @@ func (c *C) Failed() bool {
 	return c.verdict == Fail
 }
 
+// usage samples the instance's consumption or fails the case: a missing
+// measurement must never read as a pass.
+func (c *C) usage() Usage {
+	u, err := c.inst.Usage()
+	if err != nil {
+		c.Fatalf("measuring the server: %v", err)
+	}
+	return u
+}
+
 // Stop stops the instance once and returns what it left; a failure to stop
-// cleanly fails the case.
+// cleanly fails the case. Concurrent calls wait for the one stop.
 func (c *C) Stop() Final {
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
 	c.mu.Lock()
 	if c.final != nil {
 		f := *c.final
@@ -143,9 +177,9 @@ func (c *C) Stop() Final {
 	c.final, c.stopErr = &f, err
 	c.mu.Unlock()
 	if err != nil {
-		c.Errorf("stopping the target: %v", err)
+		c.fail(CauseTarget, fmt.Sprintf("stopping the target: %v", err))
 	} else if !f.Clean {
-		c.Errorf("the target ended badly: %s", f.Exit)
+		c.fail(CauseTarget, "the target ended badly: "+f.Exit)
 	}
 	return f
 }
@@ -197,7 +231,8 @@ func Select(ids []string) ([]Case, error) {
 
 // RunAll runs the selected cases one after another (never in parallel: the
 // timing bounds assume the target has the machine to itself) and returns
-// every result.
+// every result. Cases not reached because ctx was cancelled are failed
+// with CauseInterrupted: an interrupted run never looks like a pass.
 func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) {
 	cases, err := Select(opts.Cases)
 	if err != nil {
@@ -206,7 +241,7 @@ func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) 
 	var results []Result
 	for _, cs := range cases {
 		if ctx.Err() != nil {
-			results = append(results, Result{ID: cs.ID, Title: cs.Title, Verdict: Skip, Reason: "run cancelled: " + ctx.Err().Error()})
+			results = append(results, Result{ID: cs.ID, Title: cs.Title, Verdict: Fail, Cause: CauseInterrupted, Reason: "not run: " + ctx.Err().Error()})
 			continue
 		}
 		r := RunCase(ctx, target, cs, opts.Timeout)
@@ -218,26 +253,40 @@ func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) 
 	return results, nil
 }
 
-// RunCase runs one case on a fresh instance of target, under a watchdog.
+// startBound bounds Target.Start (a `go run` target may compile first);
+// stopBound bounds a stop after the watchdog fired (the target may be
+// wedged: the run goes on and says so).
+const (
+	startBound = 60 * time.Second
+	stopBound  = 30 * time.Second
+)
+
+// RunCase runs one case on a fresh instance of target, under a watchdog
+// whose clock starts once the instance is up.
 func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration) Result {
 	start := time.Now()
 	res := Result{ID: cs.ID, Title: cs.Title}
 	if timeout <= 0 {
 		timeout = cs.timeout()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	inst, err := target.Start(ctx, cs.Setup)
+	startCtx, cancelStart := context.WithTimeout(ctx, startBound)
+	inst, err := target.Start(startCtx, cs.Setup)
+	cancelStart()
 	if err != nil {
 		res.Duration = time.Since(start)
-		if errors.Is(err, ErrUnsupported) {
+		switch {
+		case errors.Is(err, ErrUnsupported):
 			res.Verdict, res.Reason = Skip, err.Error()
-			return res
+		case ctx.Err() != nil:
+			res.Verdict, res.Cause, res.Reason = Fail, CauseInterrupted, "interrupted while starting the target: "+err.Error()
+		default:
+			res.Verdict, res.Cause, res.Reason = Fail, CauseTarget, "target did not start: "+err.Error()
 		}
-		res.Verdict, res.Reason = Fail, "target did not start: "+err.Error()
 		return res
 	}
-	c := &C{ctx: ctx, inst: inst, target: target.Name(), verdict: Pass}
+	caseCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &C{ctx: caseCtx, inst: inst, target: target.Name(), verdict: Pass}
 	if reason := cs.unmet(inst); reason != "" {
 		c.verdict, c.reason = Skip, reason
 		c.Stop()
@@ -246,24 +295,41 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 		go func() {
 			defer close(done)
 			defer c.runCleanups()
+			defer func() {
+				if p := recover(); p != nil {
+					c.fail(CauseSuite, fmt.Sprintf("the case panicked (a suite bug): %v\n%s", p, debug.Stack()))
+				}
+			}()
 			cs.Run(c)
 		}()
 		select {
 		case <-done:
-		case <-ctx.Done():
-			c.Errorf("no verdict within %v (the case's time bound): the target stalled", timeout)
-			// Stopping the target makes every blocked client call return.
-			c.Stop()
+		case <-caseCtx.Done():
+			if ctx.Err() != nil {
+				c.fail(CauseInterrupted, "interrupted")
+			} else {
+				c.fail(CauseTimeout, fmt.Sprintf("no verdict within %v (the case's time bound): the target stalled", timeout))
+			}
+			// Stopping the target and closing the case's connections makes
+			// every blocked client call return.
+			stopped := make(chan struct{})
+			go func() { c.Stop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-time.After(stopBound):
+				c.fail(CauseTarget, fmt.Sprintf("the target did not stop within %v", stopBound))
+			}
+			c.runCleanups()
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				c.Errorf("case still running 10 s after the target stopped: suite bug")
+				c.fail(CauseSuite, "case still running 10 s after the target stopped: suite bug")
 			}
 		}
 		c.Stop()
 	}
 	c.mu.Lock()
-	res.Verdict, res.Reason = c.verdict, c.reason
+	res.Verdict, res.Cause, res.Reason = c.verdict, c.cause, c.reason
 	res.Evidence, res.Log = c.evidence, c.log
 	if res.Verdict == Fail && c.final != nil && c.final.Stats != nil {
 		res.Evidence = append(res.Evidence, "final counters: "+counterLine(c.final.Stats.Counters))

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ func schedulingCases() []Case {
 		Title:   "a hot source does not starve the others",
 		Claim:   "while two hot connections keep 2 MiB of costly frames queued, four light connections doing one round trip every 10 ms are each served within the bound",
 		Mutants: []string{"no-budget"},
-		Bound:   "longest light round trip ≤ max(250 ms, 20 × the round the budgets allow: each hot turn ≤ min(input budget, first clock check past the time budget) frames × 200 µs)",
+		Bound:   "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + ready sources) turns, each ≤ min(input budget, first clock check past the time budget) frames × 400 µs); at most 2% over it, none over twice it",
 		Setup:   Setup{Tweak: hotTweak},
 		Run:     runS1,
 	}, {
@@ -23,7 +24,7 @@ func schedulingCases() []Case {
 		Title:   "control latency under hot data",
 		Claim:   "PINGs on the control address every 10 ms are answered within the bound while two hot data connections saturate the reactor",
 		Mutants: []string{"no-budget"},
-		Bound:   "longest PING round trip ≤ the S1 bound (flat designs serve the control source as one more source per round; prio designs sooner)",
+		Bound:   "PING round trips within the S1 bound, judged the same way (flat designs serve the control source as one more source per round; prio designs sooner)",
 		Needs:   NeedControl,
 		Setup:   Setup{Tweak: hotTweak},
 		Run:     runS2,
@@ -46,37 +47,36 @@ func schedulingCases() []Case {
 }
 
 // probe does round trips of one 64 B frame every 10 ms on p until stop is
-// closed and returns the longest round trip.
-func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}) (time.Duration, int, error) {
+// closed and returns every round-trip time.
+func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}) ([]time.Duration, error) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var worst time.Duration
-	n := 0
+	var rtts []time.Duration
 	for seq := uint64(0); ; seq++ {
 		select {
 		case <-stop:
-			return worst, n, nil
+			return rtts, nil
 		case <-tick.C:
 		}
 		payload := make([]byte, 64)
 		fill(payload, token, seq)
 		sent := time.Now()
 		if _, err := p.link.Write(wire.AppendFrame(nil, kind, 0, token, seq, monoNow(), payload)); err != nil {
-			return worst, n, err
+			return rtts, err
 		}
 		g, err := p.next(10 * time.Second)
 		if err != nil {
-			return worst, n, fmt.Errorf("round trip %d: %w", seq, err)
+			return rtts, fmt.Errorf("round trip %d: %w", seq, err)
 		}
 		if g.h.Kind != kind || g.h.Token != token || g.h.Seq != seq {
-			return worst, n, fmt.Errorf("round trip %d: got %s", seq, g)
+			return rtts, fmt.Errorf("round trip %d: got %s", seq, g)
 		}
-		worst = max(worst, time.Since(sent))
-		n++
+		rtts = append(rtts, time.Since(sent))
 	}
 }
 
-// boundFor derives the hot-load bound for the instance.
+// boundFor derives the hot-load bound for the instance and records its
+// derivation with the evidence.
 func boundFor(c *C, light int) time.Duration {
 	var b time.Duration
 	var why string
@@ -85,19 +85,41 @@ func boundFor(c *C, light int) time.Duration {
 	} else {
 		b, why = blackBoxBound(light)
 	}
-	c.Logf("bound: %s", why)
+	c.Evidencef("bound: %s", why)
 	return b
 }
 
+// overBound judges waits against bound the way every hot-load case does:
+// one descheduling of a loaded VM must not fail a correct reactor, so up
+// to max(1, 2%) of the waits may exceed the bound, none may exceed twice
+// it. A starved source exceeds it on every wait. It returns "" or what
+// was wrong.
+func overBound(waits []time.Duration, bound time.Duration) string {
+	over, worst := 0, time.Duration(0)
+	for _, w := range waits {
+		if w > bound {
+			over++
+		}
+		worst = max(worst, w)
+	}
+	allowed := max(1, len(waits)/50)
+	switch {
+	case worst > 2*bound:
+		return fmt.Sprintf("longest %v, over twice the bound %v", worst.Round(time.Millisecond), bound)
+	case over > allowed:
+		return fmt.Sprintf("%d of %d over the bound %v (at most %d allowed)", over, len(waits), bound, allowed)
+	}
+	return ""
+}
+
 // underHotLoad runs probes (one per peer) for 1.5 s under the hot load and
-// fails the case if any round trip exceeds bound.
+// fails the case if any peer's round trips break the bound (overBound).
 func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 	h := startHot(c, c.Instance().Addr())
 	stop := make(chan struct{})
 	type res struct {
-		worst time.Duration
-		n     int
-		err   error
+		rtts []time.Duration
+		err  error
 	}
 	results := make([]res, len(peers))
 	var wg sync.WaitGroup
@@ -105,8 +127,8 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, n, err := probe(p, kind, uint64(i+1), stop)
-			results[i] = res{w, n, err}
+			rtts, err := probe(p, kind, uint64(i+1), stop)
+			results[i] = res{rtts, err}
 		}()
 	}
 	timer := time.NewTimer(1500 * time.Millisecond)
@@ -123,12 +145,21 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 	}
 	c.Evidencef("hot connections: %d frames echoed in 1.5 s", echoed)
 	for i, r := range results {
-		c.Evidencef("%s %d: %d round trips, longest %v", peers[i].name, i+1, r.n, r.worst.Round(time.Microsecond))
+		sorted := slices.Clone(r.rtts)
+		slices.Sort(sorted)
+		var p50, worst time.Duration
+		if n := len(sorted); n > 0 {
+			p50, worst = sorted[n/2], sorted[n-1]
+		}
+		c.Evidencef("%s: %d round trips, median %v, longest %v", peers[i].name, len(r.rtts), p50.Round(time.Microsecond), worst.Round(time.Microsecond))
 		if r.err != nil {
 			c.Errorf("%s: %v", peers[i].name, r.err)
 		}
-		if r.worst > bound {
-			c.Errorf("%s waited %v for an answer under hot load (bound %v)", peers[i].name, r.worst.Round(time.Millisecond), bound)
+		if len(r.rtts) == 0 && r.err == nil {
+			c.Errorf("%s: not one round trip completed in 1.5 s", peers[i].name)
+		}
+		if why := overBound(r.rtts, bound); why != "" {
+			c.Errorf("%s starved under hot load: %s", peers[i].name, why)
 		}
 	}
 	if c.Failed() {
@@ -145,7 +176,7 @@ func runS1(c *C) {
 	bound := boundFor(c, light)
 	var peers []*peer
 	for i := 0; i < light; i++ {
-		peers = append(peers, c.dial("light conn", c.Instance().Addr()))
+		peers = append(peers, c.dial(fmt.Sprintf("light conn %d", i+1), c.Instance().Addr()))
 	}
 	underHotLoad(c, peers, wire.KindData, bound)
 }

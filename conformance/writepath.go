@@ -39,7 +39,7 @@ func runW1(c *C) {
 	const size = 4096
 	const giveUp = 128 << 20
 	link := c.dialQuiet("slow consumer", inst.Addr())
-	u0, _ := inst.Usage()
+	u0 := c.usage()
 	var sent uint64
 	frame := make([]byte, 0, size+wire.HeaderSize)
 	for {
@@ -60,7 +60,7 @@ func runW1(c *C) {
 		}
 	}
 	link.Conn().SetWriteDeadline(time.Time{})
-	u1, _ := inst.Usage()
+	u1 := c.usage()
 	c.Logf("client blocked after %d frames (%d MiB)", sent, sent*size>>20)
 	ref := inst.Reference()
 	switch {
@@ -112,14 +112,11 @@ func runW2(c *C) {
 	// The last echo's flush and its round end within microseconds; the
 	// lead-in keeps them out of the window.
 	time.Sleep(100 * time.Millisecond) // a measurement lead-in, not synchronisation
-	u0, err := inst.Usage()
-	if err != nil {
-		c.Fatalf("usage: %v", err)
-	}
+	u0 := c.usage()
 	s0, statsErr := inst.Stats()
 	const window = 500 * time.Millisecond
 	time.Sleep(window) // the measurement window: the clients are idle
-	u1, _ := inst.Usage()
+	u1 := c.usage()
 	cpu := u1.CPU - u0.CPU
 	c.Logf("server CPU %v in a %v idle window", cpu, window)
 	if cpu > window/4 {

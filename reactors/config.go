@@ -135,6 +135,10 @@ type Faults struct {
 	// SilentAfterStop drops DATA frames read after a STOP was requested:
 	// no REJECT is sent and the ledger does not count them.
 	SilentAfterStop bool
+	// StopWhenIdle checks for a requested stop only after a round that did
+	// no work, and keeps admission open until then: under steady load the
+	// stop is never observed and no STOP_ACK comes while the load lasts.
+	StopWhenIdle bool
 }
 
 // Any reports whether any fault is switched on.
@@ -289,7 +293,7 @@ func (c Config) Validate() error {
 
 // FaultNames lists the reactor faults ParseFault accepts.
 var FaultNames = []string{"missed-rearm[:every=N]", "no-drain", "fd-identity", "permanent-epollout", "no-budget", "unbounded-outq", "lost-wakeup", "no-frame-limit",
-	"drop-partial", "limit-off-by-one", "drop-short-write", "accept-once-et", "no-emfile-shed", "leak-pending", "silent-after-stop"}
+	"drop-partial", "limit-off-by-one", "drop-short-write", "accept-once-et", "no-emfile-shed", "leak-pending", "silent-after-stop", "stop-when-idle"}
 
 // ParseFault switches on the reactor fault named by spec ("name" or
 // "name:k=v") in f. The error lists the accepted names.
@@ -337,6 +341,8 @@ func ParseFault(spec string, f *Faults) error {
 		f.LeakPending = true
 	case "silent-after-stop":
 		f.SilentAfterStop = true
+	case "stop-when-idle":
+		f.StopWhenIdle = true
 	default:
 		return fmt.Errorf("%w: unknown fault %q (accepted: %s)", ErrConfig, spec, strings.Join(FaultNames, ", "))
 	}

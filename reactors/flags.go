@@ -89,7 +89,7 @@ func (f Faults) Specs() []string {
 		{f.NoBudget, "no-budget"}, {f.UnboundedOutQueue, "unbounded-outq"}, {f.LostWakeup, "lost-wakeup"},
 		{f.NoFrameLimit, "no-frame-limit"}, {f.DropPartial, "drop-partial"}, {f.FrameLimitOffByOne, "limit-off-by-one"},
 		{f.DropShortWrite, "drop-short-write"}, {f.AcceptOnceET, "accept-once-et"}, {f.NoEMFILEShed, "no-emfile-shed"},
-		{f.LeakPending, "leak-pending"}, {f.SilentAfterStop, "silent-after-stop"},
+		{f.LeakPending, "leak-pending"}, {f.SilentAfterStop, "silent-after-stop"}, {f.StopWhenIdle, "stop-when-idle"},
 	} {
 		if b.on {
 			out = append(out, b.name)

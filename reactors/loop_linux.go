@@ -290,12 +290,17 @@ func (l *loop) run() {
 		l.scheduleTimer(timerApp, nanotime()+int64(l.cfg.AppTimer), 0)
 	}
 	roundStart := nanotime()
+	lastRoundIdle := false
 	for {
 		now := roundStart
 		l.stats.Rounds++
-		if l.r.stopRequested.Load() && l.stopStep(now) {
+		// The StopWhenIdle mutant looks for a stop only after a round that
+		// did no work.
+		checkStop := !l.cfg.Faults.StopWhenIdle || lastRoundIdle
+		if checkStop && l.r.stopRequested.Load() && l.stopStep(now) {
 			break
 		}
+		roundProgress := l.progress
 		if l.ingressPending {
 			l.drainIngress()
 		}
@@ -319,6 +324,7 @@ func (l *loop) run() {
 		if timeout != 0 && l.progress == before {
 			l.stats.IdleWakeups++
 		}
+		lastRoundIdle = l.progress == roundProgress
 	}
 	l.publish(nanotime(), true)
 	l.cpuAtExit.Store(threadCPU(0))

@@ -197,6 +197,17 @@ func (l *loop) answerBuffered(s *source, maxFrame int) {
 	}
 }
 
+// admissionClosed reports whether DATA must be refused: from the moment a
+// stop is requested, even mid-turn. The StopWhenIdle mutant keeps
+// admission open until its loop observes the stop (which it does only when
+// idle).
+func (l *loop) admissionClosed() bool {
+	if l.cfg.Faults.StopWhenIdle {
+		return l.stopSeen
+	}
+	return l.stopSeen || l.r.stopRequested.Load()
+}
+
 // handle acts on one complete frame. It returns false when the frame was not
 // consumed or the turn must end: s closed, held for STOP, or the worker pool
 // is full (the frame stays buffered and the source waits).
@@ -205,7 +216,7 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 	case wire.KindData:
 		// Admission closes when the stop is requested, even mid-turn: a
 		// DATA frame behind the STOP in the same read is refused too.
-		if l.stopSeen || l.r.stopRequested.Load() {
+		if l.admissionClosed() {
 			if l.cfg.Faults.SilentAfterStop {
 				return true // the mutant: dropped unanswered and uncounted
 			}
