@@ -189,17 +189,8 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-// fill writes bytes derived from (token, seq) into p, so a frame delivered
-// to the wrong connection, reordered or corrupted is detected.
-func fill(p []byte, token, seq uint64) {
-	x := token*0x9E3779B97F4A7C15 ^ seq*0xBF58476D1CE4E5B9 ^ 0x94D049BB133111EB
-	for i := range p {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		p[i] = byte(x)
-	}
-}
+// fill writes the checkable pattern of (token, seq) into p.
+func fill(p []byte, token, seq uint64) { wire.FillPattern(p, token, seq) }
 
 // dataFrame is DATA (token, seq) with a size-byte checkable payload.
 func dataFrame(token, seq uint64, size int) []byte {

@@ -104,17 +104,10 @@ func Sizes(rng *rand.Rand, n int) []int {
 	return out
 }
 
-// Payload fills p with bytes derived from (conn, seq), so a frame delivered
-// to the wrong connection, or reordered, or corrupted, is detected.
-func Payload(p []byte, conn, seq uint64) {
-	x := conn*0x9E3779B97F4A7C15 ^ seq*0xBF58476D1CE4E5B9 ^ 0x94D049BB133111EB
-	for i := range p {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		p[i] = byte(x)
-	}
-}
+// Payload fills p with bytes derived from (conn, seq) (wire.FillPattern),
+// so a frame delivered to the wrong connection, or reordered, or
+// corrupted, is detected.
+func Payload(p []byte, conn, seq uint64) { wire.FillPattern(p, conn, seq) }
 
 // EchoResult is what one connection saw.
 type EchoResult struct {
