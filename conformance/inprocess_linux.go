@@ -13,7 +13,9 @@ import (
 // InProcess is a reference reactor run inside the calling process: the
 // fastest target, with live counters, but sharing the caller's descriptor
 // table (cases that set a descriptor limit are skipped) and memory (memory
-// bounds use the reactor's own byte counts instead of RSS).
+// bounds use the reactor's own byte counts instead of RSS). Start raises
+// GOMAXPROCS so every loop thread and the suite's clients have a P (Stop
+// restores it): run one in-process instance at a time.
 type InProcess struct {
 	Design reactors.Design
 	// Config is the base configuration (zero value: reactors.DefaultConfig);
