@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -36,9 +37,9 @@ func (t Process) Name() string { return "process:" + refName(t.Design, t.Config)
 // until both its addresses accept connections.
 func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	cfg := refConfig(t.Design, t.Config, setup)
-	ctlAddr, err := proc.FreeAddr()
+	dataAddr, ctlAddr, err := twoFreeAddrs()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
 	cfg.Listen, cfg.ControlListen = "{addr}", ctlAddr
 	argv := t.Command
@@ -51,12 +52,29 @@ func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	}
 	argv = append(append([]string(nil), argv...), "serve", "--reactor", string(t.Design), "--lifetime", "10m")
 	argv = append(argv, cfg.Args()...)
-	p, err := proc.Start(ctx, proc.Spec{Argv: argv, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit})
+	p, err := proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
 	cfg.Listen = p.Addr()
 	return &process{p: p, ctl: ctlAddr, ref: &Reference{Design: t.Design, Config: cfg}}, nil
+}
+
+// twoFreeAddrs picks two distinct free loopback addresses: both ports are
+// held open together, so they cannot be the same one (picking them one
+// after the other can return the same port twice).
+func twoFreeAddrs() (string, string, error) {
+	a, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", fmt.Errorf("picking a free port: %w", err)
+	}
+	defer a.Close()
+	b, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", fmt.Errorf("picking a free port: %w", err)
+	}
+	defer b.Close()
+	return a.Addr().String(), b.Addr().String(), nil
 }
 
 // Command is a black-box target: any server, in any language, run as a
@@ -148,7 +166,11 @@ func (i *process) Stop() (Final, error) {
 		f.Exit += ", killed after the SIGTERM grace period"
 	}
 	if !f.Clean && exit.StderrTail != "" {
-		f.Exit += "; stderr: " + strings.TrimSpace(exit.StderrTail)
+		// A Go crash's message is at the top, its goroutine dump after.
+		if head := strings.TrimSpace(exit.StderrHead); head != "" && head != strings.TrimSpace(exit.StderrTail) {
+			f.Exit += "; stderr begins: " + truncate([]byte(head), 1500)
+		}
+		f.Exit += "; stderr ends: " + strings.TrimSpace(exit.StderrTail)
 	}
 	if i.ref != nil {
 		var out serveOutput

@@ -66,6 +66,31 @@ type Reactor struct {
 	final     Stats
 }
 
+// pollerOnce starts the Go runtime's own network poller (an epoll fd and
+// an eventfd) before any reactor listens. The runtime creates it lazily,
+// at the first timer or pollable file, and dies ("runtime: netpollinit
+// failed") if that moment finds the descriptor table full: exactly what a
+// reactor shedding load at EMFILE produces (found by conformance case R4:
+// `reactorlab serve` crashed when its main goroutine armed its lifetime
+// timer after the reactor had already filled the table).
+var (
+	pollerOnce sync.Once
+	pollerErr  error
+)
+
+func startRuntimePoller() error {
+	pollerOnce.Do(func() {
+		r, w, err := os.Pipe() // registering a pipe with the poller starts it
+		if err != nil {
+			pollerErr = fmt.Errorf("starting the runtime poller: %w", err)
+			return
+		}
+		r.Close()
+		w.Close()
+	})
+	return pollerErr
+}
+
 // New validates cfg, opens the listeners, epoll fds, eventfds and timerfds of
 // design, and returns a reactor that serves nothing until Start. On error
 // every descriptor opened so far is closed.
@@ -79,6 +104,9 @@ func New(design Design, cfg Config) (*Reactor, error) {
 	dist, err := cost.Parse(cfg.Callback)
 	if err != nil {
 		return nil, fmt.Errorf("%w: callback: %w", ErrConfig, err)
+	}
+	if err := startRuntimePoller(); err != nil {
+		return nil, err
 	}
 	if design == OneShot && cfg.Workers > 0 {
 		return nil, fmt.Errorf("%w: workers = %d: oneshot runs callbacks on its own worker threads (set threads instead, and workers = 0)", ErrConfig, cfg.Workers)
