@@ -31,8 +31,8 @@ func identityCases() []Case {
 		Title:   "stale result never reaches a reused fd",
 		Claim:   "a connection closed with its echo still being computed, followed at once by a new connection (which gets the same fd number on the server), never receives the old connection's result",
 		Mutants: []string{"fd-identity"}, WireFaults: []string{"fd-reuse-churn"},
-		Bound: "the new connection's own echo within 2 s; then nothing else for 20 ms (10× the 2 ms callback, by when the old result has come back)",
-		Setup: Setup{Tweak: offloaded("fixed:2ms")},
+		Bound: "the new connection's own echo within 2 s; then nothing else for 40 ms (twice the 20 ms callback: the old result, submitted first, is due before the new one)",
+		Setup: Setup{Tweak: offloaded("fixed:20ms")},
 		Run:   runI1,
 	}, {
 		ID:      "I2",
@@ -46,13 +46,18 @@ func identityCases() []Case {
 }
 
 func runI1(c *C) {
-	const rounds = 30
+	const rounds = 60
 	addr := c.Instance().Addr()
 	for i := 0; i < rounds; i++ {
 		old := uint64(1000 + i)
 		link := c.dialQuiet(fmt.Sprintf("round %d", i), addr)
 		plan := faults.FdReuseChurn{Every: 1, Reset: i%2 == 1}.Apply(faults.Writes(dataFrame(old, 0, 64)))
-		plan = append(plan, faults.Step{Op: faults.OpReconnect})
+		// A short gap lets the server close A (freeing its fd number)
+		// before B arrives: a design that accepts before it reads (prio
+		// serves listeners first) would otherwise give B a new number
+		// and the case would not test anything. 5 ms is a quarter of the
+		// callback: A's result is still in flight when B is accepted.
+		plan = append(plan, faults.Step{Op: faults.OpSleep, For: 5 * time.Millisecond}, faults.Step{Op: faults.OpReconnect})
 		if err := faults.Play(c.Context(), link, plan); err != nil {
 			c.Fatalf("round %d: %v", i, err)
 		}
@@ -73,7 +78,8 @@ func runI1(c *C) {
 		if why := checkEcho(g, token, 0, 64); why != "" {
 			c.Fatalf("round %d: %s", i, why)
 		}
-		conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		// The old result's callback started first; it is back by now.
+		conn.SetReadDeadline(time.Now().Add(40 * time.Millisecond))
 		if g, err := readFrame(conn); err == nil {
 			c.Evidencef("round %d: connection A sent DATA token %d and closed at once; connection B sent DATA token %d", i, old, token)
 			c.Fatalf("round %d: connection B received an extra frame: %s", i, g)

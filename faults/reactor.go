@@ -96,9 +96,11 @@ type PermanentEPOLLOUT struct{ reactorBase }
 // NoBudget serves a source until EAGAIN or backpressure, ignoring the
 // count, byte and time budgets: one hot source holds the loop for seconds.
 // Where control has a thread of its own (prio-thread), a PING is read at
-// once, so S2 holds there; under oneshot any idle worker thread may serve
-// the light sources and the control connection between two hot turns, so
-// only T1 (every worker's timers) fails reliably. (A STOP is caught
+// once, so S2 holds there. Under oneshot any idle worker thread serves
+// the light sources, the control connection and its timers between two
+// hot turns, whose length varies with where a read first finds the
+// socket empty: the mutant escaped S1/S2 in 3 of 6 runs and T1 in 1 of
+// 4 under load, so it is not counted there. (A STOP is caught
 // mid-turn, since admission closes at once: no-budget delays STOP only by
 // chance, so X1 has its own mutant, stop-when-idle.)
 type NoBudget struct{ reactorBase }
@@ -196,8 +198,6 @@ func (f NoBudget) CasesFor(d reactors.Design) []string {
 	switch d {
 	case reactors.PrioThread:
 		cs = slices.DeleteFunc(cs, func(c string) bool { return c == "S2" })
-	case reactors.OneShot:
-		cs = slices.DeleteFunc(cs, func(c string) bool { return c != "T1" })
 	}
 	return cs
 }
@@ -217,7 +217,7 @@ func Reactors() []ReactorFault {
 		DropShortWrite{reactorBase{"drop-short-write", []string{"W3"}, nil}},
 		FdIdentity{reactorBase{"fd-identity", []string{"I1"}, pooled}},
 		LeakPending{reactorBase{"leak-pending", []string{"I2"}, nil}},
-		NoBudget{reactorBase{"no-budget", []string{"S1", "S2", "T1"}, nil}},
+		NoBudget{reactorBase{"no-budget", []string{"S1", "S2", "T1"}, []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread}}},
 		LostWakeup{reactorBase{"lost-wakeup", []string{"S3"}, pooled}},
 		SilentAfterStop{reactorBase{"silent-after-stop", []string{"X2"}, nil}},
 		StopWhenIdle{reactorBase{"stop-when-idle", []string{"X1"}, []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread}}},
