@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -26,22 +25,7 @@ func TestEMFILE(t *testing.T) {
 	if os.Getenv(emfileChildEnv) != "" {
 		t.Skip("in the child")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEMFILEChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), emfileChildEnv+"=1")
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("child did not finish in 60 s:\n%s", out)
-	}
-	if err != nil {
-		t.Fatalf("child failed: %v\n%s", err, out)
-	}
+	out := runChild(t, "^TestEMFILEChild$", emfileChildEnv+"=1", 60*time.Second)
 	t.Logf("child:\n%s", out)
 }
 

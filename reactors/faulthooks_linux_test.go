@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -157,22 +156,7 @@ func runIsolatedFaultHook(t *testing.T, name string, mutant bool) error {
 	if mutant {
 		mode = "mutant"
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultHookChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), faultHookChildEnv+"="+name+","+mode)
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("child (%s) did not finish in 30 s:\n%s", mode, out)
-	}
-	if err != nil {
-		t.Fatalf("child (%s) failed: %v\n%s", mode, err, out)
-	}
+	out := runChild(t, "^TestFaultHookChild$", faultHookChildEnv+"="+name+","+mode, 30*time.Second)
 	for _, line := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, faultHookVerdict); ok {
 			if v == "ok" {

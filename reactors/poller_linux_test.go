@@ -5,7 +5,6 @@ package reactors_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +55,8 @@ func pollerChild() int {
 // that finds no descriptor free (found by conformance R4: `reactorlab
 // serve` crashed with "runtime: netpollinit failed").
 func TestRegressionRuntimePollerStartedBeforeEMFILE(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run", "^$")
-	cmd.Env = append(os.Environ(), pollerChildEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "timer fired") {
-		t.Fatalf("child: %v\n%s", err, out)
+	out := runChild(t, "^$", pollerChildEnv+"=1", 30*time.Second)
+	if !strings.Contains(string(out), "timer fired") {
+		t.Fatalf("child:\n%s", out)
 	}
 }
