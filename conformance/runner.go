@@ -53,9 +53,8 @@ type Result struct {
 // and Skipf end the case (like testing.T, they must be called from the
 // case's own goroutine).
 type C struct {
-	ctx    context.Context
-	inst   Instance
-	target string
+	ctx  context.Context
+	inst Instance
 
 	mu       sync.Mutex
 	verdict  Verdict
@@ -286,7 +285,7 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 	}
 	caseCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := &C{ctx: caseCtx, inst: inst, target: target.Name(), verdict: Pass}
+	c := &C{ctx: caseCtx, inst: inst, verdict: Pass}
 	if reason := cs.unmet(inst); reason != "" {
 		c.verdict, c.reason = Skip, reason
 		c.Stop()

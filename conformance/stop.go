@@ -101,12 +101,12 @@ func runX2(c *C) {
 	data := c.dial("data conn", inst.Addr())
 	ctl := c.dial("control conn", inst.ControlAddr())
 	// The data connection pipelines 1 KiB frames until the server stops
-	// taking them.
-	writeDone := make(chan uint64, 1)
-	stopWriting := make(chan struct{})
+	// taking them; the writer is stopped and waited for when the case ends
+	// (a blocked write gives up after its 1 s deadline).
+	stopWriting, writerDone := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(writerDone)
 		seq := uint64(0)
-		defer func() { writeDone <- seq }()
 		for {
 			select {
 			case <-stopWriting:
@@ -124,7 +124,7 @@ func runX2(c *C) {
 			}
 		}
 	}()
-	defer close(stopWriting)
+	c.Cleanup(func() { close(stopWriting); <-writerDone })
 	// Let the pipeline fill, then STOP with three DATA frames behind it.
 	if _, err := data.next(echoBound); err != nil {
 		c.Fatalf("data connection: first echo: %v", err)
