@@ -3,6 +3,8 @@
 // logic lives in the packages it calls.
 //
 //	reactorlab serve --reactor lt|et|oneshot|prio|prio-thread [flags]
+//	reactorlab run --reactor lt|...|--target cmd:'COMMAND' [load flags] [--out DIR]
+//	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target lt|...|cmd:'COMMAND' [--case ID] [--json FILE] [--junit FILE]
 package main
 
@@ -10,12 +12,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/reactorlab/reactorlab/harness"
 )
 
 // exitUsage is the exit code for bad flags or arguments.
 const exitUsage = 2
 
 func main() {
+	// A child of the harness (the lab, a reactor, the load generator) runs
+	// its role here and exits.
+	harness.RunRoleIfChild()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -27,6 +34,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "run":
+		return runCell(args[1:], stdout, stderr)
+	case "loadgen":
+		return harness.LoadgenMain(args[1:], stdout, stderr)
 	case "conform":
 		return conform(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -45,6 +56,10 @@ func usage(w io.Writer) {
 commands:
   serve   run a reference reactor until STOP, SIGTERM/SIGINT or --lifetime
           (reactorlab serve --help lists every flag with its default)
+  run     measure one cell: a reference reactor or any server under load,
+          in the lab (network namespaces, pinned CPUs) or on loopback;
+          prints a wrk2-style summary and writes HDR logs (run --help)
+  loadgen the load generator alone, as run uses it (loadgen --help)
   conform run the conformance suite against a reference reactor or any
           server command; exit 0 if nothing failed, 1 if something did
           (reactorlab conform --list prints the catalogue)

@@ -1,127 +1,13 @@
-//go:build linux
-
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"runtime"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/harness"
 )
 
-// serveFlags binds every Config field to a flag, defaults from
-// reactors.DefaultConfig.
-func serveFlags(fs *flag.FlagSet, cfg *reactors.Config, design *string, faults *[]string, lifetime *time.Duration) {
-	fs.StringVar(design, "reactor", "lt", "reference reactor: lt, et, oneshot, prio, prio-thread")
-	cfg.Flags(fs)
-	fs.Func("fault", "reactor fault (mutant), repeatable: "+strings.Join(reactors.FaultNames, ", "), func(s string) error {
-		*faults = append(*faults, s)
-		return nil
-	})
-	fs.DurationVar(lifetime, "lifetime", time.Hour, "stop by itself after this long (> 0): every run is bounded")
-}
-
-// serveOutput is the one JSON object serve prints on stdout at the end.
-type serveOutput struct {
-	reactors.Stats
-	Data       string `json:"data_addr"`
-	Control    string `json:"control_addr,omitempty"`
-	StoppedBy  string `json:"stopped_by"`
-	GoMaxProcs int    `json:"gomaxprocs"`
-	Error      string `json:"error,omitempty"`
-}
-
+// serve is `reactorlab serve`; the harness owns it because it also runs it
+// as a role inside the lab.
 func serve(args []string, stdout, stderr io.Writer) int {
-	cfg := reactors.DefaultConfig()
-	var designName string
-	var faultSpecs []string
-	var lifetime time.Duration
-	fs := flag.NewFlagSet("reactorlab serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	serveFlags(fs, &cfg, &designName, &faultSpecs, &lifetime)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "reactorlab serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	design, err := reactors.ParseDesign(designName)
-	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab serve: --reactor: %v\n", err)
-		return exitUsage
-	}
-	for _, f := range faultSpecs {
-		if err := reactors.ParseFault(f, &cfg.Faults); err != nil {
-			fmt.Fprintf(stderr, "reactorlab serve: --fault: %v\n", err)
-			return exitUsage
-		}
-	}
-	if lifetime <= 0 {
-		fmt.Fprintf(stderr, "reactorlab serve: --lifetime = %v (accepted: > 0)\n", lifetime)
-		return exitUsage
-	}
-	// A locked loop thread needs a P of its own, or the Go scheduler, not
-	// the design, decides its latency: loops + 1.
-	loops := map[reactors.Design]int{reactors.PrioThread: 2, reactors.OneShot: cfg.Threads}[design]
-	if need := max(loops, 1) + 1; runtime.GOMAXPROCS(0) < need {
-		runtime.GOMAXPROCS(need)
-	}
-	// Catch the signals before listening: a supervisor may send SIGTERM as
-	// soon as the port accepts, and the final JSON must still be written.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
-	r, err := reactors.New(design, cfg)
-	if err != nil {
-		if errors.Is(err, reactors.ErrConfig) {
-			fmt.Fprintf(stderr, "reactorlab serve: --%v\n", strings.TrimPrefix(err.Error(), reactors.ErrConfig.Error()+": "))
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "reactorlab serve: %v\n", err)
-		return 1
-	}
-	out := serveOutput{Data: r.Addr().String(), GoMaxProcs: runtime.GOMAXPROCS(0)}
-	if r.ControlAddr().IsValid() {
-		out.Control = r.ControlAddr().String()
-	}
-	r.Start()
-	fmt.Fprintf(stderr, "reactorlab serve: %s data=%s control=%s\n", design, out.Data, out.Control)
-	timer := time.NewTimer(lifetime)
-	defer timer.Stop()
-	out.StoppedBy = "STOP frame"
-	select {
-	case <-r.Done():
-	case s := <-sigs:
-		out.StoppedBy = "signal " + s.String()
-		r.Stop()
-	case <-timer.C:
-		out.StoppedBy = "lifetime"
-		r.Stop()
-	}
-	out.Stats, err = r.Wait()
-	code := 0
-	if err != nil {
-		out.Error = err.Error()
-		code = 1
-	}
-	enc, jerr := json.Marshal(out)
-	if jerr != nil {
-		fmt.Fprintf(stderr, "reactorlab serve: %v\n", jerr)
-		return 1
-	}
-	fmt.Fprintf(stdout, "%s\n", enc)
-	return code
+	return harness.ServeMain(args, stdout, stderr)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 	"github.com/reactorlab/reactorlab/wire"
 )
@@ -30,6 +31,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The lab, the reactor and the load generator of `run` are this binary
+	// in their roles.
+	harness.RunRoleIfChild()
 	if args := os.Getenv(childArgsEnv); args != "" {
 		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
 	}

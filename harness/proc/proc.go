@@ -72,6 +72,9 @@ var ErrExited = errors.New("process exited")
 // Spec.Ready; the error from Start wraps it and context.DeadlineExceeded.
 var ErrNotReady = errors.New("target not ready")
 
+// ErrNoListenAddr reports a Spec with NoListen and an Addr.
+var ErrNoListenAddr = errors.New("NoListen with an Addr")
+
 // ErrNoSchedstat reports that the kernel has no per-task schedstat file
 // (built without CONFIG_SCHED_INFO), so ThreadCPU cannot measure.
 var ErrNoSchedstat = errors.New("no /proc/<pid>/task/<tid>/schedstat on this kernel")
@@ -103,6 +106,11 @@ type Spec struct {
 	FdLimit uint64
 	// Dir is the working directory ("" inherits).
 	Dir string
+	// NoListen marks a process that is not a server, such as a load
+	// generator: Start picks no address, sets no REACTORLAB_LISTEN, replaces
+	// no "{addr}", and returns as soon as the process has started (after
+	// WaitAddrs, if any, accept). Addr must then be "".
+	NoListen bool
 }
 
 // Usage is one sample of a process's resource use.
@@ -111,6 +119,13 @@ type Usage struct {
 	RSS, PeakRSS  int64 // resident set size and its high-water mark (VmRSS, VmHWM), bytes
 	Fds           int   // open file descriptors
 	Threads       int
+}
+
+// ThreadAffinity is the CPU affinity of one thread: its id and its
+// Cpus_allowed_list as the kernel prints it ("1", "0-3", "0,2").
+type ThreadAffinity struct {
+	Tid  int    `json:"tid"`
+	CPUs string `json:"cpus"`
 }
 
 // CPUNs is user plus system CPU time in nanoseconds.
@@ -136,6 +151,11 @@ type Exit struct {
 	StderrTail, StderrHead string
 	// Elapsed runs from the start to the exit.
 	Elapsed time.Duration
+	// UserNs, SysNs and MaxRSS come from the rusage of the reap (wait4):
+	// the exact CPU time of the process, every thread included, and its
+	// peak resident set in bytes. Like getrusage(2) they include the
+	// children the process itself waited for, not those it left behind.
+	UserNs, SysNs, MaxRSS int64
 }
 
 // String describes the exit like os.ProcessState does ("exit status 1",

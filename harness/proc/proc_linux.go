@@ -71,7 +71,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return fail(err)
 	}
 	addr := spec.Addr
-	if addr == "" {
+	switch {
+	case spec.NoListen && addr != "":
+		return fail(ErrNoListenAddr)
+	case addr == "" && !spec.NoListen:
 		var err error
 		if addr, err = FreeAddr(); err != nil {
 			return fail(err)
@@ -87,7 +90,18 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	}
 	argv := make([]string, len(spec.Argv))
 	for i, a := range spec.Argv {
-		argv[i] = strings.ReplaceAll(a, AddrPlaceholder, addr)
+		argv[i] = a
+		if !spec.NoListen {
+			argv[i] = strings.ReplaceAll(a, AddrPlaceholder, addr)
+		}
+	}
+	env := append(os.Environ(), spec.Env...)
+	if !spec.NoListen {
+		env = append(env, ListenEnv+"="+addr)
+	}
+	waitAddrs := spec.WaitAddrs
+	if !spec.NoListen {
+		waitAddrs = append([]string{addr}, spec.WaitAddrs...)
 	}
 
 	outR, outW, err := os.Pipe()
@@ -101,7 +115,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return fail(fmt.Errorf("stderr pipe: %w", err))
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), spec.Env...), ListenEnv+"="+addr)
+	cmd.Env = env
 	cmd.Dir = spec.Dir
 	cmd.Stdout, cmd.Stderr = outW, errW // *os.File: handed to the child as is, no copying goroutine in exec
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -140,10 +154,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 			return fail(err)
 		}
 	}
-	if err := p.waitReady(ctx, ready, append([]string{addr}, spec.WaitAddrs...)); err != nil {
+	if err := p.waitReady(ctx, ready, waitAddrs); err != nil {
 		exit, _ := p.terminate(0)
 		if errors.Is(err, ErrExited) {
-			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, addr)
+			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, strings.Join(waitAddrs, " and "))
 		}
 		if t := strings.TrimSpace(exit.StderrTail); t != "" {
 			err = fmt.Errorf("%w; stderr:\n%s", err, t)
@@ -156,7 +170,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 // Pid is the process id, which is also its process group id.
 func (p *Process) Pid() int { return p.pid }
 
-// Addr is the address the target was told to listen on.
+// Addr is the address the target was told to listen on ("" with NoListen).
 func (p *Process) Addr() string { return p.addr }
 
 // Done is closed when the process has exited and been reaped.
@@ -220,6 +234,11 @@ func (p *Process) terminate(grace time.Duration) (Exit, error) {
 		StderrTail:      p.stderr.String(),
 		StderrHead:      string(head),
 		Elapsed:         p.exitedAt.Sub(p.start),
+	}
+	if ru, ok := p.state.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		e.UserNs = ru.Utime.Nano()
+		e.SysNs = ru.Stime.Nano()
+		e.MaxRSS = ru.Maxrss << 10 // kilobytes on Linux
 	}
 	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = ws.Signal().String()

@@ -393,6 +393,10 @@ func TestStopGraceful(t *testing.T) {
 	if e.Code != 0 || e.Signal != "" || e.Killed || e.Elapsed <= 0 {
 		t.Errorf("exit %+v, want code 0, not killed, Elapsed > 0", e)
 	}
+	// A Go program has run for a few milliseconds and touched a few MiB.
+	if e.UserNs+e.SysNs <= 0 || e.MaxRSS < 1<<20 || e.MaxRSS > 1<<30 {
+		t.Errorf("rusage: user %d ns, sys %d ns, max RSS %d bytes", e.UserNs, e.SysNs, e.MaxRSS)
+	}
 	select {
 	case <-p.Done():
 	default:
@@ -401,6 +405,54 @@ func TestStopGraceful(t *testing.T) {
 	e2, err := p.Stop()
 	if err != nil || e2.String() != e.String() || e2.Elapsed != e.Elapsed {
 		t.Errorf("second Stop: %v, %v; first %v", e2, err, e)
+	}
+}
+
+// A process that is not a server: no address is picked, announced,
+// substituted or waited for; Start returns at once.
+func TestNoListen(t *testing.T) {
+	noLeaks(t)
+	p := mustStart(t, Spec{
+		Argv:     []string{"sh", "-c", `echo "$0 listen=${REACTORLAB_LISTEN-unset}"; sleep 0.1`, "{addr}"},
+		NoListen: true,
+	})
+	if p.Addr() != "" {
+		t.Errorf("Addr %q, want none", p.Addr())
+	}
+	<-p.Done() // Start did not wait for the sleep, nor does Stop now
+	e := mustStop(t, p)
+	if want := "{addr} listen=unset\n"; string(e.Stdout) != want {
+		t.Errorf("stdout %q, want %q", e.Stdout, want)
+	}
+	if _, err := Start(context.Background(), Spec{Argv: []string{"true"}, NoListen: true, Addr: "127.0.0.1:1"}); !errors.Is(err, ErrNoListenAddr) {
+		t.Errorf("NoListen with an Addr: %v", err)
+	}
+}
+
+// Affinity lists every thread's mask: a child inherits this process's.
+func TestAffinity(t *testing.T) {
+	noLeaks(t)
+	p := mustStart(t, Spec{Argv: []string{echoBin}})
+	own, err := ReadAffinity(os.Getpid())
+	if err != nil || len(own) < 2 {
+		t.Fatalf("own affinity %v, %v", own, err)
+	}
+	a, err := p.Affinity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := p.Usage()
+	if len(a) != u.Threads || a[0].Tid != p.Pid() {
+		t.Errorf("affinity of %d threads (leader first?) %v, process has %d", len(a), a, u.Threads)
+	}
+	for _, ta := range a {
+		if ta.CPUs != own[0].CPUs {
+			t.Errorf("thread %d on %q, this process's main thread on %q", ta.Tid, ta.CPUs, own[0].CPUs)
+		}
+	}
+	mustStop(t, p)
+	if _, err := p.Affinity(); !errors.Is(err, ErrExited) {
+		t.Errorf("Affinity after Stop: %v, want ErrExited", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -216,6 +217,69 @@ func ReadThreadCPU(pid int) (int64, error) {
 		sum += ns
 	}
 	return sum, nil
+}
+
+// Affinity lists the CPU affinity of every living thread of the process.
+// It returns an error wrapping ErrExited once the process has exited.
+func (p *Process) Affinity() ([]ThreadAffinity, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return nil, fmt.Errorf("affinity of %s (pid %d): %w", p.name, p.pid, ErrExited)
+	}
+	ta, err := ReadAffinity(p.pid)
+	if err != nil {
+		return nil, fmt.Errorf("affinity of %s: %w", p.name, err)
+	}
+	return ta, nil
+}
+
+// ReadAffinity reads Cpus_allowed_list from /proc/<pid>/task/*/status: the
+// affinity of every living thread of any process, in thread-id order.
+// Affinity is a property of a thread, not of a process: each thread
+// inherits its creator's mask and may change its own.
+func ReadAffinity(pid int) ([]ThreadAffinity, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := readNames(dir)
+	if err != nil {
+		return nil, exitedIfGone(pid, err)
+	}
+	var out []ThreadAffinity
+	for _, name := range tids {
+		tid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/" + name + "/status")
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+			continue // the thread ended after the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		cpus, ok := statusField(b, "Cpus_allowed_list")
+		if !ok {
+			return nil, fmt.Errorf("pid %d: task %d status has no Cpus_allowed_list", pid, tid)
+		}
+		out = append(out, ThreadAffinity{Tid: tid, CPUs: cpus})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("pid %d: %w (no threads)", pid, ErrExited)
+	}
+	slices.SortFunc(out, func(a, b ThreadAffinity) int { return a.Tid - b.Tid })
+	return out, nil
+}
+
+// statusField returns the value of one "Key:\tvalue" line of a /proc
+// status file.
+func statusField(b []byte, key string) (string, bool) {
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
 }
 
 // parseStat reads utime, stime and the state from /proc/<pid>/stat. The

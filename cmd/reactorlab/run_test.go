@@ -1,0 +1,143 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/results"
+)
+
+func TestRunRefusesBadUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // every one must appear in the message
+	}{
+		{[]string{}, []string{"--reactor", "--target"}},
+		{[]string{"--reactor", "nginx"}, []string{"nginx", "lt, et, oneshot, prio, prio-thread"}},
+		{[]string{"--reactor", "lt", "--target", "cmd:true"}, []string{"one of"}},
+		{[]string{"--target", "true"}, []string{"cmd:"}},
+		{[]string{"--reactor", "lt", "--fault", "gremlins"}, []string{"gremlins", "half-packets", "no-drain"}},
+		{[]string{"--target", "cmd:true", "--fault", "no-drain"}, []string{"no-drain", "--reactor only"}},
+		{[]string{"--target", "cmd:true", "--budget-input", "4"}, []string{"--budget-input", "reference reactors only"}},
+		{[]string{"--reactor", "lt", "--listen", "127.0.0.1:1"}, []string{"--listen", "harness"}},
+		{[]string{"--reactor", "lt", "--steady", "1"}, []string{"rate"}},
+		{[]string{"--reactor", "lt", "--hot", "0", "--control-every", "0"}, []string{"source"}},
+		{[]string{"--reactor", "lt", "--hot", "1", "--inflight", "0"}, []string{"inflight"}},
+		{[]string{"--reactor", "lt", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
+		{[]string{"--reactor", "lt", "--cpus", "server=x"}, []string{"server", "CPU"}},
+		{[]string{"--reactor", "lt", "--budget-input", "0"}, []string{"budget-input"}},
+		{[]string{"--reactor", "lt", "--duration", "0s"}, []string{"duration"}},
+		{[]string{"--reactor", "lt", "stray"}, []string{"stray"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		// A case refused too late would run and write files: keep them in
+		// the test's directory.
+		code := run(append([]string{"run", "--out", t.TempDir()}, tc.args...), &stdout, &stderr)
+		if code != exitUsage {
+			t.Errorf("run %q: exit %d, want %d (stderr %q)", tc.args, code, exitUsage, stderr.String())
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("run %q: stderr %q does not name %q", tc.args, stderr.String(), w)
+			}
+		}
+	}
+}
+
+// runOnce runs `reactorlab run` with args and a fresh --out, and returns
+// the cell result it wrote, its stdout, and the directory.
+func runOnce(t *testing.T, args ...string) (*harness.CellResult, string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cell")
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"run", "--out", dir}, args...), &stdout, &stderr)
+	raw, err := os.ReadFile(filepath.Join(dir, harness.CellSummaryFile))
+	if err != nil {
+		t.Fatalf("run %q: exit %d, no %s: %v\nstdout:\n%s\nstderr:\n%s", args, code, harness.CellSummaryFile, err, stdout.String(), stderr.String())
+	}
+	var res harness.CellResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("%s: %v", harness.CellSummaryFile, err)
+	}
+	if code != 0 || !res.Valid {
+		t.Fatalf("run %q: exit %d, valid %v: %q\nstdout:\n%s\nstderr:\n%s", args, code, res.Valid, res.Invalid, stdout.String(), stderr.String())
+	}
+	return &res, stdout.String(), dir
+}
+
+// TestRunReference measures the lt reactor for a short while, as the
+// README shows, and checks what a reader of the files relies on: the
+// summary, the ledger, the interval log and the server's own statistics
+// agree.
+func TestRunReference(t *testing.T) {
+	res, stdout, dir := runOnce(t, "--reactor", "lt", "--hot", "1", "--inflight", "8", "--control-every", "10ms",
+		"--duration", "1s", "--warmup", "300ms", "--stop-at", "900ms")
+	for _, want := range []string{"reactorlab run: lt", "Latency distribution", "data", "control", "Throughput", "Ledger", "VALID"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	t.Logf("mode %s (fallback %q)\n%s", res.Lab.Mode, res.Lab.Fallback, stdout)
+	load := res.Load
+	if load == nil || load.Totals.Echoed == 0 || load.Totals.Sent == 0 {
+		t.Fatalf("no data frames echoed: %+v", load)
+	}
+	if load.Stop == nil || load.Stop.Status != "acknowledged" || load.Stop.Ledger == nil || !load.Stop.Balanced {
+		t.Fatalf("STOP probe: %+v", load.Stop)
+	}
+	// Every frame the reactor accepted was answered, and we saw each one.
+	if res.Server == nil {
+		t.Fatal("no final statistics from the reactor")
+	}
+	if got, want := load.Totals.Echoed+load.Totals.Rejected, res.Server.Ledger.Accepted; got != want {
+		t.Errorf("load generator saw %d answers, reactor accepted %d", got, want)
+	}
+	f, err := os.Open(filepath.Join(dir, loadgen.HlogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ivs, err := results.ReadHlog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]bool{}
+	for _, iv := range ivs {
+		tags[iv.Tag] = true
+	}
+	for _, want := range []string{loadgen.ClassData, loadgen.ClassControl, loadgen.ClassStop} {
+		if !tags[want] {
+			t.Errorf("interval log has no %q intervals (tags %v)", want, tags)
+		}
+	}
+}
+
+// TestRunBlackBox measures a server command: the reference reactor run as
+// a black box (data and control on one address, no STOP).
+func TestRunBlackBox(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "cmd:" + asMainEnv + "=1 " + exe + " serve --listen {addr}"
+	res, stdout, _ := runOnce(t, "--target", target, "--hot", "2", "--steady", "1", "--rate", "500",
+		"--duration", "1s", "--warmup", "200ms")
+	if res.Server != nil {
+		t.Errorf("a black box has no reactor statistics, got %+v", res.Server)
+	}
+	if res.Load.Totals.Echoed == 0 || res.Load.ControlTotals.Echoed == 0 {
+		t.Fatalf("nothing echoed: data %+v control %+v", res.Load.Totals, res.Load.ControlTotals)
+	}
+	if !strings.Contains(stdout, "data-uncorrected") {
+		t.Errorf("a steady source's summary shows both data classes:\n%s", stdout)
+	}
+}

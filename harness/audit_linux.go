@@ -1,0 +1,333 @@
+//go:build linux
+
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
+)
+
+// primeRuntime makes the Go runtime open what it opens once per process
+// (the network poller's epoll and event descriptors) before the
+// before-audit, so a run that first uses the poller is not blamed for them.
+func primeRuntime() {
+	if r, w, err := os.Pipe(); err == nil { // a pipe *os.File registers with the poller
+		r.Close()
+		w.Close()
+	}
+}
+
+// takeSnapshot records what a run must leave as it found it. Errors are
+// returned with the part of the snapshot that could be read.
+func takeSnapshot() (Snapshot, error) {
+	var s Snapshot
+	var errs []error
+	var err error
+	if s.Fds, err = ownFds(); err != nil {
+		errs = append(errs, fmt.Errorf("descriptors: %w", err))
+	}
+	if s.Processes, err = descendants(os.Getpid()); err != nil {
+		errs = append(errs, fmt.Errorf("processes: %w", err))
+	}
+	if s.Links, err = hostLinks(); err != nil {
+		errs = append(errs, fmt.Errorf("links: %w", err))
+	}
+	if s.ThreadNetns, err = threadNetns(); err != nil {
+		errs = append(errs, fmt.Errorf("threads' network namespaces: %w", err))
+	}
+	if s.ThreadCPUs, err = threadCPUs(); err != nil {
+		errs = append(errs, fmt.Errorf("threads' CPU masks: %w", err))
+	}
+	return s, errors.Join(errs...)
+}
+
+// audit takes the after snapshot and compares it with before, and checks
+// that none of the lab's namespaces (labNS, "net:[…]") is reachable,
+// retrying for up to auditSettle while it finds a difference.
+func audit(before Snapshot, beforeErr error, labNS []string) Audit {
+	deadline := time.Now().Add(auditSettle)
+	for {
+		after, err := takeSnapshot()
+		diffs := compareSnapshots(before, after)
+		if beforeErr != nil {
+			diffs = append(diffs, "audit before the run: "+beforeErr.Error())
+		}
+		if err != nil {
+			diffs = append(diffs, "audit after the run: "+err.Error())
+		}
+		if len(labNS) > 0 {
+			reach, err := reachable(labNS)
+			if err != nil {
+				diffs = append(diffs, "audit of the lab's namespaces: "+err.Error())
+			}
+			diffs = append(diffs, reach...)
+		}
+		if len(diffs) == 0 || time.Now().After(deadline) {
+			return Audit{Before: before, After: after, Diffs: diffs}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// compareSnapshots names every way after differs from before that a run
+// may not cause: a descriptor, process, thread namespace or thread mask
+// that is new, and a host link that appeared or went.
+func compareSnapshots(before, after Snapshot) []string {
+	var d []string
+	for _, fd := range slices.Sorted(maps.Keys(after.Fds)) {
+		if t, ok := before.Fds[fd]; !ok || t != after.Fds[fd] {
+			d = append(d, fmt.Sprintf("descriptor %d (%s) was opened during the run and is still open", fd, after.Fds[fd]))
+		}
+	}
+	for _, p := range after.Processes {
+		if !slices.Contains(before.Processes, p) {
+			d = append(d, fmt.Sprintf("process %s, a descendant of this one, is still running", p))
+		}
+	}
+	for _, l := range after.Links {
+		if !slices.Contains(before.Links, l) {
+			d = append(d, fmt.Sprintf("host link %s appeared", l))
+		}
+	}
+	for _, l := range before.Links {
+		if !slices.Contains(after.Links, l) {
+			d = append(d, fmt.Sprintf("host link %s disappeared", l))
+		}
+	}
+	for _, n := range after.ThreadNetns {
+		if !slices.Contains(before.ThreadNetns, n) {
+			d = append(d, fmt.Sprintf("a thread of this process is in network namespace %s, where none was before the run", n))
+		}
+	}
+	for _, m := range after.ThreadCPUs {
+		if !slices.Contains(before.ThreadCPUs, m) {
+			d = append(d, fmt.Sprintf("a thread of this process is pinned to CPUs %s, where none was before the run", m))
+		}
+	}
+	return d
+}
+
+// ownFds maps this process's descriptors to their targets. The descriptor
+// of the listing itself is gone by the time its target is read, and so is
+// left out.
+func ownFds() (map[int]string, error) {
+	names, err := readNames("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	fds := map[int]string{}
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if t, err := os.Readlink("/proc/self/fd/" + n); err == nil {
+			fds[fd] = t
+		}
+	}
+	return fds, nil
+}
+
+// procEntry is what one /proc/<pid>/stat says.
+type procEntry struct {
+	pid, ppid int
+	comm      string
+	state     string
+	start     string // start time in clock ticks since boot: with pid, a name no other process will have
+}
+
+// readProcs lists the processes /proc shows.
+func readProcs() ([]procEntry, error) {
+	names, err := readNames("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []procEntry
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + n + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(string(b[j+1:])) // state, ppid, ... starttime is field 22, f[19]
+		if len(f) < 20 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		out = append(out, procEntry{pid: pid, ppid: ppid, comm: string(b[i+1 : j]), state: f[0], start: f[19]})
+	}
+	return out, nil
+}
+
+// descendants lists the living (not zombie) descendants of pid as
+// "pid (comm) start=ticks", sorted.
+func descendants(pid int) ([]string, error) {
+	procs, err := readProcs()
+	if err != nil {
+		return nil, err
+	}
+	kids := map[int][]procEntry{}
+	for _, p := range procs {
+		kids[p.ppid] = append(kids[p.ppid], p)
+	}
+	out := []string{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		for _, k := range kids[queue[0]] {
+			if k.state != "Z" && k.state != "X" {
+				out = append(out, fmt.Sprintf("%d (%s) start=%s", k.pid, k.comm, k.start))
+			}
+			queue = append(queue, k.pid)
+		}
+		queue = queue[1:]
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// hostLinks lists the links of the calling thread's network namespace as
+// "index:name", sorted.
+func hostLinks() ([]string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, i := range ifs {
+		out = append(out, strconv.Itoa(i.Index)+":"+i.Name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// threadNetns lists the distinct network namespaces of this process's
+// threads (each thread has its own: /proc/self/ns/net is only the main
+// thread's).
+func threadNetns() ([]string, error) {
+	tids, err := readNames("/proc/self/task")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, t := range tids {
+		if n, err := os.Readlink("/proc/self/task/" + t + "/ns/net"); err == nil {
+			seen[n] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// threadCPUs lists the distinct CPU masks of this process's threads.
+func threadCPUs() ([]string, error) {
+	a, err := proc.ReadAffinity(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, t := range a {
+		seen[t.CPUs] = true
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// nsKinds are the /proc/<pid>/task/<tid>/ns links through which a task
+// holds a namespace.
+var nsKinds = []string{"net", "pid", "pid_for_children", "mnt", "user"}
+
+// reachable names every way one of the namespaces ns ("net:[4026532…]")
+// can still be reached, as far as this process may look in /proc:
+//
+//   - a task (any thread, since threads of one process may be in different
+//     namespaces) that is in it, or whose children will be (PID);
+//   - an open descriptor that refers to it (an nsfs file);
+//   - a mount of it (a bind mount of an nsfs file, like `ip netns add`
+//     makes under /run/netns), in any mount namespace.
+//
+// A namespace is kept alive only by such references (and by namespaces
+// created under it, which are themselves reached only through tasks,
+// descriptors or mounts); once there are none, nothing can enter or name
+// it again and the kernel frees it. What this does not see: descriptors of
+// sockets created inside (which pin their network namespace) held outside
+// the lab, and processes this user may not inspect.
+func reachable(ns []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, n := range ns {
+		want[n] = true
+	}
+	names, err := readNames("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	mntSeen := map[string]bool{}
+	for _, n := range names {
+		if _, err := strconv.Atoi(n); err != nil {
+			continue
+		}
+		dir := "/proc/" + n
+		comm, _ := os.ReadFile(dir + "/comm")
+		who := fmt.Sprintf("pid %s (%s)", n, strings.TrimSpace(string(comm)))
+		tids, _ := readNames(dir + "/task")
+		for _, t := range tids {
+			for _, k := range nsKinds {
+				if l, err := os.Readlink(dir + "/task/" + t + "/ns/" + k); err == nil && want[l] {
+					out = append(out, fmt.Sprintf("%s is reachable: task %s of %s is in it (%s)", l, t, who, k))
+				}
+			}
+		}
+		fds, _ := readNames(dir + "/fd")
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + "/fd/" + fd); err == nil && want[l] {
+				out = append(out, fmt.Sprintf("%s is reachable: descriptor %s of %s refers to it", l, fd, who))
+			}
+		}
+		mnt, err := os.Readlink(dir + "/ns/mnt")
+		if err != nil || mntSeen[mnt] {
+			continue
+		}
+		mntSeen[mnt] = true
+		mi, err := os.ReadFile(dir + "/mountinfo")
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(mi)) {
+			f := strings.Fields(line)
+			sep := slices.Index(f, "-")
+			if len(f) < 5 || sep < 0 || sep+1 >= len(f) || f[sep+1] != "nsfs" {
+				continue
+			}
+			if want[f[3]] {
+				out = append(out, fmt.Sprintf("%s is reachable: mounted at %s in mount namespace %s (of %s)", f[3], f[4], mnt, who))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// readNames lists a directory without sorting it.
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}

@@ -1,0 +1,651 @@
+//go:build linux
+
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// The roles a cell's processes play: the reference reactor and the load
+// generator, both this program.
+const (
+	serveRole   = "serve"
+	loadgenRole = "loadgen"
+)
+
+func init() {
+	RegisterRole(serveRole, func(args []string) int { return ServeMain(args, os.Stdout, os.Stderr) })
+	RegisterRole(loadgenRole, func(args []string) int { return LoadgenMain(args, os.Stdout, os.Stderr) })
+}
+
+// The files a cell writes into its directory.
+const (
+	// CellLoadConfigFile is the load generator's configuration, as handed to
+	// the loadgen role.
+	CellLoadConfigFile = "loadgen-config.json"
+	// CellProgressFile receives one JSON line per progress report of the
+	// load generator while it runs.
+	CellProgressFile = "progress.jsonl"
+	// CellSummaryFile is the whole CellResult as JSON.
+	CellSummaryFile = "summary.json"
+	// CellReportFile is the text summary WriteSummary prints.
+	CellReportFile = "summary.txt"
+	// The load generator writes loadgen.hlog and loadgen.json itself
+	// (loadgen.Result.WriteFiles).
+)
+
+// Cell is one measured cell: a target under one load, placed. Exactly one
+// of Reactor and Target is set.
+type Cell struct {
+	// Reactor is a reference reactor, run as the "serve" role with Config
+	// (whose Listen and ControlListen the harness sets).
+	Reactor reactors.Design `json:"reactor,omitempty"`
+	Config  reactors.Config `json:"-"`
+	// ServeArgs are the serve flags that turn the default configuration
+	// into Config, recorded for the reader (filled in by RunCell).
+	ServeArgs []string `json:"serve_args,omitempty"`
+	// Target is a black-box server command, run by /bin/sh -c in the
+	// server's place with REACTORLAB_LISTEN=host:port and every {addr}
+	// replaced; it serves data and control on one address.
+	Target string `json:"target,omitempty"`
+	// Load is the load; its addresses are set by the harness.
+	Load loadgen.Config `json:"load"`
+	// CPUs, Mode and Grace are as in LabSpec.
+	CPUs  CPUs          `json:"cpus"`
+	Mode  Mode          `json:"mode"`
+	Grace time.Duration `json:"grace,omitempty"`
+	// Dir is the directory the cell's files go to; it is created if
+	// missing, and must be writable by the lab (the same file system).
+	Dir string `json:"dir"`
+}
+
+// CellResult is the outcome of one cell: the lab's record of both
+// processes, the load generator's summary and, for a reference reactor, its
+// final statistics.
+type CellResult struct {
+	Cell Cell `json:"cell"`
+	// Lab is the run's record: mode, placement, CPU and memory per side,
+	// audit.
+	Lab *LabResult `json:"lab"`
+	// Load is the load generator's summary (nil if it did not produce one).
+	Load *loadgen.Summary `json:"load,omitempty"`
+	// Server is a reference reactor's final output (nil for a black box or
+	// if it printed none).
+	Server *ServeOutput `json:"server,omitempty"`
+	// Valid is true when Invalid is empty: the lab run and the measurement
+	// were both valid. Invalid gathers the reasons of both.
+	Valid   bool     `json:"valid"`
+	Invalid []string `json:"invalid,omitempty"`
+}
+
+// RunCell runs one cell in the lab (or on loopback, as Cell.Mode allows)
+// and writes its files into Cell.Dir: the load generator's configuration,
+// its HDR interval log and summary, the progress lines, summary.json and
+// summary.txt. progress, if not nil, is called with each progress report
+// of the load generator while it runs (about once per Load.Interval). The
+// run is bounded by the load's own bound plus the lab's reserves. An error
+// means no measurement could be made; a measurement that was made but is
+// not trustworthy comes back with Valid false and the reasons.
+func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*CellResult, error) {
+	if err := cell.Validate(); err != nil {
+		return nil, err
+	}
+	load := cell.Load
+	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
+	load.Progress = nil
+	if cell.Dir == "" {
+		return nil, errors.New("cell: no directory for its files")
+	}
+	dir, err := filepath.Abs(cell.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
+	}
+	cell.Dir = dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace}
+	if cell.Reactor != "" {
+		cfg := cell.Config
+		cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
+		cell.ServeArgs = cfg.Args()
+		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.ServeArgs...)
+		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(loadBound(load)+time.Minute).String())
+		spec.Server = Proc{Argv: argv}
+		spec.Control = true
+		// A reference reactor obeys the STOP probe and exits by itself.
+		spec.ServerMayExit = load.StopAt > 0
+	} else {
+		spec.Server = Proc{Argv: []string{"/bin/sh", "-c", cell.Target}}
+	}
+	cfgPath := filepath.Join(dir, CellLoadConfigFile)
+	progressPath := filepath.Join(dir, CellProgressFile)
+	enc, err := json.MarshalIndent(load, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cell: load configuration: %w", err)
+	}
+	if err := os.WriteFile(cfgPath, append(enc, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	// A stale progress file from an earlier run in the same directory must
+	// not be read as this run's.
+	if err := os.Remove(progressPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	spec.Client = Proc{Argv: []string{RolePrefix + loadgenRole, "--config=" + cfgPath,
+		"--data={addr}", "--control={control}", "--out=" + dir, "--progress=" + progressPath}}
+	// The client's time: its own bound plus a margin for starting; the
+	// lab's reserves for stopping and auditing come on top.
+	spec.Timeout = minTimeout(spec.Grace) + loadBound(load) + 20*time.Second
+	if spec.Grace == 0 {
+		spec.Timeout = minTimeout(DefaultGrace) + loadBound(load) + 20*time.Second
+	}
+
+	tailDone := make(chan struct{})
+	tailStop := make(chan struct{})
+	go func() {
+		defer close(tailDone)
+		tailProgress(progressPath, progress, tailStop)
+	}()
+	lab, runErr := Run(ctx, spec)
+	close(tailStop)
+	<-tailDone
+	if runErr != nil {
+		return nil, fmt.Errorf("cell: %w", runErr)
+	}
+	res := &CellResult{Cell: cell, Lab: lab}
+	res.Invalid = append(res.Invalid, lab.Invalid...)
+	if lab.Client != nil && len(lab.Client.Stdout) > 0 {
+		var s loadgen.Summary
+		if err := json.Unmarshal(lastLine(lab.Client.Stdout), &s); err != nil {
+			res.Invalid = append(res.Invalid, fmt.Sprintf("load generator: unreadable summary: %v", err))
+		} else {
+			res.Load = &s
+			for _, why := range s.Invalid {
+				res.Invalid = append(res.Invalid, "load: "+why)
+			}
+			if s.Interrupted {
+				res.Invalid = append(res.Invalid, "load: interrupted")
+			}
+		}
+	} else {
+		res.Invalid = append(res.Invalid, "load generator: no summary")
+	}
+	if cell.Reactor != "" && lab.Server != nil && len(lab.Server.Stdout) > 0 {
+		var out ServeOutput
+		if err := json.Unmarshal(lastLine(lab.Server.Stdout), &out); err != nil {
+			res.Invalid = append(res.Invalid, fmt.Sprintf("server: unreadable final statistics: %v", err))
+		} else {
+			res.Server = &out
+			if out.Error != "" {
+				res.Invalid = append(res.Invalid, "server: "+out.Error)
+			}
+		}
+	}
+	res.Valid = len(res.Invalid) == 0
+	if err := writeJSONFile(filepath.Join(dir, CellSummaryFile), res); err != nil {
+		return res, fmt.Errorf("cell: %w", err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteSummary(&text, false); err != nil {
+		return res, fmt.Errorf("cell: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, CellReportFile), text.Bytes(), 0o644); err != nil {
+		return res, fmt.Errorf("cell: %w", err)
+	}
+	return res, nil
+}
+
+// Validate checks the cell before anything is started: exactly one of a
+// reference reactor and a target command, the reactor's configuration, the
+// load (its addresses aside: the harness sets them), and a directory.
+// Errors name the field.
+func (cell Cell) Validate() error {
+	if (cell.Reactor == "") == (cell.Target == "") {
+		return errors.New("cell: exactly one of a reference reactor and a target command")
+	}
+	if cell.Reactor != "" {
+		if _, err := reactors.ParseDesign(string(cell.Reactor)); err != nil {
+			return fmt.Errorf("cell: %w", err)
+		}
+		if err := cell.Config.Validate(); err != nil {
+			return fmt.Errorf("cell: reactor %s: %w", cell.Reactor, err)
+		}
+	}
+	load := cell.Load
+	// Any well-formed address: the real ones exist only once the lab does.
+	load.DataAddr, load.ControlAddr = "127.0.0.1:1", "127.0.0.1:1"
+	if err := load.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("cell: load: %w", err)
+	}
+	if cell.Dir == "" {
+		return errors.New("cell: no directory for its files")
+	}
+	return nil
+}
+
+// loadBound is the longest a load generator with cfg runs.
+func loadBound(cfg loadgen.Config) time.Duration {
+	c := cfg.WithDefaults()
+	return c.ConnectTimeout + c.Warmup + c.Duration + c.Drain + time.Second
+}
+
+// lastLine is the last non-empty line of b: a role's summary follows
+// whatever else it printed.
+func lastLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	return lines[len(lines)-1]
+}
+
+func writeJSONFile(path string, v any) error {
+	enc, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return os.WriteFile(path, append(enc, '\n'), 0o644)
+}
+
+// tailProgress follows the progress file, passing each new complete line to
+// progress, until stop is closed (then reads what is left). It polls: the
+// file is written by a process in another namespace, and a progress line
+// is for a person, so a quarter second late is fine.
+func tailProgress(path string, progress func(loadgen.Progress), stop <-chan struct{}) {
+	if progress == nil {
+		return
+	}
+	var off int64
+	read := func() {
+		f, err := os.Open(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return
+		}
+		r := bufio.NewReader(f)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return // an incomplete line is read again next time
+			}
+			off += int64(len(line))
+			var p loadgen.Progress
+			if json.Unmarshal(line, &p) == nil {
+				progress(p)
+			}
+		}
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			read()
+			return
+		case <-tick.C:
+			read()
+		}
+	}
+}
+
+// LoadgenMain is the "loadgen" role: it runs the load generator with the
+// configuration file it is given (--config), the target's addresses
+// (--data, --control) overriding the file's, writes loadgen.hlog and
+// loadgen.json into --out, appends one JSON line per progress report to
+// --progress (if given), and prints the summary as one JSON line on stdout.
+// It stops early, with what was measured, on SIGTERM or SIGINT. It returns
+// 0 when a measurement was made (valid or not: the summary says), 1 when
+// none could be, ExitUsage for bad flags.
+func LoadgenMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("reactorlab loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "load generator configuration (JSON, as loadgen.Config marshals)")
+	data := fs.String("data", "", "target data address host:port (overrides the file's)")
+	control := fs.String("control", "", "target control address host:port (overrides the file's)")
+	out := fs.String("out", "", "directory for loadgen.hlog and loadgen.json")
+	progressPath := fs.String("progress", "", "append progress reports to this file as JSON lines")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 || *cfgPath == "" || *out == "" {
+		fmt.Fprintln(stderr, "reactorlab loadgen: --config and --out are required, and nothing else")
+		return ExitUsage
+	}
+	raw, err := os.ReadFile(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
+		return ExitUsage
+	}
+	var cfg loadgen.Config
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&cfg); err != nil {
+		fmt.Fprintf(stderr, "reactorlab loadgen: %s: %v\n", *cfgPath, err)
+		return ExitUsage
+	}
+	if *data != "" {
+		cfg.DataAddr = *data
+	}
+	if *control != "" {
+		cfg.ControlAddr = *control
+	}
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		fmt.Fprintf(stderr, "reactorlab loadgen: %s: %v\n", *cfgPath, err)
+		return ExitUsage
+	}
+	if *progressPath != "" {
+		f, err := os.OpenFile(*progressPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		cfg.Progress = func(p loadgen.Progress) {
+			if line, err := json.Marshal(p); err == nil {
+				f.Write(append(line, '\n'))
+			}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	res, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
+		return 1
+	}
+	if err := res.WriteFiles(*out); err != nil {
+		fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
+		return 1
+	}
+	line, err := json.Marshal(res.Summary())
+	if err != nil {
+		fmt.Fprintf(stderr, "reactorlab loadgen: summary: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\n", line)
+	return 0
+}
+
+// WriteSummary prints the cell's result for a person, wrk2-style: the
+// setting, the latency distribution of data and control, throughput, CPU
+// and memory per side, the ledger and the verdict. spectrum adds the
+// detailed percentile spectrum of each latency class (read back from the
+// cell's loadgen.hlog).
+func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
+	var b strings.Builder
+	c := r.Cell
+	what := c.Target + " (black box)"
+	if c.Reactor != "" {
+		what = string(c.Reactor) + " (reference reactor)"
+		if len(c.ServeArgs) > 0 {
+			what += " " + strings.Join(c.ServeArgs, " ")
+		}
+	}
+	fmt.Fprintf(&b, "reactorlab run: %s\n", what)
+	load := c.Load.WithDefaults()
+	fmt.Fprintf(&b, "  %v measured after %v warm-up; %s\n", load.Duration, load.Warmup, describeLoad(load))
+	if lab := r.Lab; lab != nil {
+		where := "lab: server " + lab.Addr + ", load generator in its own namespace over veth"
+		if lab.Mode != ModeLab {
+			where = "loopback: server " + lab.Addr
+			if lab.Fallback != "" {
+				where += " (no lab: " + lab.Fallback + ")"
+			}
+		}
+		if lab.UserNS {
+			where += ", rootless (user namespace)"
+		}
+		fmt.Fprintf(&b, "  %s; %s\n", where, describePlacement(lab))
+	}
+	var hists map[string]*hdrhistogram.Histogram
+	if r.Load != nil {
+		var err error
+		hists, err = measuredHistograms(filepath.Join(c.Dir, loadgen.HlogFile), r.Load.StartTime, load.Warmup)
+		if err != nil {
+			fmt.Fprintf(&b, "  (latency: %v)\n", err)
+		}
+	}
+	var cols []string
+	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassStop} {
+		// Without a steady source both data classes are measured from the
+		// write: the second column would repeat the first.
+		if name == loadgen.ClassDataUncorrected && load.Steady == 0 {
+			continue
+		}
+		if h := hists[name]; h != nil && h.TotalCount() > 0 {
+			cols = append(cols, name)
+		}
+	}
+	if len(cols) > 0 {
+		fmt.Fprintf(&b, "\n  Latency distribution (HdrHistogram, measured period)\n  %9s", "")
+		for _, name := range cols {
+			fmt.Fprintf(&b, " %16s", name)
+		}
+		b.WriteString("\n")
+		for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99, 99.999, 100} {
+			fmt.Fprintf(&b, "  %8.3f%%", p)
+			for _, name := range cols {
+				fmt.Fprintf(&b, " %16s", fmtDuration(time.Duration(hists[name].ValueAtPercentile(p))))
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "  %9s", "count")
+		for _, name := range cols {
+			fmt.Fprintf(&b, " %16d", hists[name].TotalCount())
+		}
+		b.WriteString("\n")
+		if load.Steady > 0 {
+			b.WriteString("  data is measured from each frame's intended send time (corrected for coordinated omission);\n" +
+				"  data-uncorrected from its actual write. Hot sources have no schedule: both from the write.\n")
+		}
+	}
+	b.WriteString("\n")
+	if s := r.Load; s != nil {
+		fmt.Fprintf(&b, "  %-12s %s frames/s answered intact (data, measured period)\n", "Throughput", groupDigits(uint64(s.EchoRate+0.5)))
+		t := s.Totals
+		fmt.Fprintf(&b, "  %-12s data: sent %s = echoed %s + rejected %s + lost %s + abandoned by fault %s + unanswered %s;\n"+
+			"  %-12s       duplicated %s, corrupted %s, wrong connection %s\n",
+			"Ledger", groupDigits(t.Sent), groupDigits(t.Echoed), groupDigits(t.Rejected), groupDigits(t.Lost),
+			groupDigits(t.Abandoned), groupDigits(t.Unanswered), "", groupDigits(t.Duplicated), groupDigits(t.Corrupted), groupDigits(t.WrongConn))
+		if ct := s.ControlTotals; ct.Sent > 0 {
+			fmt.Fprintf(&b, "  %-12s control: sent %s, echoed %s, lost %s\n", "", groupDigits(ct.Sent), groupDigits(ct.Echoed), groupDigits(ct.Lost))
+		}
+		if r.Lab != nil {
+			writeCPU(&b, "server", r.Lab.Server, t.Echoed)
+			writeCPU(&b, "loadgen", r.Lab.Client, t.Echoed)
+		}
+		if r.Server != nil {
+			l := r.Server.Ledger
+			fmt.Fprintf(&b, "  %-12s accepted %s, completed %s, rejected %s (reactor's final statistics, stopped by %s)\n", "Server",
+				groupDigits(l.Accepted), groupDigits(l.Completed), groupDigits(l.Rejected), r.Server.StoppedBy)
+		}
+		if st := s.Stop; st != nil {
+			fmt.Fprintf(&b, "  %-12s %s", "STOP probe", st.Status)
+			if st.LatencyUs > 0 {
+				fmt.Fprintf(&b, " after %s", fmtDuration(time.Duration(st.LatencyUs*1e3)))
+			}
+			if st.Ledger != nil {
+				fmt.Fprintf(&b, "; ledger accepted %d, completed %d, rejected %d, balanced %v", st.Ledger.Accepted, st.Ledger.Completed, st.Ledger.Rejected, st.Balanced)
+			}
+			b.WriteString("\n")
+		}
+		sc := s.SelfCheck
+		fmt.Fprintf(&b, "  %-12s limit: %s", "Self-check", sc.Limit)
+		if sc.TargetRate > 0 {
+			fmt.Fprintf(&b, "; steady rate %.0f of %.0f frames/s (%.2f%%), send lag p99 %s", sc.AchievedRate, sc.TargetRate, 100*sc.RateRatio,
+				fmtDuration(time.Duration(sc.SendLagP99Us*1e3)))
+		}
+		b.WriteString("\n")
+		for _, why := range sc.Reasons {
+			fmt.Fprintf(&b, "  %-12s   %s\n", "", why)
+		}
+	}
+	if r.Valid {
+		fmt.Fprintf(&b, "  %-12s VALID\n", "Verdict")
+	} else {
+		fmt.Fprintf(&b, "  %-12s INVALID\n", "Verdict")
+		for _, why := range r.Invalid {
+			fmt.Fprintf(&b, "  %-12s   - %s\n", "", why)
+		}
+	}
+	fmt.Fprintf(&b, "  %-12s %s\n", "Files", c.Dir)
+	if spectrum {
+		for _, name := range cols {
+			b.WriteString("\n")
+			var sb strings.Builder
+			if err := results.WriteSpectrum(&sb, "Latency: "+name, hists[name]); err != nil {
+				return err
+			}
+			b.WriteString(sb.String())
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// describeLoad says what the load generator did, in a line.
+func describeLoad(c loadgen.Config) string {
+	var parts []string
+	if c.Hot > 0 {
+		parts = append(parts, fmt.Sprintf("%s × %d in flight", plural(c.Hot, "hot source"), c.InFlight))
+	}
+	if c.Steady > 0 {
+		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all (window %d)", plural(c.Steady, "steady source"), c.Rate, c.Window))
+	}
+	if c.ControlEvery > 0 {
+		parts = append(parts, fmt.Sprintf("PING every %v on %s", c.ControlEvery, plural(c.Control, "control connection")))
+	}
+	if c.StopAt > 0 {
+		parts = append(parts, fmt.Sprintf("STOP at %v", c.StopAt))
+	}
+	parts = append(parts, fmt.Sprintf("%d-byte frames", c.Payload+32))
+	if len(c.Faults) > 0 {
+		parts = append(parts, "wire faults "+strings.Join(c.Faults, " "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describePlacement says where each side ran and whether every thread
+// stayed there.
+func describePlacement(lab *LabResult) string {
+	side := func(name string, p *ProcResult) string {
+		if p == nil {
+			return name + " not started"
+		}
+		if p.CPU < 0 {
+			return name + " unpinned"
+		}
+		ok := "every thread verified"
+		if !p.AffinityOK {
+			ok = "a thread was seen off it"
+		}
+		return fmt.Sprintf("%s on CPU %d (%s)", name, p.CPU, ok)
+	}
+	return side("server", lab.Server) + ", " + side("loadgen", lab.Client)
+}
+
+// writeCPU prints one side's CPU time, its share of a CPU and its cost per
+// echoed frame, over the process's whole life.
+func writeCPU(b *strings.Builder, name string, p *ProcResult, frames uint64) {
+	if p == nil {
+		return
+	}
+	cpu := time.Duration(p.UserNs + p.SysNs)
+	share := 0.0
+	if p.Elapsed > 0 {
+		share = cpu.Seconds() / p.Elapsed.Seconds()
+	}
+	perFrame := "-"
+	if frames > 0 {
+		perFrame = fmtDuration(cpu / time.Duration(frames))
+	}
+	label := ""
+	if name == "server" {
+		label = "CPU, memory"
+	}
+	fmt.Fprintf(b, "  %-12s %-7s %.2f CPU (user %.2f s + sys %.2f s over %.1f s), %s per echoed frame, peak RSS %.1f MiB\n",
+		label, name, share, time.Duration(p.UserNs).Seconds(), time.Duration(p.SysNs).Seconds(), p.Elapsed.Seconds(),
+		perFrame, float64(p.MaxRSS)/(1<<20))
+}
+
+// measuredHistograms reads an interval log back and adds up, per tag, the
+// intervals that start at or after the end of the warm-up.
+func measuredHistograms(path string, start time.Time, warmup time.Duration) (map[string]*hdrhistogram.Histogram, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ivs, err := results.ReadHlog(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// The log keeps milliseconds: allow one for rounding.
+	from := start.Add(warmup).Add(-time.Millisecond)
+	out := map[string]*hdrhistogram.Histogram{}
+	for _, iv := range ivs {
+		if iv.Start.Before(from) {
+			continue
+		}
+		h := out[iv.Tag]
+		if h == nil {
+			h = results.NewHistogram()
+			out[iv.Tag] = h
+		}
+		h.Merge(iv.Hist)
+	}
+	return out, nil
+}
+
+// fmtDuration prints d with three significant digits in a unit a person
+// reads at a glance.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.3gs", d.Seconds())
+}
+
+// plural prints "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// groupDigits prints n with thousands separated by commas.
+func groupDigits(n uint64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,442 @@
+//go:build linux
+
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
+	"golang.org/x/sys/unix"
+)
+
+// maxLabOutput bounds what is read from the lab child: its result holds
+// up to two stdouts of proc.MaxStdout, base64-encoded.
+const maxLabOutput = 4*proc.MaxStdout + 1<<20
+
+// checkBudget bounds CheckLab.
+const checkBudget = 10 * time.Second
+
+// testHooks are set only by this package's tests, never concurrently with
+// a run.
+var testHooks struct {
+	// up is called in the parent once both processes are up.
+	up func(labUp)
+	// afterRun is called in the parent after the run, before the
+	// after-audit.
+	afterRun func(*LabResult)
+}
+
+// Run runs one measured pair as spec says, and returns its record.
+//
+// It returns within spec.Timeout (plus the time to reap what it killed),
+// whatever the processes do; every process and goroutine it started has
+// ended by then, and no thread of this process is left in another network
+// namespace or on another CPU mask than before. The result is nil only
+// with an error for a spec refused before anything started (the error then
+// says which field is wrong). Otherwise the result is complete as far as
+// the run went, always carries the leak audit, and is Valid only if
+// nothing went wrong; the error reports a run that could not be carried
+// out: a lab that could not be set up in Mode lab (wrapping
+// ErrLabUnavailable), a server that never accepted, a timeout,
+// cancellation of ctx.
+//
+// The audit sees the whole process: descriptors opened and processes
+// started by other goroutines during the run are blamed on it. Run one at
+// a time, from a process that is otherwise quiet.
+func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
+	start := time.Now()
+	s, err := ls.validate()
+	if err == nil {
+		err = allowedCPUs(s.CPUs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lab spec: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	ctx, cancel := context.WithDeadlineCause(ctx, start.Add(s.Timeout-auditReserve),
+		fmt.Errorf("timeout %v", s.Timeout))
+	defer cancel()
+
+	primeRuntime()
+	before, berr := takeSnapshot()
+	res := &LabResult{Placement: s.CPUs}
+	switch s.Mode {
+	case ModeLoopback:
+		err = runLoopback(ctx, s, res)
+	default:
+		err = runLab(ctx, s, res)
+		if errors.Is(err, ErrLabUnavailable) && s.Mode == ModeAuto {
+			res.Fallback = err.Error()
+			res.UserNS = false
+			err = runLoopback(ctx, s, res)
+		}
+	}
+	if testHooks.afterRun != nil {
+		testHooks.afterRun(res)
+	}
+	res.Audit = audit(before, berr, res.Namespaces)
+	res.judge(err, s.ServerMayExit)
+	res.Elapsed = time.Since(start)
+	return res, err
+}
+
+// CheckLab sets up an empty lab and tears it down. It returns nil if Run
+// can run in the lab, else an error wrapping ErrLabUnavailable that names
+// the step the kernel refused and its reason. It takes a few tens of
+// milliseconds and leaves nothing behind.
+func CheckLab(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, checkBudget)
+	defer cancel()
+	c, err := startLab(ctx, labRequest{Probe: true, Budget: checkBudget - reportMargin})
+	if err != nil {
+		return err
+	}
+	var setupErr string
+	ok := false
+	for ev := range c.events {
+		if ev.SetupError != "" {
+			setupErr = ev.SetupError
+		}
+		ok = ok || ev.Setup != nil
+	}
+	waitErr := c.wait()
+	switch {
+	case setupErr != "":
+		return fmt.Errorf("%w: %s", ErrLabUnavailable, setupErr)
+	case !ok:
+		return fmt.Errorf("check lab: the lab ended without a word (keeper: %v); stderr: %s", waitErr, c.stderr.String())
+	}
+	return nil
+}
+
+// runLab runs the pair in a lab child and copies its report into res. An
+// error wrapping ErrLabUnavailable means nothing was started.
+func runLab(ctx context.Context, s *spec, res *LabResult) error {
+	res.Mode = ModeLab
+	deadline, _ := ctx.Deadline()
+	req := labRequest{Spec: s.LabSpec, Sysctls: s.sysctls, Budget: time.Until(deadline) - reportMargin}
+	c, err := startLab(ctx, req)
+	if err != nil {
+		return err
+	}
+	var setupErr string
+	var rep *labReport
+	labPid := 0
+	for ev := range c.events {
+		switch {
+		case ev.Started != nil:
+			labPid, res.UserNS, res.Namespaces = ev.Started.Pid, ev.Started.UserNS, ev.Started.Namespaces
+		case ev.SetupError != "":
+			setupErr = ev.SetupError
+		case ev.Setup != nil:
+			for _, n := range ev.Setup.Namespaces {
+				if !slices.Contains(res.Namespaces, n) {
+					res.Namespaces = append(res.Namespaces, n)
+				}
+			}
+			res.Sysctls = ev.Setup.Sysctls
+		case ev.Up != nil:
+			if testHooks.up != nil {
+				up := *ev.Up
+				up.LabPid, up.Namespaces = labPid, slices.Clone(res.Namespaces)
+				testHooks.up(up)
+			}
+		case ev.Result != nil:
+			rep = ev.Result
+		}
+	}
+	waitErr := c.wait()
+	if setupErr != "" {
+		return fmt.Errorf("%w: %s", ErrLabUnavailable, setupErr)
+	}
+	if rep == nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("lab: %w: the lab and everything in it were killed", context.Cause(ctx))
+		}
+		return fmt.Errorf("lab: the lab ended without a result (keeper: %v); stderr: %s", waitErr, c.stderr.String())
+	}
+	res.Addr, res.Control, res.Server, res.Client = rep.Addr, rep.Control, rep.Server, rep.Client
+	if rep.Error != "" {
+		return fmt.Errorf("lab: %s", rep.Error)
+	}
+	if waitErr != nil {
+		return fmt.Errorf("lab: the lab's keeper: %w; stderr: %s", waitErr, c.stderr.String())
+	}
+	return nil
+}
+
+// runLoopback runs the pair from this process on 127.0.0.1, with the same
+// pinning: each side from its own worker thread.
+func runLoopback(ctx context.Context, s *spec, res *LabResult) error {
+	res.Mode = ModeLoopback
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	control := addr
+	for s.Control && control == addr {
+		if control, err = proc.FreeAddr(); err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+	}
+	res.Addr, res.Control = addr, control
+	res.Sysctls = readSysctls(s.sysctls) // the host's: read, never written
+	srvW, err := startWorker("server", nil)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer srvW.stop() // deferred calls run after orchestrate has reaped both
+	cliW, err := startWorker("client", nil)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer cliW.stop()
+	pr := pair{server: srvW, client: cliW, addr: addr, control: control}
+	res.Server, res.Client, err = orchestrate(ctx, s, pr, func(up labUp) {
+		if testHooks.up != nil {
+			testHooks.up(up)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	return nil
+}
+
+// labChild is a started lab keeper, and through it the lab child.
+type labChild struct {
+	cmd    *exec.Cmd     // the keeper
+	events chan labEvent // closed at the end of their output
+	stderr *tailBuffer
+	// release lets the thread that forked the keeper go.
+	release func()
+}
+
+// startLab starts the keeper (role "lab-keeper"), which starts the lab
+// child and passes it req. The keeper is this process's child, in this
+// process's namespaces, with SIGTERM as its parent-death signal: when this
+// process dies, however it dies, the keeper kills the lab child (which
+// takes its whole PID namespace with it) and reaps it at once, so no
+// zombie is left to pin the lab's PID namespace until the host's init gets
+// round to reaping it. The keeper's own zombie holds nothing of the lab.
+// Its first event says where the lab child runs or why it could not start.
+func startLab(ctx context.Context, req labRequest) (*labChild, error) {
+	var err error
+	if req.ParentNS, err = ownNamespaces(); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("lab request: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("lab: stdout pipe: %w", err)
+	}
+	c := &labChild{events: make(chan labEvent), stderr: &tailBuffer{max: proc.StderrTailSize}}
+	cmd := exec.CommandContext(ctx, selfExe)
+	cmd.Env = append(os.Environ(), RoleEnv+"="+keeperRole)
+	cmd.Stdin = bytes.NewReader(body)
+	cmd.Stdout = w
+	cmd.Stderr = c.stderr
+	// On ctx's end the keeper is asked to end the lab (SIGTERM) and so
+	// reaps it; only if it does not within WaitDelay is it killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	c.cmd = cmd
+	c.release, err = startLocked(cmd)
+	w.Close() // the keeper and the lab child have their copies
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("lab: start the keeper: %w", err)
+	}
+	stopRead := context.AfterFunc(ctx, func() {
+		// Ending the lab ends every writer, so EOF follows; this only
+		// bounds the wait if it somehow does not.
+		time.AfterFunc(2*cmd.WaitDelay, func() { r.Close() })
+	})
+	go func() {
+		defer close(c.events)
+		defer stopRead()
+		defer r.Close()
+		dec := json.NewDecoder(io.LimitReader(r, maxLabOutput))
+		for {
+			var ev labEvent
+			if err := dec.Decode(&ev); err != nil {
+				if err != io.EOF {
+					fmt.Fprintf(c.stderr, "\nharness: reading the lab's output: %v\n", err)
+					io.Copy(io.Discard, r) // let it finish writing
+				}
+				return
+			}
+			c.events <- ev
+		}
+	}()
+	return c, nil
+}
+
+// labCloneFlags are the lab child's new namespaces.
+func labCloneFlags(userNS bool) uintptr {
+	f := uintptr(unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS)
+	if userNS {
+		f |= unix.CLONE_NEWUSER
+	}
+	return f
+}
+
+// wait reaps the keeper, after the output has ended, and lets go of the
+// thread that forked it.
+func (c *labChild) wait() error {
+	for range c.events { // drain, if the caller stopped early
+	}
+	err := c.cmd.Wait()
+	c.release()
+	return err
+}
+
+// startLocked starts cmd from a goroutine locked to its thread, and keeps
+// that thread locked until release is called (after the reap): the
+// child's parent-death signal fires when the forking thread exits, and Go
+// ends a thread when a goroutine locked to it returns, which another
+// goroutine could otherwise do to this one. The thread changes nothing
+// about itself, so it goes back to Go's pool on release.
+func startLocked(cmd *exec.Cmd) (release func(), err error) {
+	errc := make(chan error)
+	rel := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		errc <- err
+		if err == nil {
+			<-rel
+		}
+	}()
+	if err := <-errc; err != nil {
+		<-done
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(rel); <-done }) }, nil
+}
+
+// ownNamespaces reads this process's namespaces by kind.
+func ownNamespaces() (map[string]string, error) {
+	m := map[string]string{}
+	for _, k := range []string{"net", "pid", "mnt", "user"} {
+		l, err := os.Readlink("/proc/self/ns/" + k)
+		if err != nil {
+			return nil, fmt.Errorf("read own namespaces: %w", err)
+		}
+		m[k] = l
+	}
+	return m, nil
+}
+
+// childNamespaces reads the namespaces of pid that differ from parent's.
+// A child that has already exited has none left to read.
+func childNamespaces(pid int, parent map[string]string) []string {
+	var out []string
+	for _, k := range []string{"net", "pid", "mnt", "user"} {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, k))
+		if err == nil && l != parent[k] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// judge fills Valid and Invalid from the run's error, both processes and
+// the audit.
+func (r *LabResult) judge(runErr error, serverMayExit bool) {
+	var inv []string
+	if runErr != nil {
+		inv = append(inv, runErr.Error())
+	}
+	for _, p := range []struct {
+		name string
+		r    *ProcResult
+	}{{"server", r.Server}, {"client", r.Client}} {
+		if p.r == nil {
+			if runErr == nil {
+				inv = append(inv, p.name+": never started")
+			}
+			continue
+		}
+		inv = append(inv, p.r.problems(p.name, serverMayExit)...)
+	}
+	for _, d := range r.Audit.Diffs {
+		inv = append(inv, "leak audit: "+d)
+	}
+	r.Invalid = inv
+	r.Valid = len(inv) == 0
+}
+
+// problems names what a process did that makes a run invalid.
+func (p *ProcResult) problems(name string, serverMayExit bool) []string {
+	var out []string
+	if !p.AffinityOK {
+		out = append(out, fmt.Sprintf("%s: a thread was seen off CPU %d: at start %v, last %v",
+			name, p.CPU, p.AffinityStart, p.AffinityEnd))
+	}
+	exit := fmt.Sprintf("exit status %d", p.Code)
+	if p.Signal != "" {
+		exit = "signal: " + p.Signal
+	}
+	switch {
+	case name == "server" && p.SelfExit && !(serverMayExit && p.Code == 0):
+		out = append(out, fmt.Sprintf("server: exited (%s) before it was stopped: it quit or crashed mid-run", exit))
+	case name == "server" && p.SelfExit:
+		// a clean exit it was allowed: it obeyed a STOP
+	case name == "server" && p.Killed:
+		out = append(out, "server: did not exit within the grace after SIGTERM and was killed")
+	case name == "server" && !(p.Code == 0 || p.Signal == "terminated"):
+		out = append(out, fmt.Sprintf("server: %s on SIGTERM", exit))
+	case name == "client" && p.TimedOut:
+		out = append(out, fmt.Sprintf("client: did not exit in its time and was stopped (%s)", exit))
+	case name == "client" && (p.Code != 0 || p.Signal != ""):
+		out = append(out, "client: "+exit)
+	}
+	return out
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b[max(0, len(t.b)-t.max):]))
+}

@@ -1,0 +1,263 @@
+//go:build linux
+
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
+)
+
+// pair is where a run's two processes start: a worker per side (already in
+// its side's network namespace, in the lab), and the server's addresses.
+type pair struct {
+	server, client *worker
+	addr, control  string
+	// probe says whether the client's side must see the addresses accept
+	// before the client starts (lab: over the veth); loopback needs no
+	// second look.
+	probe bool
+}
+
+// labUp is what a run has started, once both processes are up. LabPid and
+// Namespaces are filled in by the parent of a lab (host pid and every lab
+// namespace); ServerPid and ClientPid are in the starter's PID namespace.
+type labUp struct {
+	LabPid     int      `json:"lab_pid,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
+	ServerPid  int      `json:"server_pid"`
+	ClientPid  int      `json:"client_pid"`
+}
+
+// side is one process of a run while it runs.
+type side struct {
+	name string
+	cpu  int
+	w    *worker
+	p    *proc.Process
+
+	mu  sync.Mutex // guards res while the sampler runs
+	res *ProcResult
+}
+
+// orchestrate runs the pair: the server (pinned, from its worker), a look
+// from the client's side at its addresses, the client (pinned, from its
+// worker), samples while the client runs, and the stops: the client's when
+// it has not exited by the client deadline (ctx's deadline less the stop
+// reserve), then the server's. Whatever happens, no process it started is
+// left unreaped when it returns. A nil result means that process was never
+// started.
+func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRes, cliRes *ProcResult, err error) {
+	srv := &side{name: "server", cpu: s.CPUs.Server, w: pr.server}
+	cli := &side{name: "client", cpu: s.CPUs.Client, w: pr.client}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil, nil, errors.New("run: no deadline") // Run always sets one
+	}
+	clientDeadline := deadline.Add(-stopReserve(s.Grace))
+
+	argv, env := s.Server.expand(pr.addr, pr.control)
+	var waits []string
+	if s.Control {
+		waits = []string{pr.control}
+	}
+	err = srv.start(ctx, recorded(s.Server, pr), proc.Spec{
+		Argv: argv, Env: env, Addr: pr.addr, WaitAddrs: waits, Ready: s.Ready, Grace: s.Grace,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+
+	if pr.probe {
+		addrs := []string{pr.addr}
+		if s.Control {
+			addrs = append(addrs, pr.control)
+		}
+		ready := min(s.Ready, time.Until(clientDeadline))
+		if err := pr.client.do(func() error { return dialUntil(ctx, addrs, ready) }); err != nil {
+			return srv.res, nil, errors.Join(fmt.Errorf("server: from the client's namespace: %w", err), srv.stop())
+		}
+	}
+
+	argv, env = s.Client.expand(pr.addr, pr.control)
+	err = cli.start(ctx, recorded(s.Client, pr), proc.Spec{Argv: argv, Env: env, NoListen: true, Grace: s.Grace})
+	if err != nil {
+		return srv.res, nil, errors.Join(err, srv.stop())
+	}
+	if onUp != nil {
+		onUp(labUp{ServerPid: srv.p.Pid(), ClientPid: cli.p.Pid()})
+	}
+
+	stopSampling := make(chan struct{})
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		sampleLoop(s.SampleEvery, stopSampling, srv, cli)
+	}()
+	t := time.NewTimer(time.Until(clientDeadline))
+	select {
+	case <-cli.p.Done():
+	case <-t.C:
+	case <-ctx.Done():
+		err = fmt.Errorf("run interrupted: %w", context.Cause(ctx))
+	}
+	t.Stop()
+	close(stopSampling) // the sampler takes a last sample of both on its way out
+	sampling.Wait()
+
+	// The client first, then the server, whose final statistics then
+	// cover the whole run.
+	err = errors.Join(err, cli.stop(), srv.stop())
+	return srv.res, cli.res, err
+}
+
+// recorded is the argv a ProcResult shows: placeholders replaced, a role
+// still "@role".
+func recorded(p Proc, pr pair) []string {
+	r := strings.NewReplacer(AddrPlaceholder, pr.addr, ControlPlaceholder, pr.control)
+	out := make([]string, len(p.Argv))
+	for i, a := range p.Argv {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+// start pins the side's worker thread and starts the process from it, then
+// records every thread's CPU mask.
+func (sd *side) start(ctx context.Context, argv []string, ps proc.Spec) error {
+	err := sd.w.do(func() error {
+		if err := pinThread(sd.cpu); err != nil {
+			return err
+		}
+		p, err := proc.Start(ctx, ps)
+		sd.p = p
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", sd.name, err)
+	}
+	sd.res = &ProcResult{Argv: argv, Pid: sd.p.Pid(), CPU: sd.cpu, AffinityOK: true}
+	if a, err := sd.p.Affinity(); err == nil {
+		sd.res.AffinityStart = a
+		sd.res.AffinityEnd = a
+		sd.checkAffinity(a)
+	}
+	return nil
+}
+
+// checkAffinity clears AffinityOK if a thread of a pinned process is on
+// any other mask than its CPU.
+func (sd *side) checkAffinity(a []proc.ThreadAffinity) {
+	if sd.cpu < 0 {
+		return
+	}
+	want := strconv.Itoa(sd.cpu)
+	for _, t := range a {
+		if t.CPUs != want {
+			sd.res.AffinityOK = false
+		}
+	}
+}
+
+// sample records one /proc sample of the side's process, if it lives.
+func (sd *side) sample() {
+	if isDone(sd.p) {
+		return
+	}
+	u, uerr := sd.p.Usage()
+	a, aerr := sd.p.Affinity()
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	if uerr == nil {
+		peak := max(sd.res.Sampled.PeakRSS, u.PeakRSS)
+		sd.res.Sampled = u
+		sd.res.Sampled.PeakRSS = peak
+		sd.res.Samples++
+	}
+	if aerr == nil {
+		sd.res.AffinityEnd = a
+		sd.checkAffinity(a)
+	}
+}
+
+// stop stops the side's process (SIGTERM, grace, SIGKILL; nothing if it
+// has exited) and records how it ended. A client stopped this way did not
+// exit in its time.
+func (sd *side) stop() error {
+	self := isDone(sd.p)
+	e, err := sd.p.Stop()
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	r := sd.res
+	r.SelfExit = self
+	r.TimedOut = sd.name == "client" && !self
+	r.Code, r.Signal, r.Killed = e.Code, e.Signal, e.Killed
+	r.Stdout, r.StdoutTruncated, r.StderrTail = e.Stdout, e.StdoutTruncated, e.StderrTail
+	r.UserNs, r.SysNs, r.MaxRSS = e.UserNs, e.SysNs, e.MaxRSS
+	r.Elapsed = e.Elapsed
+	return err
+}
+
+// sampleLoop samples both sides every period until stop is closed, then
+// once more.
+func sampleLoop(period time.Duration, stop <-chan struct{}, sides ...*side) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		for _, sd := range sides {
+			sd.sample()
+		}
+		select {
+		case <-stop:
+			for _, sd := range sides {
+				sd.sample()
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func isDone(p *proc.Process) bool {
+	select {
+	case <-p.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// dialUntil dials each address from the calling thread (so from its network
+// namespace) until it accepts, within bound.
+func dialUntil(ctx context.Context, addrs []string, bound time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var d net.Dialer
+	backoff := time.Millisecond
+	for _, addr := range addrs {
+		for {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				c.Close()
+				break
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("%s not accepting within %v (last: %v): %w", addr, bound, err, context.Cause(ctx))
+			case <-t.C:
+			}
+			backoff = min(2*backoff, 50*time.Millisecond)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,493 @@
+package harness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
+)
+
+// Placeholders replaced in every element of Proc.Argv and Proc.Env.
+const (
+	// AddrPlaceholder is the server's data address, host:port.
+	AddrPlaceholder = "{addr}"
+	// ControlPlaceholder is the server's control address: a second address
+	// when LabSpec.Control is set, else the data address again (a black-box
+	// target serves both classes on one address).
+	ControlPlaceholder = "{control}"
+)
+
+// The lab's fixed addresses. The server's namespace is private to the run,
+// so fixed ports cannot collide with anything.
+const (
+	LabServerIP    = "198.18.0.1"
+	LabClientIP    = "198.18.0.2"
+	LabPrefixLen   = 24
+	LabDataPort    = 9000
+	LabControlPort = 9001
+)
+
+// Defaults for the zero values of LabSpec's durations.
+const (
+	DefaultTimeout     = 5 * time.Minute
+	DefaultGrace       = 5 * time.Second
+	DefaultSampleEvery = 100 * time.Millisecond
+)
+
+// Time kept back from LabSpec.Timeout: auditSettle bounds how long the
+// after-audit retries while it finds a difference (a discarded worker
+// thread, a reaped child's /proc entry or a closed pidfd may take a moment
+// to disappear); auditReserve covers the whole audit; reportMargin is for
+// the lab child to report once its processes are stopped.
+const (
+	auditSettle  = 500 * time.Millisecond
+	auditReserve = auditSettle + 500*time.Millisecond
+	reportMargin = time.Second
+)
+
+// minTimeout is the shortest Timeout that leaves the client a second.
+func minTimeout(grace time.Duration) time.Duration {
+	return stopReserve(grace) + auditReserve + reportMargin + time.Second
+}
+
+// stopReserve is how much of the Timeout a run keeps for stopping its two
+// processes (each up to grace plus proc's bounded wait for their output)
+// and reporting, after the client's time is up.
+func stopReserve(grace time.Duration) time.Duration {
+	return 2*(grace+2*time.Second) + time.Second
+}
+
+// ErrLabUnavailable is wrapped by the error of a lab that could not be set
+// up because the kernel refused a step (clone, mount, a network namespace,
+// the veth, a sysctl). The error names the step and the kernel's reason.
+// Mode auto falls back to loopback on exactly this error; Mode lab returns
+// it.
+var ErrLabUnavailable = errors.New("lab unavailable")
+
+// Mode says where a run takes place.
+type Mode string
+
+const (
+	// ModeAuto runs in the lab if this process can set one up, else on
+	// loopback with the reason recorded in LabResult.Fallback.
+	ModeAuto Mode = "auto"
+	// ModeLab runs in the lab or fails with an error wrapping
+	// ErrLabUnavailable.
+	ModeLab Mode = "lab"
+	// ModeLoopback runs on 127.0.0.1 in this process's namespaces, with the
+	// same pinning.
+	ModeLoopback Mode = "loopback"
+)
+
+// ParseMode accepts "auto", "lab" or "loopback"; "" is auto.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return ModeAuto, nil
+	case ModeAuto, ModeLab, ModeLoopback:
+		return m, nil
+	}
+	return "", fmt.Errorf("mode %q: want auto, lab or loopback", s)
+}
+
+// CPUs is the placement of a run: the CPU each process is pinned to, -1 for
+// unpinned. The zero value pins both to CPU 0, which Run refuses (two
+// measured sides never share a CPU): start from Unpinned.
+type CPUs struct {
+	Server int `json:"server"`
+	Client int `json:"client"`
+}
+
+// Unpinned leaves both processes on every CPU this process may use.
+var Unpinned = CPUs{Server: -1, Client: -1}
+
+// maxCPU bounds a CPU number (the size of the kernel's affinity mask that
+// golang.org/x/sys/unix.CPUSet holds).
+const maxCPU = 1024
+
+// ParseCPUs parses the command-line form of a placement:
+// "server=0,loadgen=1". Each side is a CPU number, or "none" (or -1) for
+// unpinned; a side not
+// named is unpinned ("client" is accepted for "loadgen"); "" leaves both
+// unpinned. Errors name the part that is wrong.
+func ParseCPUs(s string) (CPUs, error) {
+	c := Unpinned
+	if strings.TrimSpace(s) == "" {
+		return c, nil
+	}
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return Unpinned, fmt.Errorf("cpus %q: %q: want side=CPU (server=0,loadgen=1)", s, part)
+		}
+		var dst *int
+		switch k {
+		case "server":
+			dst = &c.Server
+		case "loadgen", "client":
+			k, dst = "loadgen", &c.Client
+		default:
+			return Unpinned, fmt.Errorf("cpus %q: %q: unknown side %q (want server or loadgen)", s, part, k)
+		}
+		if seen[k] {
+			return Unpinned, fmt.Errorf("cpus %q: %s given twice", s, k)
+		}
+		seen[k] = true
+		if v == "none" || v == "-1" {
+			*dst = -1
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n >= maxCPU {
+			return Unpinned, fmt.Errorf("cpus %q: %s: %q is not a CPU number (0..%d) or none", s, k, v, maxCPU-1)
+		}
+		*dst = n
+	}
+	return c, nil
+}
+
+// String is the command-line form, "server=0,loadgen=none"; ParseCPUs
+// reads it back.
+func (c CPUs) String() string {
+	side := func(n int) string {
+		if n < 0 {
+			return "none"
+		}
+		return strconv.Itoa(n)
+	}
+	return "server=" + side(c.Server) + ",loadgen=" + side(c.Client)
+}
+
+// Set parses s into c, so that a *CPUs is a flag.Value.
+func (c *CPUs) Set(s string) error {
+	v, err := ParseCPUs(s)
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// Proc is one process of a run.
+type Proc struct {
+	// Argv is the command and its arguments. Argv[0] is a path, a command
+	// looked up in PATH, or "@role": this program (/proc/self/exe) playing a
+	// registered role (RegisterRole), with Argv[1:] as the role's args.
+	// "{addr}" and "{control}" are replaced in every element.
+	Argv []string `json:"argv"`
+	// Env is extra environment ("K=V"), added to this process's, with the
+	// same placeholders replaced. The server also gets REACTORLAB_LISTEN
+	// set to its data address, last, so it wins.
+	Env []string `json:"env,omitempty"`
+}
+
+// LabSpec describes one measured pair.
+type LabSpec struct {
+	// Server is the reactor or black-box target; it must listen on
+	// {addr} (also in REACTORLAB_LISTEN), and on {control} if Control.
+	Server Proc `json:"server"`
+	// Client is the load generator; it is started once every server
+	// address accepts, and its exit ends the run.
+	Client Proc `json:"client"`
+	// Control says the server serves a separate control address; the run
+	// waits for it too. When false, {control} is the data address.
+	Control bool `json:"control,omitempty"`
+	// ServerMayExit says the server may end by itself, with status 0,
+	// before the harness stops it: a reference reactor that obeys a STOP
+	// frame. Without it such an exit is taken for a crash and the run is
+	// invalid. Any other status is invalid either way.
+	ServerMayExit bool `json:"server_may_exit,omitempty"`
+	// CPUs is the placement; see CPUs for its zero value.
+	CPUs CPUs `json:"cpus"`
+	// Mode is where to run; "" is ModeAuto.
+	Mode Mode `json:"mode,omitempty"`
+	// Timeout is a hard bound on the whole of Run, setup, stops and audit
+	// included (0: DefaultTimeout). The client's time is what is left after
+	// the reserves for stopping both processes (each up to Grace plus 2 s),
+	// for the lab's report and for the audit; Run refuses a Timeout that
+	// leaves it less than a second. When its time is up the client is
+	// stopped and the run marked invalid; a lab that has not reported when
+	// the audit's reserve begins is killed whole.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Ready bounds the wait for the server's addresses to accept
+	// (0: proc.DefaultReady).
+	Ready time.Duration `json:"ready,omitempty"`
+	// Grace is how long a stop waits after SIGTERM before SIGKILL
+	// (0: DefaultGrace).
+	Grace time.Duration `json:"grace,omitempty"`
+	// SampleEvery is the period of the CPU, memory and affinity samples
+	// taken while the processes run (0: DefaultSampleEvery).
+	SampleEvery time.Duration `json:"sample_every,omitempty"`
+	// Sysctls are net.* sysctls to set in both lab namespaces, over the
+	// defaults (net.core.somaxconn=4096, net.ipv4.ip_local_port_range=
+	// "1024 65535"). Only per-namespace net.* keys are accepted; the host's
+	// are never written. On loopback they are read, not set.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+}
+
+// defaultSysctls are set in both lab namespaces: a listen backlog for
+// connection bursts and an ephemeral range for many client connections.
+var defaultSysctls = map[string]string{
+	"net.core.somaxconn":           "4096",
+	"net.ipv4.ip_local_port_range": "1024 65535",
+}
+
+// LabResult is the record of one run. It is plain data and survives a
+// JSON round trip (the lab child sends it to the parent that way).
+type LabResult struct {
+	// Mode is where the run took place: lab or loopback.
+	Mode Mode `json:"mode"`
+	// Fallback is why Mode auto ran on loopback ("" otherwise).
+	Fallback string `json:"fallback,omitempty"`
+	// UserNS reports a rootless lab: its namespaces are owned by a user
+	// namespace in which this process's uid is root.
+	UserNS bool `json:"user_ns,omitempty"`
+	// Addr and Control are the server's addresses as the client saw them.
+	Addr    string `json:"addr"`
+	Control string `json:"control"`
+	// Placement is the requested placement; each ProcResult says what was
+	// verified.
+	Placement CPUs `json:"placement"`
+	// Sysctls are the values read back after setting them in the lab's
+	// namespaces (lab), or the host's, read only (loopback).
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// Namespaces are the lab's namespaces ("net:[4026532…]"): the lab
+	// child's net, pid, mnt (and user) and the server's and client's
+	// network namespaces. None is reachable once Run has returned, or the
+	// run is invalid.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Server and Client are nil for a process that was never started.
+	Server *ProcResult `json:"server,omitempty"`
+	Client *ProcResult `json:"client,omitempty"`
+	// Audit compares this process before and after the run.
+	Audit Audit `json:"audit"`
+	// Valid is true when Invalid is empty: the run completed, both
+	// processes behaved (client exit 0; server stopped by SIGTERM within
+	// the grace, exiting 0 or by that signal, or, with ServerMayExit,
+	// exited 0 by itself), placement held on every thread, and the audit
+	// found nothing left behind.
+	Valid   bool     `json:"valid"`
+	Invalid []string `json:"invalid,omitempty"`
+	// Elapsed is the wall time of Run.
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// ProcResult is what became of one process.
+type ProcResult struct {
+	// Argv is the command as run, placeholders replaced ("@role" stays).
+	Argv []string `json:"argv"`
+	// Pid is the process id in the PID namespace of its starter (the lab's,
+	// in lab mode).
+	Pid int `json:"pid"`
+	// CPU is the requested CPU, -1 for unpinned.
+	CPU int `json:"cpu"`
+	// AffinityStart is every thread's CPU mask just after the start;
+	// AffinityEnd the last one observed while the process was alive (the
+	// client may exit between samples). AffinityOK is false if any thread
+	// of a pinned process was ever seen off its CPU.
+	AffinityStart []proc.ThreadAffinity `json:"affinity_start,omitempty"`
+	AffinityEnd   []proc.ThreadAffinity `json:"affinity_end,omitempty"`
+	AffinityOK    bool                  `json:"affinity_ok"`
+	// Code is the exit code, -1 when a signal ended the process; Signal
+	// names that signal; Killed says the harness had to SIGKILL it;
+	// TimedOut says the client did not exit in its time and was stopped.
+	Code     int    `json:"code"`
+	Signal   string `json:"signal,omitempty"`
+	Killed   bool   `json:"killed,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// SelfExit says the process had exited before the harness stopped it:
+	// what a client does, and what a server does only when it crashed.
+	SelfExit bool `json:"self_exit,omitempty"`
+	// Stdout is all of stdout, up to proc.MaxStdout bytes (the server's
+	// carries its final JSON statistics; base64 in this record's JSON);
+	// StderrTail is the end of stderr.
+	Stdout          []byte `json:"stdout,omitempty"`
+	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
+	StderrTail      string `json:"stderr_tail,omitempty"`
+	// UserNs, SysNs and MaxRSS (bytes) are exact totals from the rusage of
+	// the reap.
+	UserNs int64 `json:"user_ns"`
+	SysNs  int64 `json:"sys_ns"`
+	MaxRSS int64 `json:"max_rss"`
+	// Sampled is the last /proc sample taken while the process ran, with
+	// PeakRSS the highest seen; Samples counts them.
+	Sampled proc.Usage `json:"sampled"`
+	Samples int        `json:"samples"`
+	// Elapsed runs from the start to the exit.
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// Audit is the leak audit of a run.
+type Audit struct {
+	Before Snapshot `json:"before"`
+	After  Snapshot `json:"after"`
+	// Diffs names every difference between Before and After, and every way
+	// one of the lab's namespaces is still reachable; empty means the run
+	// left nothing behind.
+	Diffs []string `json:"diffs,omitempty"`
+}
+
+// Snapshot is the state of this process that a run must leave as it found
+// it.
+type Snapshot struct {
+	// Fds maps each open descriptor to what it refers to.
+	Fds map[int]string `json:"fds"`
+	// Processes are the living descendants: "pid (comm) start=ticks".
+	Processes []string `json:"processes"`
+	// Links are the host namespace's links, "index:name".
+	Links []string `json:"links"`
+	// ThreadNetns and ThreadCPUs are the distinct network namespaces and
+	// CPU masks of this process's threads.
+	ThreadNetns []string `json:"thread_netns"`
+	ThreadCPUs  []string `json:"thread_cpus"`
+}
+
+// spec is a validated LabSpec with its defaults applied.
+type spec struct {
+	LabSpec
+	sysctls map[string]string // defaults with LabSpec.Sysctls over them
+}
+
+// validate checks s and applies defaults. It touches nothing outside s.
+func (s LabSpec) validate() (*spec, error) {
+	v := &spec{LabSpec: s}
+	var errs []error
+	m, err := ParseMode(string(s.Mode))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	v.Mode = m
+	for _, p := range []struct {
+		name string
+		p    Proc
+	}{{"server", s.Server}, {"client", s.Client}} {
+		if err := p.p.check(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"timeout", &v.Timeout, DefaultTimeout},
+		{"ready", &v.Ready, proc.DefaultReady},
+		{"grace", &v.Grace, DefaultGrace},
+		{"sample period", &v.SampleEvery, DefaultSampleEvery},
+	} {
+		if *d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, *d.v))
+		}
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if min := minTimeout(v.Grace); v.Timeout < min {
+		errs = append(errs, fmt.Errorf("timeout %v leaves the client no time: stopping takes up to %v with grace %v; want at least %v",
+			v.Timeout, stopReserve(v.Grace), v.Grace, min))
+	}
+	for _, c := range []struct {
+		name string
+		cpu  int
+	}{{"server", s.CPUs.Server}, {"loadgen", s.CPUs.Client}} {
+		if c.cpu < -1 || c.cpu >= maxCPU {
+			errs = append(errs, fmt.Errorf("cpus: %s: %d is not a CPU number (0..%d) or -1", c.name, c.cpu, maxCPU-1))
+		}
+	}
+	if s.CPUs.Server >= 0 && s.CPUs.Server == s.CPUs.Client {
+		errs = append(errs, fmt.Errorf("cpus %s: both sides on CPU %d (the zero CPUs; use Unpinned or two CPUs)", s.CPUs, s.CPUs.Server))
+	}
+	v.sysctls = maps.Clone(defaultSysctls)
+	for _, k := range slices.Sorted(maps.Keys(s.Sysctls)) {
+		val := s.Sysctls[k]
+		if err := checkSysctl(k, val); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		v.sysctls[k] = val
+	}
+	// The spec travels to the lab child through a 1 MiB pipe read.
+	if b, err := json.Marshal(s); err == nil && len(b) > maxSpecSize {
+		errs = append(errs, fmt.Errorf("the spec is %d bytes as JSON; at most %d (argv and env)", len(b), maxSpecSize))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// maxSpecSize bounds a LabSpec, which the lab child reads from a bounded
+// pipe.
+const maxSpecSize = 512 << 10
+
+// check refuses a Proc that cannot be started.
+func (p Proc) check() error {
+	if len(p.Argv) == 0 || p.Argv[0] == "" {
+		return errors.New("empty Argv")
+	}
+	if name, ok := strings.CutPrefix(p.Argv[0], RolePrefix); ok {
+		if internalRoles[name] {
+			return fmt.Errorf("%q: the role %q is the harness's own", p.Argv[0], name)
+		}
+		if role(name) == nil {
+			return fmt.Errorf("%q: no role %q is registered in this program (registered: %s)",
+				p.Argv[0], name, strings.Join(Roles(), ", "))
+		}
+	}
+	for _, kv := range p.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("env %q: want K=V", kv)
+		}
+	}
+	return nil
+}
+
+// internalRoles are the harness's own roles, which no run may name.
+var internalRoles = map[string]bool{"lab": true, "lab-keeper": true}
+
+// checkSysctl accepts only per-network-namespace keys ("net.…") with a
+// one-line value, so nothing outside the lab's namespaces can be written.
+func checkSysctl(k, v string) error {
+	rest, ok := strings.CutPrefix(k, "net.")
+	if !ok || rest == "" || strings.Contains(k, "..") || strings.HasSuffix(k, ".") ||
+		strings.ContainsFunc(k, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+		}) {
+		return fmt.Errorf("sysctl %q: want a net.* key (net.core.somaxconn)", k)
+	}
+	if v == "" || strings.ContainsAny(v, "\n\x00") {
+		return fmt.Errorf("sysctl %s: value %q: want one non-empty line", k, v)
+	}
+	return nil
+}
+
+// sysctlPath is the /proc/sys file of a checked key.
+func sysctlPath(k string) string {
+	return "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
+}
+
+// expand replaces the placeholders in argv and env and turns "@role" into
+// this program with REACTORLAB_ROLE set.
+func (p Proc) expand(addr, control string) (argv, env []string) {
+	r := strings.NewReplacer(AddrPlaceholder, addr, ControlPlaceholder, control)
+	argv = make([]string, len(p.Argv))
+	for i, a := range p.Argv {
+		argv[i] = r.Replace(a)
+	}
+	for _, kv := range p.Env {
+		env = append(env, r.Replace(kv))
+	}
+	if name, ok := strings.CutPrefix(argv[0], RolePrefix); ok {
+		argv[0] = selfExe
+		env = append(env, RoleEnv+"="+name)
+	}
+	return argv, env
+}

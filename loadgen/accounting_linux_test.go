@@ -1,0 +1,110 @@
+//go:build linux
+
+package loadgen_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// theFrame is the frame of each connection the mutators below tamper with.
+const theFrame = 100
+
+// TestAccountingDetects runs two steady sources against fake targets that
+// each mishandle one frame per connection in one way, and checks that the
+// accounting names exactly that, that the totals balance, and that the run
+// is invalid for every category but rejection.
+func TestAccountingDetects(t *testing.T) {
+	t.Parallel()
+	onConn0 := func(f func(h wire.Header, frame []byte) []fakeWrite) mutator {
+		return func(conn, n int, h wire.Header, frame []byte) []fakeWrite {
+			if conn == 0 && n == theFrame {
+				return f(h, frame)
+			}
+			return []fakeWrite{{conn, frame}}
+		}
+	}
+	cases := []struct {
+		name    string
+		mutate  mutator
+		want    loadgen.Accounting // of the two connections together, Sent and Echoed excepted
+		valid   bool
+		explain string // in the invalid reason
+	}{
+		{"drop", onConn0(func(wire.Header, []byte) []fakeWrite { return nil }),
+			loadgen.Accounting{Lost: 1}, false, "1 lost"},
+		{"corrupt-payload", onConn0(func(_ wire.Header, f []byte) []fakeWrite { f[wire.HeaderSize+7] ^= 0x40; return []fakeWrite{{0, f}} }),
+			loadgen.Accounting{Corrupted: 1}, false, "payload differs from the pattern at byte 7"},
+		{"corrupt-header", onConn0(func(_ wire.Header, f []byte) []fakeWrite { f[24]++; return []fakeWrite{{0, f}} }),
+			loadgen.Accounting{Corrupted: 1}, false, "send ns"},
+		{"duplicate", onConn0(func(_ wire.Header, f []byte) []fakeWrite { return []fakeWrite{{0, f}, {0, f}} }),
+			loadgen.Accounting{Duplicated: 1}, false, "1 duplicated"},
+		{"reject", onConn0(func(h wire.Header, _ []byte) []fakeWrite {
+			return []fakeWrite{{0, wire.AppendFrame(nil, wire.KindReject, 0, h.Token, h.Seq, h.SendNs, []byte("no"))}}
+		}), loadgen.Accounting{Rejected: 1}, true, ""},
+		{"swap", func(conn, n int, h wire.Header, frame []byte) []fakeWrite {
+			if n == theFrame {
+				return []fakeWrite{{1 - conn, frame}} // each connection's frame goes to the other
+			}
+			return []fakeWrite{{conn, frame}}
+		}, loadgen.Accounting{WrongConn: 2, Lost: 2}, false, "delivered to the wrong connection"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := startFake(t, tc.mutate)
+			res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: f.Addr(), Steady: 2, Rate: 2000,
+				Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res.Totals
+			if got.Sent < 2*theFrame+2 {
+				t.Fatalf("sent only %d frames", got.Sent)
+			}
+			settled := got.Echoed + got.Rejected + got.Lost + got.Abandoned + got.Unanswered
+			if tc.name == "corrupt-payload" || tc.name == "corrupt-header" {
+				settled += got.Corrupted // the corrupted answer settled its frame
+			}
+			if settled != got.Sent {
+				t.Errorf("unbalanced: %+v", got)
+			}
+			got.Sent, got.Echoed = 0, 0
+			if got != tc.want {
+				t.Errorf("accounting %+v, want %+v", got, tc.want)
+			}
+			if res.Valid != tc.valid {
+				t.Errorf("valid = %v, want %v (invalid: %q)", res.Valid, tc.valid, res.Invalid)
+			}
+			if !tc.valid && (len(res.Invalid) == 0 || !strings.Contains(strings.Join(res.Invalid, "\n"), tc.explain)) {
+				t.Errorf("invalid reasons %q do not say %q", res.Invalid, tc.explain)
+			}
+			if !tc.valid && !strings.Contains(res.Invalid[0], "steady-") {
+				t.Errorf("invalid reason %q does not name the connection", res.Invalid[0])
+			}
+		})
+	}
+}
+
+// TestStopEchoedByByteEcho: a byte-echo target sends STOP back; that is
+// reported, not an error, and the run goes on to its end.
+func TestStopEchoedByByteEcho(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, nil)
+	res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: f.Addr(), Steady: 1, Rate: 1000,
+		Duration: 300 * time.Millisecond, StopAt: 100 * time.Millisecond, Drain: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stop == nil || res.Stop.Status != "not acknowledged: echoed" {
+		t.Fatalf("stop outcome %+v", res.Stop)
+	}
+	if !res.Valid || res.Measured != 300*time.Millisecond {
+		t.Fatalf("valid %v %q, measured %v: the run should go on after an echoed STOP", res.Valid, res.Invalid, res.Measured)
+	}
+}

@@ -1,0 +1,325 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// Defaults applied by Config.WithDefaults to zero fields.
+const (
+	DefaultWindow         = 1024
+	DefaultPayload        = 32 // a 64-byte frame
+	DefaultDrain          = time.Second
+	DefaultInterval       = time.Second
+	DefaultConnectTimeout = 2 * time.Second
+)
+
+// Limits Validate enforces.
+const (
+	MaxSources  = 10000 // hot, steady and control connections, each
+	MaxInFlight = 65536 // frames in flight per hot source
+	MaxWindow   = 65536 // frames outstanding per steady connection
+	MaxRate     = 1e8   // frames/s across the steady sources
+	// MaxBatchBytes bounds the bytes one write batch may hold (Window or
+	// InFlight frames of Payload bytes): it bounds the memory per connection.
+	MaxBatchBytes = 64 << 20
+)
+
+// ErrConfig is wrapped by every error of Config.Validate and of decoding a
+// Config from JSON.
+var ErrConfig = errors.New("loadgen: bad configuration")
+
+// Config describes one run. The zero value of each field with a default
+// means that default (see WithDefaults); Validate names the first field it
+// finds wrong with its accepted values. A Config round-trips through
+// encoding/json (durations as strings such as "10ms", unknown fields
+// refused), so it can be handed to a load generator child process as a file.
+type Config struct {
+	// DataAddr is the target's data address, "host:port".
+	DataAddr string
+	// ControlAddr is the target's control address; "" means DataAddr (a
+	// black-box target serves both on one address).
+	ControlAddr string
+
+	// Hot is the number of hot sources: closed loop, one connection each,
+	// InFlight frames in flight on it (it sends InFlight frames, then one
+	// new frame per answer; answers that arrive in one read are replaced in
+	// one write).
+	Hot int
+	// InFlight is K, the frames in flight per hot source (>= 1 when Hot > 0).
+	InFlight int
+
+	// Steady is the number of steady sources: open loop, one connection
+	// each, at Rate/Steady frames per second each.
+	Steady int
+	// Rate is the total frames per second across the steady sources, split
+	// evenly. An open loop refuses to run without one.
+	Rate float64
+	// Window bounds the frames outstanding (sent, not yet answered) per
+	// steady connection (default 1024). When it is full the source waits;
+	// the wait counts in the corrected latency and is attributed to the
+	// target.
+	Window int
+
+	// Payload is the payload size in bytes of a DATA frame (default 32, a
+	// 64-byte frame). Payloads carry wire.FillPattern(token, seq) and are
+	// checked on the way back.
+	Payload int
+
+	// ControlEvery is the PING period on each control connection; 0 means no
+	// control probes.
+	ControlEvery time.Duration
+	// Control is the number of control connections (default 1 when
+	// ControlEvery > 0 or StopAt > 0). Their PINGs are spread evenly over
+	// the period.
+	Control int
+	// StopAt, when > 0, sends STOP on the first control connection at this
+	// time after the start of measurement (the end of Warmup); it must come
+	// before the end of Duration.
+	StopAt time.Duration
+
+	// Warmup is sent but not measured; Duration is measured after it; Drain
+	// (default 1 s) is how long outstanding frames may still be answered
+	// after sending stops. A run lasts at most ConnectTimeout + Warmup +
+	// Duration + Drain (plus closing, a few milliseconds).
+	Duration time.Duration
+	Warmup   time.Duration
+	Drain    time.Duration
+	// Interval is the length of the intervals of the HDR interval log and of
+	// progress reports (default 1 s).
+	Interval time.Duration
+	// ConnectTimeout bounds the connection of every source before the run
+	// starts, and each reconnection (default 2 s).
+	ConnectTimeout time.Duration
+
+	// Faults are wire fault specs as faults.ParseWire accepts them ("name"
+	// or "name:k=v,..."), applied in order to every write batch of every
+	// data (hot and steady) connection. Control connections are never
+	// faulted, so control probes and STOP keep measuring the target.
+	Faults []string
+
+	// Progress, when set, is called about once per Interval with the
+	// figures so far, from a goroutine of Run's own (never concurrently
+	// with itself); a slow callback skips reports, it never slows the load.
+	// Run returns after the last call has returned. It is not part of the
+	// JSON form.
+	Progress func(Progress) `json:"-"`
+}
+
+// WithDefaults returns c with every zero field that has a default set to it:
+// ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
+// or StopAt > 0), Drain, Interval and ConnectTimeout.
+func (c Config) WithDefaults() Config {
+	if c.ControlAddr == "" {
+		c.ControlAddr = c.DataAddr
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Payload == 0 {
+		c.Payload = DefaultPayload
+	}
+	if c.Control == 0 && (c.ControlEvery > 0 || c.StopAt > 0) {
+		c.Control = 1
+	}
+	if c.Drain == 0 {
+		c.Drain = DefaultDrain
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	return c
+}
+
+// Validate checks c after WithDefaults and returns every problem found,
+// joined, each wrapping ErrConfig and naming the field (by its reactorlab
+// run flag name) and its accepted values; nil means Run will accept c.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	bad := func(field string, v any, accepted string) {
+		errs = append(errs, fmt.Errorf("%w: %s = %v (accepted: %s)", ErrConfig, field, v, accepted))
+	}
+	checkAddr := func(field, addr string) {
+		host, port, err := net.SplitHostPort(addr)
+		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 || host == "" {
+			bad(field, strconv.Quote(addr), "host:port with a port in 1..65535")
+		}
+	}
+	checkAddr("addr", c.DataAddr)
+	if c.ControlAddr != c.DataAddr {
+		checkAddr("control-addr", c.ControlAddr)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"hot", c.Hot}, {"steady", c.Steady}, {"control", c.Control}} {
+		if f.v < 0 || f.v > MaxSources {
+			bad(f.name, f.v, fmt.Sprintf("0..%d", MaxSources))
+		}
+	}
+	if c.Hot+c.Steady == 0 && c.ControlEvery == 0 {
+		errs = append(errs, fmt.Errorf("%w: no source: hot = 0, steady = 0 and control-every = 0 (accepted: at least one hot or steady source, or control probes)", ErrConfig))
+	}
+	if c.Hot > 0 && (c.InFlight < 1 || c.InFlight > MaxInFlight) {
+		bad("inflight", c.InFlight, fmt.Sprintf("1..%d frames in flight per hot source (closed loop)", MaxInFlight))
+	}
+	switch {
+	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 || c.Rate > MaxRate:
+		bad("rate", c.Rate, fmt.Sprintf("0 < rate <= %g frames/s", MaxRate))
+	case c.Steady > 0 && c.Rate == 0:
+		errs = append(errs, fmt.Errorf("%w: rate = 0: an open loop (steady = %d) refuses to run without a rate (accepted: rate > 0 frames/s across the steady sources)", ErrConfig, c.Steady))
+	case c.Steady == 0 && c.Rate > 0:
+		errs = append(errs, fmt.Errorf("%w: rate = %g without steady sources (accepted: steady >= 1 with a rate, or rate = 0)", ErrConfig, c.Rate))
+	}
+	if c.Window < 1 || c.Window > MaxWindow {
+		bad("window", c.Window, fmt.Sprintf("1..%d frames", MaxWindow))
+	}
+	if c.Payload < 1 || c.Payload > wire.DefaultMaxFrame-wire.HeaderSize {
+		bad("payload", c.Payload, fmt.Sprintf("1..%d bytes (0 means %d)", wire.DefaultMaxFrame-wire.HeaderSize, DefaultPayload))
+	} else {
+		frame := wire.HeaderSize + c.Payload
+		if c.Steady > 0 && c.Window*frame > MaxBatchBytes {
+			bad("window", c.Window, fmt.Sprintf("window x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
+		}
+		if c.Hot > 0 && c.InFlight*frame > MaxBatchBytes {
+			bad("inflight", c.InFlight, fmt.Sprintf("inflight x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
+		}
+	}
+	if c.ControlEvery < 0 || (c.ControlEvery > 0 && c.ControlEvery < 10*time.Microsecond) {
+		bad("control-every", c.ControlEvery, "0 (no control probes) or >= 10µs")
+	}
+	if c.Control > 0 && c.ControlEvery == 0 && c.StopAt == 0 {
+		bad("control", c.Control, "0 when neither control-every nor stop-at is set (a control connection would carry nothing)")
+	}
+	if c.Duration <= 0 || c.Duration > 24*time.Hour {
+		bad("duration", c.Duration, "(0, 24h]")
+	}
+	if c.Warmup < 0 || c.Warmup > 24*time.Hour {
+		bad("warmup", c.Warmup, "[0, 24h]")
+	}
+	if c.StopAt < 0 || (c.StopAt > 0 && c.StopAt >= c.Duration) {
+		bad("stop-at", c.StopAt, fmt.Sprintf("0 (no STOP probe) or in (0, duration = %v)", c.Duration))
+	}
+	if c.Drain < 0 || c.Drain > time.Hour {
+		bad("drain", c.Drain, "(0, 1h] (0 means 1s)")
+	}
+	if c.Interval < time.Millisecond || c.Interval > time.Hour {
+		bad("interval", c.Interval, "[1ms, 1h] (0 means 1s)")
+	}
+	if c.ConnectTimeout < 0 || c.ConnectTimeout > time.Minute {
+		bad("connect-timeout", c.ConnectTimeout, "(0, 1m] (0 means 2s)")
+	}
+	for _, spec := range c.Faults {
+		if _, err := faults.ParseWire(spec); err != nil {
+			errs = append(errs, fmt.Errorf("%w: fault: %w", ErrConfig, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wireFaults parses c.Faults (already validated).
+func (c Config) wireFaults() ([]faults.WireFault, error) {
+	var fs []faults.WireFault
+	for _, spec := range c.Faults {
+		f, err := faults.ParseWire(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: fault: %w", ErrConfig, err)
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
+}
+
+// configJSON is the JSON form of Config: snake_case names, durations as
+// strings in time.Duration syntax.
+type configJSON struct {
+	DataAddr       string   `json:"data_addr"`
+	ControlAddr    string   `json:"control_addr,omitempty"`
+	Hot            int      `json:"hot"`
+	InFlight       int      `json:"inflight"`
+	Steady         int      `json:"steady"`
+	Rate           float64  `json:"rate"`
+	Window         int      `json:"window"`
+	Payload        int      `json:"payload"`
+	ControlEvery   duration `json:"control_every"`
+	Control        int      `json:"control"`
+	StopAt         duration `json:"stop_at"`
+	Duration       duration `json:"duration"`
+	Warmup         duration `json:"warmup"`
+	Drain          duration `json:"drain"`
+	Interval       duration `json:"interval"`
+	ConnectTimeout duration `json:"connect_timeout"`
+	Faults         []string `json:"faults,omitempty"`
+}
+
+// duration is a time.Duration as a JSON string ("10ms").
+type duration time.Duration
+
+func (d duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"10ms\", got %s", b)
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration string such as \"10ms\": %w", err)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// MarshalJSON encodes c with snake_case field names and durations as
+// strings ("1.5s"); Progress is left out.
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(configJSON{
+		DataAddr: c.DataAddr, ControlAddr: c.ControlAddr, Hot: c.Hot, InFlight: c.InFlight,
+		Steady: c.Steady, Rate: c.Rate, Window: c.Window, Payload: c.Payload,
+		ControlEvery: duration(c.ControlEvery), Control: c.Control, StopAt: duration(c.StopAt),
+		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
+		Interval: duration(c.Interval), ConnectTimeout: duration(c.ConnectTimeout), Faults: c.Faults,
+	})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes. Unknown fields, trailing
+// data and durations that are not strings are refused with an error wrapping
+// ErrConfig. Progress is left unset; nothing is validated (see Validate).
+func (c *Config) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var j configJSON
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: data after the configuration object", ErrConfig)
+	}
+	*c = Config{
+		DataAddr: j.DataAddr, ControlAddr: j.ControlAddr, Hot: j.Hot, InFlight: j.InFlight,
+		Steady: j.Steady, Rate: j.Rate, Window: j.Window, Payload: j.Payload,
+		ControlEvery: time.Duration(j.ControlEvery), Control: j.Control, StopAt: time.Duration(j.StopAt),
+		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),
+		Interval: time.Duration(j.Interval), ConnectTimeout: time.Duration(j.ConnectTimeout), Faults: j.Faults,
+	}
+	return nil
+}

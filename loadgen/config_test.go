@@ -1,0 +1,123 @@
+package loadgen_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+)
+
+func validConfig() loadgen.Config {
+	return loadgen.Config{DataAddr: "127.0.0.1:7070", Hot: 1, InFlight: 4, Duration: time.Second}
+}
+
+// TestValidate: every refusal names the field and what is accepted.
+func TestValidate(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	cases := []struct {
+		name string
+		edit func(*loadgen.Config)
+		want []string // substrings of the error
+	}{
+		{"open loop without rate", func(c *loadgen.Config) { c.Hot, c.Steady = 0, 2 }, []string{"rate = 0", "open loop", "refuses to run without a rate", "accepted: rate > 0"}},
+		{"rate without steady", func(c *loadgen.Config) { c.Rate = 100 }, []string{"rate = 100 without steady sources"}},
+		{"NaN rate", func(c *loadgen.Config) { c.Steady, c.Rate = 1, math.NaN() }, []string{"rate = NaN", "accepted: 0 < rate"}},
+		{"hot without inflight", func(c *loadgen.Config) { c.InFlight = 0 }, []string{"inflight = 0", "accepted: 1..65536"}},
+		{"no source", func(c *loadgen.Config) { c.Hot = 0 }, []string{"no source", "accepted: at least one hot or steady source, or control probes"}},
+		{"negative hot", func(c *loadgen.Config) { c.Hot = -1 }, []string{"hot = -1", "accepted: 0..10000"}},
+		{"no duration", func(c *loadgen.Config) { c.Duration = 0 }, []string{"duration = 0s", "accepted: (0, 24h]"}},
+		{"negative warmup", func(c *loadgen.Config) { c.Warmup = -time.Second }, []string{"warmup = -1s"}},
+		{"stop after the end", func(c *loadgen.Config) { c.StopAt = 2 * time.Second }, []string{"stop-at = 2s", "duration = 1s"}},
+		{"bad address", func(c *loadgen.Config) { c.DataAddr = "localhost" }, []string{`addr = "localhost"`, "host:port"}},
+		{"bad control address", func(c *loadgen.Config) { c.ControlAddr = "x:0" }, []string{`control-addr = "x:0"`}},
+		{"tiny control period", func(c *loadgen.Config) { c.ControlEvery = time.Microsecond }, []string{"control-every = 1µs", ">= 10µs"}},
+		{"control without probes", func(c *loadgen.Config) { c.Control = 2 }, []string{"control = 2"}},
+		{"huge window", func(c *loadgen.Config) { c.Steady, c.Rate, c.Window = 1, 10, 1<<20 }, []string{"window = 1048576", "1..65536"}},
+		{"huge payload", func(c *loadgen.Config) { c.Payload = 1 << 20 }, []string{"payload = 1048576"}},
+		{"batch too big", func(c *loadgen.Config) { c.InFlight, c.Payload = 65536, 4096 }, []string{"inflight = 65536", "MiB"}},
+		{"short interval", func(c *loadgen.Config) { c.Interval = time.Microsecond }, []string{"interval = 1µs", "[1ms, 1h]"}},
+		{"unknown fault", func(c *loadgen.Config) { c.Faults = []string{"half-packets", "jitter"} },
+			[]string{`unknown wire fault "jitter"`, "accepted: half-packets, coalesced, slow-consumer, fd-reuse-churn, over-size, reset, half-close"}},
+		{"bad fault parameter", func(c *loadgen.Config) { c.Faults = []string{"reset:after=x"} }, []string{"reset:after=x"}},
+	}
+	for _, tc := range cases {
+		c := validConfig()
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		if !errors.Is(err, loadgen.ErrConfig) {
+			t.Errorf("%s: %v does not wrap ErrConfig", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", tc.name, err, w)
+			}
+		}
+	}
+	// Every problem is reported at once.
+	c := loadgen.Config{Steady: 1, Duration: -1}
+	if err := c.Validate(); err == nil || strings.Count(err.Error(), "\n") < 2 {
+		t.Errorf("several problems, one line: %v", err)
+	}
+}
+
+// TestConfigJSON: a Config survives encoding/json, durations are strings,
+// unknown fields and numeric durations are refused.
+func TestConfigJSON(t *testing.T) {
+	in := loadgen.Config{DataAddr: "198.18.0.1:7070", ControlAddr: "198.18.0.1:7071", Hot: 2, InFlight: 16,
+		Steady: 4, Rate: 12345.5, Window: 64, Payload: 100, ControlEvery: 10 * time.Millisecond, Control: 2,
+		StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
+		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
+		Progress: func(loadgen.Progress) {}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"control_every":"10ms"`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("JSON %s lacks %s", b, s)
+		}
+	}
+	var out loadgen.Config
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	in.Progress = nil
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip\n in %+v\nout %+v", in, out)
+	}
+	for _, bad := range []string{
+		`{"data_addr":"a:1","hot":1,"inflight":1,"duration":"1s","colour":"red"}`,
+		`{"data_addr":"a:1","duration":1000000000}`,
+		`{"data_addr":"a:1","duration":"soon"}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), &out); !errors.Is(err, loadgen.ErrConfig) {
+			t.Errorf("%s: err = %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
+// TestSummaryJSONNames pins the JSON names the CLI and reports read.
+func TestSummaryJSONNames(t *testing.T) {
+	r := &loadgen.Result{Config: validConfig(), Valid: true}
+	b, err := json.Marshal(r.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"valid":true`, `"totals":{"sent":0,"echoed":0,"rejected":0,"lost":0,"duplicated":0,"corrupted":0,"wrong_connection":0,"abandoned_by_fault":0,"unanswered":0}`,
+		`"self_check":{"limit":""`, `"measured_s":0`, `"config":{"data_addr"`} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("summary JSON lacks %s:\n%s", s, b)
+		}
+	}
+}

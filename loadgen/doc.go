@@ -1,0 +1,82 @@
+// Package loadgen has one job: drive one target over TCP with open- and
+// closed-loop load and account for every frame, so that a measurement can be
+// trusted or is loudly marked invalid ([Run]).
+//
+// # Sources
+//
+// Each source has its own connection and a distinct connection token (a
+// fresh one after every reconnection):
+//
+//   - hot sources (closed loop): K frames in flight (Config.InFlight); every
+//     read that brings n answers is followed by one write of n new frames;
+//   - steady sources (open loop): Config.Rate/Config.Steady frames per
+//     second each; frame seq has the intended send time phase + seq/rate, is
+//     stamped (header SendNs) with it, and every frame due is written in one
+//     write; at most Config.Window frames are outstanding, and a source whose
+//     window is full, or whose socket is full, waits — the wait counts in
+//     its corrected latency and is attributed to the target;
+//   - control probes: a PING every Config.ControlEvery on each control
+//     connection, one outstanding at a time. A PING still unanswered when
+//     the next is due holds the next one back; when it is answered, the PINGs
+//     due meanwhile follow one after the other, each stamped with and
+//     measured from its own intended time, so a stall shows in full in
+//     "control" (corrected for coordinated omission, as wrk2 does);
+//   - the STOP probe: one STOP frame on the first control connection at
+//     Config.StopAt after the warm-up; the time to STOP_ACK is class "stop"
+//     and its ledger is decoded. A byte-echo target sends the STOP back:
+//     that is reported as "not acknowledged: echoed", not as an error. The
+//     sending phase ends when STOP_ACK arrives; frames the target never read
+//     after it closed admission are "unanswered", not lost.
+//
+// # Latency
+//
+// Classes of the Result's Recorder (nanoseconds; see the Class* constants):
+// "data" is receive time minus intended time for steady sources (coordinated
+// omission corrected) and minus the actual write for hot sources (a closed
+// loop has no schedule: that is its nature, not an omission);
+// "data-uncorrected" is receive time minus the actual write for both;
+// "control" and "stop" as above; "send-lag" is the generator's own
+// scheduling delay per steady frame; "service/<source>" is the time between
+// reads that brought answers on a data source while it had frames
+// outstanding.
+//
+// # Accounting
+//
+// Every frame is stamped with its connection's token, a per-source seq and
+// a checkable payload, and recorded in a per-connection ring indexed by seq
+// (its size bounds the frames outstanding, so the ring never overwrites an
+// outstanding frame). Each answer settles its frame as echoed (header and
+// payload intact), rejected (REJECT with its token and seq) or corrupted;
+// an answer to a settled frame is a duplicate; a frame with another of our
+// tokens was delivered to the wrong connection. What is unanswered at the
+// end is lost, unless a wire fault closed its connection (abandoned, the
+// fault's doing) or the run was cut short by the caller or by the target's
+// STOP (unanswered). Loss, duplicates, corruption and wrong-connection
+// deliveries make the Result invalid, with reasons naming the connection.
+//
+// # Wire faults
+//
+// With Config.Faults, every write batch of a data connection is a send
+// plan (faults.Writes, one write per frame) rewritten by each fault in turn
+// and played by the loop: writes, sleeps (that connection's writing waits),
+// pauses of reading, half-close, close, reset. A step that ends the
+// connection (close, reset, reconnect) ends the plan: frames already sent
+// are abandoned by fault, frames not yet written go back to the queue and
+// are rebuilt with the next connection's token, and the source reconnects
+// at once. After a half-close the source reads until the target closes,
+// then reconnects; frames still unanswered then are lost (the target must
+// answer everything written before the FIN). After an over-size header the
+// source reads until the target refuses and closes, then reconnects.
+// Shaping faults (half-packets, coalesced, slow-consumer) keep every frame
+// accounted.
+//
+// # Mechanics and limits
+//
+// One loop on a locked OS thread serves every connection with epoll
+// (level-triggered), non-blocking sockets, a timerfd for the schedule and
+// an eventfd for cancellation: no goroutine per connection, batched reads
+// through a wire.Decoder per connection, batched writes, and no allocation
+// per frame (a fault plan allocates per batch). The generator therefore
+// uses one CPU; SelfCheck reports when that CPU, or its scheduling lag, was
+// the limit rather than the target.
+package loadgen

@@ -1,0 +1,211 @@
+//go:build linux
+
+package loadgen_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// TestLT drives the lt reference reactor (a child process) with hot,
+// steady and control sources, and checks the accounting, the closed loop's
+// K in flight, the open loop's rate, the bound on the run's length, the
+// classes recorded, and the files (the interval log read back equals the
+// totals).
+func TestLT(t *testing.T) {
+	r := startReactor(t, reactors.LT)
+	const k = 8
+	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 2, InFlight: k, Steady: 2, Rate: 4000,
+		ControlEvery: 5 * time.Millisecond, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Drain: 500 * time.Millisecond, Interval: 250 * time.Millisecond}
+	began := time.Now()
+	res, err := loadgen.Run(context.Background(), cfg)
+	took := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Valid {
+		t.Fatalf("invalid: %q", res.Invalid)
+	}
+	if bound := cfg.Warmup + cfg.Duration + cfg.Drain + cfg.Drain; took > bound {
+		t.Errorf("Run took %v, more than warm-up + duration + drain (+ %v to connect and close)", took, cfg.Drain)
+	}
+	tot := res.Totals
+	if tot.Sent == 0 || tot.Echoed != tot.Sent || tot.Lost+tot.Corrupted+tot.Duplicated+tot.WrongConn+tot.Abandoned+tot.Unanswered+tot.Rejected != 0 {
+		t.Errorf("totals %+v: want every frame echoed", tot)
+	}
+	if c := res.ControlTotals; c.Sent == 0 || c.Echoed != c.Sent {
+		t.Errorf("control totals %+v", c)
+	}
+	for _, c := range res.Conns {
+		if c.Kind == "hot" && c.MaxInFlight != k {
+			t.Errorf("%s: max in flight %d, want exactly K = %d", c.Name, c.MaxInFlight, k)
+		}
+		if c.Kind == "steady" && c.MaxInFlight > cfg.WithDefaults().Window {
+			t.Errorf("%s: %d in flight, above the window", c.Name, c.MaxInFlight)
+		}
+	}
+	sc := res.SelfCheck
+	if sc.RateRatio < 0.99 || sc.RateRatio > 1.01 {
+		t.Errorf("steady rate ratio %.4f (achieved %.1f of %.0f frames/s): outside 1%%", sc.RateRatio, sc.AchievedRate, sc.TargetRate)
+	}
+	if sc.Limit != loadgen.LimitTarget && sc.Limit != loadgen.LimitLoadgen { // hot sources make the target the limit, unless the loop saturated
+		t.Errorf("limit %q with hot sources: %q", sc.Limit, sc.Reasons)
+	}
+	t.Logf("self-check: %+v", sc)
+
+	// Classes: counts match the accounting of the measured part.
+	rec := res.Recorder
+	data, _ := rec.Histogram(loadgen.ClassData)
+	raw, _ := rec.Histogram(loadgen.ClassDataUncorrected)
+	if data.TotalCount() == 0 || data.TotalCount() != raw.TotalCount() || data.TotalCount() > int64(tot.Echoed) {
+		t.Errorf("data %d, data-uncorrected %d, echoed %d", data.TotalCount(), raw.TotalCount(), tot.Echoed)
+	}
+	for _, name := range []string{loadgen.ClassControl, loadgen.ClassSendLag, "service/hot-0", "service/hot-1", "service/steady-0", "service/steady-1"} {
+		if h, ok := rec.Histogram(name); !ok || h.TotalCount() == 0 {
+			t.Errorf("class %s empty", name)
+		}
+	}
+	if p99 := data.ValueAtPercentile(99); p99 <= 0 || p99 > int64(500*time.Millisecond) {
+		t.Errorf("data p99 %v", time.Duration(p99))
+	}
+
+	dir := t.TempDir()
+	if err := res.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, loadgen.HlogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	logged, err := results.ReadHlog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := results.NewHistogram()
+	warmupEnd := res.Start.Add(cfg.Warmup).Truncate(time.Millisecond)
+	for _, li := range logged {
+		if li.Tag == loadgen.ClassData && !li.Start.Before(warmupEnd) {
+			merged.Merge(li.Hist)
+		}
+	}
+	if !merged.Equals(data) {
+		t.Errorf("interval log: measured data intervals merged to %d values, total has %d", merged.TotalCount(), data.TotalCount())
+	}
+	js, err := os.ReadFile(filepath.Join(dir, loadgen.SummaryFile))
+	if err != nil || !strings.Contains(string(js), `"p99_us"`) || !strings.Contains(string(js), `"valid": true`) {
+		t.Errorf("summary file: %v\n%.400s", err, js)
+	}
+	var back loadgen.Summary // a parent process reads the file back
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatalf("summary does not decode: %v", err)
+	}
+	if want := res.Summary(); !reflect.DeepEqual(back.Totals, want.Totals) || back.Config.Hot != cfg.Hot ||
+		back.Latency.Classes[loadgen.ClassData] != want.Latency.Classes[loadgen.ClassData] || !back.StartTime.Equal(want.StartTime) {
+		t.Errorf("summary round trip:\n got %+v\nwant %+v", back, want)
+	}
+}
+
+// TestStopProbeLT: STOP is acknowledged with a balanced ledger that
+// accounts exactly for the DATA frames we saw answered, the run ends when
+// it is, and nothing is counted lost.
+func TestStopProbeLT(t *testing.T) {
+	r := startReactor(t, reactors.LT)
+	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 1, InFlight: 4, Steady: 2, Rate: 2000,
+		ControlEvery: 10 * time.Millisecond, Duration: 5 * time.Second, StopAt: 300 * time.Millisecond, Drain: time.Second}
+	began := time.Now()
+	res, err := loadgen.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	st := res.Stop
+	if st == nil || st.Status != "acknowledged" || st.Ledger == nil || !st.Balanced {
+		t.Fatalf("stop outcome %+v", st)
+	}
+	if st.Ledger.Accepted != st.DataAnswered {
+		t.Errorf("ledger accepted %d, we saw %d DATA frames answered", st.Ledger.Accepted, st.DataAnswered)
+	}
+	if !res.Valid || res.Totals.Lost != 0 {
+		t.Errorf("valid %v %q, totals %+v", res.Valid, res.Invalid, res.Totals)
+	}
+	if h, _ := res.Recorder.Histogram(loadgen.ClassStop); h.TotalCount() != 1 {
+		t.Errorf("stop class has %d values", h.TotalCount())
+	}
+	if res.Measured < cfg.StopAt || res.Measured > cfg.StopAt+time.Second || took > cfg.StopAt+3*time.Second {
+		t.Errorf("measured %v, took %v: the run should end at STOP_ACK (%v), not at the duration (%v)", res.Measured, took, cfg.StopAt, cfg.Duration)
+	}
+	select {
+	case <-r.Exited():
+	case <-time.After(5 * time.Second):
+		t.Errorf("the reactor did not exit after STOP")
+	}
+	t.Logf("stop %+v; totals %+v", *st, res.Totals)
+}
+
+// TestInterruptStopsEverything cancels a run from its progress callback
+// and checks that Run returns promptly, marked interrupted, with nothing
+// counted lost, and that no goroutine it started is left.
+func TestInterruptStopsEverything(t *testing.T) {
+	r := startReactor(t, reactors.LT)
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reports := 0
+	var cancelled time.Time
+	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 1, InFlight: 16, Steady: 1, Rate: 1000,
+		ControlEvery: 10 * time.Millisecond, Duration: time.Minute, Interval: 50 * time.Millisecond,
+		Progress: func(p loadgen.Progress) {
+			reports++
+			if reports == 3 {
+				cancelled = time.Now()
+				cancel()
+			}
+		}}
+	res, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted || reports < 3 {
+		t.Fatalf("interrupted %v after %d reports", res.Interrupted, reports)
+	}
+	if d := time.Since(cancelled); d > time.Second {
+		t.Errorf("Run returned %v after the cancellation", d)
+	}
+	if res.Totals.Lost != 0 || !res.Valid || res.Totals.Sent != res.Totals.Echoed+res.Totals.Unanswered {
+		t.Errorf("totals %+v, invalid %q", res.Totals, res.Invalid)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched() // goroutines that have finished their work may still be exiting
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+	// A cancelled context before the start is an error, not a run.
+	if _, err := loadgen.Run(ctx, cfg); err == nil {
+		t.Errorf("Run with a cancelled context did not fail")
+	}
+}
+
+// TestConnectFailure: a target that does not listen is an error naming the
+// source and the address.
+func TestConnectFailure(t *testing.T) {
+	_, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: "127.0.0.1:1", Hot: 1, InFlight: 1, Duration: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "hot-0") || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("err = %v", err)
+	}
+}

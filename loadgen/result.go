@@ -1,0 +1,306 @@
+package loadgen
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// The latency classes of a run's Recorder (values in nanoseconds).
+const (
+	// ClassData is DATA round-trip time. Steady sources measure it from
+	// each frame's intended send time (corrected for coordinated omission);
+	// hot sources, having no schedule, from the actual write.
+	ClassData = "data"
+	// ClassDataUncorrected is DATA round-trip time from the actual write:
+	// the same frames as ClassData, without the time a frame waited to be
+	// written (window full, socket full, a fault's pause).
+	ClassDataUncorrected = "data-uncorrected"
+	// ClassControl is PING round-trip time from each PING's intended time.
+	ClassControl = "control"
+	// ClassStop is the time from writing STOP to reading STOP_ACK.
+	ClassStop = "stop"
+	// ClassSendLag is, per steady frame, how late the generator built it:
+	// from the later of its intended time and the moment the connection
+	// could take it (window open, socket writable, no fault pause) to the
+	// moment it was built. It is the generator's own scheduling delay.
+	ClassSendLag = "send-lag"
+	// ClassServicePrefix + connection name ("service/hot-0") is the time
+	// between consecutive reads that brought answers on that connection,
+	// counted only while it had frames outstanding.
+	ClassServicePrefix = "service/"
+)
+
+// The values of SelfCheck.Limit.
+const (
+	LimitNone    = "none"
+	LimitLoadgen = "loadgen"
+	LimitTarget  = "target"
+)
+
+// Accounting counts frames. For the frames a connection sent, every one ends
+// in exactly one of Echoed, Rejected, Lost, Abandoned, Unanswered or
+// Corrupted (when the answer that settled it failed a check):
+//
+//	Sent = Echoed + Rejected + Lost + Abandoned + Unanswered + corrupted answers
+//
+// Duplicated, WrongConn and the Corrupted frames that answer nothing of
+// ours are receptions beyond that balance.
+type Accounting struct {
+	// Sent counts frames written in full.
+	Sent uint64 `json:"sent"`
+	// Echoed counts frames answered intact: same header, payload matching
+	// wire.FillPattern(token, seq).
+	Echoed uint64 `json:"echoed"`
+	// Rejected counts frames answered by a REJECT with their token and seq.
+	Rejected uint64 `json:"rejected"`
+	// Lost counts frames still unanswered when the run ended normally
+	// (after Drain), or when the target closed the connection.
+	Lost uint64 `json:"lost"`
+	// Duplicated counts answers to frames already answered.
+	Duplicated uint64 `json:"duplicated"`
+	// Corrupted counts received frames that failed a check: payload not the
+	// pattern, a header field changed, a seq never sent, a token not ours,
+	// an unexpected kind, or a broken stream.
+	Corrupted uint64 `json:"corrupted"`
+	// WrongConn counts frames received on one of our connections carrying
+	// the token of another one.
+	WrongConn uint64 `json:"wrong_connection"`
+	// Abandoned counts frames outstanding on a connection that a wire fault
+	// itself closed, reset or reconnected (or that carried an over-size
+	// header): expected, not loss.
+	Abandoned uint64 `json:"abandoned_by_fault"`
+	// Unanswered counts frames outstanding when the run ended for a reason
+	// that excuses the target: Run's context was cancelled, or the target
+	// stopped after our STOP (frames it never read, after it closed
+	// admission).
+	Unanswered uint64 `json:"unanswered"`
+}
+
+func (a *Accounting) add(b Accounting) {
+	a.Sent += b.Sent
+	a.Echoed += b.Echoed
+	a.Rejected += b.Rejected
+	a.Lost += b.Lost
+	a.Duplicated += b.Duplicated
+	a.Corrupted += b.Corrupted
+	a.WrongConn += b.WrongConn
+	a.Abandoned += b.Abandoned
+	a.Unanswered += b.Unanswered
+}
+
+// bad reports whether a shows any loss, duplicate, corruption or
+// wrong-connection delivery.
+func (a Accounting) bad() bool {
+	return a.Lost > 0 || a.Duplicated > 0 || a.Corrupted > 0 || a.WrongConn > 0
+}
+
+// ConnResult is one source's connection: its accounting over every physical
+// connection it used (a wire fault may reconnect it, with a new token each
+// time).
+type ConnResult struct {
+	// Name is "hot-<i>", "steady-<i>" or "control-<i>".
+	Name string `json:"name"`
+	// Kind is "hot", "steady" or "control".
+	Kind string `json:"kind"`
+	// Token is the token of its first connection; each reconnection has a
+	// new one.
+	Token       uint64 `json:"token"`
+	Connections int    `json:"connections"`
+	Accounting
+	// MaxInFlight is the most frames it ever had outstanding.
+	MaxInFlight int `json:"max_in_flight"`
+	// OverSizeRejected counts REJECTs of the over-size fault's header.
+	OverSizeRejected uint64 `json:"over_size_rejected,omitempty"`
+	// ConnectErrors counts failed reconnections.
+	ConnectErrors uint64 `json:"connect_errors,omitempty"`
+	// BlockedS is, for steady and control sources, how long due frames
+	// waited, by cause: "window" (outstanding frames at the window), "socket"
+	// (the kernel's send buffer full), "fault" (a wire fault's pause or
+	// reconnection).
+	BlockedS map[string]float64 `json:"blocked_s,omitempty"`
+	// Evidence holds the first few anomalies, with the frames concerned.
+	Evidence []string `json:"evidence,omitempty"`
+	// Ended says why the connection stopped before the end of the run, if
+	// it did.
+	Ended string `json:"ended,omitempty"`
+}
+
+// SelfCheck says whether the generator itself kept up, and which side
+// limited the run.
+type SelfCheck struct {
+	// Limit is LimitNone, LimitLoadgen (its own scheduling lag or CPU) or
+	// LimitTarget (window full, backpressure, or hot sources, which by
+	// design send as fast as the target answers).
+	Limit string `json:"limit"`
+	// Reasons explains Limit with figures.
+	Reasons []string `json:"reasons,omitempty"`
+	// TargetRate and AchievedRate are frames/s across the steady sources
+	// over the measured time; RateRatio = achieved / target (1 is exact;
+	// the check wants it within 1%).
+	TargetRate   float64 `json:"target_rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+	RateRatio    float64 `json:"rate_ratio"`
+	// SendLagP99Us and SendLagMaxUs summarise ClassSendLag over the
+	// measured time; the check wants p99 < 1 ms.
+	SendLagP99Us float64 `json:"send_lag_p99_us"`
+	SendLagMaxUs float64 `json:"send_lag_max_us"`
+	// BlockedS sums the steady sources' BlockedS by cause.
+	BlockedS map[string]float64 `json:"blocked_s,omitempty"`
+	// HotEchoRate is frames/s answered to hot sources over the measured time.
+	HotEchoRate float64 `json:"hot_echo_rate"`
+	// LoopBusy is the fraction of the run the generator's loop thread was
+	// on a CPU; near 1 the generator is saturated.
+	LoopBusy float64 `json:"loop_busy"`
+	// CPUUserS and CPUSysS are this process's CPU time during the run.
+	CPUUserS float64 `json:"cpu_user_s"`
+	CPUSysS  float64 `json:"cpu_sys_s"`
+}
+
+// StopOutcome is what became of the STOP probe.
+type StopOutcome struct {
+	// Status is "acknowledged", "not acknowledged: echoed" (a byte-echo
+	// target sent the STOP frame back), "not acknowledged: no answer", or
+	// "not sent: <why>".
+	Status string `json:"status"`
+	// Connection is the control connection that carried it.
+	Connection string `json:"connection,omitempty"`
+	// SentAtS is when it was written, in seconds since the run started.
+	SentAtS float64 `json:"sent_at_s,omitempty"`
+	// LatencyUs is the time to STOP_ACK (also in ClassStop).
+	LatencyUs float64 `json:"latency_us,omitempty"`
+	// Ledger is the STOP_ACK's ledger, decoded by wire.DecodeLedger.
+	Ledger   *wire.Ledger `json:"ledger,omitempty"`
+	Balanced bool         `json:"balanced,omitempty"`
+	// LedgerError is why the STOP_ACK payload could not be decoded.
+	LedgerError string `json:"ledger_error,omitempty"`
+	// DataAnswered is the DATA frames we saw echoed or rejected; with no
+	// other client and no connection fault it equals Ledger.Accepted.
+	DataAnswered uint64 `json:"data_answered,omitempty"`
+}
+
+// Progress is a report during a run.
+// Durations are nanoseconds in its JSON form.
+type Progress struct {
+	Elapsed   time.Duration `json:"elapsed_ns"` // since the run started (warm-up included)
+	Measuring bool          `json:"measuring"`  // the warm-up is over
+	Sent      uint64        `json:"sent"`       // frames written in full, every connection
+	Echoed    uint64        `json:"echoed"`     // frames answered intact, every connection
+	// Rate is frames answered intact per second over the last interval.
+	Rate float64 `json:"rate"`
+	// DataP99 and ControlP99 are the 99th percentiles of the last closed
+	// interval (0 when it had no values).
+	DataP99    time.Duration `json:"data_p99_ns"`
+	ControlP99 time.Duration `json:"control_p99_ns"`
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	// Config is the configuration run, defaults applied.
+	Config Config
+	// Recorder holds the latency classes (Class* constants), closed.
+	Recorder *results.Recorder
+	// Start is when sending started; Measured is the measured part of the
+	// sending phase (Duration, or less if the run was cut short).
+	Start    time.Time
+	Measured time.Duration
+	// Interrupted is true when Run's context ended the run early.
+	Interrupted bool
+	// Valid is false when any frame was lost, duplicated, corrupted or
+	// delivered to the wrong connection, or the STOP ledger was not
+	// balanced; Invalid says why, naming connections and counts.
+	Valid   bool
+	Invalid []string
+	// Totals sums the data (hot and steady) connections; ControlTotals the
+	// control connections (PINGs).
+	Totals        Accounting
+	ControlTotals Accounting
+	// Conns has one entry per source, hot, steady and control, in that
+	// order.
+	Conns []ConnResult
+	// SelfCheck says whether the generator kept up and which side limited
+	// the run.
+	SelfCheck SelfCheck
+	// Stop is the STOP probe's outcome (nil without one).
+	Stop *StopOutcome
+}
+
+// Summary is the JSON form of a Result: the same fields (Measured in
+// seconds, the Recorder as per-class latency summaries in microseconds),
+// plus EchoRate. Field names are stable; it round-trips through
+// encoding/json.
+type Summary struct {
+	Valid         bool            `json:"valid"`
+	Invalid       []string        `json:"invalid,omitempty"`
+	Interrupted   bool            `json:"interrupted"`
+	StartTime     time.Time       `json:"start_time"`
+	MeasuredS     float64         `json:"measured_s"`
+	Config        Config          `json:"config"`
+	Totals        Accounting      `json:"totals"`
+	ControlTotals Accounting      `json:"control_totals"`
+	EchoRate      float64         `json:"echo_rate"` // data frames answered intact per measured second
+	SelfCheck     SelfCheck       `json:"self_check"`
+	Stop          *StopOutcome    `json:"stop,omitempty"`
+	Latency       results.Summary `json:"latency"`
+	Conns         []ConnResult    `json:"connections"`
+}
+
+// Summary returns the JSON-ready summary of r.
+func (r *Result) Summary() Summary {
+	s := Summary{Valid: r.Valid, Invalid: r.Invalid, Interrupted: r.Interrupted, StartTime: r.Start,
+		MeasuredS: r.Measured.Seconds(), Config: r.Config, Totals: r.Totals, ControlTotals: r.ControlTotals,
+		SelfCheck: r.SelfCheck, Stop: r.Stop, Conns: r.Conns}
+	if r.Recorder != nil {
+		s.Latency = r.Recorder.Summary()
+		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {
+			s.EchoRate = float64(h.TotalCount()) / r.Measured.Seconds()
+		}
+	}
+	return s
+}
+
+// Files written by WriteFiles.
+const (
+	HlogFile    = "loadgen.hlog"
+	SummaryFile = "loadgen.json"
+)
+
+// WriteFiles writes the interval log (HlogFile) and the summary as indented
+// JSON (SummaryFile) into dir, which must exist.
+func (r *Result) WriteFiles(dir string) error {
+	if r.Recorder != nil {
+		if err := writeFile(filepath.Join(dir, HlogFile), func(w *bufio.Writer) error { return r.Recorder.WriteHlog(w) }); err != nil {
+			return err
+		}
+	}
+	return writeFile(filepath.Join(dir, SummaryFile), func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r.Summary())
+	})
+}
+
+func writeFile(path string, fill func(*bufio.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("loadgen: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	err = fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("loadgen: writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+//go:build linux
+
+package loadgen
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"unsafe"
+	_ "unsafe" // go:linkname
+
+	"golang.org/x/sys/unix"
+)
+
+// The loop's hot syscalls go through unix.RawSyscall: a read or write on a
+// non-blocking socket and an epoll_wait with timeout 0 never block, so the
+// runtime's entersyscall/exitsyscall bookkeeping is pure overhead on them.
+// Only a wait that may block goes through unix.EpollWait (the Syscall path),
+// so that the runtime can run other goroutines and stop the world meanwhile.
+
+// nanotime is runtime.nanotime: CLOCK_MONOTONIC through the vDSO.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// threadCPU is the CPU time (user + system, ns) of the calling thread.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+func rawRead(fd int, p []byte) (int, unix.Errno) {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == unix.EINTR {
+			continue
+		}
+		return int(n), e
+	}
+}
+
+func rawWrite(fd int, p []byte) (int, unix.Errno) {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == unix.EINTR {
+			continue
+		}
+		return int(n), e
+	}
+}
+
+// pollNow is epoll_wait with timeout 0.
+func pollNow(epfd int, evs []unix.EpollEvent) (int, unix.Errno) {
+	for {
+		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		return int(n), e
+	}
+}
+
+// waitBlocking is epoll_wait through the runtime's syscall path.
+func waitBlocking(epfd int, evs []unix.EpollEvent, msec int) (int, error) {
+	for {
+		n, err := unix.EpollWait(epfd, evs, msec)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, os.NewSyscallError("epoll_wait", err)
+		}
+		return n, nil
+	}
+}
+
+// resolve turns "host:port" into a socket address.
+func resolve(addr string) (unix.Sockaddr, error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: resolving %s: %w", addr, err)
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return &unix.SockaddrInet4{Port: ta.Port, Addr: [4]byte(ip4)}, nil
+	}
+	sa := &unix.SockaddrInet6{Port: ta.Port, Addr: [16]byte(ta.IP.To16())}
+	if ta.Zone != "" {
+		if ifi, err := net.InterfaceByName(ta.Zone); err == nil {
+			sa.ZoneId = uint32(ifi.Index)
+		}
+	}
+	return sa, nil
+}
+
+// dial opens a non-blocking, close-on-exec TCP socket with TCP_NODELAY and
+// starts connecting it to sa. connected is true when the connection was
+// established at once; otherwise it completes when the fd turns writable
+// (see connectResult).
+func dial(sa unix.Sockaddr) (fd int, connected bool, err error) {
+	family := unix.AF_INET
+	if _, ok := sa.(*unix.SockaddrInet6); ok {
+		family = unix.AF_INET6
+	}
+	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, false, os.NewSyscallError("socket", err)
+	}
+	// Frames are written in batches already; Nagle would only hold a small
+	// batch back while an earlier one is unacknowledged.
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		unix.Close(fd)
+		return -1, false, os.NewSyscallError("setsockopt TCP_NODELAY", err)
+	}
+	switch err := unix.Connect(fd, sa); err {
+	case nil:
+		return fd, true, nil
+	case unix.EINPROGRESS:
+		return fd, false, nil
+	default:
+		unix.Close(fd)
+		return -1, false, os.NewSyscallError("connect", err)
+	}
+}
+
+// connectResult is the outcome of a non-blocking connect once the fd is
+// writable (or in error).
+func connectResult(fd int) error {
+	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return os.NewSyscallError("getsockopt SO_ERROR", err)
+	}
+	if v != 0 {
+		return os.NewSyscallError("connect", unix.Errno(v))
+	}
+	return nil
+}
+
+// closeReset closes fd with an RST (SO_LINGER 0).
+func closeReset(fd int) error {
+	err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// armTimer arms timerfd fd to fire once after d (d <= 0: at once, 1 ns).
+func armTimer(fd int, d int64) error {
+	d = max(d, 1)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d)}
+	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
+		return os.NewSyscallError("timerfd_settime", err)
+	}
+	return nil
+}
+
+// drainFd reads an eventfd or timerfd counter (8 bytes) so that it is no
+// longer readable.
+func drainFd(fd int) {
+	var b [8]byte
+	rawRead(fd, b[:])
+}
+
+// writeEventfd adds 1 to an eventfd counter.
+func writeEventfd(fd int) {
+	one := [8]byte{1}
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&one[0])), 8)
+		if e != unix.EINTR {
+			return // EAGAIN: the counter is saturated, the fd readable anyway
+		}
+	}
+}
