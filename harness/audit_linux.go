@@ -66,7 +66,7 @@ func audit(before Snapshot, beforeErr error, labNS []string) Audit {
 			diffs = append(diffs, "audit after the run: "+err.Error())
 		}
 		if len(labNS) > 0 {
-			reach, err := reachable(labNS)
+			reach, err := reachable(labNS, os.Getpid())
 			if err != nil {
 				diffs = append(diffs, "audit of the lab's namespaces: "+err.Error())
 			}
@@ -176,6 +176,23 @@ func readProcs() ([]procEntry, error) {
 	return out, nil
 }
 
+// subtree lists root and every descendant of it, zombies included.
+func subtree(root int) ([]int, error) {
+	procs, err := readProcs()
+	if err != nil {
+		return nil, err
+	}
+	kids := map[int][]int{}
+	for _, p := range procs {
+		kids[p.ppid] = append(kids[p.ppid], p.pid)
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, kids[out[i]]...)
+	}
+	return out, nil
+}
+
 // descendants lists the living (not zombie) descendants of pid as
 // "pid (comm) start=ticks", sorted.
 func descendants(pid int) ([]string, error) {
@@ -266,21 +283,29 @@ var nsKinds = []string{"net", "pid", "pid_for_children", "mnt", "user"}
 // it again and the kernel frees it. What this does not see: descriptors of
 // sockets created inside (which pin their network namespace) held outside
 // the lab, and processes this user may not inspect.
-func reachable(ns []string) ([]string, error) {
+//
+// Only root and its descendants (zombies included) are looked at, and the
+// mounts of their mount namespaces. A namespace is named by its inode
+// number, and the kernel hands a freed number to the next namespace
+// created (the lowest free one): a lab run concurrently by another process
+// (another test binary of `go test ./...`, say) may hold a namespace with
+// the very name of one of ours that is gone. Only this process's own tree
+// can hold ours: nothing of the lab's is ever handed outside it, and every
+// process of the lab descends from it (in lab mode the lab's PID namespace
+// dies with the lab child, which is reaped before the audit).
+func reachable(ns []string, root int) ([]string, error) {
 	want := map[string]bool{}
 	for _, n := range ns {
 		want[n] = true
 	}
-	names, err := readNames("/proc")
+	tree, err := subtree(root)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	mntSeen := map[string]bool{}
-	for _, n := range names {
-		if _, err := strconv.Atoi(n); err != nil {
-			continue
-		}
+	for _, pid := range tree {
+		n := strconv.Itoa(pid)
 		dir := "/proc/" + n
 		comm, _ := os.ReadFile(dir + "/comm")
 		who := fmt.Sprintf("pid %s (%s)", n, strings.TrimSpace(string(comm)))

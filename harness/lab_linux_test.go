@@ -355,6 +355,15 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Orphans of the killed harness (its keeper, and so the lab) come to
+	// this process, so that everything the harness started stays in this
+	// process's tree, where reachable looks (it cannot look at every
+	// process: namespace names are reused by labs that other test binaries
+	// run meanwhile).
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatalf("become a child subreaper: %v", err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	spec := echoSpec(ModeLab, twoCPUs(t))
 	spec.Server.Argv = []string{"@test-echo", "--fork"}
 	spec.Client.Argv = []string{"@test-client", "--hold", "1h", "{addr}"}
@@ -405,7 +414,7 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 	killed := time.Now()
 	var left []string
 	for {
-		left, err = reachable(up.Namespaces)
+		left, err = reachable(up.Namespaces, os.Getpid())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,6 +438,11 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 		t.Fatalf("1 s after SIGKILL of the harness:\n%s", strings.Join(left, "\n"))
 	}
 	t.Logf("nothing reachable %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	// The keeper is this process's child now: reap its zombie.
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(keeper, &ws, 0, nil); err != nil {
+		t.Logf("reap the keeper %d: %v", keeper, err)
+	}
 }
 
 // inPidNS lists the processes whose PID namespace is ns.

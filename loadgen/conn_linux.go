@@ -114,7 +114,7 @@ type conn struct {
 	inEpoll   bool   // fd is in the epoll set
 	interest  uint32 // epoll events registered
 	token     uint64
-	dec       *wire.Decoder
+	split     splitter // the answer stream, cut into frames
 	frameKind wire.Kind
 	frameSize int
 
@@ -193,7 +193,7 @@ func (c *conn) connect() error {
 		c.firstToken = c.token
 	}
 	c.connections++
-	c.dec.Reset()
+	c.split.reset()
 	c.written, c.built = 0, 0
 	c.out, c.outOff = c.out[:0], 0
 	c.plan, c.planPos, c.stepOff, c.planWait = nil, 0, 0, 0
@@ -713,11 +713,11 @@ func (c *conn) onReadable() {
 		c.peerEnded(errEOF)
 		return
 	}
-	c.dec.Write(l.readBuf[:n])
+	c.split.feed(l.readBuf[:n])
 	answered := 0
 	data, raw, ctl := l.scratch[0][:0], l.scratch[1][:0], l.scratch[2][:0]
 	for {
-		h, p, ok, err := c.dec.Next()
+		h, p, ok, err := c.split.next()
 		if err != nil {
 			c.flushLatencies(data, raw, ctl)
 			c.streamBroken(err)

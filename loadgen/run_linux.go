@@ -251,7 +251,7 @@ func ringFor(n int) int {
 func (l *loop) addConn(kind connKind, i int, sa unix.Sockaddr, fk wire.Kind, frame, limit, ring int) {
 	c := &conn{l: l, idx: len(l.conns), kind: kind, name: fmt.Sprintf("%s-%d", kind, i), sa: sa, fd: -1,
 		frameKind: fk, frameSize: frame, limit: limit, ring: make([]slot, ring), mask: uint64(ring - 1),
-		dec: wire.NewDecoder(max(frame, 64<<10)), blockedSince: -1, serviceFrom: -1, endSeq: math.MaxUint64}
+		split: splitter{max: max(frame, 64<<10)}, blockedSince: -1, serviceFrom: -1, endSeq: math.MaxUint64}
 	switch kind {
 	case kindSteady:
 		c.period = 1e9 * float64(l.cfg.Steady) / l.cfg.Rate
