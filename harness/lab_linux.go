@@ -90,7 +90,7 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 		testHooks.afterRun(res)
 	}
 	res.Audit = audit(before, berr, res.Namespaces)
-	res.judge(err, s.ServerMayExit)
+	res.judge(err, s.ServerMayExit, s.Alone())
 	res.Elapsed = time.Since(start)
 	return res, err
 }
@@ -366,7 +366,7 @@ func childNamespaces(pid int, parent map[string]string) []string {
 
 // judge fills Valid and Invalid from the run's error, both processes and
 // the audit.
-func (r *LabResult) judge(runErr error, serverMayExit bool) {
+func (r *LabResult) judge(runErr error, serverMayExit, alone bool) {
 	var inv []string
 	if runErr != nil {
 		inv = append(inv, runErr.Error())
@@ -376,7 +376,7 @@ func (r *LabResult) judge(runErr error, serverMayExit bool) {
 		r    *ProcResult
 	}{{"server", r.Server}, {"client", r.Client}} {
 		if p.r == nil {
-			if runErr == nil {
+			if runErr == nil && !(alone && p.name == "server") {
 				inv = append(inv, p.name+": never started")
 			}
 			continue

@@ -63,6 +63,10 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 	}
 	clientDeadline := deadline.Add(-stopReserve(s.Grace))
 
+	if s.Alone() {
+		cliRes, err = runAlone(ctx, s, pr, cli, clientDeadline, onUp)
+		return nil, cliRes, err
+	}
 	argv, env := s.Server.expand(pr.addr, pr.control)
 	var waits []string
 	if s.Control {
@@ -117,6 +121,37 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 	// cover the whole run.
 	err = errors.Join(err, cli.stop(), srv.stop())
 	return srv.res, cli.res, err
+}
+
+// runAlone runs the client of a spec without a server: started, sampled,
+// waited for within its deadline, stopped if it overstays.
+func runAlone(ctx context.Context, s *spec, pr pair, cli *side, clientDeadline time.Time, onUp func(labUp)) (*ProcResult, error) {
+	argv, env := s.Client.expand(pr.addr, pr.control)
+	if err := cli.start(ctx, recorded(s.Client, pr), proc.Spec{Argv: argv, Env: env, NoListen: true, Grace: s.Grace}); err != nil {
+		return nil, err
+	}
+	if onUp != nil {
+		onUp(labUp{ClientPid: cli.p.Pid()})
+	}
+	stopSampling := make(chan struct{})
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		sampleLoop(s.SampleEvery, stopSampling, cli)
+	}()
+	t := time.NewTimer(time.Until(clientDeadline))
+	var err error
+	select {
+	case <-cli.p.Done():
+	case <-t.C:
+	case <-ctx.Done():
+		err = fmt.Errorf("run interrupted: %w", context.Cause(ctx))
+	}
+	t.Stop()
+	close(stopSampling)
+	sampling.Wait()
+	return cli.res, errors.Join(err, cli.stop())
 }
 
 // recorded is the argv a ProcResult shows: placeholders replaced, a role

@@ -45,6 +45,7 @@ func conform(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "bound on each case (0: the case's own bound)")
 	verbose := fs.Bool("v", false, "show every case's log and evidence, not only the failures'")
 	grace := fs.Duration("grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
+	inLab := fs.Bool("lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -71,6 +72,9 @@ func conform(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *inLab {
+		return conformInLab(ctx, withoutFlag(args, "lab"), stdout, stderr)
+	}
 	fmt.Fprintf(stderr, "reactorlab conform: %s, %d cases\n", target.Name(), len(selected))
 	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: cases, Timeout: *timeout,
 		Progress: func(r conformance.Result) {
@@ -100,6 +104,23 @@ func conform(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// withoutFlag returns args without the boolean flag name in any of the
+// forms the flag package accepts (-name, --name, --name=value).
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		bare := strings.TrimLeft(a, "-")
+		if strings.HasPrefix(a, "-") && (bare == name || strings.HasPrefix(bare, name+"=")) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {

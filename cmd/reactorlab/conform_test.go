@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/harness"
 )
 
 func TestConformRefusesBadUsage(t *testing.T) {
@@ -80,5 +82,34 @@ func TestConformReferenceProcess(t *testing.T) {
 	code = run([]string{"conform", "--target", "et", "--fault", "no-drain", "--case", "F2"}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stdout.String(), "F2") || !strings.Contains(stdout.String(), "fail") {
 		t.Fatalf("et + no-drain: exit %d, want 1 with F2 failing\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// The suite inside a lab of its own (--lab asks for the lab, never
+// loopback): it gives the same verdicts, exits with the suite's status,
+// writes its reports where it was asked to, and the lab's audit is clean
+// after a clean run and after a failing one.
+func TestConformInLab(t *testing.T) {
+	if err := harness.CheckLab(context.Background()); err != nil {
+		t.Skipf("no lab here: %v", err)
+	}
+	t.Setenv(asMainEnv, "1")
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"conform", "--lab", "--target", "lt", "--case", "F1,R3", "--json", jsonPath}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "process:lt: 2 passed, 0 failed") ||
+		!strings.Contains(stderr.String(), "ran in the lab") || !strings.Contains(stderr.String(), "audit clean") {
+		t.Fatalf("clean lt in the lab: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep conformance.Report
+	if b, err := os.ReadFile(jsonPath); err != nil || json.Unmarshal(b, &rep) != nil || rep.Summary.Pass != 2 {
+		t.Fatalf("json report %+v (%v)", rep, err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"conform", "--target", "lt", "--fault", "drop-partial", "--case", "F1", "--lab"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "F1") || !strings.Contains(stdout.String(), "fail") ||
+		!strings.Contains(stderr.String(), "audit clean") {
+		t.Fatalf("lt + drop-partial in the lab: exit %d, want 1 with F1 failing and a clean lab\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 }
