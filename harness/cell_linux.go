@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -109,55 +110,30 @@ func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*
 	if err := cell.Validate(); err != nil {
 		return nil, err
 	}
-	load := cell.Load
-	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
-	load.Progress = nil
-	if cell.Dir == "" {
-		return nil, errors.New("cell: no directory for its files")
-	}
 	dir, err := filepath.Abs(cell.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
 	}
 	cell.Dir = dir
+	spec, load := cell.labSpec()
+	if cell.Reactor != "" {
+		cell.ServeArgs = cell.serveArgs()
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
-	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace}
-	if cell.Reactor != "" {
-		cfg := cell.Config
-		cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
-		cell.ServeArgs = cfg.Args()
-		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.ServeArgs...)
-		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(loadBound(load)+time.Minute).String())
-		spec.Server = Proc{Argv: argv}
-		spec.Control = true
-		// A reference reactor obeys the STOP probe and exits by itself.
-		spec.ServerMayExit = load.StopAt > 0
-	} else {
-		spec.Server = Proc{Argv: []string{"/bin/sh", "-c", cell.Target}}
-	}
-	cfgPath := filepath.Join(dir, CellLoadConfigFile)
-	progressPath := filepath.Join(dir, CellProgressFile)
 	enc, err := json.MarshalIndent(load, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("cell: load configuration: %w", err)
 	}
-	if err := os.WriteFile(cfgPath, append(enc, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, CellLoadConfigFile), append(enc, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	// A stale progress file from an earlier run in the same directory must
 	// not be read as this run's.
+	progressPath := filepath.Join(dir, CellProgressFile)
 	if err := os.Remove(progressPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("cell: %w", err)
-	}
-	spec.Client = Proc{Argv: []string{RolePrefix + loadgenRole, "--config=" + cfgPath,
-		"--data={addr}", "--control={control}", "--out=" + dir, "--progress=" + progressPath}}
-	// The client's time: its own bound plus a margin for starting; the
-	// lab's reserves for stopping and auditing come on top.
-	spec.Timeout = minTimeout(spec.Grace) + loadBound(load) + 20*time.Second
-	if spec.Grace == 0 {
-		spec.Timeout = minTimeout(DefaultGrace) + loadBound(load) + 20*time.Second
 	}
 
 	tailDone := make(chan struct{})
@@ -240,7 +216,53 @@ func (cell Cell) Validate() error {
 	if cell.Dir == "" {
 		return errors.New("cell: no directory for its files")
 	}
+	// The lab's own checks (placement on CPUs this process may use, grace,
+	// bounds), before anything is written or started.
+	ls, _ := cell.labSpec()
+	if _, err := ls.validate(); err != nil {
+		return fmt.Errorf("cell: %w", err)
+	}
+	if err := allowedCPUs(cell.CPUs); err != nil {
+		return fmt.Errorf("cell: %w", err)
+	}
 	return nil
+}
+
+// serveArgs are the serve flags that turn the default configuration into
+// the cell's (addresses aside).
+func (cell Cell) serveArgs() []string {
+	cfg := cell.Config
+	cfg.Listen, cfg.ControlListen = reactors.DefaultConfig().Listen, reactors.DefaultConfig().ControlListen
+	return cfg.Args()
+}
+
+// labSpec is the lab run of the cell, with its files under cell.Dir, and
+// the load generator's configuration as the loadgen role will read it.
+func (cell Cell) labSpec() (LabSpec, loadgen.Config) {
+	load := cell.Load
+	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
+	load.Progress = nil
+	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace}
+	if cell.Reactor != "" {
+		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
+		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(loadBound(load)+time.Minute).String())
+		spec.Server = Proc{Argv: argv}
+		spec.Control = true
+		// A reference reactor obeys the STOP probe and exits by itself.
+		spec.ServerMayExit = load.StopAt > 0
+	} else {
+		spec.Server = Proc{Argv: []string{"/bin/sh", "-c", cell.Target}}
+	}
+	spec.Client = Proc{Argv: []string{RolePrefix + loadgenRole, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
+		"--data={addr}", "--control={control}", "--out=" + cell.Dir, "--progress=" + filepath.Join(cell.Dir, CellProgressFile)}}
+	// The client's time: its own bound plus a margin for starting; the
+	// lab's reserves for stopping and auditing come on top.
+	grace := spec.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	spec.Timeout = minTimeout(grace) + loadBound(load) + 20*time.Second
+	return spec, load
 }
 
 // loadBound is the longest a load generator with cfg runs.
@@ -368,6 +390,11 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	// The generator's loop is a locked thread; its progress reports and
+	// signal handling need a P of their own, pinned or not (see serve).
+	if runtime.GOMAXPROCS(0) < 2 {
+		runtime.GOMAXPROCS(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	res, err := loadgen.Run(ctx, cfg)
@@ -473,8 +500,18 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 			fmt.Fprintf(&b, "  %-12s control: sent %s, echoed %s, lost %s\n", "", groupDigits(ct.Sent), groupDigits(ct.Echoed), groupDigits(ct.Lost))
 		}
 		if r.Lab != nil {
-			writeCPU(&b, "server", r.Lab.Server, t.Echoed)
-			writeCPU(&b, "loadgen", r.Lab.Client, t.Echoed)
+			// Both per-frame figures divide by every frame of the run
+			// (warm-up and drain included): the server's CPU over its
+			// whole life (it idles before and after the load), the load
+			// generator's over its run (its start-up left out).
+			if p := r.Lab.Server; p != nil {
+				writeCPU(&b, "CPU, memory", "server", time.Duration(p.UserNs), time.Duration(p.SysNs), p.Elapsed, "its life", t.Echoed, p.MaxRSS)
+			}
+			if p := r.Lab.Client; p != nil {
+				sc := s.SelfCheck
+				user, sys := time.Duration(sc.CPUUserS*1e9), time.Duration(sc.CPUSysS*1e9)
+				writeCPU(&b, "", "loadgen", user, sys, 0, "its run", t.Echoed, p.MaxRSS)
+			}
 		}
 		if r.Server != nil {
 			l := r.Server.Ledger
@@ -566,28 +603,25 @@ func describePlacement(lab *LabResult) string {
 	return side("server", lab.Server) + ", " + side("loadgen", lab.Client)
 }
 
-// writeCPU prints one side's CPU time, its share of a CPU and its cost per
-// echoed frame, over the process's whole life.
-func writeCPU(b *strings.Builder, name string, p *ProcResult, frames uint64) {
-	if p == nil {
-		return
-	}
-	cpu := time.Duration(p.UserNs + p.SysNs)
+// writeCPU prints one side's CPU time over a period, its share of a CPU
+// (when the period's length over is known, > 0) and its cost per echoed
+// frame.
+func writeCPU(b *strings.Builder, label, name string, user, sys, over time.Duration, period string, frames uint64, maxRSS int64) {
 	share := 0.0
-	if p.Elapsed > 0 {
-		share = cpu.Seconds() / p.Elapsed.Seconds()
+	if over > 0 {
+		share = (user + sys).Seconds() / over.Seconds()
 	}
 	perFrame := "-"
 	if frames > 0 {
-		perFrame = fmtDuration(cpu / time.Duration(frames))
+		perFrame = fmtDuration((user + sys) / time.Duration(frames))
 	}
-	label := ""
-	if name == "server" {
-		label = "CPU, memory"
+	shareText := ""
+	if over > 0 {
+		shareText = fmt.Sprintf("%.2f CPU ", share)
+		period += fmt.Sprintf(", %.1f s", over.Seconds())
 	}
-	fmt.Fprintf(b, "  %-12s %-7s %.2f CPU (user %.2f s + sys %.2f s over %.1f s), %s per echoed frame, peak RSS %.1f MiB\n",
-		label, name, share, time.Duration(p.UserNs).Seconds(), time.Duration(p.SysNs).Seconds(), p.Elapsed.Seconds(),
-		perFrame, float64(p.MaxRSS)/(1<<20))
+	fmt.Fprintf(b, "  %-12s %-7s %s(user %.2f s + sys %.2f s over %s), %s per echoed frame, peak RSS %.1f MiB\n",
+		label, name, shareText, user.Seconds(), sys.Seconds(), period, perFrame, float64(maxRSS)/(1<<20))
 }
 
 // measuredHistograms reads an interval log back and adds up, per tag, the
@@ -614,7 +648,9 @@ func measuredHistograms(path string, start time.Time, warmup time.Duration) (map
 			h = results.NewHistogram()
 			out[iv.Tag] = h
 		}
-		h.Merge(iv.Hist)
+		if dropped := h.Merge(iv.Hist); dropped > 0 {
+			return out, fmt.Errorf("%s: %d values of %s beyond the histogram's range", path, dropped, iv.Tag)
+		}
 	}
 	return out, nil
 }

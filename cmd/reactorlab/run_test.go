@@ -33,14 +33,21 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		{[]string{"--reactor", "lt", "--hot", "1", "--inflight", "0"}, []string{"inflight"}},
 		{[]string{"--reactor", "lt", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
 		{[]string{"--reactor", "lt", "--cpus", "server=x"}, []string{"server", "CPU"}},
+		{[]string{"--reactor", "lt", "--cpus", "server=0,loadgen=0"}, []string{"CPU 0"}},
+		{[]string{"--reactor", "lt", "--cpus", "server=1023,loadgen=0"}, []string{"1023"}},
+		{[]string{"--reactor", "lt", "--grace", "-1s"}, []string{"grace"}},
 		{[]string{"--reactor", "lt", "--budget-input", "0"}, []string{"budget-input"}},
 		{[]string{"--reactor", "lt", "--duration", "0s"}, []string{"duration"}},
 		{[]string{"--reactor", "lt", "stray"}, []string{"stray"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		// A case refused too late would run and write files: keep them in
-		// the test's directory.
-		code := run(append([]string{"run", "--out", t.TempDir()}, tc.args...), &stdout, &stderr)
+		// the test's directory, and check that none were written.
+		out := filepath.Join(t.TempDir(), "cell")
+		code := run(append([]string{"run", "--out", out}, tc.args...), &stdout, &stderr)
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("run %q: refused, yet it created %s", tc.args, out)
+		}
 		if code != exitUsage {
 			t.Errorf("run %q: exit %d, want %d (stderr %q)", tc.args, code, exitUsage, stderr.String())
 			continue
