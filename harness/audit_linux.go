@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
 // primeRuntime makes the Go runtime open what it opens once per process
@@ -234,34 +232,122 @@ func hostLinks() ([]string, error) {
 	return out, nil
 }
 
-// threadNetns lists the distinct network namespaces of this process's
-// threads (each thread has its own: /proc/self/ns/net is only the main
-// thread's).
-func threadNetns() ([]string, error) {
+// threadState is one thread of this process: its id, its network
+// namespace ("net:[…]") and its CPU mask (Cpus_allowed_list, "0-3").
+type threadState struct {
+	tid   string
+	netns string
+	cpus  string
+}
+
+// ownThreads reads every thread of this process through /proc/self, which
+// names this process whichever PID namespace /proc was mounted for (the
+// lab child reads its threads before it mounts its own /proc). Each
+// thread has its own namespace and mask: /proc/self/ns/net is only the
+// main thread's. A thread that ends meanwhile is left out.
+func ownThreads() ([]threadState, error) {
 	tids, err := readNames("/proc/self/task")
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
+	var out []threadState
 	for _, t := range tids {
-		if n, err := os.Readlink("/proc/self/task/" + t + "/ns/net"); err == nil {
-			seen[n] = true
+		dir := "/proc/self/task/" + t
+		n, err := os.Readlink(dir + "/ns/net")
+		if err != nil {
+			continue
 		}
+		b, err := os.ReadFile(dir + "/status")
+		if err != nil {
+			continue
+		}
+		cpus := ""
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				cpus = strings.TrimSpace(v)
+			}
+		}
+		if cpus == "" {
+			return nil, fmt.Errorf("task %s: no Cpus_allowed_list in its status", t)
+		}
+		out = append(out, threadState{tid: t, netns: n, cpus: cpus})
 	}
-	return slices.Sorted(maps.Keys(seen)), nil
+	if len(out) == 0 {
+		return nil, errors.New("no thread of this process could be read")
+	}
+	return out, nil
+}
+
+// threadNetns lists the distinct network namespaces of this process's
+// threads.
+func threadNetns() ([]string, error) {
+	ts, err := ownThreads()
+	seen := map[string]bool{}
+	for _, t := range ts {
+		seen[t.netns] = true
+	}
+	return slices.Sorted(maps.Keys(seen)), err
 }
 
 // threadCPUs lists the distinct CPU masks of this process's threads.
 func threadCPUs() ([]string, error) {
-	a, err := proc.ReadAffinity(os.Getpid())
-	if err != nil {
-		return nil, err
-	}
+	ts, err := ownThreads()
 	seen := map[string]bool{}
-	for _, t := range a {
-		seen[t.CPUs] = true
+	for _, t := range ts {
+		seen[t.cpus] = true
 	}
-	return slices.Sorted(maps.Keys(seen)), nil
+	return slices.Sorted(maps.Keys(seen)), err
+}
+
+// childBaseline records, at the run child's start, before any worker
+// exists, where its threads must be again once its workers have ended: its
+// own network namespace (the main thread's, which never changes) and the
+// masks its threads have.
+func childBaseline() (ChildAudit, error) {
+	n, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return ChildAudit{}, err
+	}
+	m, err := threadCPUs()
+	return ChildAudit{Netns: n, CPUs: m}, err
+}
+
+// auditChild is the run child's audit of itself, taken once both its
+// processes are reaped and its workers have ended: every thread must be in
+// base.Netns and on one of base.CPUs, and no descendant may be alive (in a
+// lab, an orphan of the run is the lab child's, PID 1's). It retries for
+// up to settle while it finds a difference: Go ends a discarded thread,
+// and the kernel a SIGKILLed process, a moment later.
+func auditChild(base ChildAudit, settle time.Duration) *ChildAudit {
+	deadline := time.Now().Add(settle)
+	for {
+		a := base
+		a.Diffs = nil
+		ts, err := ownThreads()
+		if err != nil {
+			a.Diffs = append(a.Diffs, "its threads: "+err.Error())
+		}
+		a.Threads = len(ts)
+		for _, t := range ts {
+			if t.netns != base.Netns {
+				a.Diffs = append(a.Diffs, fmt.Sprintf("thread %s is in network namespace %s, not the run child's own %s", t.tid, t.netns, base.Netns))
+			}
+			if !slices.Contains(base.CPUs, t.cpus) {
+				a.Diffs = append(a.Diffs, fmt.Sprintf("thread %s is on CPUs %s, a mask none of its threads had at its start (%s)", t.tid, t.cpus, strings.Join(base.CPUs, " ")))
+			}
+		}
+		ps, err := descendants(os.Getpid())
+		if err != nil {
+			a.Diffs = append(a.Diffs, "its processes: "+err.Error())
+		}
+		for _, p := range ps {
+			a.Diffs = append(a.Diffs, fmt.Sprintf("process %s, started by the run, is still running", p))
+		}
+		if len(a.Diffs) == 0 || !time.Now().Before(deadline) {
+			return &a
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // nsKinds are the /proc/<pid>/task/<tid>/ns links through which a task

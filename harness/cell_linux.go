@@ -73,10 +73,33 @@ type Cell struct {
 	// CPUs, Mode and Grace are as in LabSpec.
 	CPUs  CPUs          `json:"cpus"`
 	Mode  Mode          `json:"mode"`
-	Grace time.Duration `json:"grace,omitempty"`
+	Grace time.Duration `json:"-"` // JSON: "grace_s", seconds
 	// Dir is the directory the cell's files go to; it is created if
 	// missing, and must be writable by the lab (the same file system).
 	Dir string `json:"dir"`
+}
+
+type plainCell Cell
+
+// cellJSON is Cell's JSON: Grace in seconds, as LabSpec's durations.
+type cellJSON struct {
+	*plainCell
+	Grace secs `json:"grace_s,omitempty"`
+}
+
+// MarshalJSON writes the cell with Grace in seconds ("grace_s").
+func (c Cell) MarshalJSON() ([]byte, error) {
+	return json.Marshal(cellJSON{plainCell: (*plainCell)(&c), Grace: secs(c.Grace)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Cell) UnmarshalJSON(b []byte) error {
+	j := cellJSON{plainCell: (*plainCell)(c)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	c.Grace = time.Duration(j.Grace)
+	return nil
 }
 
 // CellResult is the outcome of one cell: the lab's record of both

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxLabOutput bounds what is read from the lab child: its result holds
+// maxLabOutput bounds what is read from the run child: its result holds
 // up to two stdouts of proc.MaxStdout, base64-encoded.
 const maxLabOutput = 4*proc.MaxStdout + 1<<20
 
@@ -37,21 +37,23 @@ var testHooks struct {
 	// afterRun is called in the parent after the run, before the
 	// after-audit.
 	afterRun func(*LabResult)
+	// brk is planted in every run child's request (labRequest.Break).
+	brk string
 }
 
 // Run runs one measured pair as spec says, and returns its record.
 //
 // It returns within spec.Timeout (plus the time to reap what it killed),
 // whatever the processes do; every process and goroutine it started has
-// ended by then, and no thread of this process is left in another network
-// namespace or on another CPU mask than before. The result is nil only
-// with an error for a spec refused before anything started (the error then
-// says which field is wrong). Otherwise the result is complete as far as
-// the run went, always carries the leak audit, and is Valid only if
-// nothing went wrong; the error reports a run that could not be carried
-// out: a lab that could not be set up in Mode lab (wrapping
-// ErrLabUnavailable), a server that never accepted, a timeout,
-// cancellation of ctx.
+// ended by then, and no thread of this process, or of the run child, is
+// left in another network namespace or on another CPU mask than before.
+// The result is nil only with an error for a spec refused before anything
+// started (the error then says which field is wrong). Otherwise the result
+// is complete as far as the run went, always carries the leak audit, and is
+// Valid only if nothing went wrong; the error reports a run that could not
+// be carried out: a lab the kernel refuses in Mode lab (wrapping
+// ErrLabUnavailable), a lab whose setup failed otherwise (in any mode), a
+// server that never accepted, a timeout, cancellation of ctx.
 //
 // The audit sees the whole process: descriptors opened and processes
 // started by other goroutines during the run are blamed on it. Run one at
@@ -75,30 +77,37 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 	primeRuntime()
 	before, berr := takeSnapshot()
 	res := &LabResult{Placement: s.CPUs}
+	var child []string // what the run child and its keeper found
 	switch s.Mode {
 	case ModeLoopback:
-		err = runLoopback(ctx, s, res)
+		child, err = runChild(ctx, s, res, true)
 	default:
-		err = runLab(ctx, s, res)
+		child, err = runChild(ctx, s, res, false)
 		if errors.Is(err, ErrLabUnavailable) && s.Mode == ModeAuto {
 			res.Fallback = err.Error()
 			res.UserNS = false
-			err = runLoopback(ctx, s, res)
+			var more []string
+			more, err = runChild(ctx, s, res, true)
+			child = append(child, more...)
 		}
 	}
 	if testHooks.afterRun != nil {
 		testHooks.afterRun(res)
 	}
+	ca := res.Audit.Child
 	res.Audit = audit(before, berr, res.Namespaces)
+	res.Audit.Child = ca
+	res.Audit.Diffs = append(res.Audit.Diffs, child...)
 	res.judge(err, s.ServerMayExit, s.Alone())
 	res.Elapsed = time.Since(start)
 	return res, err
 }
 
 // CheckLab sets up an empty lab and tears it down. It returns nil if Run
-// can run in the lab, else an error wrapping ErrLabUnavailable that names
-// the step the kernel refused and its reason. It takes a few tens of
-// milliseconds and leaves nothing behind.
+// can run in the lab; an error wrapping ErrLabUnavailable that names the
+// step the kernel refused and its reason; or, for a lab that is broken
+// rather than refused, a plain error. It takes a few tens of milliseconds
+// and leaves nothing behind.
 func CheckLab(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, checkBudget)
 	defer cancel()
@@ -106,50 +115,91 @@ func CheckLab(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var setupErr string
+	var setupErr error
 	ok := false
 	for ev := range c.events {
 		if ev.SetupError != "" {
-			setupErr = ev.SetupError
+			setupErr = ev.setupErr()
 		}
 		ok = ok || ev.Setup != nil
 	}
 	waitErr := c.wait()
 	switch {
-	case setupErr != "":
-		return fmt.Errorf("%w: %s", ErrLabUnavailable, setupErr)
+	case setupErr != nil:
+		return fmt.Errorf("check lab: %w", setupErr)
 	case !ok:
 		return fmt.Errorf("check lab: the lab ended without a word (keeper: %v); stderr: %s", waitErr, c.stderr.String())
+	case waitErr != nil:
+		return fmt.Errorf("check lab: the lab's keeper: %w; stderr: %s", waitErr, c.stderr.String())
 	}
 	return nil
 }
 
-// runLab runs the pair in a lab child and copies its report into res. An
-// error wrapping ErrLabUnavailable means nothing was started.
-func runLab(ctx context.Context, s *spec, res *LabResult) error {
+// LabRequired reports whether this process is expected to have a lab, and
+// why: it runs as root in the initial user namespace (a CI runner, say),
+// or REACTORLAB_REQUIRE_LAB=1 says so. Tests that need a lab use it to fail
+// rather than skip where a lab must work, so that a broken lab cannot pass
+// for a forbidden one. REACTORLAB_REQUIRE_LAB=0 waives it (root in a
+// container without namespace privileges).
+func LabRequired() (required bool, why string) {
+	switch os.Getenv(RequireLabEnv) {
+	case "1":
+		return true, RequireLabEnv + "=1"
+	case "0":
+		return false, ""
+	}
+	if os.Geteuid() != 0 {
+		return false, ""
+	}
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false, ""
+	}
+	if f := strings.Fields(string(b)); len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295" {
+		return true, "root in the initial user namespace"
+	}
+	return false, ""
+}
+
+// setupErr is the error a SetupError event stands for: wrapping
+// ErrLabUnavailable when the kernel refused namespaces, plain otherwise.
+func (ev labEvent) setupErr() error {
+	if ev.Unavailable {
+		return fmt.Errorf("%w: %s", ErrLabUnavailable, ev.SetupError)
+	}
+	return fmt.Errorf("setup failed: %s", ev.SetupError)
+}
+
+// runChild runs the pair in a run child, a lab child or (loopback) its
+// counterpart in this process's namespaces, both under a keeper, and
+// copies its report into res. It returns what the run child's audit of
+// itself and the keeper's sweep found, for the leak audit. An error
+// wrapping ErrLabUnavailable means nothing was started.
+func runChild(ctx context.Context, s *spec, res *LabResult, loopback bool) (found []string, err error) {
 	res.Mode = ModeLab
+	if loopback {
+		res.Mode = ModeLoopback
+	}
 	deadline, _ := ctx.Deadline()
-	req := labRequest{Spec: s.LabSpec, Sysctls: s.sysctls, Budget: time.Until(deadline) - reportMargin}
+	req := labRequest{Spec: s.LabSpec, Sysctls: s.sysctls, Budget: time.Until(deadline) - reportMargin,
+		Loopback: loopback}
 	c, err := startLab(ctx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var setupErr string
+	var setupErr error
 	var rep *labReport
 	labPid := 0
 	for ev := range c.events {
 		switch {
 		case ev.Started != nil:
-			labPid, res.UserNS, res.Namespaces = ev.Started.Pid, ev.Started.UserNS, ev.Started.Namespaces
+			labPid, res.UserNS = ev.Started.Pid, ev.Started.UserNS
+			res.Namespaces = appendNew(res.Namespaces, ev.Started.Namespaces...)
 		case ev.SetupError != "":
-			setupErr = ev.SetupError
+			setupErr = ev.setupErr()
 		case ev.Setup != nil:
-			for _, n := range ev.Setup.Namespaces {
-				if !slices.Contains(res.Namespaces, n) {
-					res.Namespaces = append(res.Namespaces, n)
-				}
-			}
-			res.Sysctls = ev.Setup.Sysctls
+			res.Namespaces = appendNew(res.Namespaces, ev.Setup.Namespaces...)
+			res.Sysctls, res.Addr, res.Control = ev.Setup.Sysctls, ev.Setup.Addr, ev.Setup.Control
 		case ev.Up != nil:
 			if testHooks.up != nil {
 				up := *ev.Up
@@ -158,67 +208,58 @@ func runLab(ctx context.Context, s *spec, res *LabResult) error {
 			}
 		case ev.Result != nil:
 			rep = ev.Result
+		case ev.Swept != nil || ev.SweepError != "":
+			for _, p := range ev.Swept {
+				found = append(found, "keeper: process "+p+", started by the run, outlived the run child and was killed")
+			}
+			if ev.SweepError != "" {
+				found = append(found, "keeper: "+ev.SweepError)
+			}
 		}
 	}
 	waitErr := c.wait()
-	if setupErr != "" {
-		return fmt.Errorf("%w: %s", ErrLabUnavailable, setupErr)
+	where := "lab"
+	if loopback {
+		where = "loopback"
+	}
+	if setupErr != nil {
+		return found, fmt.Errorf("%s: %w", where, setupErr)
 	}
 	if rep == nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("lab: %w: the lab and everything in it were killed", context.Cause(ctx))
+			return found, fmt.Errorf("%s: %w: the run child and everything it started were killed", where, context.Cause(ctx))
 		}
-		return fmt.Errorf("lab: the lab ended without a result (keeper: %v); stderr: %s", waitErr, c.stderr.String())
+		return found, fmt.Errorf("%s: the run child ended without a result (keeper: %v); stderr: %s", where, waitErr, c.stderr.String())
 	}
 	res.Addr, res.Control, res.Server, res.Client = rep.Addr, rep.Control, rep.Server, rep.Client
+	res.Audit.Child = rep.Audit
+	if rep.Audit == nil {
+		found = append(found, "run child: reported no audit of itself")
+	} else {
+		for _, d := range rep.Audit.Diffs {
+			found = append(found, "run child: "+d)
+		}
+	}
 	if rep.Error != "" {
-		return fmt.Errorf("lab: %s", rep.Error)
+		return found, fmt.Errorf("%s: %s", where, rep.Error)
 	}
 	if waitErr != nil {
-		return fmt.Errorf("lab: the lab's keeper: %w; stderr: %s", waitErr, c.stderr.String())
+		return found, fmt.Errorf("%s: the keeper: %w; stderr: %s", where, waitErr, c.stderr.String())
 	}
-	return nil
+	return found, nil
 }
 
-// runLoopback runs the pair from this process on 127.0.0.1, with the same
-// pinning: each side from its own worker thread.
-func runLoopback(ctx context.Context, s *spec, res *LabResult) error {
-	res.Mode = ModeLoopback
-	addr, err := proc.FreeAddr()
-	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	control := addr
-	for s.Control && control == addr {
-		if control, err = proc.FreeAddr(); err != nil {
-			return fmt.Errorf("loopback: %w", err)
+// appendNew appends each of vs not already in s.
+func appendNew(s []string, vs ...string) []string {
+	for _, v := range vs {
+		if !slices.Contains(s, v) {
+			s = append(s, v)
 		}
 	}
-	res.Addr, res.Control = addr, control
-	res.Sysctls = readSysctls(s.sysctls) // the host's: read, never written
-	srvW, err := startWorker("server", nil)
-	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	defer srvW.stop() // deferred calls run after orchestrate has reaped both
-	cliW, err := startWorker("client", nil)
-	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	defer cliW.stop()
-	pr := pair{server: srvW, client: cliW, addr: addr, control: control}
-	res.Server, res.Client, err = orchestrate(ctx, s, pr, func(up labUp) {
-		if testHooks.up != nil {
-			testHooks.up(up)
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	return nil
+	return s
 }
 
-// labChild is a started lab keeper, and through it the lab child.
+// labChild is a started keeper, and through it the run child.
 type labChild struct {
 	cmd    *exec.Cmd     // the keeper
 	events chan labEvent // closed at the end of their output
@@ -227,15 +268,20 @@ type labChild struct {
 	release func()
 }
 
-// startLab starts the keeper (role "lab-keeper"), which starts the lab
-// child and passes it req. The keeper is this process's child, in this
-// process's namespaces, with SIGTERM as its parent-death signal: when this
-// process dies, however it dies, the keeper kills the lab child (which
-// takes its whole PID namespace with it) and reaps it at once, so no
+// startLab starts the keeper (role "lab-keeper"), which starts the run
+// child (the lab child, or for req.Loopback its counterpart in this
+// process's namespaces) and passes it req. The keeper is this process's
+// child, in this process's namespaces, in a process group of its own, with
+// SIGTERM as its parent-death signal, and a child subreaper: when this
+// process dies, however it dies, the keeper kills the run child (a lab
+// child takes its whole PID namespace with it) and reaps it at once, so no
 // zombie is left to pin the lab's PID namespace until the host's init gets
-// round to reaping it. The keeper's own zombie holds nothing of the lab.
-// Its first event says where the lab child runs or why it could not start.
+// round to reaping it; then it kills every process of the run orphaned to
+// it (on loopback, where no PID namespace does). The keeper's own zombie
+// holds nothing of the run. Its first event says where the run child runs
+// or why it could not start.
 func startLab(ctx context.Context, req labRequest) (*labChild, error) {
+	req.Break = testHooks.brk
 	var err error
 	if req.ParentNS, err = ownNamespaces(); err != nil {
 		return nil, fmt.Errorf("lab: %w", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,21 +19,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
 var labCheck = sync.OnceValue(func() error { return CheckLab(context.Background()) })
 
-// needLab skips the test, with the kernel's reason, where this process
-// cannot set up a lab: found by trying, not by looking at the uid.
+// needLab skips the test, with the kernel's reason, where the kernel
+// refuses this process a lab (found by trying), and fails it where the lab
+// is broken, or where it is refused though it must work (LabRequired: root
+// in the initial user namespace, or REACTORLAB_REQUIRE_LAB=1), so that a
+// bug of ours in the lab turns CI red instead of skipping every lab test.
 func needLab(t *testing.T) {
 	t.Helper()
-	if err := labCheck(); err != nil {
-		if errors.Is(err, ErrLabUnavailable) {
-			t.Skipf("no lab here: %v", err)
-		}
+	skip, err := labVerdict(labCheck())
+	if err != nil {
 		t.Fatal(err)
 	}
+	if skip != "" {
+		t.Skip(skip)
+	}
+}
+
+// labVerdict is needLab's decision on CheckLab's error: a reason to skip,
+// an error to fail with, or neither (the lab works).
+func labVerdict(checkErr error) (skip string, fail error) {
+	switch {
+	case checkErr == nil:
+		return "", nil
+	case !errors.Is(checkErr, ErrLabUnavailable):
+		return "", fmt.Errorf("the lab is broken: %w", checkErr)
+	}
+	if must, why := LabRequired(); must {
+		return "", fmt.Errorf("a lab must work here (%s), yet: %w", why, checkErr)
+	}
+	return fmt.Sprintf("no lab here: %v", checkErr), nil
 }
 
 // twoCPUs is a placement on two distinct CPUs this process may use, or
@@ -267,12 +288,18 @@ func TestNoThreadLeftAbroad(t *testing.T) {
 
 // A leak planted in this process during a run marks the run invalid, with
 // the leak named: a descriptor kept on one of the lab's namespaces (which
-// keeps that namespace alive), and a process left running.
+// keeps that namespace alive), a process left running, and (as root) a
+// link that appears in, or disappears from, the host's namespace.
 func TestPlantedLeakMarksRunInvalid(t *testing.T) {
 	noGoroutineLeak(t)
+	// A name of this test's own: a concurrent test binary's links are not
+	// ours to add or remove.
+	link := "rltest" + strconv.Itoa(os.Getpid())
 	cases := []struct {
 		name  string
 		lab   bool
+		root  bool
+		setup func(t *testing.T) // before the run
 		plant func(t *testing.T, up labUp) (undo func())
 		want  []string
 	}{{
@@ -299,6 +326,25 @@ func TestPlantedLeakMarksRunInvalid(t *testing.T) {
 			return func() { c.Process.Kill(); c.Wait() }
 		},
 		want: []string{"a descendant of this one, is still running"},
+	}, {
+		name: "host link appeared",
+		root: true,
+		plant: func(t *testing.T, up labUp) func() {
+			addTestLink(t, link)
+			return func() {}
+		},
+		want: []string{":" + link + " appeared", ":" + link + "p appeared"},
+	}, {
+		name:  "host link disappeared",
+		root:  true,
+		setup: func(t *testing.T) { addTestLink(t, link) },
+		plant: func(t *testing.T, up labUp) func() {
+			if err := delTestLink(link); err != nil {
+				t.Error(err)
+			}
+			return func() {}
+		},
+		want: []string{":" + link + " disappeared", ":" + link + "p disappeared"},
 	}}
 	t.Cleanup(func() { testHooks.up = nil })
 	for _, c := range cases {
@@ -307,6 +353,14 @@ func TestPlantedLeakMarksRunInvalid(t *testing.T) {
 			if c.lab {
 				needLab(t)
 				mode = ModeLab
+			}
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("adding a link to the host's namespace takes root")
+			}
+			if c.setup != nil {
+				if c.setup(t); t.Failed() {
+					t.FailNow()
+				}
 			}
 			var undo func()
 			testHooks.up = func(up labUp) { undo = c.plant(t, up) }
@@ -332,9 +386,41 @@ func TestPlantedLeakMarksRunInvalid(t *testing.T) {
 	}
 }
 
-// SIGKILL of the harness mid-run leaves, within a second, no process in
-// any of the lab's namespaces (grandchildren included), no descriptor or
-// mount that refers to one of them, and the host's links as they were.
+// addTestLink adds a link called name to this thread's (the host's)
+// network namespace, and removes it when the test ends: a veth pair (the
+// lab needs the veth driver anyway; a kernel may lack dummy), whose peer
+// is name+"p". It reports failure with t.Error, so that a run it is
+// planted in goes on to its end.
+func addTestLink(t *testing.T, name string) {
+	t.Helper()
+	t.Cleanup(func() { delTestLink(name) })
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: name + "p"}); err != nil {
+		t.Errorf("add link %s: %v", name, err)
+	}
+}
+
+// delTestLink removes the link called name (and so its peer), if it is
+// there.
+func delTestLink(name string) error {
+	l, err := netlink.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find link %s: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil {
+		return fmt.Errorf("remove link %s: %w", name, err)
+	}
+	return nil
+}
+
+// SIGKILL of the harness mid-run leaves, within a second, no process of
+// the run alive (the server's grandchild included, which it forked into
+// its own process group), in the lab and on loopback; in the lab, no
+// process in any of the lab's namespaces and no descriptor or mount that
+// refers to one of them; and the host's links as they were.
 //
 // Unreachable means freed: a namespace lives only while something refers
 // to it: a task in it, an open descriptor of it (an nsfs file), a mount of
@@ -347,10 +433,20 @@ func TestPlantedLeakMarksRunInvalid(t *testing.T) {
 // of a zombie still opens. That is why a keeper stands between the harness
 // and the lab's PID 1 and reaps it: an orphaned lab child would wait for
 // the host's init to reap it, which on this VM takes seconds. The keeper's
-// own zombie, reaped by init in its own time, holds nothing of the lab; it
-// must not be alive.
+// own zombie, reaped by init in its own time, holds nothing of the lab;
+// it must not be alive. On loopback no PID namespace kills the grandchild:
+// the keeper, a child subreaper, inherits it when the server dies, and
+// kills it.
 func TestKillHarnessLeavesNothing(t *testing.T) {
-	needLab(t)
+	for _, mode := range []Mode{ModeLab, ModeLoopback} {
+		t.Run(string(mode), func(t *testing.T) { killHarness(t, mode) })
+	}
+}
+
+func killHarness(t *testing.T, mode Mode) {
+	if mode == ModeLab {
+		needLab(t)
+	}
 	links0, err := hostLinks()
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +460,7 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 		t.Fatalf("become a child subreaper: %v", err)
 	}
 	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-	spec := echoSpec(ModeLab, twoCPUs(t))
+	spec := echoSpec(mode, twoCPUs(t))
 	spec.Server.Argv = []string{"@test-echo", "--fork"}
 	spec.Client.Argv = []string{"@test-client", "--hold", "1h", "{addr}"}
 	spec.Timeout = time.Minute
@@ -393,7 +489,35 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 		}
 		up = o.Up
 	case <-time.After(20 * time.Second):
-		t.Fatal("the harness did not report its lab up within 20 s")
+		t.Fatal("the harness did not report its run up within 20 s")
+	}
+	// The run's processes: everything below the harness (keeper, run
+	// child, server, its grandchild, client), named with their start
+	// times so that a reused pid is not taken for one of them.
+	procs, err := readProcs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run []procEntry
+	for _, pid := range mustSubtree(t, cmd.Process.Pid)[1:] {
+		for _, p := range procs {
+			if p.pid == pid && p.state != "Z" {
+				run = append(run, p)
+			}
+		}
+	}
+	// Whatever the test leaves alive, it kills; the zombies of the run,
+	// orphaned to this process, it reaps.
+	defer reapRun(run)
+	var roles []string
+	for _, p := range run {
+		roles = append(roles, fmt.Sprintf("%d:%s", p.pid, roleOf(p.pid)))
+	}
+	t.Logf("up: namespaces %v, processes %v", up.Namespaces, roles)
+	for _, r := range []string{"test-echo", "test-sleep", "test-client"} {
+		if !slices.ContainsFunc(roles, func(s string) bool { return strings.HasSuffix(s, ":"+r) }) {
+			t.Fatalf("want the server (test-echo), its grandchild (test-sleep) and the client (test-client); found %v", roles)
+		}
 	}
 	var pidNS string
 	for _, n := range up.Namespaces {
@@ -401,11 +525,10 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 			pidNS = n
 		}
 	}
-	members := inPidNS(t, pidNS)
-	keeper := parentOf(t, up.LabPid)
-	t.Logf("lab up: keeper %d, lab child %d, namespaces %v, processes %v", keeper, up.LabPid, up.Namespaces, members)
-	if len(members) < 4 || !slices.Contains(members, up.LabPid) {
-		t.Fatalf("want the lab child %d, the server, its grandchild and the client in %s; found %v", up.LabPid, pidNS, members)
+	if mode == ModeLab {
+		if members := inPidNS(t, pidNS); len(members) < 4 || !slices.Contains(members, up.LabPid) {
+			t.Fatalf("want the lab child %d, the server, its grandchild and the client in %s; found %v", up.LabPid, pidNS, members)
+		}
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -414,17 +537,16 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 	killed := time.Now()
 	var left []string
 	for {
-		left, err = reachable(up.Namespaces, os.Getpid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, pid := range members {
-			if _, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/task"); err == nil && isMember(pid, pidNS) {
-				left = append(left, "process "+strconv.Itoa(pid)+" still runs")
+		left = nil
+		if mode == ModeLab {
+			if left, err = reachable(up.Namespaces, os.Getpid()); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if alive(keeper) {
-			left = append(left, "the keeper "+strconv.Itoa(keeper)+" still runs")
+		for _, p := range run {
+			if stillRuns(p) {
+				left = append(left, fmt.Sprintf("process %d (%s) still runs", p.pid, p.comm))
+			}
 		}
 		if links, err := hostLinks(); err != nil || !slices.Equal(links, links0) {
 			left = append(left, "host links "+strings.Join(links, " ")+", were "+strings.Join(links0, " "))
@@ -437,11 +559,66 @@ func TestKillHarnessLeavesNothing(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("1 s after SIGKILL of the harness:\n%s", strings.Join(left, "\n"))
 	}
-	t.Logf("nothing reachable %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
-	// The keeper is this process's child now: reap its zombie.
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(keeper, &ws, 0, nil); err != nil {
-		t.Logf("reap the keeper %d: %v", keeper, err)
+	t.Logf("nothing left %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
+}
+
+// roleOf is the role a process of this program was started as: the
+// REACTORLAB_ROLE of its initial environment (RunRoleIfChild removes it
+// from Go's copy, not from the one /proc shows).
+func roleOf(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	for kv := range strings.SplitSeq(string(b), "\x00") {
+		if r, ok := strings.CutPrefix(kv, RoleEnv+"="); ok {
+			return r
+		}
+	}
+	return "?"
+}
+
+// mustSubtree lists pid and its descendants.
+func mustSubtree(t *testing.T, pid int) []int {
+	t.Helper()
+	tree, err := subtree(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// stillRuns reports whether p is alive: the same process (pid and start
+// time), not a zombie.
+func stillRuns(p procEntry) bool {
+	procs, err := readProcs()
+	if err != nil {
+		return true
+	}
+	for _, q := range procs {
+		if q.pid == p.pid && q.start == p.start {
+			return q.state != "Z" && q.state != "X"
+		}
+	}
+	return false
+}
+
+// reapRun kills each process of run that still runs and reaps those that
+// are this process's children (orphans of the killed harness come to this
+// process, a child subreaper).
+func reapRun(run []procEntry) {
+	for _, p := range run {
+		if stillRuns(p) {
+			unix.Kill(p.pid, unix.SIGKILL)
+		}
+	}
+	deadline := time.Now().Add(time.Second)
+	for _, p := range run {
+		for time.Now().Before(deadline) {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+			if pid == p.pid || err != nil { // reaped, or not this process's child
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
 
@@ -459,34 +636,6 @@ func inPidNS(t *testing.T, ns string) []int {
 		}
 	}
 	return pids
-}
-
-// parentOf is the parent of a living process.
-func parentOf(t *testing.T, pid int) int {
-	t.Helper()
-	procs, err := readProcs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range procs {
-		if p.pid == pid {
-			return p.ppid
-		}
-	}
-	t.Fatalf("no process %d", pid)
-	return 0
-}
-
-// alive reports whether pid is a process that has not exited (zombies
-// have).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 func isMember(pid int, ns string) bool {
@@ -535,9 +684,11 @@ func resultLines(outs []harnessOut) []harnessOut {
 }
 
 // As user nobody, a lab run succeeds through a user namespace. The test
-// binary is copied where nobody may execute it. It skips, with the
-// kernel's reason, where this process cannot switch users or the kernel
-// refuses nobody a user namespace.
+// binary is copied where nobody may execute it. It skips where this
+// process cannot switch users, and where the harness finds the lab
+// unavailable only if an independent probe agrees that the kernel refuses
+// nobody a user namespace (rootlessRefusal); otherwise a refusal is a bug
+// of ours and fails the test.
 func TestRootless(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -557,23 +708,64 @@ func TestRootless(t *testing.T) {
 	}
 	spec := echoSpec(ModeLab, twoCPUs(t))
 	arg, _ := json.Marshal(spec)
-	const nobody = 65534
-	attr := &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: nobody, Gid: nobody, NoSetGroups: false},
-		Pdeathsig:  syscall.SIGKILL,
-	}
-	rs := resultLines(startHarness(t, bin, attr, string(arg)))
+	rs := resultLines(startHarness(t, bin, asNobody(), string(arg)))
 	if len(rs) != 1 {
 		t.Fatalf("want one result, got %+v", rs)
 	}
 	r := rs[0]
 	if r.Unavailable {
-		t.Skipf("the kernel refuses nobody a lab: %s", r.Error)
+		why := rootlessRefusal(t, bin)
+		if why == "" {
+			t.Fatalf("the harness says the kernel refuses nobody a lab (%s), yet the kernel lets nobody make a user and a network namespace", r.Error)
+		}
+		t.Skipf("the kernel refuses nobody a lab: %s (the harness: %s)", why, r.Error)
 	}
 	if r.Error != "" || !r.Result.Valid || r.Result.Mode != ModeLab || !r.Result.UserNS {
 		t.Fatalf("rootless lab run: %s\n%s", r.Error, dump(r.Result))
 	}
 	t.Logf("rootless lab run valid: %d lab namespaces, server %v", len(r.Result.Namespaces), r.Result.Server.Argv)
+}
+
+// nobody is the uid and gid TestRootless runs the harness as.
+const nobody = 65534
+
+func asNobody() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: nobody, Gid: nobody},
+		Pdeathsig:  syscall.SIGKILL,
+	}
+}
+
+// rootlessRefusal says why the kernel refuses user nobody unprivileged
+// user namespaces, or "" if it does not, found without the harness: the
+// sysctls that forbid them (Debian's kernel.unprivileged_userns_clone=0,
+// user.max_user_namespaces=0, Ubuntu's AppArmor
+// kernel.apparmor_restrict_unprivileged_userns=1), else a probe: bin, as
+// nobody, starts a child that calls a plain unshare(CLONE_NEWUSER |
+// CLONE_NEWNET) (test-userns-probe).
+func rootlessRefusal(t *testing.T, bin string) string {
+	t.Helper()
+	for _, c := range []struct{ path, refuses string }{
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0"},
+		{"/proc/sys/user/max_user_namespaces", "0"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"},
+	} {
+		if b, err := os.ReadFile(c.path); err == nil && strings.TrimSpace(string(b)) == c.refuses {
+			return strings.ReplaceAll(strings.TrimPrefix(c.path, "/proc/sys/"), "/", ".") + " = " + c.refuses
+		}
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), RoleEnv+"=test-userns-probe")
+	cmd.Dir = filepath.Dir(bin)
+	cmd.SysProcAttr = asNobody()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the user namespace probe as nobody: %v: %s", err, out)
+	}
+	if s := strings.TrimSpace(string(out)); s != "ok" {
+		return "as nobody, " + s
+	}
+	return ""
 }
 
 func copyFile(src, dst string) error {
@@ -585,9 +777,12 @@ func copyFile(src, dst string) error {
 }
 
 // Where the kernel refuses network namespaces (here, really: a user
-// namespace whose user.max_net_namespaces is 0 makes every clone or
-// unshare of a network namespace below it fail with ENOSPC), Mode auto
-// runs on loopback and records why, and Mode lab fails with that reason.
+// namespace whose user.max_net_namespaces is N makes the clone or unshare
+// of any network namespace beyond the Nth below it fail with ENOSPC), Mode
+// auto runs on loopback and records why, and Mode lab fails with that
+// reason (ErrLabUnavailable), whether the keeper's clone of the lab child
+// is refused (N = 0) or the lab child's unshare of the server's namespace
+// (N = 1: the lab child's own is the one allowed).
 func TestFallbackWhereRefused(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -604,23 +799,35 @@ func TestFallbackWhereRefused(t *testing.T) {
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
 		Pdeathsig:   syscall.SIGKILL,
 	}
-	outs := startHarness(t, exe, attr, "--limit-netns", string(a1), string(a2))
-	if len(outs) > 0 && strings.HasPrefix(outs[0].Error, "limit:") {
-		t.Skipf("cannot limit network namespaces here: %s", outs[0].Error)
+	for _, c := range []struct {
+		max  int
+		step string
+	}{
+		{0, "clone net,pid,mnt: fork/exec /proc/self/exe: no space left on device"},
+		{1, "create the server's network namespace: unshare: no space left on device"},
+	} {
+		t.Run(fmt.Sprintf("max_net_namespaces=%d", c.max), func(t *testing.T) {
+			outs := startHarness(t, exe, attr, "--max-netns="+strconv.Itoa(c.max), string(a1), string(a2))
+			if len(outs) > 0 && strings.HasPrefix(outs[0].Error, "limit:") {
+				t.Skipf("cannot limit network namespaces here: %s", outs[0].Error)
+			}
+			rs := resultLines(outs)
+			if len(rs) != 2 {
+				t.Fatalf("want two results, got %s", dump(outs))
+			}
+			ra, rl := rs[0], rs[1]
+			if ra.Error != "" || ra.Result == nil || !ra.Result.Valid || ra.Result.Mode != ModeLoopback ||
+				!strings.Contains(ra.Result.Fallback, c.step) {
+				t.Errorf("auto: want a valid loopback run with the refusal (%s) recorded: %s\n%s", c.step, ra.Error, dump(ra.Result))
+			}
+			if !rl.Unavailable || !strings.Contains(rl.Error, c.step) || rl.Result == nil || rl.Result.Server != nil {
+				t.Errorf("lab: want ErrLabUnavailable with the kernel's reason (%s) and nothing started: %q\n%s", c.step, rl.Error, dump(rl.Result))
+			}
+			if ra.Result != nil {
+				t.Logf("auto fell back: %s", ra.Result.Fallback)
+			}
+		})
 	}
-	rs := resultLines(outs)
-	if len(rs) != 2 {
-		t.Fatalf("want two results, got %s", dump(outs))
-	}
-	ra, rl := rs[0], rs[1]
-	if ra.Error != "" || ra.Result == nil || !ra.Result.Valid || ra.Result.Mode != ModeLoopback ||
-		!strings.Contains(ra.Result.Fallback, "no space left on device") {
-		t.Errorf("auto: want a valid loopback run with the refusal recorded: %s\n%s", ra.Error, dump(ra.Result))
-	}
-	if !rl.Unavailable || !strings.Contains(rl.Error, "no space left on device") || rl.Result == nil || rl.Result.Server != nil {
-		t.Errorf("lab: want ErrLabUnavailable with the kernel's reason and nothing started: %q\n%s", rl.Error, dump(rl.Result))
-	}
-	t.Logf("auto fell back: %s", ra.Result.Fallback)
 }
 
 // Every way a run can go wrong is bounded, and marks the run invalid:
@@ -703,26 +910,30 @@ func TestFailuresAreBounded(t *testing.T) {
 			t.Errorf("result %s", dump(res))
 		}
 	})
-	t.Run("cancelled lab", func(t *testing.T) {
-		needLab(t)
-		spec := echoSpec(ModeLab, Unpinned)
-		spec.Server.Argv = []string{"@test-echo", "--fork"}
-		spec.Client.Argv = []string{"@test-client", "--hold", "1h", "{addr}"}
-		ctx, cancel := context.WithCancel(context.Background())
-		testHooks.up = func(labUp) { cancel() }
-		t.Cleanup(func() { testHooks.up = nil })
-		t0 := time.Now()
-		res, err := Run(ctx, spec)
-		if err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Fatalf("err %v, want the lab killed", err)
-		}
-		if el := time.Since(t0); el > 5*time.Second {
-			t.Errorf("took %v", el)
-		}
-		if res.Valid || len(res.Audit.Diffs) != 0 || len(res.Namespaces) < 5 {
-			t.Errorf("result %s", dump(res))
-		}
-	})
+	for _, mode := range []Mode{ModeLab, ModeLoopback} {
+		t.Run("cancelled "+string(mode), func(t *testing.T) {
+			if mode == ModeLab {
+				needLab(t)
+			}
+			spec := echoSpec(mode, Unpinned)
+			spec.Server.Argv = []string{"@test-echo", "--fork"}
+			spec.Client.Argv = []string{"@test-client", "--hold", "1h", "{addr}"}
+			ctx, cancel := context.WithCancel(context.Background())
+			testHooks.up = func(labUp) { cancel() }
+			t.Cleanup(func() { testHooks.up = nil })
+			t0 := time.Now()
+			res, err := Run(ctx, spec)
+			if err == nil || !strings.Contains(err.Error(), "killed") {
+				t.Fatalf("err %v, want the run killed", err)
+			}
+			if el := time.Since(t0); el > 5*time.Second {
+				t.Errorf("took %v", el)
+			}
+			if res.Valid || len(res.Audit.Diffs) != 0 || (mode == ModeLab) != (len(res.Namespaces) >= 5) {
+				t.Errorf("result %s", dump(res))
+			}
+		})
+	}
 }
 
 // Bad specs are refused with the field named, before anything starts; no
@@ -734,7 +945,8 @@ func TestSpecRefused(t *testing.T) {
 		edit func(*LabSpec)
 		want string
 	}{
-		{"empty server", func(s *LabSpec) { s.Server.Argv = nil }, "server: empty Argv"},
+		{"empty server argv[0]", func(s *LabSpec) { s.Server.Argv = []string{""} }, "server: empty Argv"},
+		{"empty client", func(s *LabSpec) { s.Client.Argv = nil }, "client: empty Argv"},
 		{"empty client argv[0]", func(s *LabSpec) { s.Client.Argv = []string{""} }, "client: empty Argv"},
 		{"unknown role", func(s *LabSpec) { s.Server.Argv = []string{"@nope"} }, `no role "nope"`},
 		{"internal role", func(s *LabSpec) { s.Client.Argv = []string{"@lab"} }, `the role "lab" is the harness's own`},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // Run fails with errors.ErrUnsupported: the lab and its processes need
@@ -18,4 +19,13 @@ func Run(ctx context.Context, spec LabSpec) (*LabResult, error) {
 // lab needs Linux.
 func CheckLab(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", ErrLabUnavailable, errors.ErrUnsupported)
+}
+
+// LabRequired reports whether REACTORLAB_REQUIRE_LAB=1 says a lab must work
+// here; without Linux none can, so a test that needs one then fails.
+func LabRequired() (required bool, why string) {
+	if os.Getenv(RequireLabEnv) == "1" {
+		return true, RequireLabEnv + "=1"
+	}
+	return false, ""
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +30,7 @@ func init() {
 	RegisterRole("test-client", clientRole)
 	RegisterRole("test-sleep", func([]string) int { time.Sleep(time.Hour); return 0 })
 	RegisterRole("test-harness", harnessRole)
+	RegisterRole("test-userns-probe", usernsProbeRole)
 	RegisterRole("test-args", func(args []string) int {
 		b, _ := json.Marshal(args)
 		fmt.Printf("%s %q\n", b, os.Getenv(RoleEnv))
@@ -71,13 +73,15 @@ type echoStats struct {
 
 // echoRole is a byte-echo server on $REACTORLAB_LISTEN (and --control). It
 // prints its stats as JSON and exits 0 on SIGTERM, unless --ignore-term.
-// --fork starts a grandchild (test-sleep) first; --no-listen never
+// --fork starts a grandchild (test-sleep) first, in the server's process
+// group, or with --escape in a session of its own; --no-listen never
 // listens; --exit-after ends it by itself (with --exit-code) that long
 // after its first echo.
 func echoRole(args []string) int {
 	fs := flag.NewFlagSet("test-echo", flag.ContinueOnError)
 	control := fs.String("control", "", "second address to serve")
 	fork := fs.Bool("fork", false, "start a grandchild first")
+	escape := fs.Bool("escape", false, "with --fork: the grandchild escapes into a session of its own")
 	ignoreTerm := fs.Bool("ignore-term", false, "ignore SIGTERM")
 	noListen := fs.Bool("no-listen", false, "never listen")
 	exitAfter := fs.Duration("exit-after", 0, "exit by itself this long after the first echo")
@@ -93,6 +97,7 @@ func echoRole(args []string) int {
 	if *fork {
 		c := exec.Command(selfExe)
 		c.Env = append(os.Environ(), RoleEnv+"=test-sleep")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: *escape}
 		if err := c.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "fork:", err)
 			return 1
@@ -201,19 +206,20 @@ type harnessOut struct {
 
 // harnessRole runs Run once per LabSpec given as a JSON argument, printing
 // an "up" line as soon as both processes run, a result line after each run,
-// and a "done" line last. --limit-netns first sets this user namespace's
-// user.max_net_namespaces to 0, so the kernel refuses every new network
-// namespace (ENOSPC): a genuine refusal, not a simulated one.
+// and a "done" line last. --max-netns=N first sets this user namespace's
+// user.max_net_namespaces to N, so the kernel refuses every network
+// namespace beyond the Nth made below it (ENOSPC): a genuine refusal, not a
+// simulated one.
 func harnessRole(args []string) int {
 	fs := flag.NewFlagSet("test-harness", flag.ContinueOnError)
-	limit := fs.Bool("limit-netns", false, "refuse network namespaces here")
+	maxNetns := fs.Int("max-netns", -1, "allow this many network namespaces here (-1: leave the limit)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	out := json.NewEncoder(os.Stdout)
 	defer out.Encode(harnessOut{Done: true})
-	if *limit {
-		if err := os.WriteFile("/proc/sys/user/max_net_namespaces", []byte("0"), 0); err != nil {
+	if *maxNetns >= 0 {
+		if err := os.WriteFile("/proc/sys/user/max_net_namespaces", []byte(strconv.Itoa(*maxNetns)), 0); err != nil {
 			out.Encode(harnessOut{Error: "limit: " + err.Error()})
 			return 0
 		}
@@ -248,4 +254,22 @@ func harnessLines(t *testing.T, r io.Reader, ch chan<- harnessOut) {
 		ch <- o
 	}
 	close(ch)
+}
+
+// usernsProbeRole starts a child (the role lab-nop, which exits at once)
+// that calls unshare(CLONE_NEWUSER|CLONE_NEWNET) before it executes, as
+// this process's user, and prints "ok" or the kernel's refusal. Go makes
+// that call in the forked child, which has one thread (a Go process has
+// many, and the kernel refuses them a new user namespace), and without uid
+// maps: nothing of the harness is involved.
+func usernsProbeRole([]string) int {
+	cmd := exec.Command(selfExe)
+	cmd.Env = append(os.Environ(), RoleEnv+"="+nopRole)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET}
+	if err := cmd.Run(); err != nil {
+		fmt.Printf("unshare(CLONE_NEWUSER|CLONE_NEWNET) in a child: %v\n", err)
+		return 0
+	}
+	fmt.Println("ok")
+	return 0
 }

@@ -44,7 +44,8 @@ const (
 // after-audit retries while it finds a difference (a discarded worker
 // thread, a reaped child's /proc entry or a closed pidfd may take a moment
 // to disappear); auditReserve covers the whole audit; reportMargin is for
-// the lab child to report once its processes are stopped.
+// the run child to audit itself and report once its processes are
+// stopped.
 const (
 	auditSettle  = 500 * time.Millisecond
 	auditReserve = auditSettle + 500*time.Millisecond
@@ -64,11 +65,25 @@ func stopReserve(grace time.Duration) time.Duration {
 }
 
 // ErrLabUnavailable is wrapped by the error of a lab that could not be set
-// up because the kernel refused a step (clone, mount, a network namespace,
-// the veth, a sysctl). The error names the step and the kernel's reason.
-// Mode auto falls back to loopback on exactly this error; Mode lab returns
-// it.
+// up because the kernel refuses this process namespaces, for lack of
+// privilege or quota: creating one (clone, unshare) or mounting the lab's
+// /proc failed with EPERM, EACCES, ENOSPC, EINVAL or EUSERS, or writing a
+// per-namespace sysctl failed with EPERM or EACCES.
+// A failed clone counts only if a probe confirms it (the same clone without
+// the uid and gid maps is refused too, while this program starts without
+// namespaces), so that a mistake of ours in the maps is not taken for the
+// kernel's refusal. The error names the step and the kernel's reason.
+//
+// Every other failure of a setup step (a netlink request, an address, a
+// sysctl value the kernel rejects, the lab's own checks) is a plain error:
+// a lab that is broken, not one that is forbidden, and it fails the run in
+// every mode. Mode auto falls back to loopback on exactly ErrLabUnavailable;
+// Mode lab returns it.
 var ErrLabUnavailable = errors.New("lab unavailable")
+
+// RequireLabEnv names the environment variable LabRequired reads: "1"
+// says a lab must work here, "0" that it need not.
+const RequireLabEnv = "REACTORLAB_REQUIRE_LAB"
 
 // Mode says where a run takes place.
 type Mode string
@@ -81,7 +96,7 @@ const (
 	// ErrLabUnavailable.
 	ModeLab Mode = "lab"
 	// ModeLoopback runs on 127.0.0.1 in this process's namespaces, with the
-	// same pinning.
+	// same pinning, orchestration and keeper.
 	ModeLoopback Mode = "loopback"
 )
 
@@ -216,16 +231,16 @@ type LabSpec struct {
 	// leaves it less than a second. When its time is up the client is
 	// stopped and the run marked invalid; a lab that has not reported when
 	// the audit's reserve begins is killed whole.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	Timeout time.Duration `json:"-"` // JSON: "timeout_s", seconds
 	// Ready bounds the wait for the server's addresses to accept
 	// (0: proc.DefaultReady).
-	Ready time.Duration `json:"ready,omitempty"`
+	Ready time.Duration `json:"-"` // JSON: "ready_s", seconds
 	// Grace is how long a stop waits after SIGTERM before SIGKILL
 	// (0: DefaultGrace).
-	Grace time.Duration `json:"grace,omitempty"`
+	Grace time.Duration `json:"-"` // JSON: "grace_s", seconds
 	// SampleEvery is the period of the CPU, memory and affinity samples
 	// taken while the processes run (0: DefaultSampleEvery).
-	SampleEvery time.Duration `json:"sample_every,omitempty"`
+	SampleEvery time.Duration `json:"-"` // JSON: "sample_every_s", seconds
 	// Sysctls are net.* sysctls to set in both lab namespaces, over the
 	// defaults (net.core.somaxconn=4096, net.ipv4.ip_local_port_range=
 	// "1024 65535"). Only per-namespace net.* keys are accepted; the host's
@@ -248,11 +263,14 @@ var defaultSysctls = map[string]string{
 }
 
 // LabResult is the record of one run. It is plain data and survives a
-// JSON round trip (the lab child sends it to the parent that way).
+// JSON round trip (the run child sends most of it to the parent that way);
+// its durations are in seconds, their keys say so ("elapsed_s").
 type LabResult struct {
 	// Mode is where the run took place: lab or loopback.
 	Mode Mode `json:"mode"`
-	// Fallback is why Mode auto ran on loopback ("" otherwise).
+	// Fallback is why Mode auto ran on loopback: the kernel's refusal of
+	// namespaces (ErrLabUnavailable), never a broken lab, which fails the
+	// run instead ("" otherwise).
 	Fallback string `json:"fallback,omitempty"`
 	// UserNS reports a rootless lab: its namespaces are owned by a user
 	// namespace in which this process's uid is root.
@@ -268,23 +286,25 @@ type LabResult struct {
 	Sysctls map[string]string `json:"sysctls,omitempty"`
 	// Namespaces are the lab's namespaces ("net:[4026532…]"): the lab
 	// child's net, pid, mnt (and user) and the server's and client's
-	// network namespaces. None is reachable once Run has returned, or the
-	// run is invalid.
+	// network namespaces (also of a lab whose setup the kernel refused
+	// half-way, before a fallback). None is reachable once Run has
+	// returned, or the run is invalid.
 	Namespaces []string `json:"namespaces,omitempty"`
 	// Server and Client are nil for a process that was never started.
 	Server *ProcResult `json:"server,omitempty"`
 	Client *ProcResult `json:"client,omitempty"`
-	// Audit compares this process before and after the run.
+	// Audit compares this process before and after the run, and carries
+	// the run child's audit of itself.
 	Audit Audit `json:"audit"`
 	// Valid is true when Invalid is empty: the run completed, both
 	// processes behaved (client exit 0; server stopped by SIGTERM within
 	// the grace, exiting 0 or by that signal, or, with ServerMayExit,
 	// exited 0 by itself), placement held on every thread, and the audit
-	// found nothing left behind.
+	// found nothing left behind, here or in the run child.
 	Valid   bool     `json:"valid"`
 	Invalid []string `json:"invalid,omitempty"`
 	// Elapsed is the wall time of Run.
-	Elapsed time.Duration `json:"elapsed"`
+	Elapsed time.Duration `json:"-"` // JSON: "elapsed_s", seconds
 }
 
 // ProcResult is what became of one process.
@@ -329,17 +349,44 @@ type ProcResult struct {
 	Sampled proc.Usage `json:"sampled"`
 	Samples int        `json:"samples"`
 	// Elapsed runs from the start to the exit.
-	Elapsed time.Duration `json:"elapsed"`
+	Elapsed time.Duration `json:"-"` // JSON: "elapsed_s", seconds
 }
 
 // Audit is the leak audit of a run.
 type Audit struct {
 	Before Snapshot `json:"before"`
 	After  Snapshot `json:"after"`
-	// Diffs names every difference between Before and After, and every way
-	// one of the lab's namespaces is still reachable; empty means the run
-	// left nothing behind.
+	// Child is the run child's audit of itself (nil if no run child
+	// reported one: the run never started a process).
+	Child *ChildAudit `json:"child,omitempty"`
+	// Diffs names every difference between Before and After, every way one
+	// of the lab's namespaces is still reachable, and every difference the
+	// run child and its keeper found (prefixed "run child:", "keeper:");
+	// empty means the run left nothing behind.
 	Diffs []string `json:"diffs,omitempty"`
+}
+
+// ChildAudit is what the run child (the lab child, or its loopback
+// counterpart) finds about itself once both processes are reaped and its
+// worker threads have ended, before it reports; and what the keeper found
+// after the run child had exited.
+type ChildAudit struct {
+	// Threads counts the run child's threads that were checked.
+	Threads int `json:"threads"`
+	// Netns is the run child's own network namespace, where every one of
+	// its threads must be again; CPUs are its threads' distinct masks when
+	// it started, the only ones a thread may have again.
+	Netns string   `json:"netns"`
+	CPUs  []string `json:"cpus"`
+	// Diffs names every thread of the run child left in another network
+	// namespace or on another mask, and every process of the run still
+	// running (in the lab: anything in its PID namespace); empty means
+	// none.
+	Diffs []string `json:"diffs,omitempty"`
+	// Swept names every process the keeper had to kill after the run child
+	// had exited: a process of the run that escaped its process group and
+	// was orphaned to the keeper (a child subreaper).
+	Swept []string `json:"swept,omitempty"`
 }
 
 // Snapshot is the state of this process that a run must leave as it found
@@ -416,7 +463,7 @@ func (s LabSpec) validate() (*spec, error) {
 		}
 	}
 	if s.CPUs.Server >= 0 && s.CPUs.Server == s.CPUs.Client {
-		errs = append(errs, fmt.Errorf("cpus %s: both sides on CPU %d (the zero CPUs; use Unpinned or two CPUs)", s.CPUs, s.CPUs.Server))
+		errs = append(errs, fmt.Errorf("cpus %s: both sides on CPU %d: the two measured sides never share a CPU (give two CPUs, or none)", s.CPUs, s.CPUs.Server))
 	}
 	v.sysctls = maps.Clone(defaultSysctls)
 	for _, k := range slices.Sorted(maps.Keys(s.Sysctls)) {
@@ -427,7 +474,7 @@ func (s LabSpec) validate() (*spec, error) {
 		}
 		v.sysctls[k] = val
 	}
-	// The spec travels to the lab child through a 1 MiB pipe read.
+	// The spec travels to the run child through a 1 MiB pipe read.
 	if b, err := json.Marshal(s); err == nil && len(b) > maxSpecSize {
 		errs = append(errs, fmt.Errorf("the spec is %d bytes as JSON; at most %d (argv and env)", len(b), maxSpecSize))
 	}
@@ -437,7 +484,7 @@ func (s LabSpec) validate() (*spec, error) {
 	return v, nil
 }
 
-// maxSpecSize bounds a LabSpec, which the lab child reads from a bounded
+// maxSpecSize bounds a LabSpec, which the run child reads from a bounded
 // pipe.
 const maxSpecSize = 512 << 10
 
@@ -464,7 +511,7 @@ func (p Proc) check() error {
 }
 
 // internalRoles are the harness's own roles, which no run may name.
-var internalRoles = map[string]bool{"lab": true, "lab-keeper": true}
+var internalRoles = map[string]bool{"lab": true, "lab-keeper": true, "lab-nop": true}
 
 // checkSysctl accepts only per-network-namespace keys ("net.…") with a
 // one-line value, so nothing outside the lab's namespaces can be written.

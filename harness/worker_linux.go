@@ -15,6 +15,12 @@ import (
 // errWorkerGone reports a call to a worker that has ended.
 var errWorkerGone = errors.New("worker thread has ended")
 
+// workersReturnThreads, set only by a test's planted fault (breakWorkers),
+// breaks the rule below: a worker's thread goes back to Go's pool when it
+// ends, in whatever namespace and on whatever mask it was left. It shows
+// that the run child's audit of its own threads catches the mistake.
+var workersReturnThreads bool
+
 // A worker is a goroutine locked to an OS thread of its own, on which a
 // side's namespace and CPU changes are made and from which its process is
 // forked, so that every thread of that process inherits both.
@@ -64,6 +70,9 @@ func (w *worker) run(setup func() error, errc chan<- error, locked chan<- struct
 	}
 	if locked != nil {
 		close(locked)
+	}
+	if workersReturnThreads {
+		defer runtime.UnlockOSThread()
 	}
 	defer close(w.done)
 	if setup != nil {
