@@ -4,11 +4,17 @@ package loadgen_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
@@ -16,54 +22,231 @@ import (
 )
 
 // BenchmarkCapacity measures, side by side in one run, the generator's
-// capacity in frames it sends and checks per CPU-second of its process
-// (getrusage) and what the lt reference reactor, in a child process,
-// echoes per CPU-second of its process (the schedstat of its threads).
-// gen/lt is the ratio of the two: the generator must reach >= 2, so that
-// it is never the bottleneck. Every frame is counted once on each side (the
-// generator sends, receives and checks it; lt reads and echoes it). Each
-// iteration is a 1 s run; repeat with -count for the spread.
+// frames sent and checked per CPU-second and the lt reference reactor's
+// (default configuration) frames echoed per CPU-second; gen/lt is their
+// ratio (issue 4 asks for >= 2, so that the generator is never the
+// bottleneck). Every frame is counted once on each side (the generator
+// sends, receives and checks it; lt reads and echoes it). Each iteration is
+// a 1 s run; repeat with -count for the spread.
+//
+// Both sides are measured alike: each is a process of its own (the test
+// binary as a child: lt serving, the generator running one loadgen.Run and
+// nothing else, so the test process's goroutines are not counted), and each
+// one's CPU is the sum of the schedstat run times of all its threads (the Go
+// runtime's included) over the same window, the Run, read by the generator
+// child just before and after it. gen-busy and lt-busy are those CPU times
+// over the Run's wall time; the user/system split per frame comes from
+// /proc/<pid>/stat (10 ms steps: rough).
+//
+// Placements:
+//
+//   - free: both children wherever the scheduler puts them;
+//   - pinned: lt on CPU 0, the generator on CPU 1, as the lab places them;
+//   - shared: both on CPU 0.
+//
+// Each child inherits its CPU before it starts, so no thread migrates, and
+// runs with GOMAXPROCS 2 as in the lab (ensureProcs).
+//
+// Reading it: the two sides are coupled. On CPUs of their own, a side with
+// CPU to spare spends it: it finds a little work at every poll and handles
+// smaller batches, at more syscalls per frame. So when both are busy
+// (gen-busy and lt-busy near 1, the pipelined hot cells, free or pinned)
+// the ratio sits near 1 whatever either side's efficiency, and a cheaper
+// generator shows as a higher frame rate at best. On one shared CPU neither
+// side can spend what the other leaves: each one's CPU is the work it did,
+// and the ratio compares their costs per frame.
+//
+// go test's -cpuprofile profiles the parent, which only waits: set
+// LOADGEN_TEST_GEN_CPUPROFILE=PREFIX to profile the generator children's
+// Runs instead, each into PREFIX-<pid>; go tool pprof merges them.
 func BenchmarkCapacity(b *testing.B) {
-	for _, tc := range []struct {
+	type cell struct {
 		hot, k, steady int
 		rate           float64
-	}{{hot: 1, k: 1}, {hot: 1, k: 16}, {hot: 4, k: 64}, {hot: 1, k: 1024}, {hot: 4, k: 256}, {hot: 16, k: 256},
-		{steady: 1, rate: 100e3}, {steady: 1, rate: 300e3}, {steady: 4, rate: 1e6}} {
-		name := fmt.Sprintf("hot=%d/k=%d", tc.hot, tc.k)
-		if tc.steady > 0 {
-			name = fmt.Sprintf("steady=%d/rate=%.0fk", tc.steady, tc.rate/1e3)
-		}
-		b.Run(name, func(b *testing.B) {
-			r := startReactor(b, reactors.LT)
-			cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: tc.hot, InFlight: tc.k,
-				Steady: tc.steady, Rate: tc.rate, Window: 4096, Duration: time.Second, Drain: 200 * time.Millisecond}
-			var frames, genNs, ltNs float64
-			for b.Loop() {
-				var ru0, ru1 unix.Rusage
-				lt0, err := proc.ReadThreadCPU(r.Pid())
-				if err != nil {
-					b.Fatal(err)
-				}
-				unix.Getrusage(unix.RUSAGE_SELF, &ru0)
-				res, err := loadgen.Run(context.Background(), cfg)
-				unix.Getrusage(unix.RUSAGE_SELF, &ru1)
-				lt1, err2 := proc.ReadThreadCPU(r.Pid())
-				if err != nil || err2 != nil {
-					b.Fatal(err, err2)
-				}
-				if !res.Valid {
-					b.Fatalf("invalid: %q", res.Invalid)
-				}
-				frames += float64(res.Totals.Echoed)
-				genNs += float64(cpuNs(ru1) - cpuNs(ru0))
-				ltNs += float64(lt1 - lt0)
+	}
+	cells := []cell{{hot: 1, k: 1}, {hot: 1, k: 16}, {hot: 4, k: 64}, {hot: 1, k: 1024}, {hot: 4, k: 256}, {hot: 16, k: 256},
+		{steady: 1, rate: 100e3}, {steady: 1, rate: 300e3}, {steady: 4, rate: 1e6}}
+	placements := []struct {
+		name          string
+		ltCPU, genCPU int
+	}{{"free", -1, -1}, {"pinned", 0, 1}, {"shared", 0, 0}}
+	for _, pl := range placements {
+		for _, tc := range cells {
+			name := fmt.Sprintf("%s/hot=%d/k=%d", pl.name, tc.hot, tc.k)
+			if tc.steady > 0 {
+				name = fmt.Sprintf("%s/steady=%d/rate=%.0fk", pl.name, tc.steady, tc.rate/1e3)
 			}
-			b.ReportMetric(frames/(genNs/1e9), "gen-frames/cpu-s")
-			b.ReportMetric(frames/(ltNs/1e9), "lt-frames/cpu-s")
-			b.ReportMetric(ltNs/genNs, "gen/lt")
-			b.ReportMetric(frames/float64(b.N), "frames/op")
-		})
+			b.Run(name, func(b *testing.B) {
+				if pl.genCPU >= runtime.NumCPU() {
+					b.Skipf("needs CPU %d: %d CPUs", pl.genCPU, runtime.NumCPU())
+				}
+				r := startReactorOn(b, reactors.LT, pl.ltCPU)
+				cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: tc.hot, InFlight: tc.k,
+					Steady: tc.steady, Rate: tc.rate, Window: 4096, Duration: time.Second, Drain: time.Second}
+				var frames, genNs, ltNs, wallNs, genUser, genSys, ltUser, ltSys float64
+				for b.Loop() {
+					run := runGenerator(b, cfg, r.Pid(), pl.genCPU)
+					frames += float64(run.Frames)
+					wallNs += float64(run.WallNs)
+					genNs += float64(run.GenNs)
+					ltNs += float64(run.TargetNs)
+					genUser += float64(run.GenUserNs)
+					genSys += float64(run.GenSysNs)
+					ltUser += float64(run.TargetUserNs)
+					ltSys += float64(run.TargetSysNs)
+				}
+				if pl.ltCPU >= 0 {
+					checkPinned(b, "lt", r.Pid(), pl.ltCPU)
+				}
+				b.ReportMetric(frames/(genNs/1e9), "gen-frames/cpu-s")
+				b.ReportMetric(frames/(ltNs/1e9), "lt-frames/cpu-s")
+				b.ReportMetric(ltNs/genNs, "gen/lt")
+				b.ReportMetric(frames/float64(b.N), "frames/op")
+				b.ReportMetric(genNs/wallNs, "gen-busy")
+				b.ReportMetric(ltNs/wallNs, "lt-busy")
+				// Where the time goes, per frame (user/system: see capacityRun).
+				b.ReportMetric(genUser/frames, "gen-user-ns/frame")
+				b.ReportMetric(genSys/frames, "gen-sys-ns/frame")
+				b.ReportMetric(ltUser/frames, "lt-user-ns/frame")
+				b.ReportMetric(ltSys/frames, "lt-sys-ns/frame")
+			})
+		}
 	}
 }
 
-func cpuNs(ru unix.Rusage) int64 { return unix.TimevalToNsec(ru.Utime) + unix.TimevalToNsec(ru.Stime) }
+// generatorEnv makes the test binary run one loadgen.Run instead of tests:
+// the variable holds its Config as JSON, targetPidEnv the pid of the target
+// whose CPU is measured beside it. It prints a capacityRun as JSON.
+const (
+	generatorEnv  = "LOADGEN_TEST_GENERATOR"
+	targetPidEnv  = "LOADGEN_TEST_TARGET_PID"
+	genProfileEnv = "LOADGEN_TEST_GEN_CPUPROFILE"
+)
+
+// capacityRun is what a generator child reports.
+type capacityRun struct {
+	Frames   uint64 // DATA frames echoed
+	WallNs   int64  // the Run's wall time
+	GenNs    int64  // CPU of every thread of the generator's process during Run
+	TargetNs int64  // CPU of every thread of the target's process, same window
+	// The same split into user and system time (/proc/<pid>/stat, in steps
+	// of 10 ms: a rough split of the figures above).
+	GenUserNs, GenSysNs, TargetUserNs, TargetSysNs int64
+	Invalid                                        []string // the Result's invalid reasons
+	Affinity                                       []proc.ThreadAffinity
+}
+
+// generatorChild runs the Run described by its environment and reports it.
+func generatorChild(cfgJSON string) int {
+	ensureProcs()
+	var cfg loadgen.Config
+	target, err := strconv.Atoi(os.Getenv(targetPidEnv))
+	if err == nil {
+		err = json.Unmarshal([]byte(cfgJSON), &cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "generator child:", err)
+		return 1
+	}
+	self := os.Getpid()
+	if path := os.Getenv(genProfileEnv); path != "" {
+		f, err := os.Create(path + "-" + strconv.Itoa(self))
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "generator child:", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	// A short run first: a Run's set-up and tear-down (recorder, rings,
+	// connections) cost the generator 10-12 ms of CPU in the first runs of a
+	// process and about 4 ms in later ones (1 ms runs against lt), and lt's
+	// own start-up is outside its window too.
+	warm := cfg
+	warm.Duration, warm.Warmup = 50*time.Millisecond, 0
+	if _, err := loadgen.Run(context.Background(), warm); err != nil {
+		fmt.Fprintln(os.Stderr, "generator child: warm-up run:", err)
+		return 1
+	}
+	runtime.GC()
+	// Each side's counters are read just before and after Run, the
+	// generator's innermost: the only work in its window that is not Run is
+	// reading its own schedstat. (lt is idle around Run: its window may be
+	// wider.)
+	tu0, e1 := proc.ReadUsage(target)
+	t0, e2 := proc.ReadThreadCPU(target)
+	gu0, e3 := proc.ReadUsage(self)
+	g0, e4 := proc.ReadThreadCPU(self)
+	began := time.Now()
+	res, err := loadgen.Run(context.Background(), cfg)
+	wall := time.Since(began)
+	g1, e5 := proc.ReadThreadCPU(self)
+	gu1, e6 := proc.ReadUsage(self)
+	t1, e7 := proc.ReadThreadCPU(target)
+	tu1, e8 := proc.ReadUsage(target)
+	if err := errors.Join(err, e1, e2, e3, e4, e5, e6, e7, e8); err != nil {
+		fmt.Fprintln(os.Stderr, "generator child:", err)
+		return 1
+	}
+	run := capacityRun{Frames: res.Totals.Echoed, WallNs: wall.Nanoseconds(), GenNs: g1 - g0, TargetNs: t1 - t0, Invalid: res.Invalid,
+		GenUserNs: gu1.UserNs - gu0.UserNs, GenSysNs: gu1.SysNs - gu0.SysNs,
+		TargetUserNs: tu1.UserNs - tu0.UserNs, TargetSysNs: tu1.SysNs - tu0.SysNs}
+	run.Affinity, _ = proc.ReadAffinity(self)
+	if err := json.NewEncoder(os.Stdout).Encode(run); err != nil {
+		fmt.Fprintln(os.Stderr, "generator child:", err)
+		return 1
+	}
+	return 0
+}
+
+// runGenerator runs cfg in a generator child on CPU cpu (< 0: anywhere)
+// against the target process targetPid.
+func runGenerator(b *testing.B, cfg loadgen.Config, targetPid, cpu int) capacityRun {
+	b.Helper()
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), generatorEnv+"="+string(js), targetPidEnv+"="+strconv.Itoa(targetPid))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := startOn(cmd, cpu); err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("generator child: %v; stderr:\n%s", err, stderr.String())
+	}
+	var run capacityRun
+	if err := json.Unmarshal([]byte(stdout.String()), &run); err != nil {
+		b.Fatalf("generator child said %q: %v", stdout.String(), err)
+	}
+	if len(run.Invalid) > 0 {
+		b.Fatalf("invalid: %q", run.Invalid)
+	}
+	if cpu >= 0 {
+		for _, a := range run.Affinity {
+			if a.CPUs != strconv.Itoa(cpu) {
+				b.Fatalf("generator child: thread %d on CPUs %s, want %d", a.Tid, a.CPUs, cpu)
+			}
+		}
+	}
+	return run
+}
+
+// checkPinned fails b unless every thread of pid may run on CPU cpu only.
+func checkPinned(b *testing.B, name string, pid, cpu int) {
+	b.Helper()
+	aff, err := proc.ReadAffinity(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range aff {
+		if a.CPUs != strconv.Itoa(cpu) {
+			b.Fatalf("%s: thread %d on CPUs %s, want %d", name, a.Tid, a.CPUs, cpu)
+		}
+	}
+}

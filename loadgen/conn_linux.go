@@ -3,6 +3,7 @@
 package loadgen
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -366,7 +367,7 @@ func (c *conn) sendDue() {
 			c.unblockedAt = now // the connection could take frames again from now
 		}
 		c.out = slices.Grow(c.out[:0], n*c.frameSize)
-		lags := l.scratch[3][:0]
+		lags := l.scratch[2][:0]
 		for range n {
 			intended := c.intended(c.nextSeq)
 			if c.kind == kindSteady {
@@ -377,7 +378,7 @@ func (c *conn) sendDue() {
 		if len(lags) > 0 {
 			l.cLag.RecordBatch(lags)
 		}
-		l.scratch[3] = lags
+		l.scratch[2] = lags
 	}
 	if n < count {
 		c.block(blockWindow)
@@ -713,20 +714,31 @@ func (c *conn) onReadable() {
 		c.peerEnded(errEOF)
 		return
 	}
-	c.split.feed(l.readBuf[:n])
+	c.onAnswers(l.readBuf[:n], now)
+}
+
+// onAnswers handles the bytes of one read, received at now: it settles
+// every frame they complete, records their latencies, and sends what the
+// source may send in their place.
+func (c *conn) onAnswers(b []byte, now int64) {
+	l := c.l
+	c.split.feed(b)
 	answered := 0
-	data, raw, ctl := l.scratch[0][:0], l.scratch[1][:0], l.scratch[2][:0]
+	// The latencies of the echoes: lat is class "data" ("control" on a
+	// control connection), raw is "data-uncorrected" of a steady source (a
+	// hot source's are the same values as lat: it has no schedule).
+	lat, raw := l.scratch[0][:0], l.scratch[1][:0]
 	for {
-		h, p, ok, err := c.split.next()
+		f, ok, err := c.split.next()
 		if err != nil {
-			c.flushLatencies(data, raw, ctl)
+			c.flushLatencies(lat, raw, now)
 			c.streamBroken(err)
 			return
 		}
 		if !ok {
 			break
 		}
-		s, how := c.settle(h, p)
+		s, how := c.settle(f)
 		if s == nil {
 			continue
 		}
@@ -736,19 +748,15 @@ func (c *conn) onReadable() {
 		}
 		switch c.kind {
 		case kindHot:
-			data = append(data, now-s.actual)
-			raw = append(raw, now-s.actual)
-			if now >= l.measureFrom && now < l.sendEnd {
-				c.measuredEchoed++
-			}
+			lat = append(lat, now-s.actual)
 		case kindSteady:
-			data = append(data, now-s.stamp)
+			lat = append(lat, now-s.stamp)
 			raw = append(raw, now-s.actual)
 		case kindControl:
-			ctl = append(ctl, now-s.stamp)
+			lat = append(lat, now-s.stamp)
 		}
 	}
-	c.flushLatencies(data, raw, ctl)
+	c.flushLatencies(lat, raw, now)
 	if c.state == stDead {
 		return
 	}
@@ -766,16 +774,26 @@ func (c *conn) onReadable() {
 	}
 }
 
-func (c *conn) flushLatencies(data, raw, ctl []int64) {
+// flushLatencies records the latencies onAnswers gathered from answers
+// received at now (see there).
+func (c *conn) flushLatencies(lat, raw []int64, now int64) {
 	l := c.l
-	if len(data) > 0 {
-		l.cData.RecordBatch(data)
-		l.cRaw.RecordBatch(raw)
+	if len(lat) > 0 {
+		switch c.kind {
+		case kindHot:
+			if now >= l.measureFrom && now < l.sendEnd {
+				c.measuredEchoed += uint64(len(lat))
+			}
+			l.cData.RecordBatch(lat)
+			l.cRaw.RecordBatch(lat)
+		case kindSteady:
+			l.cData.RecordBatch(lat)
+			l.cRaw.RecordBatch(raw)
+		case kindControl:
+			l.cControl.RecordBatch(lat)
+		}
 	}
-	if len(ctl) > 0 {
-		l.cControl.RecordBatch(ctl)
-	}
-	l.scratch[0], l.scratch[1], l.scratch[2] = data, raw, ctl
+	l.scratch[0], l.scratch[1] = lat, raw
 }
 
 type settleHow uint8
@@ -786,51 +804,56 @@ const (
 	settledCorrupt
 )
 
-// settle handles one received frame and returns the slot it settled (nil if
-// it settled none: a duplicate, a stranger, a STOP answer).
-func (c *conn) settle(h wire.Header, p []byte) (*slot, settleHow) {
+// settle handles one received frame (as splitter.next returns it) and
+// returns the slot it settled (nil if it settled none: a duplicate, a
+// stranger, a STOP answer). An echo is checked field by field where it
+// lies; the rare cases decode the whole header.
+func (c *conn) settle(f []byte) (*slot, settleHow) {
 	l := c.l
+	kind, token, seq := wire.Kind(f[4]), binary.LittleEndian.Uint64(f[8:]), binary.LittleEndian.Uint64(f[16:])
 	switch {
-	case h.Kind == c.frameKind:
-		if h.Token != c.token {
-			c.foreign(h)
+	case kind == c.frameKind:
+		if token != c.token {
+			c.foreign(frameHeader(f))
 			return nil, 0
 		}
-		s := c.lookup(h)
+		s := c.lookup(kind, seq)
 		if s == nil {
 			return nil, 0
 		}
-		if h.Length != uint32(c.frameSize-4) || h.Flags != 0 || int64(h.SendNs) != s.stamp || digest(p) != s.digest {
-			c.corruptAnswer(h, p, s)
+		if binary.LittleEndian.Uint32(f) != uint32(c.frameSize-4) || f[5] != 0 || // length, flags
+			int64(binary.LittleEndian.Uint64(f[24:])) != s.stamp || digest(f[wire.HeaderSize:]) != s.digest {
+			c.corruptAnswer(frameHeader(f), f[wire.HeaderSize:], s)
 			c.close(s)
 			return s, settledCorrupt
 		}
 		c.acct.Echoed++
 		c.close(s)
 		return s, settledEcho
-	case h.Kind == wire.KindReject:
-		if h.Token == 0 && l.overSize && c.kind != kindControl {
+	case kind == wire.KindReject:
+		if token == 0 && l.overSize && c.kind != kindControl {
 			// The refusal of the over-size fault's header (token 0, never
 			// ours; a reference reactor answers with a zero header, since
 			// it refuses the frame before reading its fields).
 			c.overSizeRejected++
 			return nil, 0
 		}
-		if h.Token != c.token {
-			c.foreign(h)
+		if token != c.token {
+			c.foreign(frameHeader(f))
 			return nil, 0
 		}
-		s := c.lookup(h)
+		s := c.lookup(kind, seq)
 		if s == nil {
 			return nil, 0
 		}
 		c.acct.Rejected++
 		c.close(s)
 		return s, settledReject
-	case c == l.stopConn && (h.Kind == wire.KindStopAck || h.Kind == wire.KindStop) && h.Token == c.token && h.Seq == stopSeq:
-		l.onStopAnswer(h, p, l.now)
+	case c == l.stopConn && (kind == wire.KindStopAck || kind == wire.KindStop) && token == c.token && seq == stopSeq:
+		l.onStopAnswer(frameHeader(f), f[wire.HeaderSize:], l.now)
 		return nil, 0
 	}
+	h := frameHeader(f)
 	c.acct.Corrupted++
 	c.addEvidence("unexpected %v frame (token %#x, seq %d, %d payload bytes) on a %v connection", h.Kind, h.Token, h.Seq, h.PayloadLen(), c.frameKind)
 	return nil, 0
@@ -838,23 +861,22 @@ func (c *conn) settle(h wire.Header, p []byte) (*slot, settleHow) {
 
 // lookup returns the live, sent slot an answer with c's token is for, or
 // nil after counting the answer as duplicated or corrupted.
-func (c *conn) lookup(h wire.Header) *slot {
-	seq := h.Seq
+func (c *conn) lookup(kind wire.Kind, seq uint64) *slot {
 	if seq >= c.nextSeq {
 		c.acct.Corrupted++
-		c.addEvidence("%v answer for seq %d, never sent on this connection (next seq %d)", h.Kind, seq, c.nextSeq)
+		c.addEvidence("%v answer for seq %d, never sent on this connection (next seq %d)", kind, seq, c.nextSeq)
 		return nil
 	}
 	s := &c.ring[seq&c.mask]
 	if c.nextSeq-seq > uint64(len(c.ring)) || s.seq != seq || s.state == slotDone || s.state == slotFree {
 		// The slot was reused or settled: the frame was answered already.
 		c.acct.Duplicated++
-		c.addEvidence("second %v answer for seq %d", h.Kind, seq)
+		c.addEvidence("second %v answer for seq %d", kind, seq)
 		return nil
 	}
 	if s.state == slotBuilt {
 		c.acct.Corrupted++
-		c.addEvidence("%v answer for seq %d before it was written in full", h.Kind, seq)
+		c.addEvidence("%v answer for seq %d before it was written in full", kind, seq)
 		return nil
 	}
 	return s

@@ -75,8 +75,10 @@
 // One loop on a locked OS thread serves every connection with epoll
 // (level-triggered), non-blocking sockets, a timerfd for the schedule and
 // an eventfd for cancellation: no goroutine per connection, batched reads
-// through a wire.Decoder per connection, batched writes, and no allocation
-// per frame (a fault plan allocates per batch). The generator therefore
-// uses one CPU; SelfCheck reports when that CPU, or its scheduling lag, was
-// the limit rather than the target.
+// whose frames are checked where they lie in the read buffer (only a frame
+// split between two reads is copied), batched writes, and no allocation per
+// frame (a fault plan allocates per batch). The generator therefore uses
+// one CPU; SelfCheck reports when that CPU, or its scheduling lag, was the
+// limit rather than the target. BenchmarkCapacity compares that CPU per
+// frame with the lt reference reactor's.
 package loadgen

@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -23,6 +26,9 @@ func TestMain(m *testing.M) {
 	if design := os.Getenv(childEnv); design != "" {
 		os.Exit(serveChild(reactors.Design(design)))
 	}
+	if cfg := os.Getenv(generatorEnv); cfg != "" {
+		os.Exit(generatorChild(cfg))
+	}
 	os.Exit(m.Run())
 }
 
@@ -30,6 +36,7 @@ func TestMain(m *testing.M) {
 // "data=ADDR control=ADDR" on stdout, and exits when the reactor stops (a
 // STOP frame) or when stdin reaches EOF (the parent is done or gone).
 func serveChild(design reactors.Design) int {
+	ensureProcs()
 	cfg := reactors.DefaultConfig()
 	cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
 	r, err := reactors.New(design, cfg)
@@ -74,6 +81,13 @@ func (c *child) Exited() <-chan struct{} { return c.done }
 // the test.
 func startReactor(t testing.TB, design reactors.Design) *child {
 	t.Helper()
+	return startReactorOn(t, design, -1)
+}
+
+// startReactorOn is startReactor with every thread of the child on CPU cpu
+// (cpu < 0: anywhere).
+func startReactorOn(t testing.TB, design reactors.Design, cpu int) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+string(design))
 	c := &child{cmd: cmd, done: make(chan struct{})}
@@ -85,7 +99,7 @@ func startReactor(t testing.TB, design reactors.Design) *child {
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startOn(cmd, cpu); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -110,4 +124,36 @@ func startReactor(t testing.TB, design reactors.Design) *child {
 		t.Fatalf("reactor child said %q: %v", line, err)
 	}
 	return c
+}
+
+// startOn starts cmd with every thread of the new process on CPU cpu (cpu <
+// 0: wherever the scheduler likes). A child inherits the affinity of the
+// thread that forks it, and its Go runtime sizes GOMAXPROCS from it, as in
+// the lab: a fresh goroutine locks its thread, pins it and starts cmd, and
+// returns still locked, so that Go discards the pinned thread.
+func startOn(cmd *exec.Cmd, cpu int) error {
+	if cpu < 0 {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errc <- fmt.Errorf("pinning to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
+}
+
+// ensureProcs gives a child at least two Ps whatever CPUs it is pinned to,
+// as the lab does (ARCHITECTURE.md, "Harness"): its locked loop thread needs
+// a P, and the rest of the process another.
+func ensureProcs() {
+	if runtime.GOMAXPROCS(0) < 2 {
+		runtime.GOMAXPROCS(2)
+	}
 }

@@ -43,6 +43,17 @@ const readBufSize = 128 << 10
 // tens of µs late.
 const spinWait = 20 * time.Microsecond
 
+// pollPays: a blocking wait that returned within this had events waiting
+// (sleeping and waking takes longer), so the next wait polls first; after a
+// wait that slept, or a poll that found nothing, the next wait goes straight
+// to the blocking epoll_wait. A zero-timeout poll costs a syscall (1.1 µs on
+// the lab's virtual machine) and pays only when it finds events; a blocking
+// wait that finds them at once costs the runtime's syscall bookkeeping on
+// top, about 0.1 µs. At hot k=1 the empty poll before every sleep was one of
+// four syscalls per frame (perf stat: 4 → 3); the CPU it saves there, about
+// 1 µs of 20, is within BenchmarkCapacity's noise.
+const pollPays = 5 * time.Microsecond
+
 // sendGrain batches the steady sources when they send more than one frame
 // per grain in all: their deadlines are rounded up to multiples of it, so the
 // loop wakes at most once per grain to send, every source's due frames go
@@ -50,6 +61,19 @@ const spinWait = 20 * time.Microsecond
 // send-lag and in the corrected latency). Below that rate every frame is
 // sent at its own intended time.
 const sendGrain = 50 * time.Microsecond
+
+// yieldEvery is the longest the loop goes without passing through the Go
+// scheduler, checked when it is about to block. Its goroutine is locked to
+// its thread and never yields by itself, so its P's schedtick stands still;
+// once that has lasted 10 ms (the runtime's forcePreemptNS), sysmon treats
+// the goroutine as a hog: it takes the P away whenever it finds the loop
+// blocked in epoll_wait and, having retaken a P, checks again every 20 µs,
+// each check a thread wake-up (several µs on a virtual machine). perf stat
+// on BenchmarkCapacity pinned/hot=1/k=16: without the yield sysmon's thread
+// ran 20 ms per 0.5 s beside the loop's 188 ms, with it 2 ms; with both
+// processes on one CPU, 66-78 ns per frame became 5-7. A yield costs two
+// thread switches, at most 250 times a second.
+const yieldEvery = int64(4 * time.Millisecond)
 
 // closingWait bounds how long a connection waits for the target to close it
 // after a half-close or an over-size header.
@@ -157,7 +181,7 @@ type loop struct {
 	prefix    uint64  // high 32 bits of every token of this run
 	tokens    []*conn // token serial (low 32 bits) → its source; [0] unused
 	readBuf   []byte
-	scratch   [4][]int64 // latency batches: data, uncorrected, control, send-lag
+	scratch   [3][]int64 // latency batches: data (or control), data-uncorrected, send-lag
 	startWall time.Time
 
 	rec                                *results.Recorder
@@ -176,6 +200,8 @@ type loop struct {
 	wall                               int64 // ns from start of sending to the end
 	progress                           chan Progress
 	lastEchoed                         uint64
+	lastYield                          int64
+	pollFirst                          bool // the last wait found events without sleeping
 
 	grain      int64 // steady deadlines are rounded up to multiples of it (0: exact)
 	stopDue    int64 // STOP probe time (never: none)
@@ -479,11 +505,15 @@ func (l *loop) settled() bool {
 
 // wait waits for events until deadline (ns since t0) and handles them.
 func (l *loop) wait(deadline int64) error {
-	n, e := pollNow(l.epfd, l.evs)
-	if e != 0 {
-		return fmt.Errorf("loadgen: %w", os.NewSyscallError("epoll_wait", e))
+	n, e := 0, unix.Errno(0)
+	spin := deadline > l.now && deadline-l.clock() <= int64(spinWait)
+	if l.pollFirst || spin || deadline <= l.now {
+		if n, e = pollNow(l.epfd, l.evs); e != 0 {
+			return fmt.Errorf("loadgen: %w", os.NewSyscallError("epoll_wait", e))
+		}
+		l.pollFirst = n > 0
 	}
-	if n == 0 && deadline > l.now && deadline-l.clock() <= int64(spinWait) {
+	if n == 0 && spin {
 		// Sleeping and waking costs more CPU than spinning this long (tens
 		// of µs on a virtual machine): poll until the deadline or an event.
 		for n == 0 && l.clock() < deadline {
@@ -499,10 +529,16 @@ func (l *loop) wait(deadline int64) error {
 			}
 			l.armed = deadline
 		}
+		if l.now-l.lastYield >= yieldEvery {
+			l.lastYield = l.now
+			runtime.Gosched()
+		}
+		before := l.clock()
 		var err error
 		if n, err = waitBlocking(l.epfd, l.evs, -1); err != nil {
 			return fmt.Errorf("loadgen: %w", err)
 		}
+		l.pollFirst = l.clock()-before < int64(pollPays)
 	}
 	for i := range n {
 		ev := l.evs[i]

@@ -51,11 +51,11 @@ func TestSplitterMatchesDecoder(t *testing.T) {
 			s.feed(buf)
 			defer clear(buf)
 			for {
-				h, p, ok, err := s.next()
+				f, ok, err := s.next()
 				if !ok {
 					return err
 				}
-				emit(h, p)
+				emit(frameHeader(f), f[wire.HeaderSize:])
 			}
 		})
 		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {

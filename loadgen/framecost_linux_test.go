@@ -1,0 +1,69 @@
+//go:build linux
+
+package loadgen
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// BenchmarkFrameCost is the generator's own work per frame on a hot source,
+// without the network: every iteration hands the connection the echo of
+// its K frames in flight, as one read, and lets it check them, record their
+// latencies and build and write K new ones (to /dev/null: one write
+// syscall per batch). ns/frame is the user-space cost BenchmarkCapacity's
+// hot cells pay per frame on top of the socket calls.
+func BenchmarkFrameCost(b *testing.B) {
+	for _, k := range []int{16, 256} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			c, done := benchConn(b, k)
+			defer done()
+			echo := make([]byte, k*c.frameSize)
+			for b.Loop() {
+				copy(echo, c.out[:len(echo)]) // the batch just written: c.out keeps its bytes
+				c.l.now += 1000
+				c.onAnswers(echo, c.l.now)
+			}
+			if c.acct.Echoed != uint64(b.N*k) || c.acct.Corrupted+c.acct.Duplicated != 0 {
+				b.Fatalf("accounting %+v after %d rounds of %d", c.acct, b.N, k)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/frame")
+		})
+	}
+}
+
+// benchConn returns a hot source with k frames in flight, written to
+// /dev/null.
+func benchConn(b *testing.B, k int) (*conn, func()) {
+	cfg := Config{DataAddr: "127.0.0.1:1", Hot: 1, InFlight: k, Duration: time.Hour}.WithDefaults()
+	sa := &unix.SockaddrInet4{Port: 1, Addr: [4]byte{127, 0, 0, 1}}
+	l, err := newLoop(cfg, nil, sa, sa)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l.rec = results.NewRecorder(time.Now(), time.Second, 0)
+	for _, p := range []struct {
+		c    **results.Class
+		name string
+	}{{&l.cData, ClassData}, {&l.cRaw, ClassDataUncorrected}, {&l.cControl, ClassControl}, {&l.cStop, ClassStop}, {&l.cLag, ClassSendLag}} {
+		*p.c, _ = l.rec.Class(p.name)
+	}
+	l.measureFrom, l.sendEnd, l.phase = 0, never, phaseSending
+	c := l.conns[0]
+	c.service, _ = l.rec.Class(ClassServicePrefix + c.name)
+	if c.fd, err = unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0); err != nil {
+		b.Fatal(err)
+	}
+	c.token = l.newToken(c)
+	c.state, c.inEpoll, c.interest = stOpen, true, unix.EPOLLIN // /dev/null cannot be in an epoll set: pretend
+	c.refill()
+	if c.live != k || c.sentSeq != uint64(k) {
+		b.Fatalf("after the first refill: %d live, %d sent", c.live, c.sentSeq)
+	}
+	return c, l.closeAll
+}
