@@ -99,23 +99,7 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 		onUp(labUp{ServerPid: srv.p.Pid(), ClientPid: cli.p.Pid()})
 	}
 
-	stopSampling := make(chan struct{})
-	var sampling sync.WaitGroup
-	sampling.Add(1)
-	go func() {
-		defer sampling.Done()
-		sampleLoop(s.SampleEvery, stopSampling, srv, cli)
-	}()
-	t := time.NewTimer(time.Until(clientDeadline))
-	select {
-	case <-cli.p.Done():
-	case <-t.C:
-	case <-ctx.Done():
-		err = fmt.Errorf("run interrupted: %w", context.Cause(ctx))
-	}
-	t.Stop()
-	close(stopSampling) // the sampler takes a last sample of both on its way out
-	sampling.Wait()
+	err = awaitClient(ctx, s, cli, clientDeadline, srv, cli)
 
 	// The client first, then the server, whose final statistics then
 	// cover the whole run.
@@ -133,14 +117,24 @@ func runAlone(ctx context.Context, s *spec, pr pair, cli *side, clientDeadline t
 	if onUp != nil {
 		onUp(labUp{ClientPid: cli.p.Pid()})
 	}
+	err := awaitClient(ctx, s, cli, clientDeadline, cli)
+	return cli.res, errors.Join(err, cli.stop())
+}
+
+// awaitClient samples sides while the client runs, until it exits, its
+// deadline passes (it is then stopped by the caller and marked timed out)
+// or ctx ends (the error says the run was interrupted). The sampler takes
+// a last sample of every side on its way out.
+func awaitClient(ctx context.Context, s *spec, cli *side, clientDeadline time.Time, sides ...*side) error {
 	stopSampling := make(chan struct{})
 	var sampling sync.WaitGroup
 	sampling.Add(1)
 	go func() {
 		defer sampling.Done()
-		sampleLoop(s.SampleEvery, stopSampling, cli)
+		sampleLoop(s.SampleEvery, stopSampling, sides...)
 	}()
 	t := time.NewTimer(time.Until(clientDeadline))
+	defer t.Stop()
 	var err error
 	select {
 	case <-cli.p.Done():
@@ -148,10 +142,9 @@ func runAlone(ctx context.Context, s *spec, pr pair, cli *side, clientDeadline t
 	case <-ctx.Done():
 		err = fmt.Errorf("run interrupted: %w", context.Cause(ctx))
 	}
-	t.Stop()
 	close(stopSampling)
 	sampling.Wait()
-	return cli.res, errors.Join(err, cli.stop())
+	return err
 }
 
 // recorded is the argv a ProcResult shows: placeholders replaced, a role
