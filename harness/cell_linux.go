@@ -515,10 +515,13 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 	if s := r.Load; s != nil {
 		fmt.Fprintf(&b, "  %-12s %s frames/s answered intact (data, measured period)\n", "Throughput", groupDigits(uint64(s.EchoRate+0.5)))
 		t := s.Totals
-		fmt.Fprintf(&b, "  %-12s data: sent %s = echoed %s + rejected %s + lost %s + abandoned by fault %s + unanswered %s;\n"+
-			"  %-12s       duplicated %s, corrupted %s, wrong connection %s\n",
-			"Ledger", groupDigits(t.Sent), groupDigits(t.Echoed), groupDigits(t.Rejected), groupDigits(t.Lost),
-			groupDigits(t.Abandoned), groupDigits(t.Unanswered), "", groupDigits(t.Duplicated), groupDigits(t.Corrupted), groupDigits(t.WrongConn))
+		fmt.Fprintf(&b, "  %-12s data: sent %s = echoed %s + rejected %s + lost %s + corrupted %s + abandoned by fault %s + unanswered %s;\n"+
+			"  %-12s       duplicated %s, unexpected %s, wrong connection %s\n",
+			"Ledger", groupDigits(t.Sent), groupDigits(t.Echoed), groupDigits(t.Rejected), groupDigits(t.Lost), groupDigits(t.CorruptedAnswers),
+			groupDigits(t.Abandoned), groupDigits(t.Unanswered), "", groupDigits(t.Duplicated), groupDigits(t.Unexpected), groupDigits(t.WrongConn))
+		if !t.Balanced() {
+			fmt.Fprintf(&b, "  %-12s       (the sum does not balance: a bug of the load generator's)\n", "")
+		}
 		if ct := s.ControlTotals; ct.Sent > 0 {
 			fmt.Fprintf(&b, "  %-12s control: sent %s, echoed %s, lost %s\n", "", groupDigits(ct.Sent), groupDigits(ct.Echoed), groupDigits(ct.Lost))
 		}
@@ -533,7 +536,7 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 			if p := r.Lab.Client; p != nil {
 				sc := s.SelfCheck
 				user, sys := time.Duration(sc.CPUUserS*1e9), time.Duration(sc.CPUSysS*1e9)
-				writeCPU(&b, "", "loadgen", user, sys, 0, "its run", t.Echoed, p.MaxRSS)
+				writeCPU(&b, "", "loadgen", user, sys, time.Duration(sc.RunS*1e9), "its run", t.Echoed, p.MaxRSS)
 			}
 		}
 		if r.Server != nil {

@@ -39,9 +39,17 @@ func TestAccountingDetects(t *testing.T) {
 		{"drop", onConn0(func(wire.Header, []byte) []fakeWrite { return nil }),
 			loadgen.Accounting{Lost: 1}, false, "1 lost"},
 		{"corrupt-payload", onConn0(func(_ wire.Header, f []byte) []fakeWrite { f[wire.HeaderSize+7] ^= 0x40; return []fakeWrite{{0, f}} }),
-			loadgen.Accounting{Corrupted: 1}, false, "payload differs from the pattern at byte 7"},
+			loadgen.Accounting{CorruptedAnswers: 1}, false, "payload differs from the pattern at byte 7"},
 		{"corrupt-header", onConn0(func(_ wire.Header, f []byte) []fakeWrite { f[24]++; return []fakeWrite{{0, f}} }),
-			loadgen.Accounting{Corrupted: 1}, false, "send ns"},
+			loadgen.Accounting{CorruptedAnswers: 1}, false, "send ns"},
+		{"unexpected-seq", onConn0(func(h wire.Header, f []byte) []fakeWrite {
+			stray := wire.AppendFrame(nil, h.Kind, h.Flags, h.Token, h.Seq+1<<40, h.SendNs, f[wire.HeaderSize:])
+			return []fakeWrite{{0, f}, {0, stray}} // the echo, then a frame answering nothing
+		}), loadgen.Accounting{Unexpected: 1}, false, "1 unexpected frames received"},
+		{"unexpected-token", onConn0(func(h wire.Header, f []byte) []fakeWrite {
+			stray := wire.AppendFrame(nil, h.Kind, h.Flags, 42, h.Seq, h.SendNs, f[wire.HeaderSize:])
+			return []fakeWrite{{0, f}, {0, stray}}
+		}), loadgen.Accounting{Unexpected: 1}, false, "with token 0x2a, not one of ours"},
 		{"duplicate", onConn0(func(_ wire.Header, f []byte) []fakeWrite { return []fakeWrite{{0, f}, {0, f}} }),
 			loadgen.Accounting{Duplicated: 1}, false, "1 duplicated"},
 		{"reject", onConn0(func(h wire.Header, _ []byte) []fakeWrite {
@@ -67,12 +75,13 @@ func TestAccountingDetects(t *testing.T) {
 			if got.Sent < 2*theFrame+2 {
 				t.Fatalf("sent only %d frames", got.Sent)
 			}
-			settled := got.Echoed + got.Rejected + got.Lost + got.Abandoned + got.Unanswered
-			if tc.name == "corrupt-payload" || tc.name == "corrupt-header" {
-				settled += got.Corrupted // the corrupted answer settled its frame
-			}
-			if settled != got.Sent {
+			if !got.Balanced() {
 				t.Errorf("unbalanced: %+v", got)
+			}
+			for _, c := range res.Conns {
+				if !c.Balanced() {
+					t.Errorf("%s unbalanced: %+v", c.Name, c.Accounting)
+				}
 			}
 			got.Sent, got.Echoed = 0, 0
 			if got != tc.want {

@@ -14,22 +14,48 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
-// TestCoordinatedOmission stalls the target (SIGSTOP, then SIGCONT a second
-// later) in the middle of a constant-rate run whose window is small enough
-// that the sender has to wait. Latency measured from the intended send times
-// must show the stall as it was: a stall of S in a run of D at a constant
-// rate leaves a fraction S/D of the frames with latencies spread evenly over
-// [0, S], so p99 = S·(1 − 0.01·D/S). Latency measured from the actual writes
-// hides it (only the frames of one window saw it): its p99 must be far
-// below.
+// TestCoordinatedOmission stalls the target (SIGSTOP, then SIGCONT about a
+// second later) in the middle of a constant-rate run whose window is small
+// enough that the sender has to wait. Latency measured from the intended
+// send times must show the stall as it was: a stall of S in a run of D at a
+// constant rate leaves a fraction S/D of the frames with latencies spread
+// evenly over [0, S], so p99 = S·(1 − 0.01·D/S) = S − 0.01·D (the top 1% are
+// the frames intended in the first 0.01·D of the stall). Latency measured
+// from the actual writes hides it (only the frames of one window saw it):
+// its p99 must be far below.
+//
+// The band around S − 0.01·D. S is the stall as measured, from just after
+// kill(SIGSTOP) returns to just before kill(SIGCONT) is called, not the
+// timer's nominal second: the AfterFunc that sends SIGCONT fires tens of ms
+// late on this VM's noisy cores, which alone was most of the old ±20%. The
+// target was stopped for at least that measured S, so what remains is:
+//
+//   - below: the histogram's precision (3 significant digits: 1 ms at 1 s),
+//     the schedule's granularity (p99 is the 100th of D·2000 = 10000 values,
+//     one every 0.5 ms) and SIGSTOP's delivery after kill returns (µs):
+//     lowMargin = 5 ms;
+//   - above: δ, the time from SIGCONT to the answers of the top 1% frames:
+//     the resumed target waiting for a CPU (a few ms, tens on a loaded VM);
+//     the window, 16 frames = 8 ms at 2000/s: the first 8 ms of the stall
+//     were written before it filled and the rest follows 16 per round trip
+//     once answers flow, so the top 1% (100 frames) are answered within
+//     about 7 round trips of tens to hundreds of µs each (a few ms);
+//     the loopback RTT itself (tens of µs); and the generator's send lag
+//     (p99 < 1 ms, its self-check's bound): highMargin = 60 ms.
 func TestCoordinatedOmission(t *testing.T) {
 	const (
-		stall    = time.Second
-		duration = 5 * time.Second
+		nominal    = time.Second
+		duration   = 5 * time.Second
+		lowMargin  = 5 * time.Millisecond
+		highMargin = 60 * time.Millisecond
 	)
 	r := startReactor(t, reactors.LT)
 	var once sync.Once
-	stopped := make(chan time.Duration, 1)
+	type span struct {
+		at              time.Duration // run time of the stall's start
+		stopped, resume time.Time
+	}
+	stalled := make(chan span, 1)
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Steady: 1, Rate: 2000, Window: 16,
 		Duration: duration, Interval: 100 * time.Millisecond, Drain: 2 * time.Second,
 		Progress: func(p loadgen.Progress) {
@@ -40,34 +66,40 @@ func TestCoordinatedOmission(t *testing.T) {
 				if err := syscall.Kill(r.Pid(), syscall.SIGSTOP); err != nil {
 					t.Errorf("SIGSTOP: %v", err)
 				}
-				stopped <- p.Elapsed
-				time.AfterFunc(stall, func() { syscall.Kill(r.Pid(), syscall.SIGCONT) })
+				stopped := time.Now()
+				time.AfterFunc(nominal, func() {
+					resume := time.Now()
+					syscall.Kill(r.Pid(), syscall.SIGCONT)
+					stalled <- span{p.Elapsed, stopped, resume}
+				})
 			})
 		}}
 	res, err := loadgen.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stall time.Duration
 	select {
-	case at := <-stopped:
-		t.Logf("stalled at %v for %v", at, stall)
+	case s := <-stalled:
+		stall = s.resume.Sub(s.stopped)
+		t.Logf("stalled at %v for %v (nominal %v)", s.at, stall, nominal)
 	default:
-		t.Fatal("the target was never stalled")
+		t.Fatal("the target was never stalled, or not resumed before the run ended")
 	}
 	if !res.Valid || res.Totals.Lost != 0 {
 		t.Fatalf("invalid %q, totals %+v", res.Invalid, res.Totals)
 	}
 	corrected, _ := res.Recorder.Histogram(loadgen.ClassData)
 	uncorrected, _ := res.Recorder.Histogram(loadgen.ClassDataUncorrected)
-	want := stall.Seconds() * (1 - 0.01*duration.Seconds()/stall.Seconds())
-	got := time.Duration(corrected.ValueAtPercentile(99)).Seconds()
-	raw := time.Duration(uncorrected.ValueAtPercentile(99)).Seconds()
-	t.Logf("p99 corrected %.3f s (analytic %.3f s), uncorrected %.6f s; self-check %+v", got, want, raw, res.SelfCheck)
-	if got < 0.8*want || got > 1.2*want {
-		t.Errorf("corrected p99 %.3f s, want within 20%% of the analytic %.3f s", got, want)
+	want := stall - time.Duration(0.01*float64(duration))
+	got := time.Duration(corrected.ValueAtPercentile(99))
+	raw := time.Duration(uncorrected.ValueAtPercentile(99))
+	t.Logf("p99 corrected %v (analytic %v, %+v off), uncorrected %v; self-check %+v", got, want, got-want, raw, res.SelfCheck)
+	if got < want-lowMargin || got > want+highMargin {
+		t.Errorf("corrected p99 %v, want within [-%v, +%v] of the analytic %v", got, lowMargin, highMargin, want)
 	}
 	if raw >= got/10 {
-		t.Errorf("uncorrected p99 %.6f s is not far below the corrected %.3f s", raw, got)
+		t.Errorf("uncorrected p99 %v is not far below the corrected %v", raw, got)
 	}
 	// The wait is the target's: the window was full for about the stall.
 	// (The limit itself may still say "loadgen" on a machine busy enough to

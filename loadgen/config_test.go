@@ -114,8 +114,8 @@ func TestSummaryJSONNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`"valid":true`, `"totals":{"sent":0,"echoed":0,"rejected":0,"lost":0,"duplicated":0,"corrupted":0,"wrong_connection":0,"abandoned_by_fault":0,"unanswered":0}`,
-		`"self_check":{"limit":""`, `"measured_s":0`, `"config":{"data_addr"`} {
+	for _, s := range []string{`"valid":true`, `"totals":{"sent":0,"echoed":0,"rejected":0,"lost":0,"duplicated":0,"corrupted_answers":0,"unexpected":0,"wrong_connection":0,"abandoned_by_fault":0,"unanswered":0}`,
+		`"self_check":{"limit":""`, `"cpu_user_s":0,"cpu_sys_s":0,"run_s":0}`, `"measured_s":0`, `"config":{"data_addr"`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("summary JSON lacks %s:\n%s", s, b)
 		}

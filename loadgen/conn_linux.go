@@ -169,6 +169,15 @@ type conn struct {
 	firstToken       uint64
 	evidence         []string
 	ended            string
+	endedAt          int64 // when it ended for good (see die)
+	endedSending     bool  // it ended while the run was sending
+	endedAfterStop   bool  // it ended after our STOP was sent
+	// pendingStop counts frames outstanding when the target closed the
+	// connection after our STOP was sent but before its STOP_ACK was read
+	// (a target may close everything right after acknowledging, and the
+	// close may be read first): unanswered if STOP is acknowledged by the
+	// end, lost if not. Settled in finish.
+	pendingStop uint64
 }
 
 func (c *conn) addr() string {
@@ -854,16 +863,16 @@ func (c *conn) settle(f []byte) (*slot, settleHow) {
 		return nil, 0
 	}
 	h := frameHeader(f)
-	c.acct.Corrupted++
+	c.acct.Unexpected++
 	c.addEvidence("unexpected %v frame (token %#x, seq %d, %d payload bytes) on a %v connection", h.Kind, h.Token, h.Seq, h.PayloadLen(), c.frameKind)
 	return nil, 0
 }
 
 // lookup returns the live, sent slot an answer with c's token is for, or
-// nil after counting the answer as duplicated or corrupted.
+// nil after counting the answer as duplicated or unexpected.
 func (c *conn) lookup(kind wire.Kind, seq uint64) *slot {
 	if seq >= c.nextSeq {
-		c.acct.Corrupted++
+		c.acct.Unexpected++
 		c.addEvidence("%v answer for seq %d, never sent on this connection (next seq %d)", kind, seq, c.nextSeq)
 		return nil
 	}
@@ -875,7 +884,7 @@ func (c *conn) lookup(kind wire.Kind, seq uint64) *slot {
 		return nil
 	}
 	if s.state == slotBuilt {
-		c.acct.Corrupted++
+		c.acct.Unexpected++
 		c.addEvidence("%v answer for seq %d before it was written in full", kind, seq)
 		return nil
 	}
@@ -892,7 +901,7 @@ func (c *conn) close(s *slot) {
 }
 
 func (c *conn) corruptAnswer(h wire.Header, p []byte, s *slot) {
-	c.acct.Corrupted++
+	c.acct.CorruptedAnswers++
 	switch {
 	case h.Length != uint32(c.frameSize-4):
 		c.addEvidence("seq %d answered with length %d, sent %d", h.Seq, h.Length, c.frameSize-4)
@@ -922,7 +931,7 @@ func (c *conn) foreign(h wire.Header) {
 		c.addEvidence("%v seq %d of %s (token %#x) delivered on %s (token %#x)", h.Kind, h.Seq, whose, h.Token, c.name, c.token)
 		return
 	}
-	c.acct.Corrupted++
+	c.acct.Unexpected++
 	c.addEvidence("%v seq %d with token %#x, not one of ours", h.Kind, h.Seq, h.Token)
 }
 
@@ -938,10 +947,15 @@ func (c *conn) peerEnded(err error) {
 }
 
 // targetClosed ends a connection the target closed (or that failed): what
-// it had outstanding is lost, unless the target had been sent STOP.
+// it had outstanding is lost, unless the target acknowledged our STOP (by
+// the end of the run, if the close comes first).
 func (c *conn) targetClosed(err error) {
-	if c.l.stopSent {
-		c.die("closed by the target after STOP: "+err.Error(), &c.acct.Unanswered)
+	switch {
+	case c.l.stopAcked:
+		c.die("closed by the target after STOP_ACK: "+err.Error(), &c.acct.Unanswered)
+		return
+	case c.l.stopSent:
+		c.die("closed by the target after STOP was sent: "+err.Error(), &c.pendingStop)
 		return
 	}
 	if c.l.phase == phaseDraining && c.sentOutstanding() == 0 {
@@ -960,16 +974,25 @@ func (c *conn) streamBroken(err error) {
 		c.endClosing("") // a byte echo sent the over-size header back
 		return
 	}
-	c.acct.Corrupted++
+	c.acct.Unexpected++
 	c.addEvidence("answer stream broken: %v", err)
 	c.die("answer stream broken: "+err.Error(), &c.acct.Lost)
 }
 
 // die ends the source for good; its sent, unsettled frames count in into.
+// A source that dies while the run is sending shortens the run: that makes
+// it invalid (result), unless the target acknowledged our STOP and the
+// connection ended after STOP was sent. (A wire fault of ours never gets
+// here: it closes and reconnects, see faultClose and endClosing.)
 func (c *conn) die(why string, into *uint64) {
 	c.settleSent(into, "")
 	c.rewindUnsent()
 	c.closeFd(false)
+	if c.state != stDead {
+		c.endedAt = c.l.now
+		c.endedSending = c.l.phase == phaseSending
+		c.endedAfterStop = c.l.stopSent
+	}
 	c.state = stDead
 	if c.ended == "" {
 		c.ended = why
@@ -1005,8 +1028,10 @@ func (c *conn) endClosing(why string) {
 		c.addEvidence("%s", why)
 	}
 	switch {
-	case c.closing == closingOverSize || c.l.stopSent:
+	case c.closing == closingOverSize || c.l.stopAcked:
 		c.settleSent(&c.acct.Abandoned, "")
+	case c.l.stopSent:
+		c.settleSent(&c.pendingStop, "")
 	default: // half-close: the target owed an answer to everything before the FIN
 		c.settleSent(&c.acct.Lost, "unanswered when the target closed after our half-close")
 	}

@@ -26,7 +26,8 @@
 //     and its ledger is decoded. A byte-echo target sends the STOP back:
 //     that is reported as "not acknowledged: echoed", not as an error. The
 //     sending phase ends when STOP_ACK arrives; frames the target never read
-//     after it closed admission are "unanswered", not lost.
+//     after it closed admission are "unanswered", not lost (only once
+//     STOP_ACK has arrived: a STOP merely sent excuses nothing).
 //
 // # Latency
 //
@@ -46,13 +47,21 @@
 // a checkable payload, and recorded in a per-connection ring indexed by seq
 // (its size bounds the frames outstanding, so the ring never overwrites an
 // outstanding frame). Each answer settles its frame as echoed (header and
-// payload intact), rejected (REJECT with its token and seq) or corrupted;
-// an answer to a settled frame is a duplicate; a frame with another of our
-// tokens was delivered to the wrong connection. What is unanswered at the
-// end is lost, unless a wire fault closed its connection (abandoned, the
-// fault's doing) or the run was cut short by the caller or by the target's
-// STOP (unanswered). Loss, duplicates, corruption and wrong-connection
-// deliveries make the Result invalid, with reasons naming the connection.
+// payload intact), rejected (REJECT with its token and seq) or a corrupted
+// answer; an answer to a settled frame is a duplicate; a frame with another
+// of our tokens was delivered to the wrong connection; a frame answering
+// nothing of ours (a seq never sent, a token not ours, an unexpected kind, a
+// broken stream) is unexpected. What is unanswered at the end is lost,
+// unless a wire fault closed its connection (abandoned, the fault's doing)
+// or the run was cut short by the caller or by the target's acknowledged
+// STOP (unanswered; a STOP sent but never acknowledged excuses nothing).
+// Accounting.Balanced checks that every frame sent was settled once. Loss,
+// duplicates, corrupted answers, unexpected frames and wrong-connection
+// deliveries make the Result invalid, with reasons naming the connection;
+// so does a connection that ended while sending (the target closed it, not
+// a wire fault of ours, and not after an acknowledged STOP), and, with no
+// wire fault, a STOP_ACK ledger that accepted other than the DATA frames we
+// saw answered.
 //
 // # Wire faults
 //

@@ -48,7 +48,7 @@ func TestWireFaultsLT(t *testing.T) {
 				t.Fatal(err)
 			}
 			tot := res.Totals
-			if !res.Valid || tot.Lost+tot.Duplicated+tot.Corrupted+tot.WrongConn != 0 {
+			if !res.Valid || tot.Lost+tot.Duplicated+tot.CorruptedAnswers+tot.Unexpected+tot.WrongConn != 0 {
 				t.Fatalf("invalid %q; totals %+v", res.Invalid, tot)
 			}
 			if tot.Sent == 0 || tot.Sent != tot.Echoed+tot.Rejected+tot.Abandoned+tot.Unanswered {

@@ -29,7 +29,7 @@ func BenchmarkFrameCost(b *testing.B) {
 				c.l.now += 1000
 				c.onAnswers(echo, c.l.now)
 			}
-			if c.acct.Echoed != uint64(b.N*k) || c.acct.Corrupted+c.acct.Duplicated != 0 {
+			if c.acct.Echoed != uint64(b.N*k) || c.acct.CorruptedAnswers+c.acct.Unexpected+c.acct.Duplicated != 0 {
 				b.Fatalf("accounting %+v after %d rounds of %d", c.acct, b.N, k)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/frame")

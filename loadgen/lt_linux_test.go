@@ -42,11 +42,19 @@ func TestLT(t *testing.T) {
 		t.Errorf("Run took %v, more than warm-up + duration + drain (+ %v to connect and close)", took, cfg.Drain)
 	}
 	tot := res.Totals
-	if tot.Sent == 0 || tot.Echoed != tot.Sent || tot.Lost+tot.Corrupted+tot.Duplicated+tot.WrongConn+tot.Abandoned+tot.Unanswered+tot.Rejected != 0 {
+	if tot.Sent == 0 || tot.Echoed != tot.Sent || tot.Lost+tot.CorruptedAnswers+tot.Unexpected+tot.Duplicated+tot.WrongConn+tot.Abandoned+tot.Unanswered+tot.Rejected != 0 {
 		t.Errorf("totals %+v: want every frame echoed", tot)
 	}
 	if c := res.ControlTotals; c.Sent == 0 || c.Echoed != c.Sent {
 		t.Errorf("control totals %+v", c)
+	}
+	if !tot.Balanced() || !res.ControlTotals.Balanced() {
+		t.Errorf("totals not balanced: data %+v, control %+v", tot, res.ControlTotals)
+	}
+	for _, c := range res.Conns {
+		if !c.Balanced() {
+			t.Errorf("%s not balanced: %+v", c.Name, c.Accounting)
+		}
 	}
 	for _, c := range res.Conns {
 		if c.Kind == "hot" && c.MaxInFlight != k {
@@ -62,6 +70,9 @@ func TestLT(t *testing.T) {
 	}
 	if sc.Limit != loadgen.LimitTarget && sc.Limit != loadgen.LimitLoadgen { // hot sources make the target the limit, unless the loop saturated
 		t.Errorf("limit %q with hot sources: %q", sc.Limit, sc.Reasons)
+	}
+	if sc.RunS < (cfg.Warmup+cfg.Duration).Seconds() || sc.RunS > took.Seconds() || sc.CPUUserS+sc.CPUSysS <= 0 {
+		t.Errorf("self-check run %.3f s (CPU %.3f + %.3f s): want the sending and draining time, within Run's %v", sc.RunS, sc.CPUUserS, sc.CPUSysS, took)
 	}
 	t.Logf("self-check: %+v", sc)
 

@@ -46,12 +46,12 @@ const (
 
 // Accounting counts frames. For the frames a connection sent, every one ends
 // in exactly one of Echoed, Rejected, Lost, Abandoned, Unanswered or
-// Corrupted (when the answer that settled it failed a check):
+// CorruptedAnswers (when the answer that settled it failed a check):
 //
-//	Sent = Echoed + Rejected + Lost + Abandoned + Unanswered + corrupted answers
+//	Sent = Echoed + Rejected + Lost + Abandoned + Unanswered + CorruptedAnswers
 //
-// Duplicated, WrongConn and the Corrupted frames that answer nothing of
-// ours are receptions beyond that balance.
+// (Balanced checks it). Duplicated, WrongConn and Unexpected count
+// receptions beyond that balance: frames that settle nothing of ours.
 type Accounting struct {
 	// Sent counts frames written in full.
 	Sent uint64 `json:"sent"`
@@ -65,10 +65,14 @@ type Accounting struct {
 	Lost uint64 `json:"lost"`
 	// Duplicated counts answers to frames already answered.
 	Duplicated uint64 `json:"duplicated"`
-	// Corrupted counts received frames that failed a check: payload not the
-	// pattern, a header field changed, a seq never sent, a token not ours,
-	// an unexpected kind, or a broken stream.
-	Corrupted uint64 `json:"corrupted"`
+	// CorruptedAnswers counts answers to a frame of ours, sent and not yet
+	// settled, that failed a check (payload not the pattern, length, flags
+	// or send time changed): each settles its frame.
+	CorruptedAnswers uint64 `json:"corrupted_answers"`
+	// Unexpected counts received frames that answer nothing of ours: a seq
+	// never sent (or not yet written in full), a token not ours, a kind not
+	// expected on the connection, or a stream broken beyond decoding.
+	Unexpected uint64 `json:"unexpected"`
 	// WrongConn counts frames received on one of our connections carrying
 	// the token of another one.
 	WrongConn uint64 `json:"wrong_connection"`
@@ -89,16 +93,25 @@ func (a *Accounting) add(b Accounting) {
 	a.Rejected += b.Rejected
 	a.Lost += b.Lost
 	a.Duplicated += b.Duplicated
-	a.Corrupted += b.Corrupted
+	a.CorruptedAnswers += b.CorruptedAnswers
+	a.Unexpected += b.Unexpected
 	a.WrongConn += b.WrongConn
 	a.Abandoned += b.Abandoned
 	a.Unanswered += b.Unanswered
 }
 
-// bad reports whether a shows any loss, duplicate, corruption or
-// wrong-connection delivery.
+// bad reports whether a shows any loss, duplicate, corrupted answer,
+// unexpected frame or wrong-connection delivery.
 func (a Accounting) bad() bool {
-	return a.Lost > 0 || a.Duplicated > 0 || a.Corrupted > 0 || a.WrongConn > 0
+	return a.Lost > 0 || a.Duplicated > 0 || a.CorruptedAnswers > 0 || a.Unexpected > 0 || a.WrongConn > 0
+}
+
+// Balanced reports whether every frame sent was settled exactly once:
+// Sent = Echoed + Rejected + Lost + Abandoned + Unanswered + CorruptedAnswers.
+// It holds for every connection's and every total's accounting of a
+// finished run.
+func (a Accounting) Balanced() bool {
+	return a.Sent == a.Echoed+a.Rejected+a.Lost+a.Abandoned+a.Unanswered+a.CorruptedAnswers
 }
 
 // ConnResult is one source's connection: its accounting over every physical
@@ -158,9 +171,14 @@ type SelfCheck struct {
 	// LoopBusy is the fraction of the run the generator's loop thread was
 	// on a CPU; near 1 the generator is saturated.
 	LoopBusy float64 `json:"loop_busy"`
-	// CPUUserS and CPUSysS are this process's CPU time during the run.
+	// CPUUserS and CPUSysS are this process's CPU time during the run,
+	// over RunS: (CPUUserS + CPUSysS) / RunS is the generator's CPU share
+	// (in CPUs).
 	CPUUserS float64 `json:"cpu_user_s"`
 	CPUSysS  float64 `json:"cpu_sys_s"`
+	// RunS is the wall time over which LoopBusy, CPUUserS and CPUSysS were
+	// measured: from the start of sending to the end of the drain.
+	RunS float64 `json:"run_s"`
 }
 
 // StopOutcome is what became of the STOP probe.

@@ -203,9 +203,14 @@ type loop struct {
 	lastYield                          int64
 	pollFirst                          bool // the last wait found events without sleeping
 
-	grain      int64 // steady deadlines are rounded up to multiples of it (0: exact)
-	stopDue    int64 // STOP probe time (never: none)
-	stopSent   bool
+	grain    int64 // steady deadlines are rounded up to multiples of it (0: exact)
+	stopDue  int64 // STOP probe time (never: none)
+	stopSent bool
+	// stopAcked: STOP_ACK arrived. Only then has the target stopped by our
+	// STOP: frames it never answered are unanswered, not lost, and a
+	// connection it closed was closed by the STOP. A STOP merely sent
+	// (echoed by a byte echo, or never answered) excuses nothing.
+	stopAcked  bool
 	stopSentAt int64
 	stop       *StopOutcome
 	invalid    []string
@@ -535,10 +540,16 @@ func (l *loop) wait(deadline int64) error {
 		}
 		before := l.clock()
 		var err error
-		if n, err = waitBlocking(l.epfd, l.evs, -1); err != nil {
+		n, err = waitBlocking(l.epfd, l.evs, -1)
+		// The wait may have slept for as long as the target stalled: the
+		// events below write (markSent stamps each frame's write time with
+		// l.now) and read, so l.now must be the time after the wait, never
+		// the time before it.
+		slept := l.clock() - before
+		if err != nil {
 			return fmt.Errorf("loadgen: %w", err)
 		}
-		l.pollFirst = l.clock()-before < int64(pollPays)
+		l.pollFirst = slept < int64(pollPays)
 	}
 	for i := range n {
 		ev := l.evs[i]
@@ -583,6 +594,7 @@ func (l *loop) onStopAnswer(h wire.Header, payload []byte, now int64) {
 		return
 	}
 	l.stop.Status = "acknowledged"
+	l.stopAcked = true
 	l.cStop.Record(time.Duration(now - l.stopSentAt))
 	l.stop.LatencyUs = float64(now-l.stopSentAt) / 1e3
 	led, err := wire.DecodeLedger(payload)
@@ -625,8 +637,17 @@ func (l *loop) report() {
 // finish settles what is still outstanding and closes every connection.
 func (l *loop) finish() {
 	for _, c := range l.conns {
+		if c.pendingStop > 0 {
+			if l.stopAcked {
+				c.acct.Unanswered += c.pendingStop
+			} else {
+				c.acct.Lost += c.pendingStop
+				c.addEvidence("%d frames unanswered when the target closed the connection after our STOP, which it never acknowledged", c.pendingStop)
+			}
+			c.pendingStop = 0
+		}
 		switch {
-		case l.interrupted || l.stopSent:
+		case l.interrupted || l.stopAcked:
 			c.settleSent(&c.acct.Unanswered, "")
 		case c.state == stClosing && c.closing == closingOverSize:
 			c.settleSent(&c.acct.Abandoned, "")
@@ -654,12 +675,24 @@ func (l *loop) result() *Result {
 		if cr.Accounting.bad() {
 			l.invalid = append(l.invalid, c.verdict())
 		}
+		if c.endedSending && !(l.stopAcked && c.endedAfterStop) {
+			l.invalid = append(l.invalid, fmt.Sprintf("%s (token %#x) ended at %.3f s, while sending: %s",
+				c.name, c.firstToken, time.Duration(c.endedAt).Seconds(), c.ended))
+		}
 	}
 	if r.Stop != nil {
 		if r.Stop.Status == "" {
 			r.Stop.Status = "not acknowledged: no answer"
 		}
 		r.Stop.DataAnswered = r.Totals.Echoed + r.Totals.Rejected
+		// With no wire fault of ours (which abandons frames the target may
+		// have admitted), the target admitted exactly the DATA frames we saw
+		// answered: a frame it counts but never sent back is a loss its
+		// ledger confesses.
+		if led := r.Stop.Ledger; led != nil && len(l.faults) == 0 && led.Accepted != r.Stop.DataAnswered {
+			l.invalid = append(l.invalid, fmt.Sprintf("STOP_ACK ledger accepted %d DATA frames, we saw %d answered",
+				led.Accepted, r.Stop.DataAnswered))
+		}
 	}
 	r.Invalid = l.invalid
 	r.Valid = len(r.Invalid) == 0
@@ -671,12 +704,12 @@ func (l *loop) result() *Result {
 func (l *loop) selfCheck(r *Result) SelfCheck {
 	sc := SelfCheck{TargetRate: l.cfg.Rate}
 	measured := r.Measured.Seconds()
+	sc.RunS = time.Duration(l.wall).Seconds()
 	if l.wall > 0 {
 		sc.LoopBusy = float64(l.cpu1-l.cpu0) / float64(l.wall)
 	}
 	sc.CPUUserS = time.Duration(unix.TimevalToNsec(l.ru1.Utime) - unix.TimevalToNsec(l.ru0.Utime)).Seconds()
 	sc.CPUSysS = time.Duration(unix.TimevalToNsec(l.ru1.Stime) - unix.TimevalToNsec(l.ru0.Stime)).Seconds()
-	var loadgenWhy, targetWhy []string
 	blocked := map[string]float64{}
 	var expected, achieved, hotEchoed uint64
 	for _, c := range l.conns {
@@ -706,39 +739,10 @@ func (l *loop) selfCheck(r *Result) SelfCheck {
 	}
 	if l.cfg.Steady > 0 && expected > 0 {
 		sc.RateRatio = float64(achieved) / float64(expected)
-		if sc.SendLagP99Us >= 1000 {
-			loadgenWhy = append(loadgenWhy, fmt.Sprintf("send-lag p99 %.0f µs >= 1 ms (max %.0f µs): the generator wrote late", sc.SendLagP99Us, sc.SendLagMaxUs))
-		}
-		byTarget := blocked["window"] + blocked["socket"]
-		shortfall := (1 - sc.RateRatio) * measured * float64(l.cfg.Steady) // source-seconds missing
-		switch {
-		case sc.RateRatio >= 0.99 && byTarget <= 0.01*measured*float64(l.cfg.Steady):
-		case byTarget > 0 && byTarget >= 0.5*shortfall:
-			targetWhy = append(targetWhy, fmt.Sprintf("steady sources waited on the target %.3f s in all (window full %.3f s, socket full %.3f s); achieved %.0f of %.0f frames/s (%.2f%%)",
-				byTarget, blocked["window"], blocked["socket"], sc.AchievedRate, l.cfg.Rate, 100*sc.RateRatio))
-		case blocked["fault"] >= 0.5*shortfall:
-			targetWhy = append(targetWhy, fmt.Sprintf("steady sources waited on wire faults %.3f s in all; achieved %.0f of %.0f frames/s (%.2f%%)",
-				blocked["fault"], sc.AchievedRate, l.cfg.Rate, 100*sc.RateRatio))
-		default:
-			loadgenWhy = append(loadgenWhy, fmt.Sprintf("achieved %.0f of %.0f frames/s (%.2f%%, outside 1%%) without waiting on the target",
-				sc.AchievedRate, l.cfg.Rate, 100*sc.RateRatio))
-		}
 	}
-	if sc.LoopBusy >= 0.9 {
-		loadgenWhy = append(loadgenWhy, fmt.Sprintf("the generator's loop thread was on a CPU %.0f%% of the run: saturated", 100*sc.LoopBusy))
-	}
-	if l.cfg.Hot > 0 {
-		targetWhy = append(targetWhy, fmt.Sprintf("%d hot sources, %d frames in flight each (closed loop): %.0f frames/s answered", l.cfg.Hot, l.cfg.InFlight, sc.HotEchoRate))
-	}
-	switch {
-	case len(loadgenWhy) > 0:
-		sc.Limit = LimitLoadgen
-	case len(targetWhy) > 0:
-		sc.Limit = LimitTarget
-	default:
-		sc.Limit = LimitNone
-	}
-	sc.Reasons = append(loadgenWhy, targetWhy...)
+	sc.Limit, sc.Reasons = judge(checkFigures{Steady: l.cfg.Steady, Rate: l.cfg.Rate, MeasuredS: measured,
+		Scheduled: expected, RateRatio: sc.RateRatio, AchievedRate: sc.AchievedRate, SendLagP99Us: sc.SendLagP99Us, SendLagMaxUs: sc.SendLagMaxUs,
+		Blocked: blocked, LoopBusy: sc.LoopBusy, Hot: l.cfg.Hot, InFlight: l.cfg.InFlight, HotEchoRate: sc.HotEchoRate})
 	return sc
 }
 
@@ -757,7 +761,8 @@ func (c *conn) verdict() string {
 	for _, p := range []struct {
 		n    uint64
 		what string
-	}{{a.Lost, "lost"}, {a.Duplicated, "duplicated"}, {a.Corrupted, "corrupted"}, {a.WrongConn, "delivered to the wrong connection"}} {
+	}{{a.Lost, "lost"}, {a.Duplicated, "duplicated"}, {a.CorruptedAnswers, "answered corrupted"},
+		{a.Unexpected, "unexpected frames received"}, {a.WrongConn, "delivered to the wrong connection"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
@@ -770,8 +775,9 @@ func (c *conn) verdict() string {
 }
 
 func (c *conn) result() ConnResult {
+	acct := c.acct
 	cr := ConnResult{Name: c.name, Kind: c.kind.String(), Token: c.firstToken, Connections: c.connections,
-		Accounting: c.acct, MaxInFlight: c.maxInFlight, OverSizeRejected: c.overSizeRejected,
+		Accounting: acct, MaxInFlight: c.maxInFlight, OverSizeRejected: c.overSizeRejected,
 		ConnectErrors: c.connectErrors, Evidence: slices.Clone(c.evidence), Ended: c.ended}
 	for cause, d := range c.blocked {
 		if d > 0 {
