@@ -127,8 +127,10 @@ type CellResult struct {
 // summary.txt. progress, if not nil, is called with each progress report
 // of the load generator while it runs (about once per Load.Interval). The
 // run is bounded by the load's own bound plus the lab's reserves. An error
-// means no measurement could be made; a measurement that was made but is
-// not trustworthy comes back with Valid false and the reasons.
+// with a nil result means nothing was started (a refused cell or lab
+// spec); a run that was started always comes back, and is written, with
+// Valid false and the reasons if it is not trustworthy (interrupted,
+// failed midway, anything lost).
 func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*CellResult, error) {
 	if err := cell.Validate(); err != nil {
 		return nil, err
@@ -168,9 +170,12 @@ func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*
 	lab, runErr := Run(ctx, spec)
 	close(tailStop)
 	<-tailDone
-	if runErr != nil {
+	if lab == nil {
 		return nil, fmt.Errorf("cell: %w", runErr)
 	}
+	// A run that failed midway (interrupted, a process that would not
+	// start) still has a record, with the error among its reasons: it is
+	// written and summarised like any other, as invalid.
 	res := &CellResult{Cell: cell, Lab: lab}
 	res.Invalid = append(res.Invalid, lab.Invalid...)
 	if lab.Client != nil && len(lab.Client.Stdout) > 0 {
@@ -199,6 +204,9 @@ func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*
 				res.Invalid = append(res.Invalid, "server: "+out.Error)
 			}
 		}
+	}
+	if cell.Reactor != "" && res.Server == nil {
+		res.Invalid = append(res.Invalid, "server: no final statistics from the reactor")
 	}
 	res.Valid = len(res.Invalid) == 0
 	if err := writeJSONFile(filepath.Join(dir, CellSummaryFile), res); err != nil {
@@ -615,7 +623,7 @@ func describeLoad(c loadgen.Config) string {
 func describePlacement(lab *LabResult) string {
 	side := func(name string, p *ProcResult) string {
 		if p == nil {
-			return name + " not started"
+			return name + ": no record"
 		}
 		if p.CPU < 0 {
 			return name + " unpinned"
