@@ -30,36 +30,7 @@ type scripted struct {
 }
 
 func startScripted(t *testing.T, s *scripted) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var cmu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			cmu.Lock()
-			conns = append(conns, c)
-			cmu.Unlock()
-			wg.Go(func() { s.serve(c) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		cmu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		cmu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
+	return serveEach(t, s.serve)
 }
 
 func (s *scripted) serve(c net.Conn) {

@@ -127,6 +127,17 @@ func (f *fakeTarget) close() {
 // copies every byte back and closes a connection once the client's half is
 // closed and everything is echoed.
 func startByteEcho(t *testing.T) string {
+	return serveEach(t, func(c net.Conn) {
+		io.Copy(c, c)
+		c.Close()
+	})
+}
+
+// serveEach listens on loopback and runs serve on each accepted connection
+// in a goroutine of its own, until the test ends: then the listener and
+// every connection are closed and every goroutine waited for. It returns
+// the address.
+func serveEach(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -144,10 +155,7 @@ func startByteEcho(t *testing.T) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			wg.Go(func() {
-				io.Copy(c, c)
-				c.Close()
-			})
+			wg.Go(func() { serve(c) })
 		}
 	})
 	t.Cleanup(func() {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/loadgen"
@@ -47,12 +49,25 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&load.Warmup, "warmup", load.Warmup, "load sent before measuring")
 	fs.DurationVar(&load.Drain, "drain", loadgen.DefaultDrain, "time outstanding frames may still be answered after sending stops")
 	fs.DurationVar(&load.Interval, "interval", loadgen.DefaultInterval, "interval of the HDR log and of progress reports")
-	var faultSpecs listFlag
+	var faultSpecs []string
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(wireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { faultSpecs = append(faultSpecs, s); return nil })
-	cpus, _ := harness.ParseCPUs("server=0,loadgen=1")
-	fs.Var(&cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none)")
+	// Two CPUs of this process's own, or no pinning where it has one.
+	cpus := harness.Unpinned
+	var allowed unix.CPUSet
+	if unix.SchedGetaffinity(0, &allowed) == nil {
+		var mine []int
+		for i := 0; i < 1024 && len(mine) < 2; i++ {
+			if allowed.IsSet(i) {
+				mine = append(mine, i)
+			}
+		}
+		if len(mine) == 2 {
+			cpus = harness.CPUs{Server: mine[0], Client: mine[1]}
+		}
+	}
+	fs.Var(&cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none; default: the first two CPUs this process may use)")
 	labMode := fs.String("lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	grace := fs.Duration("grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
 	out := fs.String("out", "", "directory for the run's files (default reactorlab-runs/NAME-TIME)")
