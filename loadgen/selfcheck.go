@@ -66,7 +66,7 @@ func judge(f checkFigures) (limit string, reasons []string) {
 		loadgenWhy = append(loadgenWhy, fmt.Sprintf("the generator's loop thread was on a CPU %.0f%% of the run: saturated", 100*f.LoopBusy))
 	}
 	if f.Hot > 0 {
-		targetWhy = append(targetWhy, fmt.Sprintf("%d hot sources, %d frames in flight each (closed loop): %.0f frames/s answered", f.Hot, f.InFlight, f.HotEchoRate))
+		targetWhy = append(targetWhy, fmt.Sprintf("hot sources (%d, %d frames in flight each) wait for the target by design (closed loop): %.0f frames/s answered", f.Hot, f.InFlight, f.HotEchoRate))
 	}
 	switch {
 	case len(loadgenWhy) > 0:

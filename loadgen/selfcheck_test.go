@@ -42,12 +42,12 @@ func TestJudge(t *testing.T) {
 		{"target/fault", with(func(c *checkFigures) { short(c); c.Blocked = map[string]float64{"fault": 0.5} }),
 			LimitTarget, []string{"waited on wire faults 0.500 s"}},
 		{"target/hot", checkFigures{Hot: 2, InFlight: 8, HotEchoRate: 5e4, LoopBusy: 0.5}, LimitTarget,
-			[]string{"2 hot sources, 8 frames in flight each (closed loop): 50000 frames/s"}},
+			[]string{"hot sources (2, 8 frames in flight each) wait for the target by design (closed loop): 50000 frames/s"}},
 		{"both", with(func(c *checkFigures) {
 			short(c)
 			c.Blocked = map[string]float64{"window": 1}
 			c.SendLagP99Us, c.LoopBusy, c.Hot, c.InFlight = 2000, 0.95, 1, 4
-		}), LimitLoadgen, []string{"send-lag p99 2000 µs", "saturated", "waited on the target 1.000 s", "1 hot sources"}},
+		}), LimitLoadgen, []string{"send-lag p99 2000 µs", "saturated", "waited on the target 1.000 s", "hot sources (1, 4 frames"}},
 	}
 	for _, tc := range cases {
 		limit, reasons := judge(tc.in)
