@@ -1,0 +1,351 @@
+package matrix
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+func mustParse(t testing.TB, path string) *Spec {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+// structField maps each field of Settings, by Go name, to the spec field
+// that sets it. It is written out here rather than taken from the
+// package's table, so the tests do not trust the code they check.
+var structField = map[string]string{
+	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
+	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every",
+	"Callback": "callback", "Budgets": "budgets", "Timer": "timer",
+	"WireFaults": "faults", "ReactorFaults": "faults",
+	"Duration": "duration", "Warmup": "warmup",
+}
+
+// differing returns the spec fields in which a and b differ, by comparing
+// every struct field of Settings.
+func differing(t testing.TB, a, b Settings) []string {
+	t.Helper()
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var out []string
+	for i := range va.NumField() {
+		name := va.Type().Field(i).Name
+		f, ok := structField[name]
+		if !ok {
+			t.Fatalf("Settings.%s has no spec field in the test's table", name)
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkCells asserts what Expand promises of s: the baseline first, then
+// each cell differing from it in exactly the field its Factor names, IDs
+// unique, and each cell mapping to configurations that validate.
+func checkCells(t testing.TB, s *Spec) []Cell {
+	t.Helper()
+	cells := s.Expand()
+	if len(cells) == 0 || cells[0].ID != BaselineID || cells[0].Factor != "" {
+		t.Fatalf("first cell %+v, want the baseline", cells)
+	}
+	if d := differing(t, cells[0].Settings, s.Baseline); len(d) != 0 {
+		t.Errorf("baseline cell differs from Spec.Baseline in %v", d)
+	}
+	ids := map[string]bool{}
+	for _, c := range cells {
+		if ids[c.ID] {
+			t.Errorf("ID %q twice", c.ID)
+		}
+		ids[c.ID] = true
+		if c.ID != BaselineID {
+			if d := differing(t, c.Settings, s.Baseline); len(d) != 1 || d[0] != c.Factor {
+				t.Errorf("cell %s differs from the baseline in %v, want exactly [%s]", c.ID, d, c.Factor)
+			}
+			if c.ID != c.Factor+"="+c.Value {
+				t.Errorf("cell ID %q, want %q", c.ID, c.Factor+"="+c.Value)
+			}
+		}
+		rc, lc, err := c.Configs()
+		if err != nil {
+			t.Errorf("cell %s: Configs: %v", c.ID, err)
+			continue
+		}
+		if c.Reactor != "" {
+			if err := rc.Validate(); err != nil {
+				t.Errorf("cell %s: reactor config: %v", c.ID, err)
+			}
+		}
+		lc.DataAddr = "127.0.0.1:9000"
+		if err := lc.Validate(); err != nil {
+			t.Errorf("cell %s: load config: %v", c.ID, err)
+		}
+	}
+	return cells
+}
+
+func TestExpandOneFactorAtATime(t *testing.T) {
+	for _, path := range []string{"testdata/realistic.yaml", "testdata/target.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			s := mustParse(t, path)
+			cells := checkCells(t, s)
+			want := 1
+			for _, f := range s.Factors {
+				want += len(f.Cells)
+			}
+			if len(cells) != want {
+				t.Errorf("%d cells, want %d", len(cells), want)
+			}
+		})
+	}
+}
+
+// TestExpandIsACopy proves a caller changing its cells cannot change the
+// spec, so two Expand calls agree.
+func TestExpandIsACopy(t *testing.T) {
+	s := mustParse(t, "testdata/realistic.yaml")
+	a := s.Expand()
+	for i := range a {
+		a[i].Budgets["budget-input"] = "1"
+		a[i].Hot = 99
+	}
+	b := s.Expand()
+	if b[0].Budgets["budget-input"] != "16" || b[0].Hot != 4 {
+		t.Fatalf("Expand shares state with its callers: %+v", b[0].Settings)
+	}
+}
+
+func TestStableIDs(t *testing.T) {
+	want := []string{
+		"baseline",
+		"reactor=et", "reactor=prio", "reactor=prio-thread",
+		"callback=50us", "callback=uniform:10us-90us",
+		"budgets=budget-input=8", "budgets=budget-input=64",
+		"budgets=budget-consume=4,budget-input=16",
+		"timer=deadline",
+		"hot=1", "hot=16",
+		"faults=half-packets", "faults=no-budget",
+	}
+	for range 3 {
+		var got []string
+		for _, c := range mustParse(t, "testdata/realistic.yaml").Expand() {
+			got = append(got, c.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("IDs\n got %q\nwant %q", got, want)
+		}
+	}
+	// The same values written differently give the same IDs: the value
+	// part is canonical, not the text as written.
+	spec := func(vals string) string {
+		return "name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - name: warmup\n    values: " + vals + "\n"
+	}
+	a, err := Parse([]byte(spec(`[500us, 1s]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse([]byte(spec("\n      - \"500µs\"\n      - 1000ms")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia, ib := a.Expand()[1:], b.Expand()[1:]; ia[0].ID != "warmup=500us" || ia[0].ID != ib[0].ID || ia[1].ID != ib[1].ID {
+		t.Fatalf("IDs depend on spelling: %s %s vs %s %s", ia[0].ID, ia[1].ID, ib[0].ID, ib[1].ID)
+	}
+}
+
+// TestRoundTrip reads a small realistic spec and checks every field it
+// sets, and that its cells map to the reactor flags and load that say the
+// same thing.
+func TestRoundTrip(t *testing.T) {
+	s := mustParse(t, "testdata/realistic.yaml")
+	wantBase := Settings{
+		Reactor: reactors.LT, Hot: 4, InFlight: 16, Steady: 8, Rate: 20000,
+		ControlEvery: time.Millisecond, Callback: "0",
+		Budgets: map[string]string{"budget-input": "16"}, Timer: reactors.TimerPeriodic,
+		Duration: 5 * time.Second, Warmup: time.Second,
+	}
+	if s.Name != "realistic" || s.Repeats != 2 || !reflect.DeepEqual(s.Baseline, wantBase) {
+		t.Fatalf("parsed %q repeats %d baseline %+v, want realistic, 2, %+v", s.Name, s.Repeats, s.Baseline, wantBase)
+	}
+	var names []string
+	for _, f := range s.Factors {
+		names = append(names, f.Name)
+	}
+	if want := []string{"reactor", "callback", "budgets", "timer", "hot", "faults"}; !slices.Equal(names, want) {
+		t.Fatalf("factors %v, want %v", names, want)
+	}
+	args := map[string][]string{}
+	for _, c := range s.Expand() {
+		rc, lc, err := c.Configs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args[c.ID] = rc.Args()
+		if c.ID == "hot=16" && (lc.Hot != 16 || lc.InFlight != 16 || lc.Steady != 8 || lc.Rate != 20000 || lc.ControlEvery != time.Millisecond) {
+			t.Errorf("hot=16 load %+v", lc)
+		}
+		if c.ID == "faults=half-packets" && !slices.Equal(lc.Faults, []string{"half-packets"}) {
+			t.Errorf("wire faults %q, want [half-packets]", lc.Faults)
+		}
+	}
+	for id, want := range map[string][]string{
+		"baseline":                                 {"--budget-input=16"},
+		"callback=50us":                            {"--budget-input=16", "--callback=50us"},
+		"budgets=budget-input=8":                   {"--budget-input=8"},
+		"timer=deadline":                           {"--budget-input=16", "--timer=deadline"},
+		"faults=no-budget":                         {"--budget-input=16", "--fault=no-budget"},
+		"faults=half-packets":                      {"--budget-input=16"},
+		"budgets=budget-input=64":                  {"--budget-input=64"},
+		"budgets=budget-consume=4,budget-input=16": {"--budget-consume=4", "--budget-input=16"},
+		"callback=uniform:10us-90us":               {"--budget-input=16", "--callback=uniform:10us-90us"},
+	} {
+		got := slices.Clone(args[id])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("cell %s: serve args %q, want %q", id, got, want)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s, err := Parse([]byte("name: d\nbaseline: {target: {cmd: ./srv}, steady: 2, rate: 1000, duration: 1s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Repeats != DefaultRepeats || len(s.Factors) != 0 || len(s.Expand()) != 1 {
+		t.Fatalf("repeats %d, factors %v", s.Repeats, s.Factors)
+	}
+}
+
+// A valid baseline the error cases below change one thing in; its lines
+// are 1 (name) to 7 (duration).
+const okBase = `name: e
+baseline:
+  reactor: lt
+  hot: 2
+  inflight: 4
+  callback: "0"
+  duration: 1s
+`
+
+var errorCases = []struct {
+	name, spec string
+	line       int    // the line the error must name
+	want       string // the message after "line N: "
+}{
+	{"yaml syntax", "name: [x\n", 1, "yaml: did not find expected"},
+	{"yaml tab", "name: x\nbaseline:\n\treactor: lt\n", 3, "yaml: found character that cannot start any token"},
+	{"empty", "", 1, "spec: empty"},
+	{"not a mapping", "- a\n", 1, "spec: a list"},
+	{"unknown top key", okBase + "repeat: 3\n", 8, "repeat: unknown key (accepted: name, baseline, repeats, factors)"},
+	{"duplicate key", okBase + "name: f\n", 8, "name: given twice"},
+	{"missing name", "baseline: {reactor: lt}\n", 1, "name: missing"},
+	{"bad name", "name: 'a b'\nbaseline: {}\n", 1, `name: "a b" (accepted:`},
+	{"missing baseline", "name: x\n", 1, "baseline: missing"},
+	{"repeats zero", okBase + "repeats: 0\n", 8, `repeats: "0" (accepted: 1..1000)`},
+	{"unknown baseline key", okBase + "  callbak: 5us\n", 8, "baseline.callbak: unknown key (accepted: reactor, target,"},
+	{"bad reactor", strings.Replace(okBase, "reactor: lt", "reactor: epoll", 1), 3, `reactor: unknown reactor "epoll" (accepted: lt, et, oneshot, prio, prio-thread)`},
+	{"bad count", strings.Replace(okBase, "hot: 2", "hot: many", 1), 4, `hot: "many" is not a count (accepted: an integer >= 0)`},
+	{"negative count", strings.Replace(okBase, "hot: 2", "hot: -1", 1), 4, `hot: "-1" is not a count`},
+	{"hot too many", strings.Replace(okBase, "hot: 2", "hot: 20000", 1), 4, "hot: hot = 20000 (accepted: 0..10000)"},
+	{"bad duration", strings.Replace(okBase, "duration: 1s", "duration: 5", 1), 7, `duration: "5" is not a duration (accepted:`},
+	{"duration missing", strings.Replace(okBase, "  duration: 1s\n", "", 1), 2, "baseline.duration: missing or zero"},
+	{"list for scalar", okBase + "  warmup: [1s]\n", 8, "warmup: a list where a single value belongs"},
+	{"bad timer", okBase + "  timer: sometimes\n", 8, `timer: unknown timer mode "sometimes" (accepted: periodic, deadline)`},
+	{"bad callback", strings.Replace(okBase, `callback: "0"`, "callback: banana", 1), 6, "callback: "},
+	{"unknown budget", okBase + "  budgets:\n    budget-inputs: 8\n", 9, "budgets.budget-inputs: unknown budget (accepted: budget-accept, budget-bytes, budget-consume, budget-ingress, budget-input, budget-time, clock-every)"},
+	{"bad budget value", okBase + "  budgets:\n    budget-input: lots\n", 9, `budgets.budget-input: "lots":`},
+	{"budget out of range", okBase + "  budgets:\n    budget-input: 0\n", 9, "budgets: invalid reactor configuration: budget-input = 0 (accepted: 1..1048576)"},
+	{"budgets not a map", okBase + "  budgets: 8\n", 8, "budgets: a scalar (accepted: a mapping of budget-"},
+	{"bad wire fault", okBase + "  faults: [half-packet]\n", 8, `faults[0]: faults: bad fault spec "half-packet": unknown wire fault`},
+	{"bad reactor fault param", okBase + "  faults: ['missed-rearm:every=0']\n", 8, "faults[0]: invalid reactor configuration: fault missed-rearm: parameter"},
+	{"neither reactor nor target", strings.Replace(okBase, "  reactor: lt\n", "", 1), 2, "baseline.reactor: neither reactor nor target"},
+	{"both reactor and target", okBase + "  target: {cmd: ./srv}\n", 8, "target: both reactor and target"},
+	{"target without cmd", strings.Replace(okBase, "reactor: lt", "target: {command: x}", 1), 3, "target.command: unknown key (accepted: cmd)"},
+	{"target empty cmd", strings.Replace(okBase, "reactor: lt", "target: {cmd: ''}", 1), 3, "target.cmd: empty"},
+	{"callback with target", strings.Replace(okBase, "reactor: lt", "target: {cmd: ./srv}", 1), 6, "callback: reactor-only with a target"},
+	{"budgets with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  budgets: {budget-input: 8}\n", 7, "budgets: reactor-only with a target"},
+	{"timer with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  timer: deadline\n", 7, "timer: reactor-only with a target"},
+	{"reactor fault with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  faults: [no-drain]\n", 7, `faults: reactor fault "no-drain" with a target`},
+	{"steady without rate", okBase + "  steady: 4\n", 8, "steady: steady sources without a rate"},
+	{"rate without steady", okBase + "  rate: 1000\n", 8, "rate: a rate without steady sources"},
+	{"hot without inflight", strings.Replace(okBase, "  inflight: 4\n", "", 1), 4, "hot: hot sources without inflight"},
+	{"no source", strings.Replace(strings.Replace(okBase, "  inflight: 4\n", "", 1), "  hot: 2\n", "", 1), 2, "baseline.hot: no source"},
+	{"factors not a list", okBase + "factors: {name: hot}\n", 8, "factors: a mapping (accepted: a list of {name, values})"},
+	{"factor unknown field", okBase + "factors:\n  - name: callbacks\n    values: [1us]\n", 9, `factors[0].name: unknown field "callbacks" (accepted: reactor, target,`},
+	{"factor unknown key", okBase + "factors:\n  - name: hot\n    value: [1]\n", 10, "factors[0].value: unknown key (accepted: name, values)"},
+	{"factor missing values", okBase + "factors:\n  - name: hot\n", 9, "factors[0].values: missing"},
+	{"factor empty values", okBase + "factors:\n  - name: hot\n    values: []\n", 10, "factors[0].values: empty or not a list"},
+	{"factor twice", okBase + "factors:\n  - {name: hot, values: [1]}\n  - {name: hot, values: [3]}\n", 10, `factors[1].name: factor "hot" given twice`},
+	{"factor value equals baseline", okBase + "factors:\n  - name: hot\n    values:\n      - 1\n      - 2\n", 12, "factors[0].values[1] (hot): 2 equals the baseline's"},
+	{"factor value equals default", okBase + "factors:\n  - name: timer\n    values: [periodic]\n", 10, "factors[0].values[0] (timer): periodic equals the baseline's"},
+	{"factor value repeated", okBase + "factors:\n  - name: warmup\n    values:\n      - 1s\n      - 1000ms\n", 12, "factors[0].values[1] (warmup): cell warmup=1s repeats line 11's"},
+	{"factor bad value", okBase + "factors:\n  - name: reactor\n    values: [et, kqueue]\n", 10, `factors[0].values[1] (reactor): unknown reactor "kqueue" (accepted: lt,`},
+	{"factor value impossible", okBase + "factors:\n  - name: steady\n    values: [3]\n", 10, "factors[0].values[0] (steady): steady sources without a rate"},
+	{"factor out of range", okBase + "factors:\n  - name: budgets\n    values: [{budget-bytes: 1}]\n", 10, "factors[0].values[0] (budgets): invalid reactor configuration: budget-bytes = 1"},
+	{"factor reactor on target", "name: x\nbaseline: {target: {cmd: ./s}, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - {name: reactor, values: [et]}\n", 4, "factors[0].name: reactor: the baseline runs a target"},
+	{"factor reactor fault on target", "name: x\nbaseline: {target: {cmd: ./s}, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - name: faults\n    values: [no-drain]\n", 5, `factors[0].values[0] (faults): reactor fault "no-drain" with a target`},
+	{"alias", "name: &n x\nbaseline: {reactor: lt}\n", 1, "spec: anchors and aliases are not supported"},
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.spec))
+			if err == nil {
+				t.Fatalf("Parse accepted it: %+v", s)
+			}
+			if !errors.Is(err, ErrSpec) {
+				t.Errorf("error %q does not wrap ErrSpec", err)
+			}
+			msg := err.Error()
+			want := "line " + strconv.Itoa(tc.line) + ": " + tc.want
+			if !strings.HasPrefix(msg, want) {
+				t.Errorf("error\n %q\nwant prefix\n %q", msg, want)
+			}
+		})
+	}
+}
+
+// FuzzParse feeds Parse arbitrary bytes: it must never panic, every error
+// must wrap ErrSpec, and every spec it accepts must expand into cells that
+// keep Expand's promises.
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{"testdata/realistic.yaml", "testdata/target.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, tc := range errorCases {
+		f.Add([]byte(tc.spec))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse(data)
+		if err != nil {
+			if !errors.Is(err, ErrSpec) {
+				t.Fatalf("error %q does not wrap ErrSpec", err)
+			}
+			return
+		}
+		checkCells(t, s)
+	})
+}
