@@ -445,22 +445,33 @@ func (c *conn) send() {
 
 // flush writes what is left of c.out (no plan).
 func (c *conn) flush() {
-	for c.outOff < len(c.out) {
-		n, e := rawWrite(c.fd, c.out[c.outOff:])
-		if e == unix.EAGAIN {
-			c.wantWrite(true)
-			return
-		}
-		if e != 0 {
-			c.targetClosed(os.NewSyscallError("write", e))
-			return
-		}
-		c.outOff += n
-		c.written += uint64(n)
-		c.markSent()
+	if !c.writeFrom(c.out, &c.outOff) {
+		return
 	}
 	c.out, c.outOff = c.out[:0], 0
 	c.wantWrite(false)
+}
+
+// writeFrom writes b[*off:], advancing *off and marking what went out as
+// sent. It reports whether all of b is written; if not, the socket is full
+// (EPOLLOUT is asked for) or the target has gone (the connection is
+// closed).
+func (c *conn) writeFrom(b []byte, off *int) bool {
+	for *off < len(b) {
+		n, e := rawWrite(c.fd, b[*off:])
+		if e == unix.EAGAIN {
+			c.wantWrite(true)
+			return false
+		}
+		if e != 0 {
+			c.targetClosed(os.NewSyscallError("write", e))
+			return false
+		}
+		*off += n
+		c.written += uint64(n)
+		c.markSent()
+	}
+	return true
 }
 
 // runPlan plays the plan from where it stopped, until it ends or must wait
@@ -470,19 +481,8 @@ func (c *conn) runPlan() {
 		s := c.plan[c.planPos]
 		switch s.Op {
 		case faults.OpWrite:
-			for c.stepOff < len(s.Data) {
-				n, e := rawWrite(c.fd, s.Data[c.stepOff:])
-				if e == unix.EAGAIN {
-					c.wantWrite(true)
-					return
-				}
-				if e != 0 {
-					c.targetClosed(os.NewSyscallError("write", e))
-					return
-				}
-				c.stepOff += n
-				c.written += uint64(n)
-				c.markSent()
+			if !c.writeFrom(s.Data, &c.stepOff) {
+				return
 			}
 			c.wantWrite(false)
 		case faults.OpSleep:
