@@ -480,7 +480,7 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 	var hists map[string]*hdrhistogram.Histogram
 	if r.Load != nil {
 		var err error
-		hists, err = measuredHistograms(filepath.Join(c.Dir, loadgen.HlogFile), r.Load.StartTime, load.Warmup)
+		hists, err = results.MeasuredHistograms(filepath.Join(c.Dir, loadgen.HlogFile), r.Load.StartTime.Add(load.Warmup))
 		if err != nil {
 			fmt.Fprintf(&b, "  (latency: %v)\n", err)
 		}
@@ -656,37 +656,6 @@ func writeCPU(b *strings.Builder, label, name string, user, sys, over time.Durat
 	}
 	fmt.Fprintf(b, "  %-12s %-7s %s(user %.2f s + sys %.2f s over %s), %s per echoed frame, peak RSS %.1f MiB\n",
 		label, name, shareText, user.Seconds(), sys.Seconds(), period, perFrame, float64(maxRSS)/(1<<20))
-}
-
-// measuredHistograms reads an interval log back and adds up, per tag, the
-// intervals that start at or after the end of the warm-up.
-func measuredHistograms(path string, start time.Time, warmup time.Duration) (map[string]*hdrhistogram.Histogram, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	ivs, err := results.ReadHlog(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	// The log keeps milliseconds: allow one for rounding.
-	from := start.Add(warmup).Add(-time.Millisecond)
-	out := map[string]*hdrhistogram.Histogram{}
-	for _, iv := range ivs {
-		if iv.Start.Before(from) {
-			continue
-		}
-		h := out[iv.Tag]
-		if h == nil {
-			h = results.NewHistogram()
-			out[iv.Tag] = h
-		}
-		if dropped := h.Merge(iv.Hist); dropped > 0 {
-			return out, fmt.Errorf("%s: %d values of %s beyond the histogram's range", path, dropped, iv.Tag)
-		}
-	}
-	return out, nil
 }
 
 // fmtDuration prints d with three significant digits in a unit a person

@@ -1,0 +1,83 @@
+package results
+
+// Verdict is the outcome of one comparison of a cell's metric with the
+// baseline's (or, in Compare, of a new run's with an old run's).
+type Verdict string
+
+const (
+	// VerdictBetter and VerdictWorse: the rank test's adjusted p-value is
+	// below alpha and the metric has a direction.
+	VerdictBetter Verdict = "better"
+	VerdictWorse  Verdict = "worse"
+	// VerdictDifferent: significant, for a Neutral metric.
+	VerdictDifferent Verdict = "different"
+	// VerdictSame: the test could have found a difference at alpha with
+	// these sample sizes, and did not.
+	VerdictSame Verdict = "no significant difference"
+	// VerdictInconclusive: the sample sizes cannot reach alpha after the
+	// correction, whatever the values (too few repeats), or a side has no
+	// valid run.
+	VerdictInconclusive Verdict = "inconclusive"
+)
+
+// Analysis is what a run directory's runs say, cell by cell, against the
+// baseline. It is computed from the manifest and the cells' merged
+// histograms only, so it does not depend on how the runs were sharded.
+type Analysis struct {
+	Spec    string `json:"spec"`
+	Repeats int    `json:"repeats"`
+	// Method names the rank test, its sides, the correction for multiple
+	// comparisons and what makes up each sample, for the reader.
+	Method string  `json:"method"`
+	Alpha  float64 `json:"alpha"`
+	// Cells are in manifest order, baseline first.
+	Cells []CellAnalysis `json:"cells"`
+	// Notes are warnings a reader must see (invalid runs, too few repeats
+	// for any verdict, loopback runs, a saturated load generator).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// CellAnalysis is one cell's figures.
+type CellAnalysis struct {
+	ID       string `json:"id"`
+	Factor   string `json:"factor,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Describe string `json:"describe"`
+	// Runs counts the cell's runs, ValidRuns the valid ones (the only ones
+	// analysed); Invalid are the reasons of the others, each prefixed with
+	// its repeat.
+	Runs      int      `json:"runs"`
+	ValidRuns int      `json:"valid_runs"`
+	Invalid   []string `json:"invalid,omitempty"`
+	// Metrics are in catalogue order, for the metrics the runs have.
+	Metrics []MetricResult `json:"metrics"`
+	// Latency summarises the merged measured histograms of the valid runs,
+	// per class (data, control, stop, ...).
+	Latency map[string]ClassSummary `json:"latency,omitempty"`
+}
+
+// MetricResult is one metric of one cell: its values across the valid
+// runs, and, for a factor cell, how it compares with the baseline.
+type MetricResult struct {
+	Name   string  `json:"name"`
+	N      int     `json:"n"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	// The comparison, zero for the baseline cell. BaselineN and
+	// BaselineMedian describe the baseline sample the test used. Ratio is
+	// the median of the per-pair ratios (this cell's run over the baseline
+	// run just before it), RatioMin and RatioMax their range, Pairs how many
+	// pairs had both runs valid.
+	BaselineN      int     `json:"baseline_n,omitempty"`
+	BaselineMedian float64 `json:"baseline_median,omitempty"`
+	Ratio          float64 `json:"ratio,omitempty"`
+	RatioMin       float64 `json:"ratio_min,omitempty"`
+	RatioMax       float64 `json:"ratio_max,omitempty"`
+	Pairs          int     `json:"pairs,omitempty"`
+	// P is the rank test's two-sided p-value, PAdjusted after the
+	// correction for multiple comparisons.
+	P         float64 `json:"p,omitempty"`
+	PAdjusted float64 `json:"p_adjusted,omitempty"`
+	Verdict   Verdict `json:"verdict,omitempty"`
+}

@@ -1,0 +1,117 @@
+package results
+
+// Better says which direction of a metric is an improvement.
+type Better int8
+
+const (
+	// Neutral metrics are reported, never judged better or worse.
+	Neutral Better = iota
+	// LowerIsBetter: latencies, CPU, memory, anomalies.
+	LowerIsBetter
+	// HigherIsBetter: throughput, fairness.
+	HigherIsBetter
+)
+
+// Metric describes one per-run value of RunRecord.Metrics.
+type Metric struct {
+	// Name is the key in RunRecord.Metrics: lower case, digits and '_'.
+	Name string
+	// Unit is printed after values ("frames/s", "µs", "MiB", "" for a
+	// plain number).
+	Unit string
+	// Label is a short column heading.
+	Label string
+	// Describe says what is measured, where it comes from and over which
+	// period.
+	Describe string
+	Better   Better
+	// Gate marks the metrics `compare` judges by default: the headline
+	// figures whose regression should stop a merge.
+	Gate bool
+}
+
+// The metric names. Latencies are microseconds; "measured period" is the
+// load generator's, after the warm-up; the server's figures (rotation,
+// round, ingress, wakeups, CPU, RSS) cover its whole life, warm-up
+// included, and are absent for a black-box target.
+const (
+	MetricThroughput      = "throughput"
+	MetricSourceMin       = "source_min"
+	MetricFairness        = "fairness"
+	MetricDataP50         = "data_p50"
+	MetricDataP90         = "data_p90"
+	MetricDataP99         = "data_p99"
+	MetricDataP999        = "data_p999"
+	MetricDataMax         = "data_max"
+	MetricControlP50      = "control_p50"
+	MetricControlP90      = "control_p90"
+	MetricControlP99      = "control_p99"
+	MetricControlP999     = "control_p999"
+	MetricControlMax      = "control_max"
+	MetricControlOver10ms = "control_over_10ms"
+	MetricStop            = "stop"
+	MetricRotationMax     = "rotation_max"
+	MetricRoundP99        = "round_p99"
+	MetricRoundMax        = "round_max"
+	MetricIngressHWM      = "ingress_hwm"
+	MetricIdleWakeups     = "idle_wakeups"
+	MetricZeroWaits       = "zero_timeout_waits"
+	MetricTimerDeviation  = "timer_deviation_p99"
+	MetricServerCPU       = "server_cpu"
+	MetricServerRSS       = "server_rss"
+	MetricAnomalies       = "anomalies"
+)
+
+// Metrics is the catalogue, in report order.
+var Metrics = []Metric{
+	{Name: MetricThroughput, Unit: "frames/s", Label: "throughput", Better: HigherIsBetter, Gate: true,
+		Describe: "data frames answered intact per second of the measured period, all sources"},
+	{Name: MetricSourceMin, Unit: "frames/s", Label: "slowest source", Better: HigherIsBetter,
+		Describe: "the slowest hot or steady source's frames answered intact per second of its run (per-source throughput)"},
+	{Name: MetricFairness, Unit: "", Label: "fairness", Better: HigherIsBetter,
+		Describe: "Jain's fairness index over the data sources' answered frames: 1 is equal shares, 1/n one source takes all"},
+	{Name: MetricDataP50, Unit: "µs", Label: "data p50", Better: LowerIsBetter,
+		Describe: "data frame latency, 50th percentile, measured period (from the intended send time for steady sources)"},
+	{Name: MetricDataP90, Unit: "µs", Label: "data p90", Better: LowerIsBetter, Describe: "data frame latency, 90th percentile"},
+	{Name: MetricDataP99, Unit: "µs", Label: "data p99", Better: LowerIsBetter, Gate: true, Describe: "data frame latency, 99th percentile"},
+	{Name: MetricDataP999, Unit: "µs", Label: "data p99.9", Better: LowerIsBetter, Describe: "data frame latency, 99.9th percentile"},
+	{Name: MetricDataMax, Unit: "µs", Label: "data max", Better: LowerIsBetter, Describe: "data frame latency, maximum"},
+	{Name: MetricControlP50, Unit: "µs", Label: "control p50", Better: LowerIsBetter,
+		Describe: "control PING round trip, 50th percentile, measured period"},
+	{Name: MetricControlP90, Unit: "µs", Label: "control p90", Better: LowerIsBetter, Describe: "control PING round trip, 90th percentile"},
+	{Name: MetricControlP99, Unit: "µs", Label: "control p99", Better: LowerIsBetter, Describe: "control PING round trip, 99th percentile"},
+	{Name: MetricControlP999, Unit: "µs", Label: "control p99.9", Better: LowerIsBetter, Gate: true, Describe: "control PING round trip, 99.9th percentile"},
+	{Name: MetricControlMax, Unit: "µs", Label: "control max", Better: LowerIsBetter, Describe: "control PING round trip, maximum"},
+	{Name: MetricControlOver10ms, Unit: "", Label: "control > 10 ms", Better: LowerIsBetter,
+		Describe: "control PINGs answered after more than 10 ms in the measured period: the notes' false timeouts of a 10 ms health check"},
+	{Name: MetricStop, Unit: "µs", Label: "STOP", Better: LowerIsBetter,
+		Describe: "STOP observation latency: from writing STOP to reading STOP_ACK, with data still flowing"},
+	{Name: MetricRotationMax, Unit: "µs", Label: "rotation max", Better: LowerIsBetter,
+		Describe: "longest rotation interval: the longest a ready source waited between two turns (server, whole life)"},
+	{Name: MetricRoundP99, Unit: "µs", Label: "round p99", Better: LowerIsBetter,
+		Describe: "owner round duration (one epoll_wait to the next), 99th percentile (server, whole life)"},
+	{Name: MetricRoundMax, Unit: "µs", Label: "round max", Better: LowerIsBetter, Describe: "owner round duration, maximum"},
+	{Name: MetricIngressHWM, Unit: "items", Label: "ingress HWM", Better: LowerIsBetter,
+		Describe: "ingress queue high-water mark: the most cross-thread items waiting for the loop (server)"},
+	{Name: MetricIdleWakeups, Unit: "/s", Label: "idle wakeups", Better: LowerIsBetter,
+		Describe: "epoll_wait returns with nothing to do, per second of the server's life"},
+	{Name: MetricZeroWaits, Unit: "/s", Label: "zero-timeout waits", Better: Neutral,
+		Describe: "epoll_wait calls with a zero timeout (polls while work remained), per second of the server's life"},
+	{Name: MetricTimerDeviation, Unit: "µs", Label: "timer deviation p99", Better: LowerIsBetter,
+		Describe: "how late timers fired, 99th percentile (server)"},
+	{Name: MetricServerCPU, Unit: "CPU-s/Mframe", Label: "server CPU", Better: LowerIsBetter, Gate: true,
+		Describe: "server CPU seconds (user + sys, rusage at exit) per million frames it echoed"},
+	{Name: MetricServerRSS, Unit: "MiB", Label: "server RSS", Better: LowerIsBetter, Describe: "server peak resident set size"},
+	{Name: MetricAnomalies, Unit: "", Label: "anomalies", Better: LowerIsBetter,
+		Describe: "integrity ledger: frames lost, duplicated, corrupted, unexpected or delivered to the wrong connection (must be 0; any makes the run invalid)"},
+}
+
+// MetricByName returns the catalogue entry called name.
+func MetricByName(name string) (Metric, bool) {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
