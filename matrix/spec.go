@@ -1,9 +1,11 @@
 package matrix
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"regexp"
@@ -63,7 +65,7 @@ type Target struct {
 
 // Settings are the fields of one cell, as a spec's baseline writes them.
 // Exactly one of Reactor and Target is set. The reactor-only fields
-// (Callback, Budgets, Timer, ReactorFaults) are zero with a Target.
+// (Callback, Workers, Budgets, Timer, AppTimer, ReactorFaults) are zero with a Target.
 type Settings struct {
 	Reactor reactors.Design
 	Target  Target
@@ -74,6 +76,10 @@ type Settings struct {
 	Steady       int
 	Rate         float64
 	ControlEvery time.Duration
+	// StopAt sends a STOP probe at this offset into the measured period
+	// (loadgen.Config.StopAt; 0: none). STOP closes the reactor's
+	// admission, so frames after it are rejected: keep it near the end.
+	StopAt time.Duration
 
 	// Callback is the reactor's callback cost spec ("" is the default,
 	// "0").
@@ -85,6 +91,12 @@ type Settings struct {
 	Budgets map[string]string
 	// Timer is the reactor's timer mode; "" is the default.
 	Timer reactors.TimerMode
+	// AppTimer is the period of the reactor's recurring application timer
+	// whose lateness it records (serve --app-timer; 0: none).
+	AppTimer time.Duration
+	// Workers is the reactor's callback pool size (serve --workers; 0 runs
+	// callbacks inline on the loop).
+	Workers int
 
 	// WireFaults are faults.ParseWire specs, applied by the load generator;
 	// ReactorFaults are reactors.ParseFault specs. Both in the order
@@ -150,7 +162,7 @@ func (c Cell) Configs() (reactors.Config, loadgen.Config, error) {
 func (s Settings) loadConfig() loadgen.Config {
 	return loadgen.Config{
 		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate,
-		ControlEvery: s.ControlEvery, Duration: s.Duration, Warmup: s.Warmup,
+		ControlEvery: s.ControlEvery, StopAt: s.StopAt, Duration: s.Duration, Warmup: s.Warmup,
 		Faults: slices.Clone(s.WireFaults),
 	}
 }
@@ -192,6 +204,18 @@ func (s Settings) reactorSteps() []reactorStep {
 			}
 			return setFlag(rc, "timer", string(s.Timer))
 		}},
+		{"app_timer", func(rc *reactors.Config) error {
+			if s.AppTimer == 0 {
+				return nil
+			}
+			return setFlag(rc, "app-timer", s.AppTimer.String())
+		}},
+		{"workers", func(rc *reactors.Config) error {
+			if s.Workers == 0 {
+				return nil
+			}
+			return setFlag(rc, "workers", strconv.Itoa(s.Workers))
+		}},
 		{"budgets", func(rc *reactors.Config) error {
 			for _, k := range slices.Sorted(maps.Keys(s.Budgets)) {
 				if err := setFlag(rc, k, s.Budgets[k]); err != nil {
@@ -214,8 +238,8 @@ func (s Settings) reactorSteps() []reactorStep {
 // Fields lists the baseline fields a factor may name, in the order Parse
 // reads them.
 var Fields = []string{
-	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every",
-	"callback", "budgets", "timer", "faults", "duration", "warmup",
+	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "stop_at",
+	"callback", "workers", "budgets", "timer", "app_timer", "faults", "duration", "warmup",
 }
 
 // field decodes, compares and prints one baseline field.
@@ -264,6 +288,7 @@ var fields = map[string]field{
 		text:  func(s *Settings) string { return strconv.FormatFloat(s.Rate, 'g', -1, 64) },
 	},
 	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
+	"stop_at":       durField(func(s *Settings) *time.Duration { return &s.StopAt }),
 	"callback": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			v, err := scalar(n)
@@ -320,8 +345,10 @@ var fields = map[string]field{
 			return orDefault(strings.Join(append(slices.Clone(s.WireFaults), s.ReactorFaults...), "+"), "none")
 		},
 	},
-	"duration": durField(func(s *Settings) *time.Duration { return &s.Duration }),
-	"warmup":   durField(func(s *Settings) *time.Duration { return &s.Warmup }),
+	"app_timer": durField(func(s *Settings) *time.Duration { return &s.AppTimer }),
+	"workers":   intField(func(s *Settings) *int { return &s.Workers }),
+	"duration":  durField(func(s *Settings) *time.Duration { return &s.Duration }),
+	"warmup":    durField(func(s *Settings) *time.Duration { return &s.Warmup }),
 }
 
 func orDefault(s, def string) string {
@@ -581,19 +608,66 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 func Parse(data []byte) (*Spec, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// yaml.v3 says "yaml: line N: problem"; put the line first, as
-		// every other error does. A few of its errors (bad encoding) have
-		// no line.
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			l, _ := strconv.Atoi(m[1])
-			return nil, &posError{line: l, field: "yaml", err: errors.New(m[2])}
-		}
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, yamlError(err)
 	}
+	return parseDoc(&doc)
+}
+
+// yamlError puts the line of yaml.v3's "yaml: line N: problem" first, as
+// every other error does. A few of its errors (bad encoding) have no line.
+func yamlError(err error) error {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		l, _ := strconv.Atoi(m[1])
+		return &posError{line: l, field: "yaml", err: errors.New(m[2])}
+	}
+	return fmt.Errorf("%w: %v", ErrSpec, err)
+}
+
+// MaxSuiteSpecs bounds the number of specs in one suite.
+const MaxSuiteSpecs = 64
+
+// ParseSuite reads a suite: one or more specs, each a YAML document
+// ("---" between them), each as Parse reads it, with line numbers counted
+// from the start of data. Spec names are unique within the suite. The
+// result holds at least one spec.
+func ParseSuite(data []byte) ([]*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []*Spec
+	names := map[string]int{}
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, yamlError(err)
+		}
+		if len(out) == MaxSuiteSpecs {
+			return nil, lineErr(&doc, "suite", fmt.Errorf("more than %d specs (accepted: at most %d documents)", MaxSuiteSpecs, MaxSuiteSpecs))
+		}
+		spec, err := parseDoc(&doc)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := names[spec.Name]; dup {
+			return nil, lineErr(&doc, "name", fmt.Errorf("%q is also the name of the spec at line %d (accepted: one name per spec of a suite)", spec.Name, prev))
+		}
+		names[spec.Name] = doc.Line
+		out = append(out, spec)
+	}
+	if len(out) == 0 {
+		return nil, &posError{line: 1, field: "spec", err: errors.New("empty (accepted: a mapping of name, baseline, repeats, factors)")}
+	}
+	return out, nil
+}
+
+// parseDoc reads one YAML document as a spec.
+func parseDoc(doc *yaml.Node) (*Spec, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, &posError{line: 1, field: "spec", err: errors.New("empty (accepted: a mapping of name, baseline, repeats, factors)")}
 	}
-	if n := findAlias(&doc); n != nil {
+	if n := findAlias(doc); n != nil {
 		return nil, lineErr(n, "spec", errors.New("anchors and aliases are not supported (accepted: plain YAML)"))
 	}
 	root := doc.Content[0]
@@ -697,7 +771,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"callback", s.Callback != ""}, {"budgets", s.Budgets != nil}, {"timer", s.Timer != ""}} {
+		}{{"callback", s.Callback != ""}, {"budgets", s.Budgets != nil}, {"timer", s.Timer != ""}, {"app_timer", s.AppTimer != 0}, {"workers", s.Workers != 0}} {
 			if f.set {
 				return fail(f.name, errors.New("reactor-only with a target (accepted: reactor settings only with a reactor)"))
 			}

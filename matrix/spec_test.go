@@ -31,8 +31,8 @@ func mustParse(t testing.TB, path string) *Spec {
 // package's table, so the tests do not trust the code they check.
 var structField = map[string]string{
 	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
-	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every",
-	"Callback": "callback", "Budgets": "budgets", "Timer": "timer",
+	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every", "StopAt": "stop_at",
+	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"WireFaults": "faults", "ReactorFaults": "faults",
 	"Duration": "duration", "Warmup": "warmup",
 }

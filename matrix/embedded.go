@@ -1,0 +1,69 @@
+package matrix
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"time"
+)
+
+//go:embed specs/*.yaml
+var specFiles embed.FS
+
+// Embedded is a suite built into the tool: one or more spec files joined.
+type Embedded struct {
+	Name    string
+	Summary string
+	files   []string
+}
+
+// DefaultSuite is the embedded suite `reactorlab matrix` runs when given
+// none.
+const DefaultSuite = "quick"
+
+// embedded is the catalogue, in the order --list prints it.
+var embedded = []Embedded{
+	{Name: "quick", Summary: "the default: the reference reactors side by side and 1 vs 4 hot sources, about 3 minutes",
+		files: []string{"quick.yaml"}},
+	{Name: "design-notes", Summary: "the notes' four comparisons: 1 vs 8 hot sources, fast vs slow callback (inline, offloaded), LT vs ET, periodic vs deadline timer",
+		files: []string{"design-notes.yaml"}},
+	{Name: "priority", Summary: "flat lt vs prio vs prio-thread under saturating data with 10 ms control probes (the notes' measured table)",
+		files: []string{"priority.yaml"}},
+	{Name: "nightly", Summary: "design-notes + priority + every reactor kind, input budgets 8/32/64 and the wire faults; run sharded in CI",
+		files: []string{"design-notes.yaml", "priority.yaml", "nightly-extra.yaml"}},
+}
+
+// EmbeddedSuites lists the built-in suites.
+func EmbeddedSuites() []Embedded { return append([]Embedded(nil), embedded...) }
+
+// EmbeddedText returns the YAML of the built-in suite name: its spec files
+// joined as documents of one stream.
+func EmbeddedText(name string) (string, error) {
+	var names []string
+	for _, e := range embedded {
+		names = append(names, e.Name)
+		if e.Name != name {
+			continue
+		}
+		var docs []string
+		for _, f := range e.files {
+			b, err := specFiles.ReadFile("specs/" + f)
+			if err != nil {
+				return "", fmt.Errorf("matrix: embedded %s: %w", f, err)
+			}
+			docs = append(docs, strings.TrimRight(string(b), "\n")+"\n")
+		}
+		return strings.Join(docs, "---\n"), nil
+	}
+	return "", fmt.Errorf("matrix: no embedded suite %q (accepted: %s)", name, strings.Join(names, ", "))
+}
+
+// Estimate is the expected wall time of shard sh of specs: each run's
+// warm-up, duration and drain, plus a measured per-run overhead.
+func Estimate(specs []*Spec, sh Shard) time.Duration {
+	var d time.Duration
+	for _, s := range specs {
+		d += estimate(s.Plan(sh))
+	}
+	return d
+}

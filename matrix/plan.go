@@ -1,0 +1,180 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// Shard is a deterministic share of a spec's factor cells: cell i (1-based,
+// in spec order, the baseline not counted) belongs to shard
+// ((i-1) mod Count) + 1. Every shard runs the baseline paired with each of
+// its cells, so each shard's ratios are measured on one machine. The zero
+// Shard means 1/1, everything.
+type Shard struct {
+	Index int // 1..Count
+	Count int
+}
+
+// ErrShard is wrapped by ParseShard's errors.
+var ErrShard = errors.New("matrix: bad shard")
+
+// MaxShards bounds Shard.Count.
+const MaxShards = 256
+
+// ParseShard reads "i/n" with 1 <= i <= n <= MaxShards.
+func ParseShard(s string) (Shard, error) {
+	is, ns, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || n < 1 || n > MaxShards || i < 1 || i > n {
+		return Shard{}, fmt.Errorf("%w: %q (accepted: i/n with 1 <= i <= n <= %d, e.g. 2/4)", ErrShard, s, MaxShards)
+	}
+	return Shard{Index: i, Count: n}, nil
+}
+
+// orAll returns s, or 1/1 for the zero Shard.
+func (s Shard) orAll() Shard {
+	if s.Count == 0 {
+		return Shard{Index: 1, Count: 1}
+	}
+	return s
+}
+
+// String prints "i/n".
+func (s Shard) String() string {
+	s = s.orAll()
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+// PlannedRun is one run of a plan: a cell, its repeat, and the pair it
+// belongs to.
+type PlannedRun struct {
+	Cell   Cell
+	Repeat int
+	// Pair is the factor cell's ID for both runs of a pair (the baseline
+	// run, then the cell's run); "" for a spec without factors.
+	Pair string
+	// Dir is the run's directory relative to the run directory. It depends
+	// only on the cell, the repeat and the pair, never on the shard, so a
+	// merge of shards lays out its runs as an unsharded run does.
+	Dir string
+}
+
+// Plan returns the runs of shard sh of s, in the order they run: for each
+// repeat r = 1..Repeats, for each factor cell c of the shard, the baseline
+// and then c (A B A C … A B A C …). Within a repeat the cells start one
+// further along each time (rotation), so no cell always follows the same
+// neighbour. A spec without factors gives Repeats baseline runs, all in
+// shard 1. The union of the plans of shards 1/n … n/n is the plan of 1/1,
+// whatever n.
+func (s *Spec) Plan(sh Shard) []PlannedRun {
+	sh = sh.orAll()
+	cells := s.Expand()
+	base := cells[0]
+	var mine []int // indexes into cells
+	for i := 1; i < len(cells); i++ {
+		if (i-1)%sh.Count+1 == sh.Index {
+			mine = append(mine, i)
+		}
+	}
+	var out []PlannedRun
+	if len(cells) == 1 {
+		if sh.Index != 1 {
+			return nil
+		}
+		for r := 1; r <= s.Repeats; r++ {
+			out = append(out, PlannedRun{Cell: base, Repeat: r, Dir: runDir(0, base.ID, r, "")})
+		}
+		return out
+	}
+	for r := 1; r <= s.Repeats; r++ {
+		for k := range mine {
+			i := mine[(k+r-1)%len(mine)]
+			c := cells[i]
+			out = append(out,
+				PlannedRun{Cell: base, Repeat: r, Pair: c.ID, Dir: runDir(0, base.ID, r, fmt.Sprintf("c%02d", i))},
+				PlannedRun{Cell: c, Repeat: r, Pair: c.ID, Dir: runDir(i, c.ID, r, "")})
+		}
+	}
+	return out
+}
+
+// ShardCells returns the IDs of the factor cells in shard sh.
+func (s *Spec) ShardCells(sh Shard) []string {
+	sh = sh.orAll()
+	var out []string
+	for i, c := range s.Expand() {
+		if i > 0 && (i-1)%sh.Count+1 == sh.Index {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+var unsafeRE = regexp.MustCompile(`[^A-Za-z0-9._=+,-]+`)
+
+// runDir is runs/cNN-<id, made safe>/r<repeat>[-with-cMM]: the cell's
+// index keeps it unique whatever the sanitising merged.
+func runDir(index int, id string, repeat int, with string) string {
+	slug := unsafeRE.ReplaceAllString(id, "_")
+	if len(slug) > 60 {
+		slug = slug[:60]
+	}
+	leaf := fmt.Sprintf("r%d", repeat)
+	if with != "" {
+		leaf += "-with-" + with
+	}
+	return path.Join(results.RunsDir, fmt.Sprintf("c%02d-%s", index, slug), leaf)
+}
+
+// Info describes c for a run directory's manifest.
+func (c Cell) Info() results.CellInfo {
+	cfg := map[string]string{}
+	for _, name := range Fields {
+		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" {
+			continue
+		}
+		cfg[name] = fields[name].text(&c.Settings)
+	}
+	return results.CellInfo{ID: c.ID, Factor: c.Factor, Value: c.Value, Config: cfg, Describe: c.Describe()}
+}
+
+// Describe says in one line what the cell runs.
+func (c Cell) Describe() string {
+	var parts []string
+	if c.Reactor != "" {
+		parts = append(parts, string(c.Reactor))
+	} else {
+		parts = append(parts, "target "+c.Target.Cmd)
+	}
+	if c.Hot > 0 {
+		parts = append(parts, fmt.Sprintf("%d hot × %d in flight", c.Hot, c.InFlight))
+	}
+	if c.Steady > 0 {
+		parts = append(parts, fmt.Sprintf("%d steady at %g frames/s", c.Steady, c.Rate))
+	}
+	if c.ControlEvery > 0 {
+		parts = append(parts, "PING every "+fields["control_every"].text(&c.Settings))
+	}
+	if c.StopAt > 0 {
+		parts = append(parts, "STOP at "+fields["stop_at"].text(&c.Settings))
+	}
+	if c.Reactor != "" {
+		parts = append(parts, "callback "+fields["callback"].text(&c.Settings))
+		if len(c.Budgets) > 0 {
+			parts = append(parts, "budgets "+fields["budgets"].text(&c.Settings))
+		}
+		parts = append(parts, "timer "+fields["timer"].text(&c.Settings))
+	}
+	if len(c.WireFaults)+len(c.ReactorFaults) > 0 {
+		parts = append(parts, "faults "+fields["faults"].text(&c.Settings))
+	}
+	parts = append(parts, fields["duration"].text(&c.Settings)+" after "+fields["warmup"].text(&c.Settings)+" warm-up")
+	return strings.Join(parts, ", ")
+}

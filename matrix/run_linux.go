@@ -1,0 +1,349 @@
+//go:build linux
+
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// Options say how to run a spec.
+type Options struct {
+	Spec *Spec
+	// Source and Text are recorded in the manifest: where the spec came
+	// from ("embedded:quick", a file name) and its YAML.
+	Source, Text string
+	// Dir is the run directory. It is created; if it exists it must be
+	// empty, so no earlier result is ever overwritten.
+	Dir   string
+	Shard Shard
+	// CPUs, Mode and Grace are as in harness.Cell, for every run.
+	CPUs  harness.CPUs
+	Mode  harness.Mode
+	Grace time.Duration
+	// Log, if not nil, receives one line as each run starts and ends.
+	Log io.Writer
+	// RunCell runs one cell; nil means harness.RunCell. Tests put a
+	// deterministic fake here to check planning, recording and merging.
+	RunCell func(ctx context.Context, cell harness.Cell) (*harness.CellResult, error)
+}
+
+// ErrDirNotEmpty is wrapped when Options.Dir already holds files.
+var ErrDirNotEmpty = errors.New("matrix: run directory is not empty")
+
+// Run runs shard Options.Shard of the spec into Options.Dir: each planned
+// run through the harness, the manifest rewritten after every run (so an
+// interrupted matrix leaves a consistent, readable directory), and returns
+// the manifest. When ctx is cancelled the run in progress comes back
+// invalid, no further run starts, and the shard is marked interrupted;
+// the manifest is still returned with the error. A run that fails to start
+// (the harness refused the cell or the lab) stops the matrix with an error.
+// The reports are not written here: see Render.
+func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
+	if opt.Spec == nil {
+		return nil, errors.New("matrix: no spec")
+	}
+	sh := opt.Shard.orAll()
+	if err := prepareDir(opt.Dir); err != nil {
+		return nil, err
+	}
+	runCell := opt.RunCell
+	if runCell == nil {
+		runCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+			return harness.RunCell(ctx, c, nil)
+		}
+	}
+	m := &results.Manifest{
+		Format: results.ManifestFormat,
+		Tool:   ToolInfo(),
+		Spec:   results.SpecInfo{Name: opt.Spec.Name, Source: opt.Source, Text: opt.Text, Repeats: opt.Spec.Repeats},
+		Shards: []results.ShardInfo{{
+			Index: sh.Index, Count: sh.Count, Cells: opt.Spec.ShardCells(sh), Machine: MachineInfo(),
+			Placement: opt.CPUs.String(), Mode: string(orMode(opt.Mode)), Started: time.Now().UTC(),
+		}},
+	}
+	for _, c := range opt.Spec.Expand() {
+		m.Cells = append(m.Cells, c.Info())
+	}
+	shard := &m.Shards[0]
+	plan := opt.Spec.Plan(sh)
+	logf := func(format string, args ...any) {
+		if opt.Log != nil {
+			fmt.Fprintf(opt.Log, format, args...)
+		}
+	}
+	logf("matrix %s, shard %s: %d runs of %d cells × %d repeats, about %s\n",
+		opt.Spec.Name, sh, len(plan), len(shard.Cells)+1, opt.Spec.Repeats, fmtEstimate(estimate(plan)))
+	finish := func(err error) (*results.Manifest, error) {
+		shard.Finished = time.Now().UTC()
+		if werr := results.WriteManifest(opt.Dir, m); werr != nil && err == nil {
+			err = fmt.Errorf("matrix: %w", werr)
+		}
+		return m, err
+	}
+	if err := results.WriteManifest(opt.Dir, m); err != nil {
+		return nil, fmt.Errorf("matrix: %w", err)
+	}
+	for i, p := range plan {
+		if ctx.Err() != nil {
+			shard.Interrupted = true
+			return finish(fmt.Errorf("matrix: interrupted before run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
+		}
+		hc, err := harnessCell(p, opt)
+		if err != nil {
+			return finish(err)
+		}
+		logf("[%d/%d] %s repeat %d%s ...\n", i+1, len(plan), p.Cell.ID, p.Repeat, pairText(p))
+		started := time.Now()
+		res, err := runCell(ctx, hc)
+		if res == nil {
+			if err == nil {
+				err = errors.New("no result")
+			}
+			shard.Interrupted = ctx.Err() != nil
+			return finish(fmt.Errorf("matrix: %s repeat %d: %w", p.Cell.ID, p.Repeat, err))
+		}
+		rec := record(res, p, sh, i+1, started, opt.Dir)
+		m.Runs = append(m.Runs, rec)
+		logf("[%d/%d] %s repeat %d: %s in %.1f s\n", i+1, len(plan), p.Cell.ID, p.Repeat, verdictText(rec), rec.ElapsedS)
+		if err := results.WriteManifest(opt.Dir, m); err != nil {
+			return finish(fmt.Errorf("matrix: %w", err))
+		}
+		if ctx.Err() != nil {
+			shard.Interrupted = true
+			return finish(fmt.Errorf("matrix: interrupted during run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
+		}
+	}
+	return finish(nil)
+}
+
+func orMode(m harness.Mode) harness.Mode {
+	if m == "" {
+		return harness.ModeAuto
+	}
+	return m
+}
+
+func pairText(p PlannedRun) string {
+	if p.Cell.Factor == "" && p.Pair != "" {
+		return " (paired with " + p.Pair + ")"
+	}
+	return ""
+}
+
+func verdictText(r results.RunRecord) string {
+	if r.Valid {
+		return fmt.Sprintf("valid, %.0f frames/s", r.Metrics[results.MetricThroughput])
+	}
+	why := "invalid"
+	if len(r.Invalid) > 0 {
+		why += ": " + r.Invalid[0]
+	}
+	return why
+}
+
+// prepareDir creates dir, or accepts it if it exists and is empty.
+func prepareDir(dir string) error {
+	if dir == "" {
+		return errors.New("matrix: no run directory")
+	}
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("matrix: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("matrix: %w", err)
+	case len(ents) > 0:
+		return fmt.Errorf("%w: %s holds %d entries (accepted: a new or empty directory)", ErrDirNotEmpty, dir, len(ents))
+	}
+	return nil
+}
+
+// harnessCell turns a planned run into the harness's cell.
+func harnessCell(p PlannedRun, opt Options) (harness.Cell, error) {
+	rc, lc, err := p.Cell.Configs()
+	if err != nil {
+		return harness.Cell{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
+	}
+	return harness.Cell{
+		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
+		CPUs: opt.CPUs, Mode: opt.Mode, Grace: opt.Grace, Dir: filepath.Join(opt.Dir, p.Dir),
+	}, nil
+}
+
+// record makes the manifest's record of one run.
+func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started time.Time, dir string) results.RunRecord {
+	rec := results.RunRecord{
+		Shard: sh.Index, Seq: seq, Cell: p.Cell.ID, Repeat: p.Repeat, Pair: p.Pair, Dir: p.Dir,
+		Started: started.UTC(), ElapsedS: time.Since(started).Seconds(),
+		Valid: res.Valid, Invalid: res.Invalid,
+	}
+	if res.Lab != nil {
+		rec.Mode = string(res.Lab.Mode)
+	}
+	if res.Load != nil {
+		rec.MeasuredFrom = res.Load.Latency.StartTime.Add(time.Duration(res.Load.Latency.WarmupS * float64(time.Second)))
+	}
+	var err error
+	rec.Metrics, err = Metrics(res, filepath.Join(dir, p.Dir, results.RunHlogFile), rec.MeasuredFrom)
+	if err != nil {
+		rec.Valid = false
+		rec.Invalid = append(rec.Invalid, "metrics: "+err.Error())
+	}
+	return rec
+}
+
+// MetricLoadgenLimited is 1 in a run's metrics when the load generator's
+// self-check found itself the limit: its figures describe the generator,
+// not the target.
+const MetricLoadgenLimited = "loadgen_limited"
+
+// Metrics extracts the catalogue's metrics (results.Metrics) from one
+// cell's result and its interval log at hlog (for the counts above a
+// latency, which need the histogram itself). A metric the run could not
+// measure is absent: the server's figures for a black box, control
+// latencies without control probes, STOP without a STOP probe. The error
+// is for an unreadable interval log; the other metrics are still
+// returned.
+func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[string]float64, error) {
+	m := map[string]float64{}
+	var err error
+	if s := res.Load; s != nil {
+		m[results.MetricThroughput] = s.EchoRate
+		var shares []float64
+		for _, c := range s.Conns {
+			if c.Kind == "hot" || c.Kind == "steady" {
+				shares = append(shares, float64(c.Echoed))
+			}
+		}
+		if len(shares) > 0 && s.SelfCheck.RunS > 0 {
+			lo := math.Inf(1)
+			for _, x := range shares {
+				lo = min(lo, x)
+			}
+			m[results.MetricSourceMin] = lo / s.SelfCheck.RunS
+			if f, ok := jain(shares); ok {
+				m[results.MetricFairness] = f
+			}
+		}
+		classes := []struct {
+			class string
+			names [5]string
+		}{
+			{loadgen.ClassData, [5]string{results.MetricDataP50, results.MetricDataP90, results.MetricDataP99, results.MetricDataP999, results.MetricDataMax}},
+			{loadgen.ClassControl, [5]string{results.MetricControlP50, results.MetricControlP90, results.MetricControlP99, results.MetricControlP999, results.MetricControlMax}},
+		}
+		for _, c := range classes {
+			cs, ok := s.Latency.Classes[c.class]
+			if !ok || cs.Count == 0 {
+				continue
+			}
+			for i, v := range []float64{cs.P50Us, cs.P90Us, cs.P99Us, cs.P999Us, cs.MaxUs} {
+				m[c.names[i]] = v
+			}
+		}
+		if cs, ok := s.Latency.Classes[loadgen.ClassControl]; ok && cs.Count > 0 {
+			var hs map[string]*hdrhistogram.Histogram
+			hs, err = results.MeasuredHistograms(hlog, measuredFrom)
+			if h := hs[loadgen.ClassControl]; err == nil && h != nil {
+				m[results.MetricControlOver10ms] = float64(countAbove(h, int64(10*time.Millisecond)))
+			}
+		}
+		if s.Stop != nil && s.Stop.LatencyUs > 0 {
+			m[results.MetricStop] = s.Stop.LatencyUs
+		}
+		t, c := s.Totals, s.ControlTotals
+		m[results.MetricAnomalies] = float64(t.Lost + t.Duplicated + t.CorruptedAnswers + t.Unexpected + t.WrongConn +
+			c.Lost + c.Duplicated + c.CorruptedAnswers + c.Unexpected + c.WrongConn)
+		if s.SelfCheck.Limit == loadgen.LimitLoadgen {
+			m[MetricLoadgenLimited] = 1
+		}
+	}
+	var srv *harness.ProcResult
+	if res.Lab != nil {
+		srv = res.Lab.Server
+	}
+	var life float64
+	if srv != nil {
+		life = srv.Elapsed.Seconds()
+		if srv.MaxRSS > 0 {
+			m[results.MetricServerRSS] = float64(srv.MaxRSS) / (1 << 20)
+		}
+	}
+	// Frames the server echoed over its life: its own count for a
+	// reference reactor, the load generator's for a black box (the only
+	// client, so the same frames).
+	var frames uint64
+	if res.Load != nil {
+		frames = res.Load.Totals.Echoed
+	}
+	if out := res.Server; out != nil {
+		st := out.Stats
+		frames = st.Counters.FramesEchoed
+		hist := func(name string) (reactors.HistSummary, bool) {
+			h, ok := st.Histograms[name]
+			return h, ok && h.Count > 0
+		}
+		if h, ok := hist(reactors.HistRotation); ok {
+			m[results.MetricRotationMax] = float64(h.Max) / 1e3
+		}
+		if h, ok := hist(reactors.HistRound); ok {
+			m[results.MetricRoundP99] = float64(h.P99) / 1e3
+			m[results.MetricRoundMax] = float64(h.Max) / 1e3
+		}
+		if h, ok := hist(reactors.HistTimerLate); ok {
+			m[results.MetricTimerDeviation] = float64(h.P99) / 1e3
+		}
+		m[results.MetricIngressHWM] = float64(st.Counters.IngressMaxDepth)
+		if life > 0 {
+			m[results.MetricIdleWakeups] = float64(st.Counters.IdleWakeups) / life
+			m[results.MetricZeroWaits] = float64(st.Counters.ZeroTimeoutWaits) / life
+		}
+	}
+	if srv != nil && frames > 0 {
+		m[results.MetricServerCPU] = float64(srv.UserNs+srv.SysNs) / 1e9 / (float64(frames) / 1e6)
+	}
+	return m, err
+}
+
+// jain is Jain's fairness index (Σx)² / (n Σx²): 1 when every share is
+// equal, 1/n when one takes everything.
+func jain(xs []float64) (float64, bool) {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return 0, false
+	}
+	return sum * sum / (float64(len(xs)) * sq), true
+}
+
+// countAbove counts the values of h above limit (at the histogram's
+// resolution: values in the bucket that holds limit count as not above).
+func countAbove(h *hdrhistogram.Histogram, limit int64) int64 {
+	var n int64
+	for _, b := range h.Distribution() {
+		if b.From > limit {
+			n += b.Count
+		}
+	}
+	return n
+}
