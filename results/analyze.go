@@ -1,0 +1,387 @@
+package results
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// DefaultAlpha is the family-wise significance level of Analyze and the
+// default of Compare.
+const DefaultAlpha = 0.05
+
+// MetricLoadgenLimited is a run's flag, not a catalogue metric: 1 when the
+// load generator, not the server, was the limit of the run's throughput.
+// Analyze reports the cells that have such runs in its notes.
+const MetricLoadgenLimited = "loadgen_limited"
+
+// ModeLoopback is RunRecord.Mode for a run over loopback, without the lab's
+// network namespaces.
+const ModeLoopback = "loopback"
+
+// AnalyzeDir reads the run directory dir's manifest and the measured
+// histograms of its valid runs, and analyses them.
+func AnalyzeDir(dir string) (*Manifest, *Analysis, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	hists, err := CellHistograms(dir, m)
+	if err != nil {
+		return m, nil, fmt.Errorf("analyse %s: %w", dir, err)
+	}
+	return m, Analyze(m, hists), nil
+}
+
+// Analyze compares every factor cell of m with the baseline, metric by
+// metric, using only valid runs (see Analysis.Method for the statistics).
+// hists are the cells' merged measured histograms as CellHistograms returns
+// them; nil leaves every Latency empty. The result depends only on the set
+// of runs, not on their order, shards or sequence numbers, and is
+// deterministic. Values that are not finite are skipped and noted; metric
+// keys the catalogue does not know are ignored (MetricLoadgenLimited is
+// read for the notes).
+func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *Analysis {
+	if m == nil {
+		m = &Manifest{}
+	}
+	a := &Analysis{Spec: m.Spec.Name, Repeats: m.Spec.Repeats, Alpha: DefaultAlpha}
+	if len(m.Cells) == 0 {
+		a.Method = methodText(a.Alpha, 0, 0)
+		a.Notes = append(a.Notes, "the manifest has no cells")
+		return a
+	}
+	runs := canonicalRuns(m.Runs)
+	baseID := m.Cells[0].ID
+	var notes notes
+
+	// The pooled baseline sample, and the baseline run of each pair.
+	baseVals := map[string][]float64{}
+	basePair := map[pairKey]*RunRecord{}
+	baseDup := map[pairKey]bool{}
+	for i := range runs {
+		r := &runs[i]
+		if r.Cell != baseID || !r.Valid {
+			continue
+		}
+		for name, v := range catalogueValues(r, baseID, &notes) {
+			baseVals[name] = append(baseVals[name], v)
+		}
+		k := pairKey{r.Pair, r.Repeat}
+		if basePair[k] != nil {
+			baseDup[k] = true
+		}
+		basePair[k] = r
+	}
+
+	factorCells := len(m.Cells) - 1
+	// families[name] are the indexes (cell, metric) tested for metric
+	// name: one Holm family each.
+	type at struct{ cell, metric int }
+	families := map[string][]at{}
+	tests := map[at]RankTest{}
+
+	for ci, c := range m.Cells {
+		ca := CellAnalysis{ID: c.ID, Factor: c.Factor, Value: c.Value, Describe: c.Describe}
+		vals := map[string][]float64{}
+		var ratios map[string][]float64
+		if !c.Baseline() {
+			ratios = map[string][]float64{}
+		}
+		for i := range runs {
+			r := &runs[i]
+			if r.Cell != c.ID {
+				continue
+			}
+			ca.Runs++
+			if !r.Valid {
+				ca.Invalid = append(ca.Invalid, invalidText(r, c.Baseline()))
+				continue
+			}
+			ca.ValidRuns++
+			cur := catalogueValues(r, c.ID, &notes)
+			for name, v := range cur {
+				vals[name] = append(vals[name], v)
+			}
+			if c.Baseline() {
+				continue
+			}
+			k := pairKey{c.ID, r.Repeat}
+			b := basePair[k]
+			if r.Pair != c.ID || b == nil || baseDup[k] {
+				continue
+			}
+			bv := catalogueValues(b, "", nil)
+			for name, v := range cur {
+				if w, ok := bv[name]; ok && w != 0 && !math.IsInf(v/w, 0) {
+					ratios[name] = append(ratios[name], v/w)
+				}
+			}
+		}
+		for _, metric := range Metrics {
+			v := vals[metric.Name]
+			if len(v) == 0 {
+				continue
+			}
+			mr := MetricResult{Name: metric.Name, N: len(v), Median: median(v), Min: slices.Min(v), Max: slices.Max(v)}
+			if !c.Baseline() {
+				bv := baseVals[metric.Name]
+				mr.BaselineN = len(bv)
+				if len(bv) > 0 {
+					mr.BaselineMedian = median(bv)
+				}
+				if rs := ratios[metric.Name]; len(rs) > 0 {
+					mr.Ratio, mr.RatioMin, mr.RatioMax, mr.Pairs = median(rs), slices.Min(rs), slices.Max(rs), len(rs)
+				}
+				mr.Verdict = VerdictInconclusive
+				if len(bv) > 0 {
+					k := at{ci, len(ca.Metrics)}
+					tests[k] = MannWhitney(v, bv)
+					families[metric.Name] = append(families[metric.Name], k)
+				}
+			}
+			ca.Metrics = append(ca.Metrics, mr)
+		}
+		if hs := hists[c.ID]; len(hs) > 0 {
+			ca.Latency = map[string]ClassSummary{}
+			for class, h := range hs {
+				if h != nil {
+					ca.Latency[class] = Summarize(h, 0)
+				}
+			}
+		}
+		a.Cells = append(a.Cells, ca)
+	}
+
+	// Holm over the factor cells, one family per metric.
+	exact, normal := 0, 0
+	for _, metric := range Metrics {
+		fam := families[metric.Name]
+		ps := make([]float64, len(fam))
+		for i, k := range fam {
+			ps[i] = tests[k].P
+		}
+		adj := HolmAdjust(ps)
+		for i, k := range fam {
+			t := tests[k]
+			if t.Exact {
+				exact++
+			} else {
+				normal++
+			}
+			mr := &a.Cells[k.cell].Metrics[k.metric]
+			mr.P, mr.PAdjusted = t.P, adj[i]
+			mr.Verdict = verdict(metric.Better, t, adj[i], len(fam), a.Alpha)
+		}
+	}
+	a.Method = methodText(a.Alpha, exact, normal)
+
+	// Notes, in a fixed order.
+	for _, ca := range a.Cells {
+		if len(ca.Invalid) > 0 {
+			notes.add(fmt.Sprintf("cell %s: %d of %d runs invalid, excluded (first: %s)", ca.ID, len(ca.Invalid), ca.Runs, ca.Invalid[0]))
+		}
+		if ca.Runs > 0 && ca.ValidRuns == 0 {
+			notes.add(fmt.Sprintf("cell %s: no valid run: nothing to report", ca.ID))
+		}
+	}
+	if factorCells > 0 {
+		if p := MinPValue(m.Spec.Repeats, m.Spec.Repeats*factorCells) * float64(factorCells); p > a.Alpha {
+			notes.add(fmt.Sprintf("with %d repeats and %d cells the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
+				m.Spec.Repeats, factorCells, p, a.Alpha, RepeatsNeeded(factorCells, a.Alpha)))
+		}
+	}
+	loopback := 0
+	limited := map[string]int{}
+	for _, r := range runs {
+		if r.Mode == ModeLoopback {
+			loopback++
+		}
+		if r.Metrics[MetricLoadgenLimited] == 1 {
+			limited[r.Cell]++
+		}
+	}
+	if loopback > 0 {
+		notes.add(fmt.Sprintf("%d of %d runs ran in loopback mode, without the lab's network namespaces: client and server share one network stack, so latencies and CPU are not the lab's", loopback, len(runs)))
+	}
+	if len(limited) > 0 {
+		var parts []string
+		for _, c := range m.Cells {
+			if n := limited[c.ID]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s (%d runs)", c.ID, n))
+			}
+		}
+		notes.add("the load generator was the limit, not the server, in runs of " + strings.Join(parts, ", ") + ": their throughput measures the load generator")
+	}
+	a.Notes = notes.list
+	return a
+}
+
+// RepeatsNeeded is the smallest number of repeats with which a spec of
+// factorCells factor cells (and so factorCells·repeats pooled baseline
+// runs) can reach significance at alpha after Holm's correction over the
+// cells, if every run is valid: MinPValue(r, r·factorCells)·factorCells ≤
+// alpha. It returns 0 if no number up to 1000 does.
+func RepeatsNeeded(factorCells int, alpha float64) int {
+	for r := 1; r <= 1000; r++ {
+		if MinPValue(r, r*factorCells)*float64(max(factorCells, 1)) <= alpha {
+			return r
+		}
+	}
+	return 0
+}
+
+// verdict judges one comparison: significant after the correction wins,
+// in the direction of the rank statistic; else inconclusive when no data of
+// these sizes could have been significant in a family of familySize.
+func verdict(better Better, t RankTest, pAdjusted float64, familySize int, alpha float64) Verdict {
+	if t.NX == 0 || t.NY == 0 {
+		return VerdictInconclusive
+	}
+	if pAdjusted < alpha {
+		higher := t.U > float64(t.NX*t.NY)/2
+		switch {
+		case better == Neutral:
+			return VerdictDifferent
+		case higher == (better == HigherIsBetter):
+			return VerdictBetter
+		default:
+			return VerdictWorse
+		}
+	}
+	if MinPValue(t.NX, t.NY)*float64(familySize) > alpha {
+		return VerdictInconclusive
+	}
+	return VerdictSame
+}
+
+func methodText(alpha float64, exact, normal int) string {
+	how := "exact p-values from the permutation distribution of the rank sum"
+	switch {
+	case exact == 0 && normal > 0:
+		how = "p-values from the normal approximation with tie and continuity correction"
+	case exact > 0 && normal > 0:
+		how = fmt.Sprintf("exact p-values from the permutation distribution of the rank sum (%d tests) or, for large samples, the normal approximation with tie and continuity correction (%d tests)", exact, normal)
+	}
+	return fmt.Sprintf("Each factor cell's valid runs are compared with all valid baseline runs, pooled "+
+		"(the baseline runs are interleaved with every cell's, so they sample the machine's drift over the whole run, "+
+		"and the result does not depend on sharding), by the two-sided Mann–Whitney U (Wilcoxon rank-sum) test "+
+		"with mid-ranks for ties: %s. "+
+		"The p-values are adjusted by Holm–Bonferroni over the factor cells, separately for each metric, "+
+		"and a difference is significant when the adjusted p < %g. "+
+		"A verdict is inconclusive when even the most extreme data of these sample sizes could not be significant. "+
+		"Ratios are the median, over the pairs, of a cell's run divided by the baseline run of the same pair and repeat, "+
+		"with their range in brackets.", how, alpha)
+}
+
+// pairKey identifies a pair of runs: the factor cell and the repeat.
+type pairKey struct {
+	pair   string
+	repeat int
+}
+
+// canonicalRuns returns runs sorted by content (cell, repeat, pair, mode,
+// validity, reasons, metrics), ignoring shard, sequence, directory and
+// times, so that everything computed from them is independent of order
+// and sharding.
+func canonicalRuns(runs []RunRecord) []RunRecord {
+	out := slices.Clone(runs)
+	slices.SortStableFunc(out, func(a, b RunRecord) int {
+		return cmp.Or(
+			strings.Compare(a.Cell, b.Cell),
+			cmp.Compare(a.Repeat, b.Repeat),
+			strings.Compare(a.Pair, b.Pair),
+			strings.Compare(a.Mode, b.Mode),
+			cmpBool(a.Valid, b.Valid),
+			slices.Compare(a.Invalid, b.Invalid),
+			strings.Compare(metricsKey(a.Metrics), metricsKey(b.Metrics)),
+		)
+	})
+	return out
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+func metricsKey(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%v;", k, m[k])
+	}
+	return b.String()
+}
+
+// catalogueValues returns the run's values of catalogue metrics, skipping
+// non-finite ones (with a note, if ns is not nil, naming cell).
+func catalogueValues(r *RunRecord, cell string, ns *notes) map[string]float64 {
+	out := make(map[string]float64, len(r.Metrics))
+	for name, v := range r.Metrics {
+		if _, ok := MetricByName(name); !ok {
+			continue
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			if ns != nil {
+				ns.add(fmt.Sprintf("cell %s: metric %s is %v in a run (repeat %d); skipped", cell, name, v, r.Repeat))
+			}
+			continue
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// invalidText is one invalid run's line of CellAnalysis.Invalid.
+func invalidText(r *RunRecord, baseline bool) string {
+	why := strings.Join(r.Invalid, "; ")
+	if why == "" {
+		why = "no reason recorded"
+	}
+	if baseline && r.Pair != "" {
+		return fmt.Sprintf("repeat %d (before %s): %s", r.Repeat, r.Pair, why)
+	}
+	return fmt.Sprintf("repeat %d: %s", r.Repeat, why)
+}
+
+// notes collects distinct notes in the order first added.
+type notes struct {
+	list []string
+	seen map[string]bool
+}
+
+func (n *notes) add(s string) {
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	if !n.seen[s] {
+		n.seen[s] = true
+		n.list = append(n.list, s)
+	}
+}
+
+// median of a non-empty sample (the mean of the middle two for an even
+// size). It does not change v.
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

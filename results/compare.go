@@ -1,0 +1,407 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// DefaultThreshold is CompareOptions.Threshold's default: a change must be
+// beyond 10% in the bad direction to count as a regression.
+const DefaultThreshold = 0.10
+
+// CompareOptions tune Compare. The zero value means the defaults.
+type CompareOptions struct {
+	// Threshold is the relative change in a metric's bad direction beyond
+	// which a significant change is a regression: 0.10 flags throughput
+	// below 0.9× and latency above 1.1× the old median. 0 means
+	// DefaultThreshold; it must not be negative.
+	Threshold float64
+	// Metrics are the catalogue names to compare; nil means the catalogue's
+	// Gate metrics.
+	Metrics []string
+	// Alpha is the family-wise significance level over all of the
+	// comparison's tests; 0 means DefaultAlpha. It must be below 1.
+	Alpha float64
+}
+
+// Comparison is an old run directory's manifest compared with a new one's,
+// cell by cell (cells matched by ID) and metric by metric.
+type Comparison struct {
+	OldSpec, NewSpec     string
+	OldCommit, NewCommit string
+	Threshold, Alpha     float64
+	Metrics              []string
+	// Rows are the (cell, metric) comparisons, in the new manifest's cell
+	// order and the catalogue's metric order.
+	Rows []CompareRow
+	// NotCompared are the cells that exist on one side only or whose
+	// configuration differs, with the reason; they are not regressions.
+	NotCompared []CellProblem
+	// Failures are regressions not tied to one metric's comparison: a cell
+	// valid in the old runs with no valid run in the new, and new runs with
+	// anomalies.
+	Failures []CellProblem
+	// Notes are warnings for the reader, above all when the sample sizes
+	// make significance, and so the gate, impossible.
+	Notes []string
+}
+
+// CompareRow is one metric of one cell, old against new.
+type CompareRow struct {
+	Cell, Metric string
+	// OldN and NewN count the valid runs with a value; the medians are of
+	// those values (0 without any). Ratio is NewMedian/OldMedian, 0 when
+	// OldMedian is 0.
+	OldN, NewN           int
+	OldMedian, NewMedian float64
+	Ratio                float64
+	// P is the two-sided rank test's p-value (new against old), PAdjusted
+	// after Holm–Bonferroni over every row of the comparison that was
+	// tested; both 0 when a side has no values.
+	P, PAdjusted float64
+	Verdict      Verdict
+	// Regression: the verdict is worse and the new median is beyond the
+	// threshold in the bad direction.
+	Regression bool
+}
+
+// CellProblem is a cell and what is wrong with it.
+type CellProblem struct {
+	Cell, Reason string
+}
+
+// Compare compares the valid runs of each cell present in both manifests
+// with the same configuration: for each metric of opt.Metrics, the old
+// values against the new (for the baseline, all its runs), with the
+// two-sided Mann–Whitney U test and Holm–Bonferroni over all the rows. It
+// returns an error only for bad options or a nil manifest.
+func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
+	if oldM == nil || newM == nil {
+		return nil, errors.New("compare: a manifest is missing")
+	}
+	if opt.Threshold < 0 || math.IsNaN(opt.Threshold) {
+		return nil, fmt.Errorf("compare: threshold %v: must be a relative change ≥ 0", opt.Threshold)
+	}
+	if opt.Threshold == 0 {
+		opt.Threshold = DefaultThreshold
+	}
+	if opt.Alpha < 0 || opt.Alpha >= 1 || math.IsNaN(opt.Alpha) {
+		return nil, fmt.Errorf("compare: alpha %v: must be in (0, 1)", opt.Alpha)
+	}
+	if opt.Alpha == 0 {
+		opt.Alpha = DefaultAlpha
+	}
+	var metrics []Metric
+	if opt.Metrics == nil {
+		for _, m := range Metrics {
+			if m.Gate {
+				metrics = append(metrics, m)
+			}
+		}
+	} else {
+		for _, name := range opt.Metrics {
+			m, ok := MetricByName(name)
+			if !ok {
+				return nil, fmt.Errorf("compare: unknown metric %q (accepted: %s)", name, strings.Join(metricNames(), ", "))
+			}
+			metrics = append(metrics, m)
+		}
+	}
+	c := &Comparison{
+		OldSpec: oldM.Spec.Name, NewSpec: newM.Spec.Name, OldCommit: oldM.Tool.Commit, NewCommit: newM.Tool.Commit,
+		Threshold: opt.Threshold, Alpha: opt.Alpha,
+	}
+	for _, m := range metrics {
+		c.Metrics = append(c.Metrics, m.Name)
+	}
+	if oldM.Spec.Name != newM.Spec.Name {
+		c.Notes = append(c.Notes, fmt.Sprintf("the specs differ (%q, %q): cells are matched by ID", oldM.Spec.Name, newM.Spec.Name))
+	}
+
+	for _, oc := range oldM.Cells {
+		if _, ok := newM.Cell(oc.ID); !ok {
+			c.NotCompared = append(c.NotCompared, CellProblem{oc.ID, "only in the old runs"})
+		}
+	}
+	var tested []int // indexes of Rows with a test
+	var tests []RankTest
+	for _, nc := range newM.Cells {
+		oc, ok := oldM.Cell(nc.ID)
+		if !ok {
+			c.NotCompared = append(c.NotCompared, CellProblem{nc.ID, "only in the new runs"})
+			continue
+		}
+		if diff := configDiff(oc.Config, nc.Config); diff != "" {
+			c.NotCompared = append(c.NotCompared, CellProblem{nc.ID, "configuration differs: " + diff})
+			continue
+		}
+		oldVals, oldValid := cellValues(oldM, nc.ID)
+		newVals, newValid := cellValues(newM, nc.ID)
+		if oldValid > 0 && newValid == 0 {
+			c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d valid old runs, no valid new run", oldValid)})
+		}
+		if n, most := anomalousRuns(newM, nc.ID); n > 0 {
+			c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d new runs with anomalies (at most %s)", n, FormatValue(most))})
+		}
+		for _, m := range metrics {
+			ov, nv := oldVals[m.Name], newVals[m.Name]
+			if len(ov) == 0 && len(nv) == 0 {
+				continue
+			}
+			row := CompareRow{Cell: nc.ID, Metric: m.Name, OldN: len(ov), NewN: len(nv), Verdict: VerdictInconclusive}
+			if len(ov) > 0 {
+				row.OldMedian = median(ov)
+			}
+			if len(nv) > 0 {
+				row.NewMedian = median(nv)
+			}
+			if r := row.NewMedian / row.OldMedian; row.OldMedian != 0 && !math.IsInf(r, 0) {
+				row.Ratio = r
+			}
+			if len(ov) > 0 && len(nv) > 0 {
+				tested = append(tested, len(c.Rows))
+				tests = append(tests, MannWhitney(nv, ov))
+			}
+			c.Rows = append(c.Rows, row)
+		}
+	}
+
+	ps := make([]float64, len(tests))
+	for i, t := range tests {
+		ps[i] = t.P
+	}
+	adj := HolmAdjust(ps)
+	family := len(tests)
+	var impossible []string
+	for i, ri := range tested {
+		row := &c.Rows[ri]
+		m, _ := MetricByName(row.Metric)
+		row.P, row.PAdjusted = tests[i].P, adj[i]
+		row.Verdict = verdict(m.Better, tests[i], adj[i], family, c.Alpha)
+		row.Regression = row.Verdict == VerdictWorse && beyond(m.Better, row.OldMedian, row.NewMedian, c.Threshold)
+		if MinPValue(row.OldN, row.NewN)*float64(family) > c.Alpha && !slices.Contains(impossible, row.Cell) {
+			impossible = append(impossible, row.Cell)
+		}
+	}
+	if len(impossible) > 0 {
+		smallest := math.MaxInt
+		for _, ri := range tested {
+			smallest = min(smallest, c.Rows[ri].OldN, c.Rows[ri].NewN)
+		}
+		need := 0
+		for r := 1; r <= 1000; r++ {
+			if MinPValue(r, r)*float64(family) <= c.Alpha {
+				need = r
+				break
+			}
+		}
+		what := fmt.Sprintf("cells %s", strings.Join(impossible, ", "))
+		if len(impossible) == len(uniqueCells(c.Rows, tested)) {
+			what = "every cell"
+		}
+		c.Notes = append(c.Notes, fmt.Sprintf("WARNING: THE GATE CANNOT FIRE for %s: with as few as %d valid runs a side and %d comparisons, "+
+			"the smallest possible p-value times %d exceeds alpha %g, so no change there can be significant after Holm's correction; "+
+			"they need at least %d valid runs on each side (or fewer metrics)", what, smallest, family, family, c.Alpha, need))
+	}
+	return c, nil
+}
+
+// beyond reports whether new is beyond old by more than the relative
+// threshold in the metric's bad direction.
+func beyond(better Better, old, new, threshold float64) bool {
+	switch better {
+	case LowerIsBetter:
+		return new > old*(1+threshold)
+	case HigherIsBetter:
+		return new < old*(1-threshold)
+	}
+	return false
+}
+
+// Regressions counts the regressions: rows marked Regression and Failures.
+func (c *Comparison) Regressions() int {
+	n := len(c.Failures)
+	for _, r := range c.Rows {
+		if r.Regression {
+			n++
+		}
+	}
+	return n
+}
+
+// WriteTable writes the comparison as an aligned text table (cell, metric,
+// old and new medians, ratio, adjusted p, verdict, and REGRESSION where one
+// is), then the cells not compared, the failures and the notes, and as the
+// last line "N regressions beyond ±X%" or "no significant regression beyond
+// ±X%".
+func (c *Comparison) WriteTable(w io.Writer) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "old: %s %s\nnew: %s %s\n\n", c.OldSpec, shortCommit(c.OldCommit), c.NewSpec, shortCommit(c.NewCommit))
+	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "cell\tmetric\told\tnew\tratio\tp adj\tverdict")
+	for _, r := range c.Rows {
+		m, _ := MetricByName(r.Metric)
+		ratio, padj := "–", "–"
+		if r.Ratio != 0 {
+			ratio = "×" + FormatValue(r.Ratio)
+		}
+		if r.OldN > 0 && r.NewN > 0 {
+			padj = FormatP(r.PAdjusted)
+		}
+		verdict := string(r.Verdict)
+		if r.Regression {
+			verdict += "  REGRESSION"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cell, m.Label,
+			valueN(r.OldMedian, r.OldN, m.Unit), valueN(r.NewMedian, r.NewN, m.Unit), ratio, padj, verdict)
+	}
+	tw.Flush()
+	if len(c.NotCompared) > 0 {
+		fmt.Fprintf(ew, "\nnot compared:\n")
+		for _, p := range c.NotCompared {
+			fmt.Fprintf(ew, "  %s: %s\n", p.Cell, p.Reason)
+		}
+	}
+	if len(c.Failures) > 0 {
+		fmt.Fprintf(ew, "\n")
+		for _, p := range c.Failures {
+			fmt.Fprintf(ew, "REGRESSION %s: %s\n", p.Cell, p.Reason)
+		}
+	}
+	if len(c.Notes) > 0 {
+		fmt.Fprintf(ew, "\n")
+		for _, n := range c.Notes {
+			fmt.Fprintf(ew, "%s\n", n)
+		}
+	}
+	pct := "0"
+	if c.Threshold > 0 {
+		pct = strconv.FormatFloat(roundSignificant(c.Threshold*100, 3), 'f', -1, 64)
+	}
+	switch n := c.Regressions(); n {
+	case 0:
+		fmt.Fprintf(ew, "\nno significant regression beyond ±%s%%\n", pct)
+	case 1:
+		fmt.Fprintf(ew, "\n1 regression beyond ±%s%%\n", pct)
+	default:
+		fmt.Fprintf(ew, "\n%d regressions beyond ±%s%%\n", n, pct)
+	}
+	return ew.err
+}
+
+// valueN is "value unit (n=N)", or "– (n=0)".
+func valueN(v float64, n int, unit string) string {
+	if n == 0 {
+		return "– (n=0)"
+	}
+	s := FormatValue(v)
+	if unit != "" {
+		s += " " + unit
+	}
+	return fmt.Sprintf("%s (n=%d)", s, n)
+}
+
+func shortCommit(c string) string {
+	if c == "" {
+		return "(commit unknown)"
+	}
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	return "commit " + c
+}
+
+func uniqueCells(rows []CompareRow, idx []int) map[string]bool {
+	out := map[string]bool{}
+	for _, i := range idx {
+		out[rows[i].Cell] = true
+	}
+	return out
+}
+
+// cellValues are the finite catalogue values of the cell's valid runs, by
+// metric, and the number of valid runs.
+func cellValues(m *Manifest, cell string) (map[string][]float64, int) {
+	out := map[string][]float64{}
+	valid := 0
+	for _, r := range canonicalRuns(m.Runs) {
+		if r.Cell != cell || !r.Valid {
+			continue
+		}
+		valid++
+		for name, v := range catalogueValues(&r, cell, nil) {
+			out[name] = append(out[name], v)
+		}
+	}
+	return out, valid
+}
+
+// anomalousRuns counts the cell's runs, valid or not, with anomalies > 0,
+// and their largest count.
+func anomalousRuns(m *Manifest, cell string) (int, float64) {
+	n, most := 0, 0.0
+	for _, r := range m.Runs {
+		if v := r.Metrics[MetricAnomalies]; r.Cell == cell && v > 0 {
+			n++
+			most = max(most, v)
+		}
+	}
+	return n, most
+}
+
+// configDiff describes how two configurations differ ("hot 4 → 8, timer
+// absent → deadline"), "" if they are equal.
+func configDiff(a, b map[string]string) string {
+	keys := slices.Sorted(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var diffs []string
+	for _, k := range keys {
+		av, aok := a[k]
+		bv, bok := b[k]
+		if aok == bok && av == bv {
+			continue
+		}
+		if !aok {
+			av = "absent"
+		}
+		if !bok {
+			bv = "absent"
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %q → %q", k, av, bv))
+	}
+	return strings.Join(diffs, ", ")
+}
+
+func metricNames() []string {
+	var out []string
+	for _, m := range Metrics {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// errWriter keeps the first write error and drops later writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	_, e.err = e.w.Write(p)
+	return len(p), nil
+}

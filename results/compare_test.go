@@ -1,0 +1,198 @@
+package results_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/results"
+)
+
+var compareFactors = []synthCell{{"hot", "16"}, {"reactor", "et"}}
+
+// everyCell scales metric by f in every cell of compareFactors and the
+// baseline.
+func everyCell(metric string, f float64) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for _, id := range []string{"baseline", "hot=16", "reactor=et"} {
+		out[id] = map[string]float64{metric: f}
+	}
+	return out
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestComparePlantedRegression: a new run whose throughput is 0.7× the
+// old's, 6 repeats, is flagged in every cell, and the table ends with the
+// count: the gate fires.
+func TestComparePlantedRegression(t *testing.T) {
+	oldM := synthManifest("gate", 6, compareFactors, noisy(31, typicalMeans, 0.03, nil))
+	newM := synthManifest("gate", 6, compareFactors, noisy(32, typicalMeans, 0.03, everyCell(results.MetricThroughput, 0.7)))
+	c, err := results.Compare(oldM, newM, results.CompareOptions{Threshold: 0.10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Regressions() != 3 {
+		t.Errorf("%d regressions, want 3 (throughput of each cell)", c.Regressions())
+	}
+	for _, r := range c.Rows {
+		if want := r.Metric == results.MetricThroughput; r.Regression != want {
+			t.Errorf("%s %s: regression %v (%+v)", r.Cell, r.Metric, r.Regression, r)
+		}
+	}
+	var buf bytes.Buffer
+	if err := c.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastLine(buf.String()); got != "3 regressions beyond ±10%" {
+		t.Errorf("last line %q\n%s", got, buf.String())
+	}
+	if strings.Count(buf.String(), "REGRESSION") != 3 || strings.Contains(buf.String(), "WARNING") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+// TestCompareSameDistribution: old and new drawn from one distribution, for
+// several seeds, give no regression.
+func TestCompareSameDistribution(t *testing.T) {
+	for seed := uint64(40); seed < 50; seed++ {
+		oldM := synthManifest("same", 6, compareFactors, noisy(seed, typicalMeans, 0.05, nil))
+		newM := synthManifest("same", 6, compareFactors, noisy(seed+1000, typicalMeans, 0.05, nil))
+		c, err := results.Compare(oldM, newM, results.CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := c.WriteTable(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if c.Regressions() != 0 || lastLine(buf.String()) != "no significant regression beyond ±10%" {
+			t.Errorf("seed %d: %d regressions\n%s", seed, c.Regressions(), buf.String())
+		}
+	}
+}
+
+// TestCompareBelowThreshold: a significant 5% rise of the data p99 is
+// "worse" but not a regression at a 10% threshold, and is one at 2%.
+func TestCompareBelowThreshold(t *testing.T) {
+	oldM := synthManifest("small", 8, compareFactors, noisy(51, typicalMeans, 0.005, nil))
+	newM := synthManifest("small", 8, compareFactors, noisy(52, typicalMeans, 0.005, everyCell(results.MetricDataP99, 1.05)))
+	for _, c := range []struct {
+		threshold float64
+		want      int
+	}{{0.10, 0}, {0.02, 3}} {
+		cmp, err := results.Compare(oldM, newM, results.CompareOptions{Threshold: c.threshold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		worse := 0
+		for _, r := range cmp.Rows {
+			if r.Metric == results.MetricDataP99 && r.Verdict == results.VerdictWorse {
+				worse++
+			}
+		}
+		if worse != 3 || cmp.Regressions() != c.want {
+			t.Errorf("threshold %v: %d worse, %d regressions; want 3, %d", c.threshold, worse, cmp.Regressions(), c.want)
+		}
+	}
+}
+
+// TestCompareCellsAndFailures: cells on one side only or with another
+// configuration are listed as not compared (not an error, not a
+// regression); a cell valid before with no valid new run, and new runs with
+// anomalies, are regressions.
+func TestCompareCellsAndFailures(t *testing.T) {
+	oldM := synthManifest("cells", 4, []synthCell{{"hot", "16"}, {"reactor", "et"}, {"timer", "deadline"}}, noisy(61, typicalMeans, 0.03, nil))
+	newM := synthManifest("cells", 4, []synthCell{{"hot", "16"}, {"reactor", "et"}, {"hot", "1"}}, noisy(62, typicalMeans, 0.03, nil))
+	newM.Cells[2].Config["callback"] = "50us" // reactor=et now differs
+	for i := range newM.Runs {
+		r := &newM.Runs[i]
+		if r.Cell == "hot=16" {
+			r.Valid, r.Invalid = false, []string{"anomalies"}
+			r.Metrics[results.MetricAnomalies] = 2
+		}
+	}
+	c, err := results.Compare(oldM, newM, results.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := c.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"timer=deadline: only in the old runs", "hot=1: only in the new runs", `reactor=et: configuration differs: callback "0" → "50us"`,
+		"REGRESSION hot=16: 4 valid old runs, no valid new run", "REGRESSION hot=16: 4 new runs with anomalies (at most 2.00)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if c.Regressions() != 2 || lastLine(out) != "2 regressions beyond ±10%" {
+		t.Errorf("%d regressions\n%s", c.Regressions(), out)
+	}
+}
+
+// TestCompareGateCannotFire: with 2 repeats (a factor cell's 2 runs
+// against 2, the baseline's 4 against 4) and 12 comparisons nothing can be
+// significant: the table says so loudly, and even a halved throughput is
+// inconclusive, not flagged.
+func TestCompareGateCannotFire(t *testing.T) {
+	oldM := synthManifest("few", 2, compareFactors, noisy(71, typicalMeans, 0.03, nil))
+	newM := synthManifest("few", 2, compareFactors, noisy(72, typicalMeans, 0.03, everyCell(results.MetricThroughput, 0.5)))
+	c, err := results.Compare(oldM, newM, results.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := c.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "WARNING: THE GATE CANNOT FIRE for every cell") {
+		t.Errorf("no warning:\n%s", buf.String())
+	}
+	if c.Regressions() != 0 {
+		t.Errorf("%d regressions, want 0", c.Regressions())
+	}
+	for _, r := range c.Rows {
+		if r.Verdict != results.VerdictInconclusive {
+			t.Errorf("%s %s: %s, want inconclusive", r.Cell, r.Metric, r.Verdict)
+		}
+	}
+
+	// With 3 repeats the baseline (6 against 6) can still fire; the factor
+	// cells (3 against 3) cannot, and are named.
+	oldM = synthManifest("few", 3, compareFactors, noisy(73, typicalMeans, 0.03, nil))
+	newM = synthManifest("few", 3, compareFactors, noisy(74, typicalMeans, 0.03, everyCell(results.MetricThroughput, 0.5)))
+	if c, err = results.Compare(oldM, newM, results.CompareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Notes) != 1 || !strings.HasPrefix(c.Notes[0], "WARNING: THE GATE CANNOT FIRE for cells hot=16, reactor=et:") || c.Regressions() != 1 {
+		t.Errorf("3 repeats: %d regressions, notes %q", c.Regressions(), c.Notes)
+	}
+}
+
+// TestCompareOptions: bad options are errors naming the option; Metrics
+// chooses the rows.
+func TestCompareOptions(t *testing.T) {
+	m := synthManifest("opts", 3, compareFactors, noisy(81, typicalMeans, 0.03, nil))
+	for _, opt := range []results.CompareOptions{{Threshold: -0.1}, {Alpha: 1.5}, {Metrics: []string{"thruput"}}} {
+		if _, err := results.Compare(m, m, opt); err == nil {
+			t.Errorf("%+v: no error", opt)
+		}
+	}
+	if _, err := results.Compare(nil, m, results.CompareOptions{}); err == nil {
+		t.Errorf("nil manifest: no error")
+	}
+	c, err := results.Compare(m, m, results.CompareOptions{Metrics: []string{results.MetricZeroWaits}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 3 || c.Rows[0].Metric != results.MetricZeroWaits || c.Rows[0].P != 1 || c.Regressions() != 0 {
+		t.Errorf("rows: %+v", c.Rows)
+	}
+}
