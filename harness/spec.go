@@ -129,11 +129,11 @@ const maxCPU = 1024
 // ParseCPUs parses the command-line form of a placement:
 // "server=0,loadgen=1". Each side is a CPU number, or "none" (or -1) for
 // unpinned; a side not
-// named is unpinned ("client" is accepted for "loadgen"); "" leaves both
-// unpinned. Errors name the part that is wrong.
+// named is unpinned ("client" is accepted for "loadgen"); "" or "none"
+// leaves both unpinned. Errors name the part that is wrong.
 func ParseCPUs(s string) (CPUs, error) {
 	c := Unpinned
-	if strings.TrimSpace(s) == "" {
+	if t := strings.TrimSpace(s); t == "" || t == "none" {
 		return c, nil
 	}
 	seen := map[string]bool{}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/results"
 )
 
 // TestEmbeddedSuites parses every built-in suite and checks the time each
@@ -26,6 +28,28 @@ func TestEmbeddedSuites(t *testing.T) {
 			t.Errorf("%s: estimated %v, over its bound %v", e.Name, est, b)
 		}
 		seen[e.Name] = true
+		// Every spec must be able to give verdicts: in its report (Holm
+		// over its factor cells per metric, a cell's R runs against the
+		// pooled R·k baseline runs) and, in the nightly, in compare's gate
+		// (Holm over every cell × gate metric, R runs against R).
+		gates := 0
+		for _, m := range results.Metrics {
+			if m.Gate {
+				gates++
+			}
+		}
+		for _, s := range specs {
+			k := len(s.Expand()) - 1
+			if p := results.MinPValue(s.Repeats, s.Repeats*k) * float64(k); k > 0 && p >= results.DefaultAlpha {
+				t.Errorf("%s/%s: %d repeats × %d cells: the report's smallest adjusted p is %.3g, no verdict possible", e.Name, s.Name, s.Repeats, k, p)
+			}
+			if e.Name != "nightly" {
+				continue
+			}
+			if p := results.MinPValue(s.Repeats, s.Repeats) * float64((k+1)*gates); p >= results.DefaultAlpha {
+				t.Errorf("%s/%s: %d repeats × %d cells: compare's smallest adjusted p is %.3g, the gate cannot fire", e.Name, s.Name, s.Repeats, k+1, p)
+			}
+		}
 	}
 	for _, name := range []string{"quick", "design-notes", "priority", "nightly"} {
 		if !seen[name] {

@@ -209,11 +209,6 @@ func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started ti
 	return rec
 }
 
-// MetricLoadgenLimited is 1 in a run's metrics when the load generator's
-// self-check found itself the limit: its figures describe the generator,
-// not the target.
-const MetricLoadgenLimited = "loadgen_limited"
-
 // Metrics extracts the catalogue's metrics (results.Metrics) from one
 // cell's result and its interval log at hlog (for the counts above a
 // latency, which need the histogram itself). A metric the run could not
@@ -272,7 +267,7 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 		m[results.MetricAnomalies] = float64(t.Lost + t.Duplicated + t.CorruptedAnswers + t.Unexpected + t.WrongConn +
 			c.Lost + c.Duplicated + c.CorruptedAnswers + c.Unexpected + c.WrongConn)
 		if s.SelfCheck.Limit == loadgen.LimitLoadgen {
-			m[MetricLoadgenLimited] = 1
+			m[results.MetricLoadgenLimited] = 1
 		}
 	}
 	var srv *harness.ProcResult

@@ -2,6 +2,10 @@
 // reactors. This package parses flags and wires packages together; the
 // logic lives in the packages it calls.
 //
+//	reactorlab matrix [SUITE|FILE.yaml] [--shard i/n] [--out DIR] [--list]
+//	reactorlab merge OUT SHARD_DIR...
+//	reactorlab report DIR
+//	reactorlab compare OLD NEW [--threshold 10%] [--metrics m1,m2]
 //	reactorlab serve --reactor lt|et|oneshot|prio|prio-thread [flags]
 //	reactorlab run --reactor lt|...|--target cmd:'COMMAND' [load flags] [--out DIR]
 //	reactorlab loadgen --config FILE --out DIR
@@ -40,6 +44,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return harness.LoadgenMain(args[1:], stdout, stderr)
 	case "conform":
 		return conform(args[1:], stdout, stderr)
+	case "matrix":
+		return matrixCmd(args[1:], stdout, stderr)
+	case "merge":
+		return mergeCmd(args[1:], stdout, stderr)
+	case "report":
+		return reportCmd(args[1:], stdout, stderr)
+	case "compare":
+		return compareCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -54,6 +66,13 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: reactorlab <command> [flags]
 
 commands:
+  matrix  run a suite of one-factor-at-a-time comparisons (default: quick,
+          about 3 minutes) and write its report (matrix --list shows the
+          built-in suites; matrix --help the flags)
+  merge   join the shard directories of one matrix run (matrix --shard i/n)
+  report  write a matrix run directory's reports again
+  compare compare two matrix runs cell by cell; exit 1 on a significant
+          regression beyond --threshold (a CI gate)
   serve   run a reference reactor until STOP, SIGTERM/SIGINT or --lifetime
           (reactorlab serve --help lists every flag with its default)
   run     measure one cell: a reference reactor or any server under load,

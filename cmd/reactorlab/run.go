@@ -53,20 +53,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(wireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { faultSpecs = append(faultSpecs, s); return nil })
-	// Two CPUs of this process's own, or no pinning where it has one.
-	cpus := harness.Unpinned
-	var allowed unix.CPUSet
-	if unix.SchedGetaffinity(0, &allowed) == nil {
-		var mine []int
-		for i := 0; i < 1024 && len(mine) < 2; i++ {
-			if allowed.IsSet(i) {
-				mine = append(mine, i)
-			}
-		}
-		if len(mine) == 2 {
-			cpus = harness.CPUs{Server: mine[0], Client: mine[1]}
-		}
-	}
+	cpus := defaultCPUs()
 	fs.Var(&cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none; default: the first two CPUs this process may use)")
 	labMode := fs.String("lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	grace := fs.Duration("grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
@@ -233,4 +220,23 @@ func (p *progressPrinter) done() {
 	if p.terminal && p.printed {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// defaultCPUs is the default placement: the first two CPUs this process
+// may use, server then load generator, or no pinning where it has one.
+func defaultCPUs() harness.CPUs {
+	var allowed unix.CPUSet
+	if unix.SchedGetaffinity(0, &allowed) != nil {
+		return harness.Unpinned
+	}
+	var mine []int
+	for i := 0; i < 1024 && len(mine) < 2; i++ {
+		if allowed.IsSet(i) {
+			mine = append(mine, i)
+		}
+	}
+	if len(mine) < 2 {
+		return harness.Unpinned
+	}
+	return harness.CPUs{Server: mine[0], Client: mine[1]}
 }
