@@ -27,6 +27,22 @@
 // without a rate, reactor-only settings with a target), factors naming
 // unknown fields, empty value lists, and values equal to the baseline's.
 //
-// Running cells, interleaving repeats, sharding and reporting are not this
-// package's business; Cell.Configs hands a cell to whoever runs it.
+// A file may hold several specs as YAML documents: ParseSuite reads them
+// all; the built-in suites (EmbeddedSuites: quick, design-notes, priority,
+// nightly) are such files.
+//
+// Beyond the spec, this package runs it (cmd → matrix → harness):
+//
+//   - Spec.Plan orders the runs in pairs, a baseline run and then a factor
+//     cell's run, for each repeat of each cell (A B A C … A B A C …), so the
+//     machine's drift cancels in each pair's ratio; a Shard takes a
+//     deterministic share of the factor cells, each with its own baseline
+//     runs, and the shards of one split together make the unsharded plan.
+//   - Run executes a plan through harness.RunCell into a run directory
+//     (results.Manifest, one directory per run with its HDR interval log),
+//     rewriting the manifest after every run, so an interrupted matrix
+//     leaves a readable directory.
+//   - Merge joins the directories of the shards of one split, copying
+//     every run unchanged: the result equals an unsharded run.
+//   - Render writes the reports (results and results/htmlreport).
 package matrix

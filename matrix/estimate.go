@@ -1,10 +1,6 @@
 package matrix
 
-import (
-	"fmt"
-	"math"
-	"time"
-)
+import "time"
 
 // runOverhead is what a run costs beyond its load's warm-up and duration:
 // the lab's setup and audit, the processes' start and stop, and the drain,
@@ -22,8 +18,5 @@ func estimate(plan []PlannedRun) time.Duration {
 }
 
 func fmtEstimate(d time.Duration) string {
-	if d < time.Minute {
-		return fmt.Sprintf("%.0f s", d.Seconds())
-	}
-	return fmt.Sprintf("%.0f min", math.Ceil(d.Minutes()))
+	return d.Round(time.Second).String()
 }

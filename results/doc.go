@@ -20,5 +20,15 @@
 // [Recorder.Summary] give JSON-ready summaries in microseconds, and
 // [WriteSpectrum] prints a wrk2-style percentile spectrum.
 //
+// A matrix run directory is described by its [Manifest] (the spec, the
+// cells, the shards and every run with its metrics, named by the catalogue
+// [Metrics]). [CellHistograms] merges the runs' interval logs per cell,
+// losslessly; [Analyze] compares each cell with the baseline (ratios over
+// the baseline/cell pairs, the exact two-sided Mann–Whitney U test against
+// the pooled baseline runs, Holm–Bonferroni per metric); [WriteMarkdown]
+// and [WriteBench] write report.md and benchstat's input; [Compare] is the
+// regression gate between two run directories. results/htmlreport writes
+// report.html.
+//
 // This package imports no other reactorlab package.
 package results
