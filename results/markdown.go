@@ -115,15 +115,7 @@ func writeHeader(p func(string, ...any), m *Manifest) {
 	p("- tool: reactorlab %s, %s, %s\n", mdText(m.Tool.Version), mdText(commit), mdText(m.Tool.Go))
 	p("- spec: %s from %s, %d repeats, %d cells\n", mdText(m.Spec.Name), mdText(m.Spec.Source), m.Spec.Repeats, len(m.Cells))
 	for _, s := range m.Shards {
-		valid, total := 0, 0
-		for _, r := range m.Runs {
-			if r.Shard == s.Index {
-				total++
-				if r.Valid {
-					valid++
-				}
-			}
-		}
+		valid, total := m.ShardRuns(s.Index)
 		mc := s.Machine
 		p("- shard %d/%d: %s, kernel %s, %s × %d CPUs (%s/%s); placement %s, mode %s; %s to %s (%s); %d/%d runs valid",
 			s.Index, s.Count, mdText(orDash(mc.Hostname)), mdText(orDash(mc.Kernel)), mdText(orDash(mc.CPUModel)), mc.CPUs,

@@ -169,6 +169,19 @@ func (m *Manifest) Cell(id string) (CellInfo, bool) {
 	return CellInfo{}, false
 }
 
+// ShardRuns counts the runs of shard index, and the valid ones among them.
+func (m *Manifest) ShardRuns(index int) (valid, total int) {
+	for _, r := range m.Runs {
+		if r.Shard == index {
+			total++
+			if r.Valid {
+				valid++
+			}
+		}
+	}
+	return valid, total
+}
+
 // Check reports the first broken invariant of m (see Manifest), wrapping
 // ErrManifest.
 func (m *Manifest) Check() error {

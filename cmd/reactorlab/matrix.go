@@ -157,13 +157,29 @@ func printRunSummary(w io.Writer, dir string, m *results.Manifest) error {
 	return nil
 }
 
-// summarySection is the markdown report up to its per-cell details: the
-// header, the method and the summary table.
+// summarySection is what a person reads first of the markdown report: the
+// header, the method, the summary table and the notes, leaving out the
+// per-cell details and the glossary.
 func summarySection(md string) string {
-	if i := strings.Index(md, "\n## Cells"); i >= 0 {
-		md = md[:i]
+	section := func(title string) (int, int) {
+		i := strings.Index(md, "\n## "+title+"\n")
+		if i < 0 {
+			return -1, -1
+		}
+		j := strings.Index(md[i+1:], "\n## ")
+		if j < 0 {
+			return i, len(md)
+		}
+		return i, i + 1 + j
 	}
-	return strings.TrimRight(md, "\n")
+	out := md
+	if i, _ := section("Cells"); i >= 0 {
+		out = md[:i]
+	}
+	if i, j := section("Notes"); i >= 0 {
+		out = strings.TrimRight(out, "\n") + "\n" + md[i:j]
+	}
+	return strings.TrimRight(out, "\n")
 }
 
 // loadSuite finds a suite: a built-in name, or a YAML file.

@@ -214,15 +214,7 @@ func build(m *results.Manifest, a *results.Analysis, hists map[string]map[string
 		default:
 			sv.Wall = s.Finished.Sub(s.Started).Round(time.Second).String()
 		}
-		valid, total := 0, 0
-		for _, r := range m.Runs {
-			if r.Shard == s.Index {
-				total++
-				if r.Valid {
-					valid++
-				}
-			}
-		}
+		valid, total := m.ShardRuns(s.Index)
 		sv.Runs = fmt.Sprintf("%d/%d", valid, total)
 		v.Shards = append(v.Shards, sv)
 		placements = append(placements, s.Placement)
