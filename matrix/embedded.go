@@ -23,7 +23,7 @@ const DefaultSuite = "quick"
 
 // embedded is the catalogue, in the order --list prints it.
 var embedded = []Embedded{
-	{Name: "quick", Summary: "the default: the reference reactors side by side and 1 vs 4 hot sources, about 3 minutes",
+	{Name: "quick", Summary: "the default: the reference reactors side by side and 1 vs 4 hot sources",
 		files: []string{"quick.yaml"}},
 	{Name: "design-notes", Summary: "the notes' four comparisons: 1 vs 8 hot sources, fast vs slow callback (inline, offloaded), LT vs ET, periodic vs deadline timer",
 		files: []string{"design-notes.yaml"}},

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -218,8 +219,8 @@ func listSuites(stdout, stderr io.Writer) int {
 				if e.Name == matrix.DefaultSuite {
 					def = " (default)"
 				}
-				fmt.Fprintf(tw, "%s%s\t%s\t%d\t%d\t~%s\t%s\n", e.Name, def, strings.Join(names, ","), cells, runs,
-					matrix.Estimate(specs, matrix.Shard{}).Round(time.Minute), e.Summary)
+				fmt.Fprintf(tw, "%s%s\t%s\t%d\t%d\t~%.0f min\t%s\n", e.Name, def, strings.Join(names, ","), cells, runs,
+					math.Ceil(matrix.Estimate(specs, matrix.Shard{}).Minutes()), e.Summary)
 				continue
 			}
 		}
