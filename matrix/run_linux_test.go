@@ -186,6 +186,7 @@ func TestShardMergeEqualsUnsharded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkRecords(t, a)
 	b, err := results.ReadManifest(merged)
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +236,27 @@ func TestShardMergeEqualsUnsharded(t *testing.T) {
 	if len(ha) != len(a.Cells) {
 		t.Fatalf("histograms for %d cells, want %d", len(ha), len(a.Cells))
 	}
+	// The fake records one data value per millisecond: each valid run
+	// adds Duration/1ms measured values, none of its warm-up.
+	runsOf := map[string]int64{}
+	for _, r := range a.Runs {
+		if r.Valid {
+			runsOf[r.Cell]++
+		}
+	}
+	for cell, n := range runsOf {
+		if got, want := ha[cell][loadgen.ClassData].TotalCount(), n*2000; got != want {
+			t.Errorf("cell %s: merged data histogram holds %d values, want %d (%d runs × 2 s at 1/ms)", cell, got, want, n)
+		}
+	}
+	an := results.Analyze(a, ha)
+	for _, c := range an.Cells[1:] {
+		for _, mr := range c.Metrics {
+			if mr.Name == results.MetricThroughput && mr.Pairs != a.Spec.Repeats {
+				t.Errorf("cell %s: %d pairs with a ratio, want %d", c.ID, mr.Pairs, a.Spec.Repeats)
+			}
+		}
+	}
 	for cell, classes := range ha {
 		for class, h := range classes {
 			g := hb[cell][class]
@@ -264,6 +286,24 @@ func TestMergeRefuses(t *testing.T) {
 	other := run("other", Shard{Index: 2, Count: 2}, func(o *Options) {
 		o.Text += "\n# changed\n"
 	})
+	otherCells := run("other-cells", Shard{Index: 2, Count: 2}, func(o *Options) {
+		// The same text, but cells that differ (as a different build's
+		// parser might expand them).
+		o.Spec.Factors[0].Cells[0].Hot = 3
+	})
+	otherSplit := run("other-split", Shard{Index: 2, Count: 3}, nil)
+	otherBuild := filepath.Join(tmp, "other-build")
+	if err := copyTree(s2, otherBuild); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := results.ReadManifest(otherBuild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb.Tool.Commit = "0123456789abcdef"
+	if err := results.WriteManifest(otherBuild, mb); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		srcs []string
@@ -272,6 +312,9 @@ func TestMergeRefuses(t *testing.T) {
 		{"missing shard", []string{s1}, "shard 2/2 missing"},
 		{"same shard twice", []string{s1, s1}, "is in both"},
 		{"different spec", []string{s1, other}, "different specs"},
+		{"different cells", []string{s1, otherCells}, "different cells"},
+		{"different split", []string{s1, otherSplit}, "different splits"},
+		{"different build", []string{s1, otherBuild}, "different builds"},
 	}
 	for _, c := range cases {
 		_, err := Merge(filepath.Join(tmp, "out-"+strings.ReplaceAll(c.name, " ", "-")), c.srcs)
@@ -313,5 +356,56 @@ func TestRunInterrupted(t *testing.T) {
 	back, err := results.ReadManifest(dir)
 	if err != nil || len(back.Runs) != 3 || !back.Shards[0].Interrupted {
 		t.Fatalf("manifest on disk: %v, %+v", err, back)
+	}
+}
+
+// checkRecords checks what Run records of each run against the plan: the
+// pair, the repeat, the directory, and where the measured period starts
+// (the fake's start plus the warm-up).
+func checkRecords(t *testing.T, m *results.Manifest) {
+	t.Helper()
+	spec, err := Parse([]byte(fakeSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := spec.Plan(Shard{})
+	if len(m.Runs) != len(plan) {
+		t.Fatalf("%d runs recorded, %d planned", len(m.Runs), len(plan))
+	}
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i, r := range m.Runs {
+		p := plan[i]
+		if r.Cell != p.Cell.ID || r.Pair != p.Pair || r.Repeat != p.Repeat || r.Dir != p.Dir || r.Seq != i+1 {
+			t.Errorf("run %d recorded as %s/%s r%d %s seq %d, planned %s/%s r%d %s", i, r.Cell, r.Pair, r.Repeat, r.Dir, r.Seq, p.Cell.ID, p.Pair, p.Repeat, p.Dir)
+		}
+		if r.Cell != BaselineID && r.Pair != r.Cell {
+			t.Errorf("run %d of %s has pair %q", i, r.Cell, r.Pair)
+		}
+		if want := start.Add(p.Cell.Warmup); !r.MeasuredFrom.Equal(want) {
+			t.Errorf("run %d: measured from %v, want %v (start + warm-up)", i, r.MeasuredFrom, want)
+		}
+	}
+}
+
+// TestRunWritesManifestAfterEachRun reads the manifest from disk as each
+// run starts: it must already hold every run before it.
+func TestRunWritesManifestAfterEachRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	o := fakeOptions(t, dir, Shard{})
+	fake := o.RunCell
+	n := 0
+	o.RunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+		n++
+		back, err := results.ReadManifest(dir)
+		if err != nil {
+			t.Fatalf("run %d: manifest on disk: %v", n, err)
+		}
+		if len(back.Runs) != n-1 {
+			t.Errorf("run %d: manifest on disk holds %d runs, want %d", n, len(back.Runs), n-1)
+		}
+		return fake(ctx, c)
+	}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
 	}
 }

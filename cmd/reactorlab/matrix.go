@@ -400,7 +400,7 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 			return refuse("%s: %v", sub, err)
 		}
 		if len(oldSubs) > 1 {
-			fmt.Fprintf(stdout, "## %s\n\n", om.Spec.Name)
+			fmt.Fprintf(stdout, "## %s\n\n", sub)
 		}
 		if err := c.WriteTable(stdout); err != nil {
 			fmt.Fprintf(stderr, "reactorlab compare: %v\n", err)

@@ -200,3 +200,35 @@ func TestCompareGate(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareSuite: a suite's run directories hold one subdirectory per
+// spec; compare judges every one, and a regression in the second spec
+// alone fails the gate.
+func TestCompareSuite(t *testing.T) {
+	tmp := t.TempDir()
+	base := []float64{100, 103, 98, 101, 99, 102, 100, 97}
+	cell := []float64{110, 108, 112, 109, 111, 107, 110, 113}
+	worse := []float64{77, 76, 78, 75, 79, 77, 76, 78}
+	old, next := filepath.Join(tmp, "old"), filepath.Join(tmp, "new")
+	writeManifest(t, filepath.Join(old, "a"), base, cell)
+	writeManifest(t, filepath.Join(old, "b"), base, cell)
+	writeManifest(t, filepath.Join(next, "a"), base, cell)
+	writeManifest(t, filepath.Join(next, "b"), base, worse)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"compare", old, next}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (a regression in b)\n%s%s", code, out, stderr.String())
+	}
+	ia, ib := strings.Index(out, "## a"), strings.Index(out, "## b")
+	if ia < 0 || ib < ia || strings.Contains(out[ia:ib], "REGRESSION") || !strings.Contains(out[ib:], "REGRESSION") {
+		t.Errorf("want sections a (clean) then b (with the regression):\n%s", out)
+	}
+	// Specs that differ between the two are refused, not half compared.
+	writeManifest(t, filepath.Join(next, "c"), base, cell)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"compare", old, next}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "not runs of the same suite") {
+		t.Errorf("different suites: exit %d, stderr %q", code, stderr.String())
+	}
+}
