@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -362,4 +363,103 @@ func TestAnalyzeLatency(t *testing.T) {
 	if a.Cells[0].Latency != nil {
 		t.Errorf("baseline latency without histograms: %+v", a.Cells[0].Latency)
 	}
+}
+
+// TestAnalyzeInvalidBaselineRunExcluded: an invalid baseline run, even with
+// an absurd throughput, is neither in the pooled baseline sample nor the
+// baseline of its pair: BaselineN and the cell's Pairs drop by one, the
+// ratios stay sane and the baseline median is that of the valid runs.
+func TestAnalyzeInvalidBaselineRunExcluded(t *testing.T) {
+	m := synthManifest("invalid-baseline", 4, []synthCell{{"hot", "16"}}, noisy(41, typicalMeans, 0.02, nil))
+	before := metricOf(t, results.Analyze(m, nil), "hot=16", results.MetricThroughput)
+	var valid []float64
+	for i := range m.Runs {
+		r := &m.Runs[i]
+		switch {
+		case r.Cell == "baseline" && r.Repeat == 2:
+			r.Valid, r.Invalid = false, []string{"target exited"}
+			r.Metrics[results.MetricThroughput] = 1e12
+		case r.Cell == "baseline":
+			valid = append(valid, r.Metrics[results.MetricThroughput])
+		}
+	}
+	a := results.Analyze(m, nil)
+	tp := metricOf(t, a, "hot=16", results.MetricThroughput)
+	if before.BaselineN != 4 || before.Pairs != 4 {
+		t.Fatalf("all valid: baseline n %d, pairs %d, want 4, 4", before.BaselineN, before.Pairs)
+	}
+	if tp.BaselineN != 3 || tp.Pairs != 3 {
+		t.Errorf("one invalid baseline run: baseline n %d, pairs %d, want 3, 3", tp.BaselineN, tp.Pairs)
+	}
+	if tp.RatioMax >= 2 || tp.RatioMin <= 0.5 || tp.Ratio <= 0.5 || tp.Ratio >= 2 {
+		t.Errorf("ratio %v [%v, %v]: the invalid baseline run made a pair", tp.Ratio, tp.RatioMin, tp.RatioMax)
+	}
+	slices.Sort(valid)
+	if len(valid) != 3 || tp.BaselineMedian != valid[1] {
+		t.Errorf("baseline median %v, want %v, the median of the valid baseline runs %v", tp.BaselineMedian, valid[1], valid)
+	}
+	if b := metricOf(t, a, "baseline", results.MetricThroughput); b.N != 3 || b.Max > 1e6 {
+		t.Errorf("baseline cell throughput: %+v", b)
+	}
+}
+
+// TestAnalyzePairsNeedOneMatchingBaseline: a cell's run makes a ratio only
+// with the single baseline run of its own pair and repeat: a second
+// baseline run for the same pair and repeat makes that repeat ambiguous
+// (no ratio), and so does a cell run whose Pair names another cell. Other
+// repeats and cells keep their ratios.
+func TestAnalyzePairsNeedOneMatchingBaseline(t *testing.T) {
+	gen := func(cell string, repeat int, _ string) map[string]float64 {
+		v := 1000.0 * float64(repeat)
+		if cell != "baseline" {
+			v *= 1.2
+		}
+		return map[string]float64{results.MetricThroughput: v}
+	}
+	factors := []synthCell{{"hot", "16"}, {"reactor", "et"}}
+
+	t.Run("duplicate baseline", func(t *testing.T) {
+		m := synthManifest("dup", 3, factors, gen)
+		seq := len(m.Runs) + 1
+		dup := m.Runs[0] // the baseline run of hot=16, repeat 1
+		if dup.Cell != "baseline" || dup.Pair != "hot=16" || dup.Repeat != 1 {
+			t.Fatalf("unexpected first run %+v", dup)
+		}
+		dup.Seq, dup.Dir = seq, fmt.Sprintf("runs/%04d", seq)
+		dup.Metrics = map[string]float64{results.MetricThroughput: 100}
+		m.Runs = append(m.Runs, dup)
+		if err := m.Check(); err != nil {
+			t.Fatal(err)
+		}
+		a := results.Analyze(m, nil)
+		if got := metricOf(t, a, "hot=16", results.MetricThroughput); got.Pairs != 2 || math.Abs(got.Ratio-1.2) > 1e-12 || math.Abs(got.RatioMin-1.2) > 1e-12 || math.Abs(got.RatioMax-1.2) > 1e-12 {
+			t.Errorf("hot=16 with two baseline runs in repeat 1: ratio %v [%v, %v] over %d pairs, want 1.2 over 2", got.Ratio, got.RatioMin, got.RatioMax, got.Pairs)
+		}
+		if got := metricOf(t, a, "reactor=et", results.MetricThroughput); got.Pairs != 3 || got.BaselineN != 7 {
+			t.Errorf("reactor=et: %d pairs, baseline n %d, want 3, 7", got.Pairs, got.BaselineN)
+		}
+	})
+
+	t.Run("pair of another cell", func(t *testing.T) {
+		m := synthManifest("mismatch", 3, factors, gen)
+		found := false
+		for i := range m.Runs {
+			if r := &m.Runs[i]; r.Cell == "hot=16" && r.Repeat == 2 {
+				r.Pair, found = "reactor=et", true
+			}
+		}
+		if !found {
+			t.Fatal("no hot=16 repeat 2 run")
+		}
+		if err := m.Check(); err != nil {
+			t.Fatal(err)
+		}
+		a := results.Analyze(m, nil)
+		if got := metricOf(t, a, "hot=16", results.MetricThroughput); got.Pairs != 2 || got.N != 3 {
+			t.Errorf("hot=16 with a run paired to reactor=et: %d pairs of %d runs, want 2 of 3", got.Pairs, got.N)
+		}
+		if got := metricOf(t, a, "reactor=et", results.MetricThroughput); got.Pairs != 3 {
+			t.Errorf("reactor=et: %d pairs, want 3", got.Pairs)
+		}
+	})
 }

@@ -105,3 +105,55 @@ func TestBenchUnits(t *testing.T) {
 		t.Errorf("BenchName = %q", got)
 	}
 }
+
+// TestWriteBenchScales: each value is the run's metric times its unit's
+// scale: latencies in µs are written in ns (×1000), the RSS in MiB in bytes
+// (×2²⁰), rates as they are.
+func TestWriteBenchScales(t *testing.T) {
+	run := map[string]float64{
+		results.MetricThroughput: 251_234.5,
+		results.MetricDataP99:    182.375,
+		results.MetricDataP999:   455.5,
+		results.MetricControlP50: 21.25,
+		results.MetricServerRSS:  37.5,
+		results.MetricServerCPU:  3.25,
+	}
+	m := synthManifest("scales", 1, nil, func(string, int, string) map[string]float64 { return run })
+	var buf bytes.Buffer
+	if err := results.WriteBench(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.HasPrefix(line, "Benchmark") {
+			continue
+		}
+		if got != nil {
+			t.Fatalf("more than one benchmark line:\n%s", buf.String())
+		}
+		got = map[string]float64{}
+		f := strings.Fields(line)
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				t.Fatalf("value %q: %v", f[i], err)
+			}
+			got[f[i+1]] = v
+		}
+	}
+	for unit, want := range map[string]float64{
+		"frames/s":              run[results.MetricThroughput],
+		"data-p99-ns":           run[results.MetricDataP99] * 1000,
+		"data-p99.9-ns":         run[results.MetricDataP999] * 1000,
+		"control-p50-ns":        run[results.MetricControlP50] * 1000,
+		"server-rss-B":          run[results.MetricServerRSS] * (1 << 20),
+		"server-cpu-sec/Mframe": run[results.MetricServerCPU],
+	} {
+		if v, ok := got[unit]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", unit, v, ok, want)
+		}
+	}
+	if len(got) != len(run) {
+		t.Errorf("units %v, want one per metric of the run", sortedKeys(got))
+	}
+}

@@ -78,3 +78,85 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteMarkdownSummaryMarks: a cell whose throughput is significantly
+// higher and data p99 significantly higher shows "▲ better" in its
+// throughput column and "▼ worse" in its data p99 column of the summary
+// table; a cell like the baseline shows "=" and neither mark. (The legend
+// above the table names every mark, so the marks must be looked for in
+// the right row and column.)
+func TestWriteMarkdownSummaryMarks(t *testing.T) {
+	scale := map[string]map[string]float64{"hot=16": {results.MetricThroughput: 1.5, results.MetricDataP99: 1.4}}
+	m := synthManifest("marks", 6, []synthCell{{"hot", "16"}, {"reactor", "et"}}, noisy(11, typicalMeans, 0.03, scale))
+	a := results.Analyze(m, nil)
+	for _, c := range []struct {
+		cell, metric string
+		want         results.Verdict
+	}{
+		{"hot=16", results.MetricThroughput, results.VerdictBetter},
+		{"hot=16", results.MetricDataP99, results.VerdictWorse},
+		{"reactor=et", results.MetricThroughput, results.VerdictSame},
+		{"reactor=et", results.MetricDataP99, results.VerdictSame},
+	} {
+		if got := metricOf(t, a, c.cell, c.metric).Verdict; got != c.want {
+			t.Fatalf("fixture: %s %s is %s, want %s", c.cell, c.metric, got, c.want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := results.WriteMarkdown(&buf, m, a); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	summary := out[strings.Index(out, "## Summary\n"):]
+	summary = summary[:strings.Index(summary, "## Cells\n")]
+	split := func(line string) []string {
+		f := strings.Split(line, "|")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		return f
+	}
+	var header []string
+	rows := map[string][]string{}
+	for _, line := range strings.Split(summary, "\n") {
+		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		if header == nil {
+			header = split(line)
+			continue
+		}
+		f := split(line)
+		rows[f[1]] = f
+	}
+	col := func(label string) int {
+		for i, h := range header {
+			if h == label {
+				return i
+			}
+		}
+		t.Fatalf("no column %q in %q", label, header)
+		return 0
+	}
+	tp, p99 := col("throughput (frames/s)"), col("data p99 (µs)")
+	for _, c := range []struct {
+		cell, mark, not string
+		col             int
+	}{
+		{"`hot=16`", "▲ better", "▼", tp},
+		{"`hot=16`", "▼ worse", "▲", p99},
+		{"`reactor=et`", " =", "▲", tp},
+		{"`reactor=et`", " =", "▼", p99},
+	} {
+		row, ok := rows[c.cell]
+		if !ok || len(row) != len(header) {
+			t.Fatalf("no summary row for %s of %d columns: %q", c.cell, len(header), row)
+		}
+		if got := row[c.col]; !strings.HasSuffix(got, c.mark) || strings.Contains(got, c.not) {
+			t.Errorf("%s, column %q: %q, want it to end with %q (and have no %q)", c.cell, header[c.col], got, c.mark, c.not)
+		}
+	}
+	if t.Failed() {
+		t.Log(summary)
+	}
+}

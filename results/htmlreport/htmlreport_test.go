@@ -369,3 +369,83 @@ func TestWriteBaselineOnly(t *testing.T) {
 		t.Errorf("a baseline-only report overlays the baseline on itself")
 	}
 }
+
+var (
+	thRe      = regexp.MustCompile(`<th[^>]*>([^<]*)`)
+	tdClassRe = regexp.MustCompile(`<td class="([^"]*)"`)
+)
+
+// TestSummaryCellClasses: each summary cell's class is its own verdict's:
+// in the row of a cell that is better on throughput and worse on data p99
+// the throughput cell is "better" and the data p99 cell "worse" (and the
+// metrics' detail rows likewise), whatever the metric's direction.
+func TestSummaryCellClasses(t *testing.T) {
+	f := newFixture(t)
+	const id = "reactor=et-ready-queue"
+	for ci := range f.a.Cells {
+		c := &f.a.Cells[ci]
+		if c.ID != id {
+			continue
+		}
+		for mi := range c.Metrics {
+			mr := &c.Metrics[mi]
+			switch mr.Name {
+			case results.MetricThroughput:
+				if mr.Verdict != results.VerdictBetter {
+					t.Fatalf("fixture: %s throughput is %s", id, mr.Verdict)
+				}
+			case results.MetricDataP99:
+				mr.Median, mr.Ratio, mr.RatioMin, mr.RatioMax = 160, 1.3, 1.2, 1.4
+				mr.Verdict = results.VerdictWorse
+			}
+		}
+	}
+	doc := string(f.render(t))
+	summary := section(t, doc, "table", "summary-table")
+	var heads []string
+	for _, m := range thRe.FindAllStringSubmatch(summary, -1) {
+		heads = append(heads, strings.TrimSpace(m[1]))
+	}
+	start := strings.Index(summary, `<span class="id">`+id+`</span>`)
+	if start < 0 {
+		t.Fatalf("no summary row for %s", id)
+	}
+	row := summary[start:]
+	row = row[:strings.Index(row, "</tr>")]
+	// The row's first <td> (the cell's name) has no class and is before
+	// start: the matches are the runs column, then one per headline.
+	classes := tdClassRe.FindAllStringSubmatch(row, -1)
+	if len(classes) != len(heads)-1 {
+		t.Fatalf("row of %s has %d classed cells, the header %d columns %q", id, len(classes), len(heads), heads)
+	}
+	classOf := func(label string) string {
+		for i, h := range heads {
+			if h == label {
+				return classes[i-1][1]
+			}
+		}
+		t.Fatalf("no column %q in %q", label, heads)
+		return ""
+	}
+	for label, want := range map[string]string{"throughput": "n better", "data p99": "n worse"} {
+		if got := classOf(label); got != want {
+			t.Errorf("%s, %s: class %q, want %q", id, label, got, want)
+		}
+	}
+	// In the cell's detail table the ratio and verdict cells carry the
+	// class too.
+	details := section(t, doc, "section", "details")
+	det := details[strings.Index(details, "<h3><span class=\"id\">"+id+"</span>"):]
+	det = det[:strings.Index(det, "</table>")]
+	for label, want := range map[string]string{"throughput": "better", "data p99": "worse"} {
+		i := strings.Index(det, ">"+label+"</td>")
+		if i < 0 {
+			t.Fatalf("no detail row %q for %s", label, id)
+		}
+		r := det[i:]
+		r = r[:strings.Index(r, "</tr>")]
+		if !strings.Contains(r, `<td class="n `+want+`">`) || !strings.Contains(r, `<td class="`+want+`">`) {
+			t.Errorf("%s detail row %s: want ratio and verdict cells of class %q: %s", id, label, want, r)
+		}
+	}
+}
