@@ -217,19 +217,33 @@ func descendants(pid int) ([]string, error) {
 	return out, nil
 }
 
-// hostLinks lists the links of the calling thread's network namespace as
-// "index:name", sorted.
+// hostLinks lists the links of the calling thread's network namespace
+// that a run could have left there, as "index:name", sorted: those named
+// as the lab names its veth ends (serverLink, clientLink; a veth made in
+// the wrong namespace would appear under them), and testHooks.links. Other
+// links come and go with the machine's other tenants (containers, other
+// test binaries adding links of their own while this one runs) and are
+// not this run's doing; watching them would make runs invalid for what
+// others did.
 func hostLinks() ([]string, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return nil, err
 	}
+	watched := watchedLinks()
 	out := []string{}
 	for _, i := range ifs {
-		out = append(out, strconv.Itoa(i.Index)+":"+i.Name)
+		if slices.Contains(watched, i.Name) {
+			out = append(out, strconv.Itoa(i.Index)+":"+i.Name)
+		}
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// watchedLinks are the host link names hostLinks lists.
+func watchedLinks() []string {
+	return append([]string{serverLink, clientLink}, testHooks.links...)
 }
 
 // threadState is one thread of this process: its id, its network

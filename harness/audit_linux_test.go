@@ -3,7 +3,9 @@
 package harness
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -83,4 +85,29 @@ func cloneSnapshot(s Snapshot) Snapshot {
 	c.ThreadNetns = slices.Clone(s.ThreadNetns)
 	c.ThreadCPUs = slices.Clone(s.ThreadCPUs)
 	return c
+}
+
+// TestHostLinksWatchesTheLabsNames: the host-link audit looks at the names
+// the lab gives its veth ends, and not at links of other tenants.
+func TestHostLinksWatchesTheLabsNames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("adding a link to the host's namespace takes root")
+	}
+	other := "rlother" + strconv.Itoa(os.Getpid())
+	addTestLink(t, other)
+	links, err := hostLinks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.HasSuffix(l, ":"+other) || strings.HasSuffix(l, ":"+other+"p") {
+			t.Errorf("hostLinks lists another tenant's link %s", l)
+		}
+	}
+	// The lab's own names are watched (a veth created in the wrong
+	// namespace would appear under them). Not by planting them here: a
+	// concurrent lab run of another test binary would see them appear.
+	if w := watchedLinks(); !slices.Contains(w, serverLink) || !slices.Contains(w, clientLink) {
+		t.Errorf("watched links %v lack the lab's %s and %s", w, serverLink, clientLink)
+	}
 }

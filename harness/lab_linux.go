@@ -39,6 +39,9 @@ var testHooks struct {
 	afterRun func(*LabResult)
 	// brk is planted in every run child's request (labRequest.Break).
 	brk string
+	// links are host link names the audit watches besides the lab's own
+	// (hostLinks): a test's planted links.
+	links []string
 }
 
 // Run runs one measured pair as spec says, and returns its record.

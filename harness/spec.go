@@ -396,7 +396,8 @@ type Snapshot struct {
 	Fds map[int]string `json:"fds"`
 	// Processes are the living descendants: "pid (comm) start=ticks".
 	Processes []string `json:"processes"`
-	// Links are the host namespace's links, "index:name".
+	// Links are the host namespace's links a run could leave there (those
+	// named as the lab's veth ends), "index:name"; normally none.
 	Links []string `json:"links"`
 	// ThreadNetns and ThreadCPUs are the distinct network namespaces and
 	// CPU masks of this process's threads.
