@@ -51,9 +51,8 @@ func mannWhitney(x, y []float64, budget float64) RankTest {
 	}
 	n := n1 + n2
 	type obs struct {
-		v    float64
-		ofX  bool
-		rank float64
+		v   float64
+		ofX bool
 	}
 	all := make([]obs, 0, n)
 	for _, v := range x {
