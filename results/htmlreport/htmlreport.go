@@ -356,7 +356,7 @@ func (v *view) addBars(a *results.Analysis) error {
 			Class:   "bar",
 			Src:     src,
 			Alt:     spec.title,
-			Caption: fmt.Sprintf("%s (%s). The grey bar is the baseline.", mt.Label, mt.Describe),
+			Caption: fmt.Sprintf("%s (%s). The grey one is the baseline.", mt.Label, mt.Describe),
 		})
 	}
 	return nil

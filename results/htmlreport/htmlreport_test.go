@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"gonum.org/v1/plot"
 	"html"
 	"io"
 	"math/rand/v2"
@@ -446,6 +447,38 @@ func TestSummaryCellClasses(t *testing.T) {
 		r = r[:strings.Index(r, "</tr>")]
 		if !strings.Contains(r, `<td class="n `+want+`">`) || !strings.Contains(r, `<td class="`+want+`">`) {
 			t.Errorf("%s detail row %s: want ratio and verdict cells of class %q: %s", id, label, want, r)
+		}
+	}
+}
+
+// TestBarPlotScale: values two orders of magnitude apart are drawn as dots
+// on a log scale (bars from 0 would hide the small ones); close values,
+// or any value not above 0, as bars.
+func TestBarPlotScale(t *testing.T) {
+	wide := []bar{{Label: "baseline", Median: 600_000, Min: 300_000, Max: 1_300_000, Baseline: true},
+		{Label: "prio", Median: 5_000, Min: 2_500, Max: 8_000}}
+	close := []bar{{Label: "baseline", Median: 18_000, Min: 17_000, Max: 19_000, Baseline: true},
+		{Label: "prio", Median: 11_000, Min: 9_000, Max: 14_000}}
+	zero := []bar{{Label: "baseline", Median: 600_000, Min: 0, Max: 1_300_000, Baseline: true},
+		{Label: "prio", Median: 5_000, Min: 2_500, Max: 8_000}}
+	for _, c := range []struct {
+		name string
+		bars []bar
+		log  bool
+	}{{"wide", wide, true}, {"close", close, false}, {"zero", zero, false}} {
+		if got := useLog(c.bars); got != c.log {
+			t.Errorf("%s: useLog = %v, want %v", c.name, got, c.log)
+		}
+		p, _, err := barPlot("t", "x", c.bars)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, isLog := p.X.Scale.(plot.LogScale)
+		if isLog != c.log {
+			t.Errorf("%s: log x scale %v, want %v", c.name, isLog, c.log)
+		}
+		if _, err := svgURI(p, barW, 200); err != nil {
+			t.Errorf("%s: render: %v", c.name, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Every plot is drawn by gonum/plot as SVG and embedded as a data URI, so
@@ -258,9 +259,32 @@ type bar struct {
 // tables have the whole ID.
 const maxBarLabel = 40
 
+// logSpread is the ratio of the largest to the smallest median above
+// which barPlot draws on a log scale: bars from 0 would hide every value
+// two orders of magnitude below the largest (prio's control latency
+// beside flat dispatch's).
+const logSpread = 30
+
+// useLog reports whether bars span more than logSpread, all positive.
+func useLog(bars []bar) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, b := range bars {
+		if !(b.Min > 0) || !(b.Median > 0) {
+			return false
+		}
+		lo, hi = math.Min(lo, b.Median), math.Max(hi, b.Median)
+	}
+	return hi/lo > logSpread
+}
+
 // barPlot draws horizontal bars, the first at the top, with whiskers from
-// min to max; baseline bars are grey, the others blue.
+// min to max; baseline bars are grey, the others blue. When the medians
+// span more than logSpread it draws dots on a log scale instead (a bar
+// has no length on a log axis), and says so in the axis label.
 func barPlot(title, xlabel string, bars []bar) (*plot.Plot, vg.Length, error) {
+	if useLog(bars) {
+		return dotPlot(title, xlabel+" (log scale)", bars)
+	}
 	p := newPlot(title, xlabel, "")
 	n := len(bars)
 	names := make([]string, n)
@@ -320,6 +344,83 @@ func barPlot(title, xlabel string, bars []bar) (*plot.Plot, vg.Length, error) {
 	p.X.Tick.Marker = humanTicks{}
 	h := vg.Points(float64(70 + rowH*n))
 	return p, h, nil
+}
+
+// dotPlot is barPlot on a log scale: a dot at each median, whiskers from
+// min to max.
+func dotPlot(title, xlabel string, bars []bar) (*plot.Plot, vg.Length, error) {
+	p := newPlot(title, xlabel, "")
+	n := len(bars)
+	names := make([]string, n)
+	var base, cells plotter.XYs
+	var whiskers errPoints
+	lo, hi := math.Inf(1), 0.0
+	for i, b := range bars {
+		y := float64(n - 1 - i) // the first at the top
+		names[n-1-i] = shorten(b.Label, maxBarLabel)
+		if b.Baseline {
+			base = append(base, plotter.XY{X: b.Median, Y: y})
+		} else {
+			cells = append(cells, plotter.XY{X: b.Median, Y: y})
+		}
+		whiskers = append(whiskers, errPoint{X: b.Median, Y: y, Lo: b.Median - b.Min, Hi: b.Max - b.Median})
+		lo, hi = math.Min(lo, b.Min), math.Max(hi, b.Max)
+	}
+	const rowH = 26 // points per row
+	grid := plotter.NewGrid()
+	grid.Horizontal.Width = 0
+	grid.Vertical.Color = colorGrid
+	p.Add(grid)
+	eb, err := plotter.NewXErrorBars(whiskers)
+	if err != nil {
+		return nil, 0, err
+	}
+	eb.LineStyle.Width = vg.Points(1.2)
+	eb.CapWidth = vg.Points(rowH * 0.4)
+	p.Add(eb)
+	for _, set := range []struct {
+		xys plotter.XYs
+		c   color.Color
+	}{{base, colorBarBase}, {cells, colorBarCell}} {
+		if len(set.xys) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(set.xys)
+		if err != nil {
+			return nil, 0, err
+		}
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(5)
+		sc.GlyphStyle.Color = set.c
+		p.Add(sc)
+	}
+	p.NominalY(names...)
+	p.X.Scale = plot.LogScale{}
+	p.X.Min, p.X.Max = lo/1.5, hi*1.5
+	p.X.Tick.Marker = humanLogTicks{}
+	h := vg.Points(float64(70 + rowH*n))
+	return p, h, nil
+}
+
+// humanLogTicks are log ticks (1, 2, 5 per decade) with short labels.
+type humanLogTicks struct{}
+
+func (humanLogTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for d := math.Floor(math.Log10(min)); d <= math.Ceil(math.Log10(max)); d++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, d)
+			if v < min || v > max {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m != 2 || math.Log10(max/min) < 3 {
+				t.Label = humanNumber(v)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // errPoint is a bar's whisker: Lo below and Hi above X.
