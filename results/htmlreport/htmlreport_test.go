@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
-	"gonum.org/v1/plot"
 	"html"
 	"io"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"gonum.org/v1/plot"
 
 	"github.com/reactorlab/reactorlab/results"
 )
