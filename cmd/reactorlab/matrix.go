@@ -91,6 +91,11 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	// A suite writes one subdirectory per spec: the directory itself must
+	// be new or empty, so that no earlier result is mixed in.
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return refuse("%v: %s holds %d entries (accepted: a new or empty directory)", matrix.ErrDirNotEmpty, dir, len(ents))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()

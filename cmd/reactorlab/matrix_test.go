@@ -43,6 +43,7 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 		{[]string{"matrix", badSpec}, []string{"line 7", "colour", "unknown key"}},
 		{[]string{"matrix", "quick", "nightly"}, []string{"one suite"}},
 		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}},
+		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}}, // a suite writes into subdirectories
 		{[]string{"compare", tmp}, []string{"OLD and NEW"}},
 		{[]string{"compare", tmp, tmp, "--threshold", "ten"}, []string{"--threshold", "ten"}},
 		{[]string{"compare", tmp, tmp, "--threshold", "-5%"}, []string{"--threshold"}},
