@@ -123,7 +123,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "reactorlab matrix: %s: reports: %v\n", spec.Name, rerr)
 			code = 1
 		}
-		if err := printRunSummary(stdout, sub, m); err != nil {
+		if err := printRunSummary(stdout, sub); err != nil {
 			fmt.Fprintf(stderr, "reactorlab matrix: %s: %v\n", spec.Name, err)
 			code = 1
 		}
@@ -152,7 +152,7 @@ func countInvalid(m *results.Manifest) int {
 
 // printRunSummary prints where the reports are and the summary table of
 // the markdown report.
-func printRunSummary(w io.Writer, dir string, m *results.Manifest) error {
+func printRunSummary(w io.Writer, dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, results.MarkdownFile))
 	if err != nil {
 		return err
@@ -321,11 +321,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "reactorlab report: %s: %v\n", dir, err)
 			return 1
 		}
-		m, err := results.ReadManifest(dir)
-		if err == nil {
-			err = printRunSummary(stdout, dir, m)
-		}
-		if err != nil {
+		if err := printRunSummary(stdout, dir); err != nil {
 			fmt.Fprintf(stderr, "reactorlab report: %s: %v\n", dir, err)
 			return 1
 		}
