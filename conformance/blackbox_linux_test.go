@@ -27,6 +27,7 @@ func TestBlackBox(t *testing.T) {
 		{"no-backpressure", []string{"W1"}},
 		{"busy-idle", []string{"W2"}},
 		{"leak-on-close", []string{"I2"}},
+		{"exit-on-emfile", []string{"R4"}},
 	} {
 		name := tc.bug
 		if name == "" {

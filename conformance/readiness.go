@@ -1,10 +1,13 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/reactorlab/reactorlab/faults"
@@ -232,6 +235,12 @@ func runR4(c *C) {
 	// The case means something only if the server really is at its limit:
 	// one process of the target's group holds (nearly) all it may.
 	if most := mostFds(inst); most < fdLimit-2 {
+		// A server that died at its limit holds no descriptor at all: that
+		// is the failure this case exists for, not a limit that missed.
+		if gone := serverGone(inst); gone != "" {
+			c.Evidencef("sent: %d connections dialled at once, one 16 B frame each, against a descriptor limit of %d", len(links), fdLimit)
+			c.Fatalf("the server stopped serving when its descriptor table filled: %s", gone)
+		}
 		c.Skipf("could not put the server at its descriptor limit (%d, the most any of its processes holds is %d): the limit was not applied to the serving process (a wrapper that forks it before the limit is set?)", fdLimit, most)
 	}
 	u0 := c.usage()
@@ -260,6 +269,24 @@ func runR4(c *C) {
 
 // mostFds is the largest number of descriptors any process of a process
 // target's group holds (-1 for in-process targets).
+// serverGone says why the instance no longer serves ("" while it does):
+// no process left in its group, or its address refusing connections.
+func serverGone(inst Instance) string {
+	if g, ok := inst.(interface{ Group() ([]int, error) }); ok {
+		if pids, err := g.Group(); err == nil && len(pids) == 0 {
+			return "no process of it is left"
+		}
+	}
+	conn, err := net.DialTimeout("tcp", inst.Addr(), time.Second)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Sprintf("its address %s refuses connections", inst.Addr())
+	}
+	if err == nil {
+		conn.Close()
+	}
+	return ""
+}
+
 func mostFds(inst Instance) int {
 	counts := map[string]int{}
 	for _, f := range openFds(inst) {

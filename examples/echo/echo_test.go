@@ -169,6 +169,58 @@ func losesFragments(t *testing.T, p *proc.Process) (bool, string) {
 	return n < 32, fmt.Sprintf("%d of 32 bytes echoed", n)
 }
 
+// TestExitOnEMFILE: at a descriptor limit of 32 with 48 connections
+// dialled, the plain echo waits and keeps serving once connections close;
+// with --bug exit-on-emfile it exits (code 1), as gnet v2.9.7 does.
+func TestExitOnEMFILE(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		args := []string{bin, "--lifetime", "1m"}
+		if bug {
+			args = append(args, "--bug", "exit-on-emfile")
+		}
+		p, err := proc.Start(context.Background(), proc.Spec{Argv: args, FdLimit: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []net.Conn
+		for range 48 {
+			c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+			if err != nil {
+				break
+			}
+			conns = append(conns, c)
+		}
+		// The accept loop meets the limit within milliseconds of the dials.
+		select {
+		case <-p.Done():
+		case <-time.After(2 * time.Second):
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		exited := false
+		select {
+		case <-p.Done():
+			exited = true
+		default:
+		}
+		if !exited {
+			// Recovery: with the connections closed, a new one is served.
+			c := dial(t, p)
+			roundTrip(t, c, []byte("after the limit"))
+		}
+		e, err := p.Stop()
+		switch {
+		case err != nil:
+			t.Errorf("bug %v: stop: %v", bug, err)
+		case bug && (!exited || e.Code != 1):
+			t.Errorf("--bug exit-on-emfile: exited %v, code %d; want it gone with code 1", exited, e.Code)
+		case !bug && (exited || e.Code != 0):
+			t.Errorf("plain echo at its limit: exited %v, code %d; want it serving, then code 0\n%s", exited, e.Code, e.StderrTail)
+		}
+	}
+}
+
 // The plain echo shows no symptom; each bug shows its own.
 func TestBugs(t *testing.T) {
 	symptoms := map[string]symptom{
@@ -176,11 +228,15 @@ func TestBugs(t *testing.T) {
 		"no-backpressure": growsUnderSlowConsumer,
 		"leak-on-close":   leaksFds,
 		"drop-partial":    losesFragments,
+		"exit-on-emfile":  nil, // TestExitOnEMFILE: it needs a descriptor limit
 	}
 	if len(symptoms) != len(bugs) {
 		t.Fatalf("%d symptoms for %d bugs", len(symptoms), len(bugs))
 	}
 	for bug, shows := range symptoms {
+		if shows == nil {
+			continue
+		}
 		t.Run(bug, func(t *testing.T) {
 			if got, what := shows(t, start(t)); got {
 				t.Errorf("plain echo shows the symptom: %s", what)
@@ -199,7 +255,7 @@ func TestBugs(t *testing.T) {
 func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--bug", "nope").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-partial, leak-on-close, no-backpressure") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-partial, exit-on-emfile, leak-on-close, no-backpressure") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
 	}
 	out, err = exec.Command(bin, "--help").CombinedOutput()

@@ -26,6 +26,8 @@
 //	drop-partial     reads shorter than 32 bytes are dropped, as by a server
 //	                 that assumes every read holds a whole frame header:
 //	                 fragmented frames are lost (F1)
+//	exit-on-emfile   an accept that fails (EMFILE: the descriptor table is
+//	                 full) ends the server, as gnet v2.9.7's engine does (R4)
 package main
 
 import (
@@ -50,6 +52,7 @@ var bugs = map[string]string{
 	"no-backpressure": "buffer everything read, without bound, whether or not the client reads (W1)",
 	"leak-on-close":   "never close the server side when a client closes: fds leak (I2)",
 	"drop-partial":    "drop reads shorter than 32 bytes: fragmented frames are lost (F1)",
+	"exit-on-emfile":  "exit when an accept fails, as when the descriptor table is full (R4)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -108,6 +111,9 @@ func run(args []string) int {
 		}
 		if err != nil { // EMFILE and the like: wait, the lifetime bounds it all
 			fmt.Fprintln(os.Stderr, "echo:", err)
+			if s.bug == "exit-on-emfile" {
+				os.Exit(1)
+			}
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
