@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -57,6 +58,10 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 		return nil, errors.New("matrix: no spec")
 	}
 	sh := opt.Shard.orAll()
+	plan := opt.Spec.Plan(sh)
+	if err := opt.Spec.CheckTargets(sh); err != nil {
+		return nil, err
+	}
 	if err := prepareDir(opt.Dir); err != nil {
 		return nil, err
 	}
@@ -79,7 +84,6 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 		m.Cells = append(m.Cells, c.Info())
 	}
 	shard := &m.Shards[0]
-	plan := opt.Spec.Plan(sh)
 	logf := func(format string, args ...any) {
 		if opt.Log != nil {
 			fmt.Fprintf(opt.Log, format, args...)
@@ -128,6 +132,34 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 		}
 	}
 	return finish(nil)
+}
+
+// ErrTarget is wrapped when a black-box target's program is not there.
+var ErrTarget = errors.New("matrix: target command")
+
+// CheckTargets refuses, before anything runs, shard sh of s when a
+// black-box command starts with a path (it contains a '/') that is not an
+// executable file: a peer not built yet would otherwise make every one of
+// its runs invalid, one by one. Commands found through $PATH or shell
+// builtins are left to the shell. Run calls it; a suite's runner calls it
+// for every spec first.
+func (s *Spec) CheckTargets(sh Shard) error {
+	seen := map[string]bool{}
+	for _, p := range s.Plan(sh) {
+		words := strings.Fields(p.Cell.Target.Cmd)
+		if len(words) == 0 || seen[words[0]] || !strings.Contains(words[0], "/") {
+			continue
+		}
+		seen[words[0]] = true
+		st, err := os.Stat(words[0])
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: cell %s: %v", ErrTarget, p.Cell.ID, err)
+		case st.IsDir() || st.Mode()&0o111 == 0:
+			return fmt.Errorf("%w: cell %s: %s is not an executable file", ErrTarget, p.Cell.ID, words[0])
+		}
+	}
+	return nil
 }
 
 func orMode(m harness.Mode) harness.Mode {

@@ -250,18 +250,34 @@ type field struct {
 }
 
 var fields = map[string]field{
+	// reactor is what serves: a reference design, or (a mapping {cmd: …},
+	// as target takes) a black-box command in its place, so that one
+	// factor can set reference reactors and third-party servers side by
+	// side.
 	"reactor": {
 		decode: func(n *yaml.Node, s *Settings) error {
+			if n.Kind == yaml.MappingNode {
+				if err := decodeTarget(n, s); err != nil {
+					return err
+				}
+				s.Reactor = ""
+				return nil
+			}
 			v, err := scalar(n)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w (or a mapping {cmd: '...'} for a black-box server)", err)
 			}
 			d, err := reactors.ParseDesign(v)
-			s.Reactor = d
+			s.Reactor, s.Target = d, Target{}
 			return err
 		},
-		equal: func(a, b *Settings) bool { return a.Reactor == b.Reactor },
-		text:  func(s *Settings) string { return string(s.Reactor) },
+		equal: func(a, b *Settings) bool { return a.Reactor == b.Reactor && a.Target == b.Target },
+		text: func(s *Settings) string {
+			if s.Reactor == "" && s.Target != (Target{}) {
+				return "cmd:" + s.Target.Cmd
+			}
+			return string(s.Reactor)
+		},
 	},
 	"target": {
 		decode: decodeTarget,
@@ -849,10 +865,8 @@ func parseFactors(n *yaml.Node, base *Settings) ([]Factor, error) {
 			return nil, lineErr(nn, what+".name", fmt.Errorf("factor %q given twice (accepted: one factor per field)", name))
 		}
 		switch {
-		case name == "reactor" && base.Reactor == "":
-			return nil, lineErr(nn, what+".name", errors.New("reactor: the baseline runs a target (accepted: a factor on target)"))
 		case name == "target" && base.Target == (Target{}):
-			return nil, lineErr(nn, what+".name", errors.New("target: the baseline runs a reactor (accepted: a factor on reactor)"))
+			return nil, lineErr(nn, what+".name", errors.New("target: the baseline runs a reactor (accepted: a factor on reactor, whose values may be designs or {cmd: '...'})"))
 		}
 		vn, ok := vals["values"]
 		if !ok {

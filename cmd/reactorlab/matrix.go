@@ -91,6 +91,11 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	for _, spec := range specs {
+		if err := spec.CheckTargets(shard); err != nil {
+			return refuse("%s: %v", spec.Name, err)
+		}
+	}
 	// A suite writes one subdirectory per spec: the directory itself must
 	// be new or empty, so that no earlier result is mixed in.
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,5 +147,54 @@ func TestRunBlackBox(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "data-uncorrected") {
 		t.Errorf("a steady source's summary shows both data classes:\n%s", stdout)
+	}
+}
+
+// TestRunBlackBoxCPU: a black box's CPU is the server's own, not that of
+// the shell that started it (which never waits for a server killed with
+// it): the example echo server, given as a simple command, is exec'd.
+func TestRunBlackBoxCPU(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "echo")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the example server")
+	}
+	if out, err := exec.Command(goBin, "build", "-o", bin, "../../examples/echo").CombinedOutput(); err != nil {
+		t.Fatalf("build echo: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "cell")
+	code := run([]string{"run", "--target", "cmd:" + bin + " --listen {addr}", "--hot", "2", "--inflight", "8",
+		"--control-every", "0", "--duration", "1s", "--warmup", "200ms", "--cpus", "none", "--json", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var res struct {
+		Lab struct {
+			Server struct {
+				UserNs int64 `json:"user_ns"`
+				SysNs  int64 `json:"sys_ns"`
+			} `json:"server"`
+		} `json:"lab"`
+		Load struct {
+			Totals struct {
+				Echoed uint64 `json:"echoed"`
+			} `json:"totals"`
+		} `json:"load"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	cpu := res.Lab.Server.UserNs + res.Lab.Server.SysNs
+	frames := res.Load.Totals.Echoed
+	if frames == 0 {
+		t.Fatal("nothing echoed")
+	}
+	// An echo costs at least a read and a write: well above 0.2 µs a
+	// frame even in large batches; the shell alone measures ~0.
+	perFrame := float64(cpu) / float64(frames)
+	t.Logf("server CPU %d ns for %d frames: %.0f ns a frame", cpu, frames, perFrame)
+	if perFrame < 200 {
+		t.Errorf("server CPU %.0f ns a frame over %d frames: the shell's, not the server's?", perFrame, frames)
 	}
 }
