@@ -29,6 +29,8 @@ var embedded = []Embedded{
 		files: []string{"design-notes.yaml"}},
 	{Name: "priority", Summary: "flat lt vs prio vs prio-thread under saturating data with 10 ms control probes (the notes' measured table)",
 		files: []string{"priority.yaml"}},
+	{Name: "peers", Summary: "lt, et, prio-thread beside gnet, netpoll and stdlib servers (build examples/peers first): ping-pong on 1 and 64 connections, pipelined, hot + control",
+		files: []string{"peers.yaml"}},
 	{Name: "nightly", Summary: "design-notes + priority + every reactor kind, input budgets 8/32/64 and the wire faults; run sharded in CI",
 		files: []string{"design-notes.yaml", "priority.yaml", "nightly-extra.yaml"}},
 }

@@ -39,6 +39,7 @@ func TestEmbeddedSuites(t *testing.T) {
 			}
 		}
 		for _, s := range specs {
+			checkCells(t, s)
 			k := len(s.Expand()) - 1
 			if p := results.MinPValue(s.Repeats, s.Repeats*k) * float64(k); k > 0 && p >= results.DefaultAlpha {
 				t.Errorf("%s/%s: %d repeats × %d cells: the report's smallest adjusted p is %.3g, no verdict possible", e.Name, s.Name, s.Repeats, k, p)
@@ -51,7 +52,7 @@ func TestEmbeddedSuites(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"quick", "design-notes", "priority", "nightly"} {
+	for _, name := range []string{"quick", "design-notes", "priority", "peers", "nightly"} {
 		if !seen[name] {
 			t.Errorf("no embedded suite %q", name)
 		}

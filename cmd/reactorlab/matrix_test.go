@@ -37,11 +37,14 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, nightly"}},
+		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, nightly"}},
 		{[]string{"matrix", "quick", "--shard", "3/2"}, []string{"--shard", "3/2", "i/n"}},
 		{[]string{"matrix", "quick", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
 		{[]string{"matrix", badSpec}, []string{"line 7", "colour", "unknown key"}},
 		{[]string{"matrix", "quick", "nightly"}, []string{"one suite"}},
+		// Peers not built (this test's directory has none): refused before
+		// any run, naming the missing program.
+		{[]string{"matrix", "peers"}, []string{"peers-pingpong-1", "./reactorlab-peers/gnet", "no such file"}},
 		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}},
 		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}}, // a suite writes into subdirectories
 		{[]string{"compare", tmp}, []string{"OLD and NEW"}},
