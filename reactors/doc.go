@@ -70,7 +70,8 @@
 // prio: one loop, two buckets. Control sources (control connections,
 // listeners, ingress, timers) run first, unconditionally; data sources then
 // run from the ready queue under Config.PrioDataBudget (500 µs), the clock
-// read every Budgets.ClockEvery (16) sources.
+// read after every source turn and every Budgets.ClockEvery (16) frames
+// within one.
 //
 // prio-thread: a separate control reactor on its own thread and epoll fd, so
 // control latency no longer depends on the data loop's rounds at all.

@@ -60,6 +60,12 @@ type loop struct {
 	timerRef slots.Ref   // the timerfd's source (oneshot rearms it)
 	sampler  *cost.Sampler
 
+	// bucketEnd is when prio's data bucket of this round must end (0
+	// outside it): source turns check it where they read the clock, every
+	// ClockEvery frames, so one source's long turn cannot carry the bucket
+	// past its budget.
+	bucketEnd int64
+
 	evs       []unix.EpollEvent
 	bufs      [][]byte // free read buffers (bufSize each)
 	bufSize   int
@@ -497,7 +503,10 @@ func (l *loop) enqueue(q *readyq.Queue, s *source) {
 
 // consume serves sources that still have work: the control bucket first
 // (prio), then the ready queue under the consume budget — or, for prio's
-// data bucket, under the time budget checked every ClockEvery sources.
+// data bucket, under its time budget: the clock is read after every source
+// turn (a turn costs syscalls; a clock read, tens of ns) and, within a
+// turn, every ClockEvery frames, so the bucket ends within ClockEvery
+// frames of its budget however many frames a turn holds.
 func (l *loop) consume() {
 	// Sources waiting for room in the worker pool try again every round:
 	// room may come from another loop's results, which do not wake this one
@@ -528,10 +537,10 @@ func (l *loop) consume() {
 	}
 	l.hist.record(l.hist.readyLen, int64(q.Len()))
 	budget := l.cfg.Budgets.Consume
-	var start int64
 	if l.design == Prio {
 		budget = q.Len()
-		start = nanotime()
+		l.bucketEnd = nanotime() + int64(l.cfg.PrioDataBudget)
+		defer func() { l.bucketEnd = 0 }()
 	}
 	for served := 0; served < budget; served++ {
 		ref, ok := q.Pop()
@@ -549,7 +558,7 @@ func (l *loop) consume() {
 				l.rearm(s)
 			}
 		}
-		if start != 0 && (served+1)%l.cfg.Budgets.ClockEvery == 0 && nanotime()-start > int64(l.cfg.PrioDataBudget) {
+		if l.bucketEnd != 0 && nanotime() > l.bucketEnd {
 			l.stats.TimeBudgetHits++
 			return
 		}

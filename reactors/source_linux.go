@@ -118,9 +118,14 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 				l.stats.InputBudgetHits++
 				return true, l.hasFrame(s)
 			}
-			if start != 0 && frames%b.ClockEvery == 0 && nanotime()-start > int64(b.Time) {
-				l.stats.TimeBudgetHits++
-				return true, l.hasFrame(s)
+			if (start != 0 || l.bucketEnd != 0) && frames%b.ClockEvery == 0 {
+				// One clock read serves both bounds: this turn's, and prio's
+				// data bucket's.
+				now := nanotime()
+				if start != 0 && now-start > int64(b.Time) || l.bucketEnd != 0 && now > l.bucketEnd {
+					l.stats.TimeBudgetHits++
+					return true, l.hasFrame(s)
+				}
 			}
 		}
 		if s.r == len(s.in) {

@@ -4,9 +4,14 @@
 // Each epoll batch is classified: control sources (control connections and
 // the reactor's own listeners, ingress and timers) are served first and
 // unconditionally; data sources go to the data bucket, served from the ready
-// queue under a time budget (Config.PrioDataBudget, 500 µs by default) with
-// the clock read every Budgets.ClockEvery (16) sources, as in the design
-// notes. Data left over waits for the next round, which starts with a
-// zero-timeout wait. Control latency is then bounded by one data budget plus
-// one source turn, instead of by the whole batch.
+// queue under a time budget (Config.PrioDataBudget, 500 µs by default). The
+// clock is read after every source turn and, within a turn, every
+// Budgets.ClockEvery (16) frames, where the turn reads it for its own time
+// budget: the bucket ends within ClockEvery frames of its budget, however
+// many frames a turn holds. (Reading it every 16 sources, as the design
+// notes put it, let a heavy callback carry the bucket through a whole
+// round: 16 turns × 32 frames × 50 µs.) Data left over waits for the next
+// round, which starts with a zero-timeout wait. Control latency is then
+// bounded by one data budget plus ClockEvery frames, instead of by the
+// whole batch.
 package prio
