@@ -5,7 +5,11 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
 
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -91,7 +95,17 @@ func (i *inProcess) Reference() *Reference          { return i.ref }
 func (i *inProcess) Stats() (reactors.Stats, error) { return i.r.Stats(), nil }
 
 func (i *inProcess) Usage() (Usage, error) {
-	return Usage{CPU: i.r.LoopCPU(), RSS: -1, Fds: -1}, nil
+	u := Usage{CPU: i.r.LoopCPU(), RSS: -1, Fds: -1}
+	pid := os.Getpid()
+	for _, tid := range i.r.LoopThreads() {
+		s, err := proc.ReadTaskSchedstat(pid, tid)
+		if err != nil {
+			u.RunqWait = -1 // no schedstat, or a loop has exited
+			break
+		}
+		u.RunqWait += time.Duration(s.WaitNs)
+	}
+	return u, nil
 }
 
 func (i *inProcess) Stop() (Final, error) {

@@ -129,11 +129,11 @@ func (i *process) Usage() (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	cpu := time.Duration(u.CPUNs())
-	if ns, err := i.p.GroupThreadCPU(); err == nil {
-		cpu = time.Duration(ns)
+	cpu, wait := time.Duration(u.CPUNs()), time.Duration(-1)
+	if s, err := i.p.GroupSchedstat(); err == nil {
+		cpu, wait = time.Duration(s.RunNs), time.Duration(s.WaitNs)
 	}
-	return Usage{CPU: cpu, RSS: u.RSS, Fds: u.Fds}, nil
+	return Usage{CPU: cpu, RunqWait: wait, RSS: u.RSS, Fds: u.Fds}, nil
 }
 
 // serveOutput is the part of `reactorlab serve`'s JSON the suite reads.

@@ -62,10 +62,15 @@ type Reference struct {
 // known: the whole process for process targets, the loop threads for an
 // in-process reactor (whose process is the test's own). RSS and Fds are
 // process-wide and -1 when the instance has no process of its own.
+// RunqWait is how long the same threads were runnable but waited for a CPU
+// (from schedstat; -1 where the kernel has none): CPU + RunqWait is what
+// the server asked for, which on a contended machine can be far more than
+// it got.
 type Usage struct {
-	CPU time.Duration
-	RSS int64
-	Fds int
+	CPU      time.Duration
+	RunqWait time.Duration
+	RSS      int64
+	Fds      int
 }
 
 // Final is what a stopped instance leaves: the reference reactor's final

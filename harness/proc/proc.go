@@ -121,6 +121,14 @@ type Usage struct {
 	Threads       int
 }
 
+// Schedstat is the scheduler's account of a set of threads: the time they
+// ran on a CPU and the time they were runnable but waited on a run queue.
+// Their sum is how much CPU the threads wanted, whether or not a contended
+// machine gave it to them.
+type Schedstat struct {
+	RunNs, WaitNs int64
+}
+
 // ThreadAffinity is the CPU affinity of one thread: its id and its
 // Cpus_allowed_list as the kernel prints it ("1", "0-3", "0,2").
 type ThreadAffinity struct {

@@ -92,10 +92,18 @@ func (p *Process) GroupUsage() (Usage, error) {
 // GroupThreadCPU is the sum of ThreadCPU over the living processes of the
 // group, with the same caveats as GroupUsage.
 func (p *Process) GroupThreadCPU() (int64, error) {
-	var sum int64
-	err := p.eachMember("group thread CPU", func(pid int) error {
-		ns, err := ReadThreadCPU(pid)
-		sum += ns
+	s, err := p.GroupSchedstat()
+	return s.RunNs, err
+}
+
+// GroupSchedstat is the sum of ReadSchedstat over the living processes of
+// the group, with the same caveats as GroupUsage.
+func (p *Process) GroupSchedstat() (Schedstat, error) {
+	var sum Schedstat
+	err := p.eachMember("group schedstat", func(pid int) error {
+		s, err := ReadSchedstat(pid)
+		sum.RunNs += s.RunNs
+		sum.WaitNs += s.WaitNs
 		return err
 	})
 	return sum, err
@@ -189,34 +197,83 @@ func ReadUsage(pid int) (Usage, error) {
 // ReadThreadCPU sums the first field of /proc/<pid>/task/*/schedstat: the
 // nanoseconds each living thread of pid has run.
 func ReadThreadCPU(pid int) (int64, error) {
+	s, err := ReadSchedstat(pid)
+	return s.RunNs, err
+}
+
+// ReadSchedstat sums /proc/<pid>/task/*/schedstat over the living threads
+// of pid: the nanoseconds they ran and the nanoseconds they waited,
+// runnable, on a run queue. It returns an error wrapping ErrNoSchedstat on a
+// kernel without schedstat.
+func ReadSchedstat(pid int) (Schedstat, error) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	if _, err := os.Stat(dir + "/schedstat"); errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(dir); err == nil {
-			return 0, fmt.Errorf("pid %d: %w", pid, ErrNoSchedstat)
+			return Schedstat{}, fmt.Errorf("pid %d: %w", pid, ErrNoSchedstat)
 		}
-		return 0, exitedIfGone(pid, err)
+		return Schedstat{}, exitedIfGone(pid, err)
 	}
 	tids, err := readNames(dir + "/task")
 	if err != nil {
-		return 0, exitedIfGone(pid, err)
+		return Schedstat{}, exitedIfGone(pid, err)
 	}
-	var sum int64
+	var sum Schedstat
 	for _, tid := range tids {
 		b, err := os.ReadFile(dir + "/task/" + tid + "/schedstat")
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 			continue // the thread ended after the listing
 		}
 		if err != nil {
-			return 0, fmt.Errorf("pid %d: %w", pid, err)
+			return Schedstat{}, fmt.Errorf("pid %d: %w", pid, err)
 		}
-		f, _, _ := bytes.Cut(b, []byte{' '})
-		ns, err := strconv.ParseInt(string(f), 10, 64)
+		s, err := parseSchedstat(b)
 		if err != nil {
-			return 0, fmt.Errorf("pid %d: task %s schedstat %q: %w", pid, tid, b, err)
+			return Schedstat{}, fmt.Errorf("pid %d: task %s: %w", pid, tid, err)
 		}
-		sum += ns
+		sum.RunNs += s.RunNs
+		sum.WaitNs += s.WaitNs
 	}
 	return sum, nil
+}
+
+// ReadTaskSchedstat reads /proc/<pid>/task/<tid>/schedstat: one thread's
+// run time and run-queue wait. It returns an error wrapping ErrNoSchedstat
+// on a kernel without schedstat and one wrapping ErrExited once the thread
+// has ended.
+func ReadTaskSchedstat(pid, tid int) (Schedstat, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/schedstat"
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		if _, serr := os.Stat("/proc/self/schedstat"); errors.Is(serr, fs.ErrNotExist) {
+			return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, ErrNoSchedstat)
+		}
+		return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, ErrExited)
+	}
+	if err != nil {
+		return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, err)
+	}
+	s, err := parseSchedstat(b)
+	if err != nil {
+		return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, err)
+	}
+	return s, nil
+}
+
+// parseSchedstat parses one schedstat line: "run-ns wait-ns timeslices".
+func parseSchedstat(b []byte) (Schedstat, error) {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return Schedstat{}, fmt.Errorf("schedstat %q: want at least 2 fields", b)
+	}
+	run, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return Schedstat{}, fmt.Errorf("schedstat %q: run time: %w", b, err)
+	}
+	wait, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return Schedstat{}, fmt.Errorf("schedstat %q: run-queue wait: %w", b, err)
+	}
+	return Schedstat{RunNs: run, WaitNs: wait}, nil
 }
 
 // Affinity lists the CPU affinity of every living thread of the process.

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The kernel's USER_HZ is what clockTick assumes.
@@ -44,6 +48,45 @@ func TestThreadCPUSelf(t *testing.T) {
 	}
 	if u.RSS <= 0 || u.Threads < 1 || u.Fds < 3 {
 		t.Errorf("implausible usage of self %+v", u)
+	}
+}
+
+// ReadTaskSchedstat sees a spinning thread's run time, the process's sum
+// includes the thread's account, and bad lines and gone threads are errors.
+func TestTaskSchedstatSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("kernel without schedstat:", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	s0, err := ReadTaskSchedstat(os.Getpid(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+	}
+	s1, err := ReadTaskSchedstat(os.Getpid(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := s1.RunNs - s0.RunNs; run < 10_000_000 {
+		t.Errorf("spun 20 ms, schedstat says it ran %d ns", run)
+	}
+	all, err := ReadSchedstat(os.Getpid())
+	if err != nil || all.RunNs < s1.RunNs || all.WaitNs < s1.WaitNs {
+		t.Errorf("ReadSchedstat(self) = %+v, %v; one thread alone has %+v", all, err, s1)
+	}
+	if _, err := ReadTaskSchedstat(os.Getpid(), 1<<30); !errors.Is(err, ErrExited) {
+		t.Errorf("a thread that does not exist: %v, want ErrExited", err)
+	}
+	for _, bad := range []string{"", "12", "x 3 4", "12 y 4"} {
+		if s, err := parseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("parseSchedstat(%q) = %+v, want an error", bad, s)
+		}
+	}
+	if s, err := parseSchedstat([]byte("123 456 7\n")); err != nil || s != (Schedstat{RunNs: 123, WaitNs: 456}) {
+		t.Errorf("parseSchedstat = %+v, %v", s, err)
 	}
 }
 
