@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func TestW2CatchesAStarvedSpinner(t *testing.T) {
 	cpu := cpus[len(cpus)-1]
 	// GOMAXPROCS gets room for the burner beside what InProcess reserves.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1))
-	stop := make(chan struct{})
+	var stopped atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	burnerErr := make(chan error, 1)
@@ -71,16 +72,11 @@ func TestW2CatchesAStarvedSpinner(t *testing.T) {
 		var set unix.CPUSet
 		set.Set(cpu)
 		burnerErr <- unix.SchedSetaffinity(0, &set)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stopped.Load() { // spinning is the point
 		}
 	}()
 	defer wg.Wait()
-	defer close(stop)
+	defer stopped.Store(true)
 	if err := <-burnerErr; err != nil {
 		t.Fatalf("pinning the busy thread to CPU %d: %v", cpu, err)
 	}
