@@ -17,8 +17,8 @@ import (
 )
 
 // BenchmarkEcho64 measures pipelined echo of 64-byte DATA payloads (96-byte
-// frames) through each reference reactor on loopback: 4 connections, each
-// with a writer sending batches of 64 frames and a reader counting echoes.
+// frames) through each reference reactor on loopback: 4 connections of an
+// echoClient.
 // It reports frames/s and allocs/frame: heap allocations in the whole
 // process per echoed frame in steady state (the client allocates nothing
 // per frame, so this bounds the reactor's from above).
@@ -39,86 +39,102 @@ func BenchmarkEcho64Offload(b *testing.B) {
 }
 
 func benchEcho(b *testing.B, design reactors.Design, cfg reactors.Config) {
-	const conns, batch, payload = 4, 64, 64
-	const frameSize = wire.HeaderSize + payload
 	r := startBench(b, design, cfg)
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.Dial("tcp", r.Addr().String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		cs[i] = c
-	}
-	var block []byte
-	for i := 0; i < batch; i++ {
-		block = wire.AppendFrame(block, wire.KindData, 0, 1, uint64(i), 0, make([]byte, payload))
-	}
-	// pump sends and receives n frames per connection; it allocates nothing
-	// per frame.
-	pump := func(n int) error {
-		var wg sync.WaitGroup
-		errs := make([]error, 2*conns)
-		for i, c := range cs {
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				for sent := 0; sent < n; sent += batch {
-					k := min(batch, n-sent) * frameSize
-					if _, err := c.Write(block[:k]); err != nil {
-						errs[2*i] = err
-						return
-					}
-				}
-			}()
-			go func() {
-				defer wg.Done()
-				buf := make([]byte, 64<<10)
-				want := n * frameSize
-				for got := 0; got < want; {
-					m, err := c.Read(buf[:min(len(buf), want-got)])
-					if err != nil {
-						errs[2*i+1] = fmt.Errorf("read after %d of %d bytes: %w", got, want, err)
-						return
-					}
-					if got == 0 && binary.LittleEndian.Uint32(buf) != frameSize-4 {
-						errs[2*i+1] = fmt.Errorf("bad echo header % x", buf[:8])
-						return
-					}
-					got += m
-				}
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil && err != io.EOF {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := pump(20000); err != nil { // warm-up: buffers, slots, pools
+	ec := dialEcho(b, r, 4)
+	if err := ec.pump(20000); err != nil { // warm-up: buffers, slots, pools
 		b.Fatal(err)
 	}
-	per := max(b.N/conns, batch)
+	per := max(b.N/len(ec.conns), ec.batch)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	cpu0 := r.LoopCPU()
 	b.ResetTimer()
 	start := time.Now()
-	if err := pump(per); err != nil {
+	if err := ec.pump(per); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpu := r.LoopCPU() - cpu0
 	runtime.ReadMemStats(&after)
-	frames := float64(per * conns)
+	frames := float64(per * len(ec.conns))
 	b.ReportMetric(frames/elapsed.Seconds(), "frames/s")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/frames, "allocs/frame")
 	b.ReportMetric(float64(cpu.Nanoseconds())/frames, "loop-cpu-ns/frame")
+}
+
+// echoClient pipelines 64-byte DATA payloads (96-byte frames) on a few
+// connections: per connection a writer sending batches of 64 frames and a
+// reader counting echoes. A pump allocates a fixed amount (its goroutines
+// and read buffers) whatever the number of frames.
+type echoClient struct {
+	conns []net.Conn
+	block []byte // batch frames, back to back
+	batch int
+}
+
+const echoPayload = 64
+const echoFrameSize = wire.HeaderSize + echoPayload
+
+func dialEcho(tb testing.TB, r *reactors.Reactor, conns int) *echoClient {
+	tb.Helper()
+	ec := &echoClient{batch: 64}
+	for i := 0; i < conns; i++ {
+		c, err := net.Dial("tcp", r.Addr().String())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { c.Close() })
+		ec.conns = append(ec.conns, c)
+	}
+	for i := 0; i < ec.batch; i++ {
+		ec.block = wire.AppendFrame(ec.block, wire.KindData, 0, 1, uint64(i), 0, make([]byte, echoPayload))
+	}
+	return ec
+}
+
+// pump sends and receives n frames per connection.
+func (ec *echoClient) pump(n int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 2*len(ec.conns))
+	for i, c := range ec.conns {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for sent := 0; sent < n; sent += ec.batch {
+				k := min(ec.batch, n-sent) * echoFrameSize
+				if _, err := c.Write(ec.block[:k]); err != nil {
+					errs[2*i] = err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64<<10)
+			want := n * echoFrameSize
+			for got := 0; got < want; {
+				m, err := c.Read(buf[:min(len(buf), want-got)])
+				if err != nil {
+					errs[2*i+1] = fmt.Errorf("read after %d of %d bytes: %w", got, want, err)
+					return
+				}
+				if got == 0 && binary.LittleEndian.Uint32(buf) != echoFrameSize-4 {
+					errs[2*i+1] = fmt.Errorf("bad echo header % x", buf[:8])
+					return
+				}
+				got += m
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return nil
 }
 
 // BenchmarkEcho64Wait compares the two wait modes on the pipelined echo.
@@ -176,7 +192,7 @@ func benchPingPong(b *testing.B, design reactors.Design, cfg reactors.Config) {
 }
 
 // startBench starts a reactor stopped at the end of the benchmark.
-func startBench(b *testing.B, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
+func startBench(b testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
 	r, err := reactors.New(design, cfg)
 	if err != nil {
 		b.Fatal(err)
