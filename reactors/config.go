@@ -46,6 +46,20 @@ const (
 // WaitMode selects how a loop waits when it has no ready work.
 type WaitMode string
 
+// StatsMode switches the loops' latency histograms.
+type StatsMode string
+
+// Stats modes. StatsOn records the round, ready-queue, rotation,
+// timer-lateness and STOP-observation histograms; StatsOff records none of
+// them and skips the clock reads only they need (one per round and one per
+// source that becomes ready), so that BenchmarkStatsCost can measure what
+// the instrumentation costs. Counters and the ledger are kept either way:
+// they are increments of the loop's own fields.
+const (
+	StatsOn  StatsMode = "on"
+	StatsOff StatsMode = "off"
+)
+
 // Wait modes. WaitPollFirst makes a non-blocking epoll_wait (a raw syscall,
 // no runtime bookkeeping) before the blocking one, which goes through the
 // runtime's syscall path so the thread's P can be handed off while it
@@ -184,6 +198,8 @@ type Config struct {
 	StopGrace time.Duration
 	// Wait is how an idle loop waits for events.
 	Wait WaitMode
+	// Stats switches the latency histograms (StatsOn by default).
+	Stats StatsMode
 	// Faults turns the reactor into a mutant; zero value is correct.
 	Faults Faults
 }
@@ -209,6 +225,7 @@ func DefaultConfig() Config {
 		MaxEvents:      128,
 		StopGrace:      2 * time.Second,
 		Wait:           WaitPollFirst,
+		Stats:          StatsOn,
 	}
 }
 
@@ -264,6 +281,11 @@ func (c Config) Validate() error {
 	case WaitPollFirst, WaitBlock:
 	default:
 		return rangeErr("wait", c.Wait, "poll-first, block")
+	}
+	switch c.Stats {
+	case StatsOn, StatsOff:
+	default:
+		return rangeErr("stats", c.Stats, "on, off")
 	}
 	switch c.Timer {
 	case TimerPeriodic, TimerDeadline:

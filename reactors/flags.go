@@ -35,6 +35,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "connections per reactor (16..16777216)")
 	fs.IntVar(&c.MaxEvents, "max-events", c.MaxEvents, "epoll_wait batch size (1..65536)")
 	fs.Var(&modeValue[WaitMode]{&c.Wait}, "wait", "how an idle loop waits: poll-first or block")
+	fs.Var(&modeValue[StatsMode]{&c.Stats}, "stats", "latency histograms: on, or off (to measure what they cost)")
 	fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
 }
 

@@ -148,7 +148,7 @@ func newLoop(r *Reactor, id int, shareWith *loop, table *slots.Table[source]) (*
 	cfg := &r.cfg
 	l := &loop{r: r, id: id, design: r.design, cfg: cfg, epfd: -1,
 		evs: make([]unix.EpollEvent, cfg.MaxEvents), bufSize: max(cfg.Budgets.Bytes, 4096),
-		hist: newHistograms(), sampler: cost.NewSampler(r.dist, uint64(id)+1)}
+		hist: newHistograms(cfg.Stats == StatsOff), sampler: cost.NewSampler(r.dist, uint64(id)+1)}
 	l.onMessageFn, l.onTimerFn = l.onMessage, l.onTimer
 	var err error
 	if shareWith != nil {
@@ -317,8 +317,9 @@ func (l *loop) run() {
 		l.publish(now, false)
 
 		timeout := l.waitTimeout()
-		waitStart := nanotime()
-		l.hist.record(l.hist.round, waitStart-roundStart)
+		if !l.hist.off {
+			l.hist.record(l.hist.round, nanotime()-roundStart)
+		}
 		n, err := l.wait(timeout)
 		if err != nil {
 			l.r.fail(err)
@@ -494,7 +495,9 @@ func (l *loop) onConnEvent(s *source, events uint32) {
 // enqueue puts s on q (dedup) and remembers when it became ready.
 func (l *loop) enqueue(q *readyq.Queue, s *source) {
 	if q.Push(s.ref) {
-		s.since = nanotime()
+		if !l.hist.off {
+			s.since = nanotime()
+		}
 		if n := uint64(q.Len()); n > l.stats.ReadyQueueMax {
 			l.stats.ReadyQueueMax = n
 		}
@@ -551,7 +554,9 @@ func (l *loop) consume() {
 		if !ok {
 			continue
 		}
-		l.hist.record(l.hist.rotation, nanotime()-s.since)
+		if !l.hist.off {
+			l.hist.record(l.hist.rotation, nanotime()-s.since)
+		}
 		requeued := l.turn(s, q)
 		if l.design == OneShot && !requeued {
 			if live, ok := l.table.Get(ref); ok && live == s {

@@ -426,7 +426,7 @@ func (r *Reactor) quiesce(l *loop) {
 
 func (r *Reactor) finish() {
 	s := Stats{Design: r.design, Loops: len(r.loops)}
-	merged := newHistograms()
+	merged := newHistograms(false)
 	into := merged.byName()
 	for _, l := range r.loops {
 		s.Counters.add(&l.stats)

@@ -126,11 +126,13 @@ const (
 // histograms is a loop's set of HDR histograms, recorded only by that loop.
 type histograms struct {
 	round, readyLen, rotation, timerLate, stopObserve *hdrhistogram.Histogram
+	// off: nothing is recorded (Config.Stats == StatsOff).
+	off bool
 	// dropped counts values outside a histogram's range (never swallowed).
 	dropped uint64
 }
 
-func newHistograms() *histograms {
+func newHistograms(off bool) *histograms {
 	const maxNs = int64(60e9) // one minute: longer is a hang, not a latency
 	return &histograms{
 		round:       hdrhistogram.New(1, maxNs, 3),
@@ -138,10 +140,14 @@ func newHistograms() *histograms {
 		rotation:    hdrhistogram.New(1, maxNs, 3),
 		timerLate:   hdrhistogram.New(1, maxNs, 3),
 		stopObserve: hdrhistogram.New(1, maxNs, 3),
+		off:         off,
 	}
 }
 
 func (h *histograms) record(to *hdrhistogram.Histogram, v int64) {
+	if h.off {
+		return
+	}
 	if v < 1 {
 		v = 1
 	}
