@@ -112,6 +112,7 @@ func (l *loop) sendStopAck(ref slots.Ref) {
 	payload := stopAckPayload(l.r.ledger)
 	l.r.ledgerMu.Unlock()
 	frame := wire.AppendFrame(nil, wire.KindStopAck, 0, h.Token, h.Seq, h.SendNs, payload)
+	l.lendOut(s)
 	if err := s.out.Append(frame); err != nil {
 		l.stats.HardCapClosed++
 		l.closeSource(s)
@@ -169,6 +170,7 @@ func (l *loop) onMessage(m message) {
 			l.putTaskBuf(m.buf)
 			return
 		}
+		l.lendOut(s)
 		err := s.out.Append(*m.buf)
 		l.putTaskBuf(m.buf)
 		if err != nil {

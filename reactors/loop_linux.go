@@ -68,6 +68,7 @@ type loop struct {
 
 	evs       []unix.EpollEvent
 	bufs      [][]byte // free read buffers (bufSize each)
+	outBufs   [][]byte // free out-queue buffers, lent to a connection while it has bytes to send
 	bufSize   int
 	fdIndex   []slots.Ref // fd number → current source (used by the FdIdentity mutant)
 	blocked   []slots.Ref // sources waiting for room in the worker pool

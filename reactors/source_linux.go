@@ -247,6 +247,7 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 		if !l.r.dist.IsZero() {
 			cost.Spin(l.sampler.Sample())
 		}
+		l.lendOut(s)
 		if err := s.out.Append(frame); err != nil {
 			l.ledger.Rejected++
 			l.ledger.Abandoned++
@@ -258,6 +259,7 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 		l.stats.FramesEchoed++
 		return true
 	case wire.KindPing:
+		l.lendOut(s)
 		if err := s.out.Append(frame); err != nil {
 			l.stats.HardCapClosed++
 			l.closeSource(s)
@@ -280,6 +282,7 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 
 // reject queues a REJECT answering h with reason.
 func (l *loop) reject(s *source, h wire.Header, reason string) bool {
+	l.lendOut(s)
 	b := s.out.Reserve(wire.HeaderSize + len(reason))
 	if b == nil {
 		l.stats.HardCapClosed++
@@ -344,6 +347,7 @@ func (l *loop) flush(s *source) bool {
 		return false
 	}
 	l.updateInterest(s)
+	l.takeOut(s)
 	return true
 }
 
@@ -487,6 +491,27 @@ func (l *loop) putBuf(s *source) {
 	}
 	s.in, s.r = nil, 0
 }
+
+// lendOut gives s an out-queue buffer from the loop's free list if it has
+// none, before something is queued on it.
+func (l *loop) lendOut(s *source) {
+	if n := len(l.outBufs); n > 0 && s.out.Attach(l.outBufs[n-1]) {
+		l.outBufs = l.outBufs[:n-1]
+	}
+}
+
+// takeOut takes back the buffer of s's out-queue once it has drained
+// (saving 512 bytes or more per idle connection: an echoed connection
+// otherwise keeps the buffer it grew). Buffers over maxLentOut are left to
+// the collector, so one burst does not pin its memory in the pool.
+func (l *loop) takeOut(s *source) {
+	if b := s.out.Detach(); b != nil && cap(b) <= maxLentOut && len(l.outBufs) < 64 {
+		l.outBufs = append(l.outBufs, b)
+	}
+}
+
+// maxLentOut is the largest out-queue buffer the loop keeps for lending.
+const maxLentOut = 64 << 10
 
 // growIn makes room for a frame of size bytes (already checked against the
 // frame limit, or trusted by the NoFrameLimit mutant).

@@ -10,6 +10,7 @@
 //	reactorlab run --reactor lt|...|--target cmd:'COMMAND' [load flags] [--out DIR]
 //	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target lt|...|cmd:'COMMAND' [--case ID] [--json FILE] [--junit FILE]
+//	reactorlab footprint --target lt|...|cmd:'COMMAND' [--conns 10000] [--json]
 package main
 
 import (
@@ -52,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return reportCmd(args[1:], stdout, stderr)
 	case "compare":
 		return compareCmd(args[1:], stdout, stderr)
+	case "footprint":
+		return footprintCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -82,5 +85,8 @@ commands:
   conform run the conformance suite against a reference reactor or any
           server command; exit 0 if nothing failed, 1 if something did
           (reactorlab conform --list prints the catalogue)
+  footprint
+          a server's resident memory per idle connection: open --conns
+          (10,000) connections, each echoing one frame, and compare RSS
 `)
 }

@@ -196,6 +196,31 @@ func (q *Queue) Consume(n int) {
 	}
 }
 
+// Detach takes the buffer away from an empty queue and returns it (length
+// 0, capacity kept), so its owner can lend it to another connection: an
+// idle connection then holds no out-queue memory. It returns nil, and
+// changes nothing, if the queue has pending bytes or no buffer. The queue
+// stays usable: its next Append is given a buffer by Attach, or allocates.
+func (q *Queue) Detach() []byte {
+	if !q.Empty() || q.buf == nil {
+		return nil
+	}
+	b := q.buf[:0]
+	q.buf, q.off = nil, 0
+	return b
+}
+
+// Attach gives a queue that holds no buffer the buffer b (its contents are
+// ignored) and reports whether it took it; a queue that has a buffer keeps
+// its own.
+func (q *Queue) Attach(b []byte) bool {
+	if q.buf != nil {
+		return false
+	}
+	q.buf, q.off = b[:0], 0
+	return true
+}
+
 // Release drops the buffer and all pending bytes (on close), so the closed
 // connection holds no memory. The limits are kept; the queue is empty and not
 // paused, and may be used again.

@@ -266,3 +266,48 @@ func BenchmarkAppendConsume(b *testing.B) {
 		}
 	}
 }
+
+// Detach hands out the buffer of a drained queue only; Attach gives a
+// buffer to a queue without one; the bytes queued after a swap come out
+// intact, and no buffer is shared between two queues.
+func TestDetachAttach(t *testing.T) {
+	a, b := New(DefaultLimits()), New(DefaultLimits())
+	if got := a.Detach(); got != nil {
+		t.Fatalf("Detach of a queue that never had a buffer = %d bytes cap, want nil", cap(got))
+	}
+	if err := a.Append([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Detach(); got != nil {
+		t.Fatal("Detach took the buffer of a queue with pending bytes")
+	}
+	if string(a.Pending()) != "hello" {
+		t.Fatalf("pending %q after a refused Detach", a.Pending())
+	}
+	a.Consume(5)
+	buf := a.Detach()
+	if buf == nil || len(buf) != 0 || cap(buf) < 5 {
+		t.Fatalf("Detach of a drained queue = len %d cap %d", len(buf), cap(buf))
+	}
+	if !a.Empty() || a.Len() != 0 {
+		t.Fatal("a detached queue is not empty")
+	}
+	if !b.Attach(buf) {
+		t.Fatal("Attach to a queue without a buffer refused")
+	}
+	if a.Attach(make([]byte, 3)) != true || a.Attach(make([]byte, 3)) {
+		t.Fatal("Attach: a queue took a second buffer over its own")
+	}
+	if err := b.Append([]byte("world")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append([]byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	if string(b.Pending()) != "world" || string(a.Pending()) != "other" {
+		t.Fatalf("after the swap: a %q, b %q", a.Pending(), b.Pending())
+	}
+	if &b.Pending()[0] != &buf[:1][0] {
+		t.Error("b did not use the attached buffer")
+	}
+}
