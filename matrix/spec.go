@@ -348,9 +348,9 @@ var fields = map[string]field{
 			return fmt.Errorf("unknown timer mode %q (accepted: periodic, deadline)", v)
 		},
 		equal: func(a, b *Settings) bool {
-			return orDefault(string(a.Timer), string(reactors.TimerPeriodic)) == orDefault(string(b.Timer), string(reactors.TimerPeriodic))
+			return orDefault(string(a.Timer), string(reactors.DefaultConfig().Timer)) == orDefault(string(b.Timer), string(reactors.DefaultConfig().Timer))
 		},
-		text: func(s *Settings) string { return orDefault(string(s.Timer), string(reactors.TimerPeriodic)) },
+		text: func(s *Settings) string { return orDefault(string(s.Timer), string(reactors.DefaultConfig().Timer)) },
 	},
 	"faults": {
 		decode: decodeFaults,

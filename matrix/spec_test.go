@@ -145,7 +145,7 @@ func TestStableIDs(t *testing.T) {
 		"callback=50us", "callback=uniform:10us-90us",
 		"budgets=budget-input=8", "budgets=budget-input=64",
 		"budgets=budget-consume=4,budget-input=16",
-		"timer=deadline",
+		"timer=periodic",
 		"hot=1", "hot=16",
 		"faults=half-packets", "faults=no-budget",
 	}
@@ -184,7 +184,7 @@ func TestRoundTrip(t *testing.T) {
 	wantBase := Settings{
 		Reactor: reactors.LT, Hot: 4, InFlight: 16, Steady: 8, Rate: 20000,
 		ControlEvery: time.Millisecond, Callback: "0",
-		Budgets: map[string]string{"budget-input": "16"}, Timer: reactors.TimerPeriodic,
+		Budgets: map[string]string{"budget-input": "16"}, Timer: reactors.TimerDeadline,
 		Duration: 5 * time.Second, Warmup: time.Second,
 	}
 	if s.Name != "realistic" || s.Repeats != 2 || !reflect.DeepEqual(s.Baseline, wantBase) {
@@ -215,7 +215,7 @@ func TestRoundTrip(t *testing.T) {
 		"baseline":                                 {"--budget-input=16"},
 		"callback=50us":                            {"--budget-input=16", "--callback=50us"},
 		"budgets=budget-input=8":                   {"--budget-input=8"},
-		"timer=deadline":                           {"--budget-input=16", "--timer=deadline"},
+		"timer=periodic":                           {"--budget-input=16", "--timer=periodic"},
 		"faults=no-budget":                         {"--budget-input=16", "--fault=no-budget"},
 		"faults=half-packets":                      {"--budget-input=16"},
 		"budgets=budget-input=64":                  {"--budget-input=64"},
@@ -302,7 +302,7 @@ var errorCases = []struct {
 	{"factor empty values", okBase + "factors:\n  - name: hot\n    values: []\n", 10, "factors[0].values: empty or not a list"},
 	{"factor twice", okBase + "factors:\n  - {name: hot, values: [1]}\n  - {name: hot, values: [3]}\n", 10, `factors[1].name: factor "hot" given twice`},
 	{"factor value equals baseline", okBase + "factors:\n  - name: hot\n    values:\n      - 1\n      - 2\n", 12, "factors[0].values[1] (hot): 2 equals the baseline's"},
-	{"factor value equals default", okBase + "factors:\n  - name: timer\n    values: [periodic]\n", 10, "factors[0].values[0] (timer): periodic equals the baseline's"},
+	{"factor value equals default", okBase + "factors:\n  - name: timer\n    values: [deadline]\n", 10, "factors[0].values[0] (timer): deadline equals the baseline's"},
 	{"factor value repeated", okBase + "factors:\n  - name: warmup\n    values:\n      - 1s\n      - 1000ms\n", 12, "factors[0].values[1] (warmup): cell warmup=1s repeats line 11's"},
 	{"factor bad value", okBase + "factors:\n  - name: reactor\n    values: [et, kqueue]\n", 10, `factors[0].values[1] (reactor): unknown reactor "kqueue" (accepted: lt,`},
 	{"factor value impossible", okBase + "factors:\n  - name: steady\n    values: [3]\n", 10, "factors[0].values[0] (steady): steady sources without a rate"},

@@ -171,7 +171,10 @@ type Config struct {
 	OutHigh, OutLow, OutCap int
 	// MaxFrame is the largest whole frame accepted (header included).
 	MaxFrame int
-	// Timer selects periodic or deadline timers; Tick is the periodic interval.
+	// Timer selects periodic or deadline timers; Tick is the periodic
+	// interval (checked whatever the mode). The default is deadline: a
+	// production loop does not wake every tick with nothing due (in
+	// ping-pong, lt's 1 ms tick cost ~3 µs of server CPU per frame).
 	Timer TimerMode
 	Tick  time.Duration
 	// AppTimer, when positive, runs a recurring application timer at this
@@ -214,7 +217,7 @@ func DefaultConfig() Config {
 		OutLow:         256 << 10,
 		OutCap:         8 << 20,
 		MaxFrame:       1 << 20,
-		Timer:          TimerPeriodic,
+		Timer:          TimerDeadline,
 		Tick:           time.Millisecond,
 		Callback:       "0",
 		WorkerQueue:    1024,
@@ -292,7 +295,7 @@ func (c Config) Validate() error {
 	default:
 		return rangeErr("timer", c.Timer, "periodic, deadline")
 	}
-	if c.Timer == TimerPeriodic && (c.Tick < 10*time.Microsecond || c.Tick > time.Second) {
+	if c.Tick < 10*time.Microsecond || c.Tick > time.Second {
 		return rangeErr("tick", c.Tick, "10µs..1s")
 	}
 	if c.AppTimer < 0 || (c.AppTimer > 0 && c.AppTimer < 10*time.Microsecond) {
