@@ -80,7 +80,7 @@ type loop struct {
 	tasks          int // offloaded callbacks not yet returned
 	rearmTurns     int // oneshot: turns since start, for the missed-rearm mutant
 	progress       uint64
-	lastBatch      int // events the last epoll_wait returned (WaitPollFirst's hint)
+	lastBatch      int   // events the last epoll_wait returned (WaitPollFirst's hint)
 	now            int64 // round start, for timer callbacks
 
 	onMessageFn func(message) // bound once: a method value per call would allocate
