@@ -181,3 +181,26 @@ func SuiteDirs(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// prepareDir creates dir, or accepts it if it exists and is empty.
+func prepareDir(dir string) error {
+	if dir == "" {
+		return errors.New("matrix: no run directory")
+	}
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("matrix: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("matrix: %w", err)
+	case len(ents) > 0:
+		return fmt.Errorf("%w: %s holds %d entries (accepted: a new or empty directory)", ErrDirNotEmpty, dir, len(ents))
+	}
+	return nil
+}
+
+// ErrDirNotEmpty is wrapped when Options.Dir already holds files.
+var ErrDirNotEmpty = errors.New("matrix: run directory is not empty")

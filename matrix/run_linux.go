@@ -42,9 +42,6 @@ type Options struct {
 	RunCell func(ctx context.Context, cell harness.Cell) (*harness.CellResult, error)
 }
 
-// ErrDirNotEmpty is wrapped when Options.Dir already holds files.
-var ErrDirNotEmpty = errors.New("matrix: run directory is not empty")
-
 // Run runs shard Options.Shard of the spec into Options.Dir: each planned
 // run through the harness, the manifest rewritten after every run (so an
 // interrupted matrix leaves a consistent, readable directory), and returns
@@ -185,26 +182,6 @@ func verdictText(r results.RunRecord) string {
 		why += ": " + r.Invalid[0]
 	}
 	return why
-}
-
-// prepareDir creates dir, or accepts it if it exists and is empty.
-func prepareDir(dir string) error {
-	if dir == "" {
-		return errors.New("matrix: no run directory")
-	}
-	ents, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("matrix: %w", err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("matrix: %w", err)
-	case len(ents) > 0:
-		return fmt.Errorf("%w: %s holds %d entries (accepted: a new or empty directory)", ErrDirNotEmpty, dir, len(ents))
-	}
-	return nil
 }
 
 // harnessCell turns a planned run into the harness's cell.

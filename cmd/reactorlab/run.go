@@ -149,9 +149,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "reactorlab run: %v\n", err)
 			return 1
 		}
@@ -239,4 +237,12 @@ func defaultCPUs() harness.CPUs {
 		return harness.Unpinned
 	}
 	return harness.CPUs{Server: mine[0], Client: mine[1]}
+}
+
+// writeJSON writes v to w as indented JSON (the --json output of run and
+// footprint).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
