@@ -56,6 +56,9 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 	if s.paused || s.poolWait || s.eof || l.quiesced {
 		return false, false
 	}
+	// Every echo, PING answer and REJECT of the turn is queued on this
+	// buffer; the flush that ends the turn takes it back once drained.
+	l.lendOut(s)
 	b := &l.cfg.Budgets
 	noBudget := l.cfg.Faults.NoBudget
 	maxFrame := l.cfg.MaxFrame
@@ -247,7 +250,6 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 		if !l.r.dist.IsZero() {
 			cost.Spin(l.sampler.Sample())
 		}
-		l.lendOut(s)
 		if err := s.out.Append(frame); err != nil {
 			l.ledger.Rejected++
 			l.ledger.Abandoned++
@@ -259,7 +261,6 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 		l.stats.FramesEchoed++
 		return true
 	case wire.KindPing:
-		l.lendOut(s)
 		if err := s.out.Append(frame); err != nil {
 			l.stats.HardCapClosed++
 			l.closeSource(s)
@@ -282,7 +283,6 @@ func (l *loop) handle(s *source, h wire.Header, frame []byte) bool {
 
 // reject queues a REJECT answering h with reason.
 func (l *loop) reject(s *source, h wire.Header, reason string) bool {
-	l.lendOut(s)
 	b := s.out.Reserve(wire.HeaderSize + len(reason))
 	if b == nil {
 		l.stats.HardCapClosed++
