@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
-
 	"github.com/reactorlab/reactorlab/reactors"
 )
 

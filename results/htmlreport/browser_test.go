@@ -138,28 +138,29 @@ func openInBrowser(t *testing.T, exe string, doc []byte) openedPage {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		// The network here is closed: keep Chromium from trying it.
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.WindowSize(1280, 900),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	newBrowser := func(profile string) (context.Context, context.CancelFunc) {
+		actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+			chromedp.ExecPath(exe),
+			chromedp.Headless,
+			chromedp.NoSandbox, // CI runs as root
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			// The network here is closed: keep Chromium from trying it.
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-extensions", true),
+			chromedp.Flag("disable-default-apps", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("hide-scrollbars", true),
+			chromedp.UserDataDir(filepath.Join(dir, profile)),
+			chromedp.WindowSize(1280, 900),
+		)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		return bctx, func() { cancelBrowser(); cancelAlloc() }
+	}
 
 	var (
 		mu  sync.Mutex
@@ -172,7 +173,7 @@ func openInBrowser(t *testing.T, exe string, doc []byte) openedPage {
 	}
 	// Listen starts the browser and the tab; the log and network domains
 	// are enabled by chromedp.
-	err := chromedp.Listen(bctx, func(ev any) {
+	onEvent := func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
@@ -200,15 +201,34 @@ func openInBrowser(t *testing.T, exe string, doc []byte) openedPage {
 				problem("request to %s", u)
 			}
 		}
-	})
-	if err != nil {
-		t.Fatalf("start Chromium: %v", err)
+	}
+	// Chromium, started while the other core is busy with the rest of
+	// `go test ./...`, has crashed at startup once (crashpad: "no stack
+	// mapping"); a second start, with a fresh profile, decides. What the
+	// page does is checked only once a browser is up.
+	var (
+		bctx        context.Context
+		stopBrowser context.CancelFunc
+	)
+	for attempt := 1; ; attempt++ {
+		bctx, stopBrowser = newBrowser(fmt.Sprintf("profile-%d", attempt))
+		defer stopBrowser()
+		err := chromedp.Listen(bctx, onEvent)
+		if err == nil {
+			break
+		}
+		if attempt == 2 || !strings.Contains(err.Error(), "failed to start") {
+			t.Fatalf("start Chromium: %v", err)
+		}
+		t.Logf("start Chromium, attempt %d: %v; trying again", attempt, err)
+		stopBrowser()
 	}
 	if err := chromedp.Do(bctx, chromedp.Navigate(pageURL)); err != nil {
 		t.Fatalf("open %s: %v", pageURL, err)
 	}
 	// Navigate returns after the load event, which waits for the images;
 	// decode() settles any still decoding.
+	var err error
 	out.Images, err = chromedp.Run(bctx, chromedp.Evaluate[[]pageImage](`(async () => {
 		const imgs = Array.from(document.images);
 		await Promise.allSettled(imgs.map(i => i.decode()));
@@ -230,7 +250,7 @@ func openInBrowser(t *testing.T, exe string, doc []byte) openedPage {
 		t.Fatalf("screenshot: %v", err)
 	}
 	// Stop the browser before reading the problems, so none comes late.
-	cancelBrowser()
+	stopBrowser()
 	mu.Lock()
 	defer mu.Unlock()
 	return out
