@@ -33,7 +33,7 @@
 // and a test checks the constant against `getconf CLK_TCK`), so it moves in
 // steps of 10 ms. ThreadCPU sums /proc/<pid>/task/*/schedstat instead, in
 // nanoseconds, for short measurement windows. Both measure the group
-// leader; GroupUsage and GroupThreadCPU sum over the living processes of
+// leader; GroupUsage and GroupSchedstat sum over the living processes of
 // the group, for a server started through a wrapper (a shell, `go run`).
 // ReadUsage and ReadThreadCPU measure any pid, this process included.
 package proc

@@ -352,8 +352,8 @@ func TestGroupUsage(t *testing.T) {
 	if lead1.Fds != lead0.Fds || grp1.Fds < grp0.Fds+n-1 || grp1.RSS <= lead1.RSS || grp1.Threads <= lead1.Threads {
 		t.Error("GroupUsage does not cover the wrapped server, or Usage is not the leader's alone")
 	}
-	if ns, err := p.GroupThreadCPU(); err != nil || ns <= 0 {
-		t.Errorf("GroupThreadCPU = %d, %v", ns, err)
+	if ss, err := p.GroupSchedstat(); err != nil || ss.RunNs <= 0 {
+		t.Errorf("GroupSchedstat = %+v, %v", ss, err)
 	}
 	e := mustStop(t, p)
 	t.Logf("wrapper: %v", e)

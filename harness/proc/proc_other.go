@@ -30,7 +30,6 @@ func (p *Process) Usage() (Usage, error)                { return Usage{}, errors
 func (p *Process) ThreadCPU() (int64, error)            { return 0, errors.ErrUnsupported }
 func (p *Process) Group() ([]int, error)                { return nil, errors.ErrUnsupported }
 func (p *Process) GroupUsage() (Usage, error)           { return Usage{}, errors.ErrUnsupported }
-func (p *Process) GroupThreadCPU() (int64, error)       { return 0, errors.ErrUnsupported }
 func ReadUsage(pid int) (Usage, error)                  { return Usage{}, errors.ErrUnsupported }
 func ReadThreadCPU(pid int) (int64, error)              { return 0, errors.ErrUnsupported }
 func ReadSchedstat(pid int) (Schedstat, error)          { return Schedstat{}, errors.ErrUnsupported }

@@ -58,7 +58,7 @@ func (p *Process) ThreadCPU() (int64, error) {
 // Group lists the living processes of the target's process group, the
 // leader first (while it lives). A command started through a wrapper (a
 // shell, `go run`) is served by a process other than the leader: Usage and
-// ThreadCPU measure the leader only, GroupUsage and GroupThreadCPU the whole
+// ThreadCPU measure the leader only, GroupUsage and GroupSchedstat the whole
 // group.
 func (p *Process) Group() ([]int, error) {
 	p.mu.Lock()
@@ -87,13 +87,6 @@ func (p *Process) GroupUsage() (Usage, error) {
 		return err
 	})
 	return sum, err
-}
-
-// GroupThreadCPU is the sum of ThreadCPU over the living processes of the
-// group, with the same caveats as GroupUsage.
-func (p *Process) GroupThreadCPU() (int64, error) {
-	s, err := p.GroupSchedstat()
-	return s.RunNs, err
 }
 
 // GroupSchedstat is the sum of ReadSchedstat over the living processes of
