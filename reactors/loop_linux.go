@@ -80,6 +80,7 @@ type loop struct {
 	tasks          int // offloaded callbacks not yet returned
 	rearmTurns     int // oneshot: turns since start, for the missed-rearm mutant
 	progress       uint64
+	lastYield      int64 // nanotime of the last yieldToScheduler that yielded
 	lastBatch      int   // events the last epoll_wait returned (WaitPollFirst's hint)
 	now            int64 // round start, for timer callbacks
 
@@ -342,6 +343,33 @@ func (l *loop) run() {
 	// ONESHOT workers share theirs.
 }
 
+// schedulerYieldEvery is how often, at most, a loop about to block passes
+// through the Go scheduler. A locked loop thread that only ever runs its
+// own goroutine never advances its P's schedtick, so after 10 ms sysmon
+// takes it for a goroutine that will not yield: it retakes the P from the
+// blocking epoll_wait and, having retaken one, drops its own sleep back to
+// 20 µs. In ping-pong that kept sysmon waking ~1,900 times a second on the
+// loop's CPU, and 14% of round trips took a slow mode of about twice the
+// median; gnet, whose loop calls Gosched when its poll comes back empty,
+// saw ~300 timer wakeups a second there. A yield every few milliseconds,
+// well inside sysmon's 10 ms, costs one hand-off of the P (a locked
+// goroutine is handed back to its own thread) and lets sysmon back off to
+// its 10 ms sleep; the load generator does the same (loadgen's yieldEvery).
+// A loop that never blocks is not retaken, only pre-empted by signal every
+// 10 ms, as before: yielding every round instead cost lt 3% of its
+// pipelined throughput. See docs/PERFORMANCE.md.
+const schedulerYieldEvery = 4e6 // ns
+
+// yieldToScheduler calls runtime.Gosched when schedulerYieldEvery has passed
+// since the last call that did; wait calls it before blocking.
+func (l *loop) yieldToScheduler(now int64) {
+	if now-l.lastYield < schedulerYieldEvery {
+		return
+	}
+	runtime.Gosched()
+	l.lastYield = nanotime()
+}
+
 // waitTimeout: 0 while ready work remains; a short poll while shutting down
 // (bounded by the stop grace); otherwise block until an event (the timerfd
 // bounds it: every tick, or the nearest deadline).
@@ -382,7 +410,9 @@ func (l *loop) wait(timeout int) (int, error) {
 		}
 		l.stats.EpollWaits++
 	}
-	l.publish(nanotime(), true)
+	now := nanotime()
+	l.publish(now, true)
+	l.yieldToScheduler(now)
 	l.stats.BlockingWaits++
 	n, err := waitBlocking(l.epfd, l.evs, timeout)
 	if err != nil {
