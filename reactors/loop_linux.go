@@ -81,6 +81,7 @@ type loop struct {
 	rearmTurns     int // oneshot: turns since start, for the missed-rearm mutant
 	progress       uint64
 	lastYield      int64 // nanotime of the last yieldToScheduler that yielded
+	wokeAt         int64 // nanotime when the round's epoll_wait returned
 	lastBatch      int   // events the last epoll_wait returned (WaitPollFirst's hint)
 	now            int64 // round start, for timer callbacks
 
@@ -320,15 +321,18 @@ func (l *loop) run() {
 		l.publish(now, false)
 
 		timeout := l.waitTimeout()
+		var roundEnd int64 // read only for the histogram; wait reuses it
 		if !l.hist.off {
-			l.hist.record(l.hist.round, nanotime()-roundStart)
+			roundEnd = nanotime()
+			l.hist.record(l.hist.round, roundEnd-roundStart)
 		}
-		n, err := l.wait(timeout)
+		n, err := l.wait(timeout, roundEnd)
 		if err != nil {
 			l.r.fail(err)
 			continue
 		}
 		roundStart = nanotime()
+		l.wokeAt = roundStart
 		l.lastBatch = n
 		before := l.progress
 		l.dispatch(l.evs[:n])
@@ -388,7 +392,9 @@ func (l *loop) waitTimeout() int {
 	return -1
 }
 
-func (l *loop) wait(timeout int) (int, error) {
+// wait is one epoll_wait (after a zero-timeout poll, in poll-first mode).
+// now is the clock at the end of the round, or 0 if it was not read.
+func (l *loop) wait(timeout int, now int64) (int, error) {
 	l.stats.EpollWaits++
 	if timeout == 0 {
 		l.stats.ZeroTimeoutWaits++
@@ -410,7 +416,9 @@ func (l *loop) wait(timeout int) (int, error) {
 		}
 		l.stats.EpollWaits++
 	}
-	now := nanotime()
+	if now == 0 {
+		now = nanotime()
+	}
 	l.publish(now, true)
 	l.yieldToScheduler(now)
 	l.stats.BlockingWaits++
@@ -502,14 +510,14 @@ func (l *loop) onConnEvent(s *source, events uint32) {
 	switch l.design {
 	case ET:
 		if readable {
-			l.enqueue(l.ready, s)
+			l.enqueue(l.ready, s, l.wokeAt)
 		}
 	case Prio:
 		if readable {
 			if s.control {
 				l.turn(s, l.ctlReady)
 			} else {
-				l.enqueue(l.ready, s)
+				l.enqueue(l.ready, s, l.wokeAt)
 			}
 		}
 	case OneShot:
@@ -528,11 +536,18 @@ func (l *loop) onConnEvent(s *source, events uint32) {
 	}
 }
 
-// enqueue puts s on q (dedup) and remembers when it became ready.
-func (l *loop) enqueue(q *readyq.Queue, s *source) {
+// enqueue puts s on q (dedup) and, with stats on, remembers when it became
+// ready: at, when the caller knows it (a source dispatched from an
+// epoll_wait became ready no later than the wakeup that reported it, so
+// dispatch passes the round's start and saves a clock read per source), or
+// now when at is 0.
+func (l *loop) enqueue(q *readyq.Queue, s *source, at int64) {
 	if q.Push(s.ref) {
 		if !l.hist.off {
-			s.since = nanotime()
+			if at == 0 {
+				at = nanotime()
+			}
+			s.since = at
 		}
 		if n := uint64(q.Len()); n > l.stats.ReadyQueueMax {
 			l.stats.ReadyQueueMax = n
@@ -554,7 +569,7 @@ func (l *loop) consume() {
 		for _, ref := range l.blocked {
 			if s, ok := l.table.Get(ref); ok && s.poolWait {
 				s.poolWait = false
-				l.enqueue(l.queueFor(s), s)
+				l.enqueue(l.queueFor(s), s, 0)
 			}
 		}
 		l.blocked = l.blocked[:0]

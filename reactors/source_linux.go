@@ -42,7 +42,7 @@ func (l *loop) turn(s *source, q *readyq.Queue) bool {
 	}
 	if requeue && !s.paused && !s.poolWait && !s.stopHeld {
 		l.stats.Requeues++
-		l.enqueue(q, s)
+		l.enqueue(q, s, 0)
 		return true
 	}
 	return false
@@ -395,7 +395,7 @@ func (l *loop) updateInterest(s *source) {
 		if paused {
 			l.stats.BackpressureOn++
 		} else if s.in != nil && l.hasFrame(s) {
-			l.enqueue(l.queueFor(s), s)
+			l.enqueue(l.queueFor(s), s, 0)
 		}
 	}
 	if has := !s.out.Empty(); has != s.hadOut {
