@@ -74,6 +74,9 @@ type Cell struct {
 	CPUs  CPUs          `json:"cpus"`
 	Mode  Mode          `json:"mode"`
 	Grace time.Duration `json:"-"` // JSON: "grace_s", seconds
+	// ServerCPU caps the server's CPU time, in CPUs (LabSpec.ServerCPU);
+	// 0 leaves it unlimited.
+	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// Dir is the directory the cell's files go to; it is created if
 	// missing, and must be writable by the lab (the same file system).
 	Dir string `json:"dir"`
@@ -273,7 +276,7 @@ func (cell Cell) labSpec() (LabSpec, loadgen.Config) {
 	load := cell.Load
 	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
 	load.Progress = nil
-	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace}
+	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU}
 	if cell.Reactor != "" {
 		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
 		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(loadBound(load)+time.Minute).String())
@@ -642,14 +645,18 @@ func describePlacement(lab *LabResult) string {
 		if p == nil {
 			return name + ": no record"
 		}
-		if p.CPU < 0 {
-			return name + " unpinned"
+		s := name + " unpinned"
+		if p.CPU >= 0 {
+			ok := "every thread verified"
+			if !p.AffinityOK {
+				ok = "a thread was seen off it"
+			}
+			s = fmt.Sprintf("%s on CPU %d (%s)", name, p.CPU, ok)
 		}
-		ok := "every thread verified"
-		if !p.AffinityOK {
-			ok = "a thread was seen off it"
+		if l := p.CPULimit; l != nil {
+			s += fmt.Sprintf(", capped at %g CPU (throttled in %d of %d periods of %g ms)", l.Share, l.Throttled, l.Periods, l.PeriodMs)
 		}
-		return fmt.Sprintf("%s on CPU %d (%s)", name, p.CPU, ok)
+		return s
 	}
 	return side("server", lab.Server) + ", " + side("loadgen", lab.Client)
 }

@@ -956,6 +956,8 @@ func TestSpecRefused(t *testing.T) {
 		{"bad env", func(s *LabSpec) { s.Client.Env = []string{"NOEQUALS"} }, `env "NOEQUALS"`},
 		{"bad mode", func(s *LabSpec) { s.Mode = "cloud" }, `mode "cloud"`},
 		{"negative grace", func(s *LabSpec) { s.Grace = -time.Second }, "grace -1s is negative"},
+		{"negative server cpu", func(s *LabSpec) { s.ServerCPU = -0.5 }, "server_cpu -0.5: want a number of CPUs > 0"},
+		{"server cpu without a server", func(s *LabSpec) { s.Server.Argv = nil; s.ServerCPU = 0.5 }, "server_cpu set, but there is no server"},
 		{"short timeout", func(s *LabSpec) { s.Timeout = time.Second }, "timeout 1s leaves the client no time"},
 		{"zero CPUs", func(s *LabSpec) { s.CPUs = CPUs{} }, "both sides on CPU 0"},
 		{"huge CPU", func(s *LabSpec) { s.CPUs = CPUs{Server: 1 << 20, Client: -1} }, "is not a CPU number"},

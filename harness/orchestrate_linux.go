@@ -78,6 +78,14 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.ServerCPU > 0 {
+		lim, limErr := proc.LimitCPU(srv.p.Pid(), s.ServerCPU, 0)
+		if limErr != nil {
+			return srv.res, nil, errors.Join(fmt.Errorf("server: server_cpu %v: %w", s.ServerCPU, limErr), srv.stop())
+		}
+		// Every return below has stopped (and reaped) the server first.
+		defer func() { err = errors.Join(err, srv.releaseCPULimit(lim)) }()
+	}
 
 	if pr.probe {
 		addrs := []string{pr.addr}
@@ -179,6 +187,18 @@ func (sd *side) start(ctx context.Context, argv []string, ps proc.Spec) error {
 		sd.checkAffinity(a)
 	}
 	return nil
+}
+
+// releaseCPULimit records the kernel's account of the server's CPU cap and
+// removes its cgroup; the server has been reaped.
+func (sd *side) releaseCPULimit(lim *proc.CPULimit) error {
+	st, err := lim.Stat()
+	sd.mu.Lock()
+	sd.res.CPULimit = &CPULimitRecord{Share: lim.Share, PeriodMs: float64(lim.Period) / float64(time.Millisecond),
+		Cgroup: lim.Dir, CgroupVersion: lim.Version,
+		Periods: st.Periods, Throttled: st.Throttled, ThrottledS: st.ThrottledTime.Seconds()}
+	sd.mu.Unlock()
+	return errors.Join(err, lim.Release())
 }
 
 // checkAffinity clears AffinityOK if a thread of a pinned process is on

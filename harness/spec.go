@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,6 +223,15 @@ type LabSpec struct {
 	ServerMayExit bool `json:"server_may_exit,omitempty"`
 	// CPUs is the placement; see CPUs for its zero value.
 	CPUs CPUs `json:"cpus"`
+	// ServerCPU caps the server's CPU time at this many CPUs (0.5: half
+	// of one), enforced by the kernel's CFS bandwidth control in a cgroup
+	// of the server's own (proc.LimitCPU), from just after it accepts on
+	// its addresses to its end; 0 leaves it unlimited. It makes the server,
+	// not the load generator, the limit of a run on a machine whose CPUs
+	// are few, and, unlike a competing busy process, it gives a server the
+	// same CPU time however many threads it runs. A run that asks for it
+	// where the kernel offers no cgroup CPU controller fails.
+	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// Mode is where to run; "" is ModeAuto.
 	Mode Mode `json:"mode,omitempty"`
 	// Timeout is a hard bound on the whole of Run, setup, stops and audit
@@ -307,6 +317,23 @@ type LabResult struct {
 	Elapsed time.Duration `json:"-"` // JSON: "elapsed_s", seconds
 }
 
+// CPULimitRecord is a run's record of the server's CPU cap
+// (LabSpec.ServerCPU) and of the kernel's account of it.
+type CPULimitRecord struct {
+	// Share is the cap in CPUs, PeriodMs the CFS period it holds over.
+	Share    float64 `json:"share"`
+	PeriodMs float64 `json:"period_ms"`
+	// Cgroup is the cgroup's directory and CgroupVersion its version.
+	Cgroup        string `json:"cgroup"`
+	CgroupVersion int    `json:"cgroup_version"`
+	// Periods counts the periods in which the server ran; Throttled those
+	// that ended with its quota spent; ThrottledS how long it was held
+	// back in all. Read when the server has ended.
+	Periods    int64   `json:"periods"`
+	Throttled  int64   `json:"throttled_periods"`
+	ThrottledS float64 `json:"throttled_s"`
+}
+
 // ProcResult is what became of one process.
 type ProcResult struct {
 	// Argv is the command as run, placeholders replaced ("@role" stays).
@@ -316,6 +343,9 @@ type ProcResult struct {
 	Pid int `json:"pid"`
 	// CPU is the requested CPU, -1 for unpinned.
 	CPU int `json:"cpu"`
+	// CPULimit is the server's CPU cap and the kernel's account of it (nil
+	// when LabSpec.ServerCPU was 0).
+	CPULimit *CPULimitRecord `json:"cpu_limit,omitempty"`
 	// AffinityStart is every thread's CPU mask just after the start;
 	// AffinityEnd the last one observed while the process was alive (the
 	// client may exit between samples). AffinityOK is false if any thread
@@ -462,6 +492,11 @@ func (s LabSpec) validate() (*spec, error) {
 		if c.cpu < -1 || c.cpu >= maxCPU {
 			errs = append(errs, fmt.Errorf("cpus: %s: %d is not a CPU number (0..%d) or -1", c.name, c.cpu, maxCPU-1))
 		}
+	}
+	if math.IsNaN(s.ServerCPU) || math.IsInf(s.ServerCPU, 0) || s.ServerCPU < 0 {
+		errs = append(errs, fmt.Errorf("server_cpu %v: want a number of CPUs > 0, or 0 for no limit", s.ServerCPU))
+	} else if s.ServerCPU > 0 && s.Alone() {
+		errs = append(errs, errors.New("server_cpu set, but there is no server"))
 	}
 	if s.CPUs.Server >= 0 && s.CPUs.Server == s.CPUs.Client {
 		errs = append(errs, fmt.Errorf("cpus %s: both sides on CPU %d: the two measured sides never share a CPU (give two CPUs, or none)", s.CPUs, s.CPUs.Server))

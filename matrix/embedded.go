@@ -31,6 +31,8 @@ var embedded = []Embedded{
 		files: []string{"priority.yaml"}},
 	{Name: "peers", Summary: "lt, et, prio-thread beside gnet, netpoll and stdlib servers (build examples/peers first): ping-pong on 1 and 64 connections, pipelined, hot + control",
 		files: []string{"peers.yaml"}},
+	{Name: "peers-capacity", Summary: "peers' pipelined cell with every server capped at half a CPU (cgroup quota; needs root), so the server, not the load generator, is the limit",
+		files: []string{"peers-capacity.yaml"}},
 	{Name: "nightly", Summary: "design-notes + priority + every reactor kind, input budgets 8/32/64 and the wire faults; run sharded in CI",
 		files: []string{"design-notes.yaml", "priority.yaml", "nightly-extra.yaml"}},
 }

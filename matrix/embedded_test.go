@@ -52,7 +52,7 @@ func TestEmbeddedSuites(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"quick", "design-notes", "priority", "peers", "nightly"} {
+	for _, name := range []string{"quick", "design-notes", "priority", "peers", "peers-capacity", "nightly"} {
 		if !seen[name] {
 			t.Errorf("no embedded suite %q", name)
 		}

@@ -137,7 +137,10 @@ func runDir(index int, id string, repeat int, with string) string {
 func (c Cell) Info() results.CellInfo {
 	cfg := map[string]string{}
 	for _, name := range Fields {
-		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" {
+		// Fields a cell does not use are left out; server_cpu only when
+		// set, so that manifests written before it existed still compare.
+		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" ||
+			name == "server_cpu" && c.ServerCPU == 0 {
 			continue
 		}
 		cfg[name] = fields[name].text(&c.Settings)
@@ -174,6 +177,9 @@ func (c Cell) Describe() string {
 	}
 	if len(c.WireFaults)+len(c.ReactorFaults) > 0 {
 		parts = append(parts, "faults "+fields["faults"].text(&c.Settings))
+	}
+	if c.ServerCPU > 0 {
+		parts = append(parts, "server capped at "+fields["server_cpu"].text(&c.Settings)+" CPU")
 	}
 	parts = append(parts, fields["duration"].text(&c.Settings)+" after "+fields["warmup"].text(&c.Settings)+" warm-up")
 	return strings.Join(parts, ", ")

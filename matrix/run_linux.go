@@ -192,7 +192,7 @@ func harnessCell(p PlannedRun, opt Options) (harness.Cell, error) {
 	}
 	return harness.Cell{
 		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
-		CPUs: opt.CPUs, Mode: opt.Mode, Grace: opt.Grace, Dir: filepath.Join(opt.Dir, p.Dir),
+		CPUs: opt.CPUs, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil
 }
 

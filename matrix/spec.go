@@ -104,6 +104,12 @@ type Settings struct {
 	WireFaults    []string
 	ReactorFaults []string
 
+	// ServerCPU caps the server's CPU time at this many CPUs (0.5: half of
+	// one) with a cgroup CPU quota (harness.LabSpec.ServerCPU), so that the
+	// server and not the load generator is the limit; 0: no cap. It applies
+	// to reference reactors and black-box targets alike.
+	ServerCPU float64
+
 	Duration time.Duration
 	Warmup   time.Duration
 }
@@ -239,8 +245,15 @@ func (s Settings) reactorSteps() []reactorStep {
 // reads them.
 var Fields = []string{
 	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "stop_at",
-	"callback", "workers", "budgets", "timer", "app_timer", "faults", "duration", "warmup",
+	"callback", "workers", "budgets", "timer", "app_timer", "faults", "server_cpu", "duration", "warmup",
 }
+
+// The server_cpu field's range: the least is the kernel's 1 ms quota per
+// proc.DefaultCPUPeriod; the most is a sanity bound.
+const (
+	minServerCPU = 0.05
+	maxServerCPU = 1024
+)
 
 // field decodes, compares and prints one baseline field.
 type field struct {
@@ -304,7 +317,26 @@ var fields = map[string]field{
 		text:  func(s *Settings) string { return strconv.FormatFloat(s.Rate, 'g', -1, 64) },
 	},
 	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
-	"stop_at":       durField(func(s *Settings) *time.Duration { return &s.StopAt }),
+	"server_cpu": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			c, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > maxServerCPU {
+				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, 0.05..%d, e.g. 0.5; 0 for none)", v, maxServerCPU)
+			}
+			if c > 0 && c < minServerCPU {
+				return fmt.Errorf("%q is below the least cap, %v CPU (a 1 ms quota per 20 ms period)", v, minServerCPU)
+			}
+			s.ServerCPU = c
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.ServerCPU == b.ServerCPU },
+		text:  func(s *Settings) string { return strconv.FormatFloat(s.ServerCPU, 'g', -1, 64) },
+	},
+	"stop_at": durField(func(s *Settings) *time.Duration { return &s.StopAt }),
 	"callback": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			v, err := scalar(n)

@@ -33,7 +33,7 @@ var structField = map[string]string{
 	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
 	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every", "StopAt": "stop_at",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
-	"WireFaults": "faults", "ReactorFaults": "faults",
+	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu",
 	"Duration": "duration", "Warmup": "warmup",
 }
 
@@ -291,6 +291,9 @@ var errorCases = []struct {
 	{"budgets with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  budgets: {budget-input: 8}\n", 7, "budgets: reactor-only with a target"},
 	{"timer with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  timer: deadline\n", 7, "timer: reactor-only with a target"},
 	{"reactor fault with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  faults: [no-drain]\n", 7, `faults: reactor fault "no-drain" with a target`},
+	{"bad server cpu", okBase + "  server_cpu: half\n", 8, `server_cpu: "half" is not a CPU cap (accepted: a number of CPUs, 0.05..1024`},
+	{"negative server cpu", okBase + "  server_cpu: -0.5\n", 8, `server_cpu: "-0.5" is not a CPU cap`},
+	{"server cpu below the least quota", okBase + "  server_cpu: 0.01\n", 8, `server_cpu: "0.01" is below the least cap, 0.05 CPU`},
 	{"steady without rate", okBase + "  steady: 4\n", 8, "steady: steady sources without a rate"},
 	{"rate without steady", okBase + "  rate: 1000\n", 8, "rate: a rate without steady sources"},
 	{"hot without inflight", strings.Replace(okBase, "  inflight: 4\n", "", 1), 4, "hot: hot sources without inflight"},
@@ -311,6 +314,37 @@ var errorCases = []struct {
 	{"black box where a reactor setting is set", "name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, callback: 5us, duration: 1s}\nfactors:\n  - name: reactor\n    values: [et, {cmd: ./s}]\n", 5, "factors[0].values[1] (reactor): reactor-only with a target"},
 	{"factor reactor fault on target", "name: x\nbaseline: {target: {cmd: ./s}, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - name: faults\n    values: [no-drain]\n", 5, `factors[0].values[0] (faults): reactor fault "no-drain" with a target`},
 	{"alias", "name: &n x\nbaseline: {reactor: lt}\n", 1, "spec: anchors and aliases are not supported"},
+}
+
+// TestServerCPU parses a server_cpu factor over black-box targets and
+// reference reactors: the cap reaches each cell, its description and its
+// manifest record, and is absent from both where it is not set.
+func TestServerCPU(t *testing.T) {
+	s, err := Parse([]byte("name: cap\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s, server_cpu: 0.5}\n" +
+		"factors:\n  - {name: server_cpu, values: [0, 0.25]}\n  - {name: reactor, values: [{cmd: ./srv}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"baseline": 0.5, "server_cpu=0": 0, "server_cpu=0.25": 0.25, "reactor=cmd:./srv": 0.5}
+	for _, c := range s.Expand() {
+		w, ok := want[c.ID]
+		if !ok {
+			t.Errorf("unexpected cell %s", c.ID)
+			continue
+		}
+		info := c.Info()
+		if c.ServerCPU != w {
+			t.Errorf("%s: server_cpu %v, want %v", c.ID, c.ServerCPU, w)
+		}
+		capped := strings.Contains(c.Describe(), "server capped at ")
+		if _, recorded := info.Config["server_cpu"]; capped != (w > 0) || recorded != (w > 0) {
+			t.Errorf("%s (cap %v): described %q, config %v", c.ID, w, c.Describe(), info.Config)
+		}
+		delete(want, c.ID)
+	}
+	if len(want) > 0 {
+		t.Errorf("cells missing: %v", want)
+	}
 }
 
 func TestErrors(t *testing.T) {

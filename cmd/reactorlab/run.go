@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -55,6 +56,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 		func(s string) error { faultSpecs = append(faultSpecs, s); return nil })
 	cpus := defaultCPUs()
 	fs.Var(&cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none; default: the first two CPUs this process may use)")
+	serverCPU := fs.Float64("server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	labMode := fs.String("lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	grace := fs.Duration("grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
 	out := fs.String("out", "", "directory for the run's files (default reactorlab-runs/NAME-TIME)")
@@ -80,7 +82,10 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 			return refuse("--%s: the harness chooses the server's addresses", name)
 		}
 	}
-	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace}
+	if math.IsNaN(*serverCPU) || math.IsInf(*serverCPU, 0) || *serverCPU < 0 {
+		return refuse("--server-cpu %v: want a number of CPUs > 0, or 0 for no cap", *serverCPU)
+	}
+	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace, ServerCPU: *serverCPU}
 	mode, ok := labModes[*labMode]
 	if !ok {
 		return refuse("--lab %q (accepted: auto, on, off)", *labMode)

@@ -5,13 +5,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
 )
@@ -37,6 +42,8 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		{[]string{"--reactor", "lt", "--cpus", "server=0,loadgen=0"}, []string{"CPU 0"}},
 		{[]string{"--reactor", "lt", "--cpus", "server=1023,loadgen=0"}, []string{"1023"}},
 		{[]string{"--reactor", "lt", "--grace", "-1s"}, []string{"grace"}},
+		{[]string{"--reactor", "lt", "--server-cpu", "-0.5"}, []string{"--server-cpu", "-0.5"}},
+		{[]string{"--reactor", "lt", "--server-cpu", "NaN"}, []string{"--server-cpu", "NaN"}},
 		{[]string{"--reactor", "lt", "--budget-input", "0"}, []string{"budget-input"}},
 		{[]string{"--reactor", "lt", "--duration", "0s"}, []string{"duration"}},
 		{[]string{"--reactor", "lt", "stray"}, []string{"stray"}},
@@ -196,5 +203,40 @@ func TestRunBlackBoxCPU(t *testing.T) {
 	t.Logf("server CPU %d ns for %d frames: %.0f ns a frame", cpu, frames, perFrame)
 	if perFrame < 200 {
 		t.Errorf("server CPU %.0f ns a frame over %d frames: the shell's, not the server's?", perFrame, frames)
+	}
+}
+
+// TestRunServerCPUCap runs lt under a load that keeps it busy with its CPU
+// capped at 0.3: the kernel must have throttled it (so the cap was in force
+// and binding), its CPU time must stay within the cap (1.25 × the cap over
+// its life, plus 0.2 s for its start, before the cap), the load generator
+// must name the server as the limit, and the cgroup must be gone.
+func TestRunServerCPUCap(t *testing.T) {
+	if err := proc.CheckCPULimit(); err != nil {
+		t.Skip("cannot cap a process's CPU here:", err)
+	}
+	const share = 0.3
+	res, stdout, _ := runOnce(t, "--reactor", "lt", "--hot", "100", "--inflight", "16", "--control-every", "0",
+		"--duration", "1s", "--warmup", "300ms", "--server-cpu", fmt.Sprint(share))
+	srv := res.Lab.Server
+	if srv == nil || srv.CPULimit == nil {
+		t.Fatalf("no CPU cap recorded:\n%s", stdout)
+	}
+	l := srv.CPULimit
+	t.Logf("cap %+v; server CPU %v over %v\n%s", *l, time.Duration(srv.UserNs+srv.SysNs), srv.Elapsed, stdout)
+	if l.Share != share || l.Throttled == 0 || l.Periods == 0 {
+		t.Errorf("cap %+v: want share %v and throttled periods", *l, share)
+	}
+	if bound := time.Duration(1.25*share*float64(srv.Elapsed)) + 200*time.Millisecond; time.Duration(srv.UserNs+srv.SysNs) > bound {
+		t.Errorf("server CPU %v over %v, capped at %v CPU: above %v", time.Duration(srv.UserNs+srv.SysNs), srv.Elapsed, share, bound)
+	}
+	if res.Load.SelfCheck.Limit != "target" {
+		t.Errorf("self-check limit %q, want target", res.Load.SelfCheck.Limit)
+	}
+	if !strings.Contains(stdout, "capped at 0.3 CPU") {
+		t.Errorf("the summary does not say the server was capped:\n%s", stdout)
+	}
+	if _, err := os.Stat(l.Cgroup); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("cgroup %s left behind: %v", l.Cgroup, err)
 	}
 }

@@ -36,6 +36,13 @@
 // leader; GroupUsage and GroupSchedstat sum over the living processes of
 // the group, for a server started through a wrapper (a shell, `go run`).
 // ReadUsage and ReadThreadCPU measure any pid, this process included.
+//
+// # CPU cap
+//
+// LimitCPU caps a started process's CPU time with a cgroup of its own and a
+// CFS bandwidth quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us); the
+// caller releases it once the process has been reaped. CheckCPULimit says
+// whether that can work here.
 package proc
 
 import (

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if os.Getenv(spinEnv) != "" {
+		spinFor(10 * time.Second)
+		return 0
+	}
 	dir, err := os.MkdirTemp("", "proc-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

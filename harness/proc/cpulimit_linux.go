@@ -1,0 +1,190 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultCPUPeriod is the CFS bandwidth period a CPULimit uses: the limit
+// holds over every period of this length, so a process limited to half a
+// CPU runs at most 10 ms in every 20.
+const DefaultCPUPeriod = 20 * time.Millisecond
+
+// minCPUQuota is the kernel's smallest CFS quota (1 ms).
+const minCPUQuota = time.Millisecond
+
+// ErrNoCPUController means this machine offers no cgroup CPU controller
+// that this process can write: neither cgroup v2 with the cpu controller
+// at /sys/fs/cgroup nor cgroup v1's cpu hierarchy.
+var ErrNoCPUController = errors.New("no writable cgroup CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us)")
+
+// A CPULimit caps one process's CPU time with the kernel's CFS bandwidth
+// control: the process is moved into a cgroup of its own whose quota is
+// Share × Period of CPU time per Period, summed over its threads and
+// inherited by any child it starts. Throttled time is time the process
+// wanted a CPU and was refused one.
+//
+// Invariants: the cgroup exists from LimitCPU's return until Release, and
+// holds only the limited process and its descendants; Release removes it.
+type CPULimit struct {
+	// Share is the limit in CPUs (0.5: half of one CPU).
+	Share float64
+	// Period is the CFS period; the quota is Share × Period.
+	Period time.Duration
+	// Dir is the cgroup's directory; Version is the cgroup version (1 or 2).
+	Dir     string
+	Version int
+}
+
+// CPULimitStat is the kernel's account of a CPULimit (its cgroup's cpu.stat).
+type CPULimitStat struct {
+	// Periods is the number of periods in which the process ran; Throttled
+	// how many of them ended with the quota spent and the process held back.
+	Periods   int64 `json:"periods"`
+	Throttled int64 `json:"throttled_periods"`
+	// ThrottledTime is the total time the process was held back.
+	ThrottledTime time.Duration `json:"-"`
+}
+
+// LimitCPU moves the live process pid into a new cgroup limited to share
+// CPUs per period (DefaultCPUPeriod when 0). share must be positive and
+// finite and give a quota of at least 1 ms per period. The caller must
+// Release the limit once the process has been reaped. pid is read in the
+// caller's PID namespace.
+func LimitCPU(pid int, share float64, period time.Duration) (*CPULimit, error) {
+	if period == 0 {
+		period = DefaultCPUPeriod
+	}
+	if period < minCPUQuota || period > time.Second {
+		return nil, fmt.Errorf("cpu limit: period %v: want 1ms..1s", period)
+	}
+	if math.IsNaN(share) || math.IsInf(share, 0) || share <= 0 {
+		return nil, fmt.Errorf("cpu limit: share %v: want a number of CPUs > 0", share)
+	}
+	quota := time.Duration(share * float64(period))
+	if quota < minCPUQuota {
+		return nil, fmt.Errorf("cpu limit: share %v of a %v period is a quota of %v; the kernel's least is %v", share, period, quota, minCPUQuota)
+	}
+	root, version, err := cpuCgroupRoot()
+	if err != nil {
+		return nil, fmt.Errorf("cpu limit: %w", err)
+	}
+	l := &CPULimit{Share: share, Period: period, Version: version,
+		// The random part keeps two labs apart: each has its own PID
+		// namespace, so their pids can be equal.
+		Dir: filepath.Join(root, fmt.Sprintf("reactorlab-%d-%d-%08x", os.Getpid(), pid, rand.Uint32()))}
+	if err := os.Mkdir(l.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cpu limit: %w", err)
+	}
+	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
+	var writes [][2]string
+	if version == 2 {
+		writes = [][2]string{{"cpu.max", us(quota) + " " + us(period)}}
+	} else {
+		writes = [][2]string{{"cpu.cfs_period_us", us(period)}, {"cpu.cfs_quota_us", us(quota)}}
+	}
+	writes = append(writes, [2]string{"cgroup.procs", strconv.Itoa(pid)})
+	for _, w := range writes {
+		if err := os.WriteFile(filepath.Join(l.Dir, w[0]), []byte(w[1]), 0); err != nil {
+			return nil, errors.Join(fmt.Errorf("cpu limit: %w", err), l.remove())
+		}
+	}
+	return l, nil
+}
+
+// CheckCPULimit reports whether LimitCPU can work here: a cgroup CPU
+// controller exists and this process may make a cgroup in it (it makes one
+// and removes it). The error wraps ErrNoCPUController or the file system's
+// refusal.
+func CheckCPULimit() error {
+	root, _, err := cpuCgroupRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, fmt.Sprintf("reactorlab-check-%d-%08x", os.Getpid(), rand.Uint32()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("cpu limit: %w", err)
+	}
+	return os.Remove(dir)
+}
+
+// cpuCgroupRoot finds where a CPU-limited cgroup can be made: the cgroup v2
+// root when it offers the cpu controller (which is then enabled for its
+// children), else cgroup v1's cpu hierarchy.
+func cpuCgroupRoot() (string, int, error) {
+	const v2 = "/sys/fs/cgroup"
+	if b, err := os.ReadFile(filepath.Join(v2, "cgroup.controllers")); err == nil {
+		if !strings.Contains(" "+strings.TrimSpace(string(b))+" ", " cpu ") {
+			return "", 0, fmt.Errorf("%w: cgroup v2 at %s has no cpu controller", ErrNoCPUController, v2)
+		}
+		if err := os.WriteFile(filepath.Join(v2, "cgroup.subtree_control"), []byte("+cpu"), 0); err != nil {
+			return "", 0, fmt.Errorf("%w: enabling cpu for %s's children: %w", ErrNoCPUController, v2, err)
+		}
+		return v2, 2, nil
+	}
+	for _, dir := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"} {
+		if _, err := os.Stat(filepath.Join(dir, "cpu.cfs_quota_us")); err == nil {
+			return dir, 1, nil
+		}
+	}
+	return "", 0, ErrNoCPUController
+}
+
+// Stat reads the kernel's account of the limit.
+func (l *CPULimit) Stat() (CPULimitStat, error) {
+	b, err := os.ReadFile(filepath.Join(l.Dir, "cpu.stat"))
+	if err != nil {
+		return CPULimitStat{}, fmt.Errorf("cpu limit: %w", err)
+	}
+	var st CPULimitStat
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "nr_periods":
+			st.Periods = n
+		case "nr_throttled":
+			st.Throttled = n
+		case "throttled_time": // v1, ns
+			st.ThrottledTime = time.Duration(n)
+		case "throttled_usec": // v2
+			st.ThrottledTime = time.Duration(n) * time.Microsecond
+		}
+	}
+	return st, nil
+}
+
+// Release removes the limit's cgroup. Call it once the limited process has
+// been reaped: a cgroup with a task in it cannot be removed, and Release
+// then fails after waiting up to a second for the task to be gone (an
+// exiting task leaves its cgroup a moment after it is reaped).
+func (l *CPULimit) Release() error {
+	return l.remove()
+}
+
+func (l *CPULimit) remove() error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		err := os.Remove(l.Dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cpu limit: removing %s: %w", l.Dir, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
