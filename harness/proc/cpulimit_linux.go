@@ -100,11 +100,11 @@ func LimitCPU(pid int, share float64, period time.Duration) (*CPULimit, error) {
 }
 
 // CheckCPULimit reports whether LimitCPU can work here: a cgroup CPU
-// controller exists and this process may make a cgroup in it (it makes one
-// and removes it). The error wraps ErrNoCPUController or the file system's
-// refusal.
+// controller exists and this process may make a cgroup in it and set its
+// quota (it makes one, sets a quota and removes it). The error wraps
+// ErrNoCPUController or the file system's refusal.
 func CheckCPULimit() error {
-	root, _, err := cpuCgroupRoot()
+	root, version, err := cpuCgroupRoot()
 	if err != nil {
 		return err
 	}
@@ -112,20 +112,34 @@ func CheckCPULimit() error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("cpu limit: %w", err)
 	}
-	return os.Remove(dir)
+	file, value := "cpu.max", "10000 20000"
+	if version == 1 {
+		file, value = "cpu.cfs_quota_us", "10000"
+	}
+	err = os.WriteFile(filepath.Join(dir, file), []byte(value), 0)
+	if err != nil {
+		err = fmt.Errorf("cpu limit: %w", err)
+	}
+	return errors.Join(err, os.Remove(dir))
 }
 
 // cpuCgroupRoot finds where a CPU-limited cgroup can be made: the cgroup v2
-// root when it offers the cpu controller (which is then enabled for its
-// children), else cgroup v1's cpu hierarchy.
+// root when it passes the cpu controller on to its children, else cgroup
+// v1's cpu hierarchy. It changes nothing: a v2 root that does not pass the
+// controller on is refused with the remedy, not reconfigured.
 func cpuCgroupRoot() (string, int, error) {
 	const v2 = "/sys/fs/cgroup"
 	if b, err := os.ReadFile(filepath.Join(v2, "cgroup.controllers")); err == nil {
-		if !strings.Contains(" "+strings.TrimSpace(string(b))+" ", " cpu ") {
+		if !hasWord(string(b), "cpu") {
 			return "", 0, fmt.Errorf("%w: cgroup v2 at %s has no cpu controller", ErrNoCPUController, v2)
 		}
-		if err := os.WriteFile(filepath.Join(v2, "cgroup.subtree_control"), []byte("+cpu"), 0); err != nil {
-			return "", 0, fmt.Errorf("%w: enabling cpu for %s's children: %w", ErrNoCPUController, v2, err)
+		sub, err := os.ReadFile(filepath.Join(v2, "cgroup.subtree_control"))
+		if err != nil {
+			return "", 0, fmt.Errorf("%w: %w", ErrNoCPUController, err)
+		}
+		if !hasWord(string(sub), "cpu") {
+			return "", 0, fmt.Errorf("%w: %s does not pass the cpu controller to its children (as root: echo +cpu > %s/cgroup.subtree_control)",
+				ErrNoCPUController, v2, v2)
 		}
 		return v2, 2, nil
 	}
@@ -135,6 +149,15 @@ func cpuCgroupRoot() (string, int, error) {
 		}
 	}
 	return "", 0, ErrNoCPUController
+}
+
+func hasWord(list, w string) bool {
+	for f := range strings.FieldsSeq(list) {
+		if f == w {
+			return true
+		}
+	}
+	return false
 }
 
 // Stat reads the kernel's account of the limit.
