@@ -37,7 +37,7 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, nightly"}},
+		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, peers-capacity, nightly"}},
 		{[]string{"matrix", "quick", "--shard", "3/2"}, []string{"--shard", "3/2", "i/n"}},
 		{[]string{"matrix", "quick", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
 		{[]string{"matrix", badSpec}, []string{"line 7", "colour", "unknown key"}},
