@@ -230,7 +230,9 @@ type LabSpec struct {
 	// not the load generator, the limit of a run on a machine whose CPUs
 	// are few, and, unlike a competing busy process, it gives a server the
 	// same CPU time however many threads it runs. A run that asks for it
-	// where the kernel offers no cgroup CPU controller fails.
+	// where the kernel offers no cgroup CPU controller fails. Cgroups are
+	// not namespaced: a run killed with SIGKILL leaves its (empty) cgroup,
+	// which the next capped run removes once it is a minute old.
 	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// Mode is where to run; "" is ModeAuto.
 	Mode Mode `json:"mode,omitempty"`

@@ -76,6 +76,7 @@ func LimitCPU(pid int, share float64, period time.Duration) (*CPULimit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cpu limit: %w", err)
 	}
+	sweepStale(root, time.Now().Add(-staleCgroupAge))
 	l := &CPULimit{Share: share, Period: period, Version: version,
 		// The random part keeps two labs apart: each has its own PID
 		// namespace, so their pids can be equal.
@@ -158,6 +159,30 @@ func hasWord(list, w string) bool {
 		}
 	}
 	return false
+}
+
+// staleCgroupAge is how old an empty cgroup of ours must be before
+// sweepStale removes it: far longer than the moment between making a
+// cgroup and moving its process in, so a concurrent run's is never taken.
+const staleCgroupAge = time.Minute
+
+// sweepStale removes the empty "reactorlab-" cgroups under root made
+// before cutoff: what a run killed before its Release (SIGKILL) left. A
+// cgroup with a process in it cannot be removed, so a live run's is safe;
+// errors are ignored, as a sweep is only tidying.
+func sweepStale(root string, cutoff time.Time) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "reactorlab-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(root, e.Name()))
+		}
+	}
 }
 
 // Stat reads the kernel's account of the limit.

@@ -2,9 +2,12 @@ package proc
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -99,6 +102,48 @@ func TestLimitCPURefusesBadShares(t *testing.T) {
 			t.Errorf("LimitCPU(share %v, period %v): no error", c.share, c.period)
 		} else {
 			t.Logf("share %v, period %v: %v", c.share, c.period, err)
+		}
+	}
+}
+
+// TestSweepStaleCgroups: what a killed run left (an empty cgroup of ours,
+// made before the cutoff) is removed; a newer one, and a cgroup that is
+// not ours, are kept.
+func TestSweepStaleCgroups(t *testing.T) {
+	if err := CheckCPULimit(); err != nil {
+		t.Skip("cannot make cgroups here:", err)
+	}
+	root, _, err := cpuCgroupRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(dir) })
+		return dir
+	}
+	suffix := fmt.Sprintf("%d-%08x", os.Getpid(), rand.Uint32())
+	old, young, foreign := mk("reactorlab-sweep-old-"+suffix), mk("reactorlab-sweep-young-"+suffix), mk("other-sweep-"+suffix)
+	info, err := os.Stat(young)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything made so far counts as old against a cutoff after it,
+	// except young, whose time is the cutoff itself.
+	if err := os.Chtimes(old, time.Time{}, info.ModTime().Add(-time.Second)); err != nil {
+		t.Skip("cannot date a cgroup here:", err)
+	}
+	sweepStale(root, info.ModTime())
+	for _, c := range []struct {
+		dir  string
+		kept bool
+	}{{old, false}, {young, true}, {foreign, true}} {
+		_, err := os.Stat(c.dir)
+		if kept := err == nil; kept != c.kept {
+			t.Errorf("%s: kept %v, want %v (%v)", c.dir, kept, c.kept, err)
 		}
 	}
 }
