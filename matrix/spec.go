@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/cost"
@@ -248,12 +249,9 @@ var Fields = []string{
 	"callback", "workers", "budgets", "timer", "app_timer", "faults", "server_cpu", "duration", "warmup",
 }
 
-// The server_cpu field's range: the least is the kernel's 1 ms quota per
-// proc.DefaultCPUPeriod; the most is a sanity bound.
-const (
-	minServerCPU = 0.05
-	maxServerCPU = 1024
-)
+// maxServerCPU bounds the server_cpu field (a sanity bound); the least
+// cap is proc.MinCPUShare.
+const maxServerCPU = 1024
 
 // field decodes, compares and prints one baseline field.
 type field struct {
@@ -325,10 +323,10 @@ var fields = map[string]field{
 			}
 			c, err := strconv.ParseFloat(v, 64)
 			if err != nil || math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > maxServerCPU {
-				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, 0.05..%d, e.g. 0.5; 0 for none)", v, maxServerCPU)
+				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, %v..%d, e.g. 0.5; 0 for none)", v, proc.MinCPUShare, maxServerCPU)
 			}
-			if c > 0 && c < minServerCPU {
-				return fmt.Errorf("%q is below the least cap, %v CPU (a 1 ms quota per 20 ms period)", v, minServerCPU)
+			if c > 0 && c < proc.MinCPUShare {
+				return fmt.Errorf("%q is below the least cap, %v CPU (a 1 ms quota per 20 ms period)", v, proc.MinCPUShare)
 			}
 			s.ServerCPU = c
 			return nil

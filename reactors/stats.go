@@ -135,8 +135,9 @@ type histograms struct {
 // histDigits is the precision of the loop's histograms: 2 significant
 // digits, so a value is recorded within 1% of itself. With 3 digits each
 // histogram up to a minute took 216 KiB; with 2, 30 KiB, and the five of a
-// loop fit in a core's L2 cache beside the loop's own data. Recording into the larger ones cost et and oneshot about
-// 3.5% of their capacity at half a CPU (see docs/PERFORMANCE.md).
+// loop fit in a core's L2 cache beside the loop's own data. Recording into
+// the larger ones cost et and oneshot about 3.5% of their capacity at half
+// a CPU (see docs/PERFORMANCE.md).
 const histDigits = 2
 
 func newHistograms(off bool) *histograms {

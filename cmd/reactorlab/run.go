@@ -21,6 +21,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -82,8 +83,8 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 			return refuse("--%s: the harness chooses the server's addresses", name)
 		}
 	}
-	if math.IsNaN(*serverCPU) || math.IsInf(*serverCPU, 0) || *serverCPU < 0 {
-		return refuse("--server-cpu %v: want a number of CPUs > 0, or 0 for no cap", *serverCPU)
+	if c := *serverCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > 0 && c < proc.MinCPUShare {
+		return refuse("--server-cpu %v: want a number of CPUs, at least %v, or 0 for no cap", c, proc.MinCPUShare)
 	}
 	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace, ServerCPU: *serverCPU}
 	mode, ok := labModes[*labMode]

@@ -44,6 +44,7 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		{[]string{"--reactor", "lt", "--grace", "-1s"}, []string{"grace"}},
 		{[]string{"--reactor", "lt", "--server-cpu", "-0.5"}, []string{"--server-cpu", "-0.5"}},
 		{[]string{"--reactor", "lt", "--server-cpu", "NaN"}, []string{"--server-cpu", "NaN"}},
+		{[]string{"--reactor", "lt", "--server-cpu", "0.01"}, []string{"--server-cpu", "at least 0.05"}},
 		{[]string{"--reactor", "lt", "--budget-input", "0"}, []string{"budget-input"}},
 		{[]string{"--reactor", "lt", "--duration", "0s"}, []string{"duration"}},
 		{[]string{"--reactor", "lt", "stray"}, []string{"stray"}},

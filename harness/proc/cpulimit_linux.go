@@ -12,14 +12,6 @@ import (
 	"time"
 )
 
-// DefaultCPUPeriod is the CFS bandwidth period a CPULimit uses: the limit
-// holds over every period of this length, so a process limited to half a
-// CPU runs at most 10 ms in every 20.
-const DefaultCPUPeriod = 20 * time.Millisecond
-
-// minCPUQuota is the kernel's smallest CFS quota (1 ms).
-const minCPUQuota = time.Millisecond
-
 // ErrNoCPUController means this machine offers no cgroup CPU controller
 // that this process can write: neither cgroup v2 with the cpu controller
 // at /sys/fs/cgroup nor cgroup v1's cpu hierarchy.
