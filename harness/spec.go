@@ -495,8 +495,8 @@ func (s LabSpec) validate() (*spec, error) {
 			errs = append(errs, fmt.Errorf("cpus: %s: %d is not a CPU number (0..%d) or -1", c.name, c.cpu, maxCPU-1))
 		}
 	}
-	if math.IsNaN(s.ServerCPU) || math.IsInf(s.ServerCPU, 0) || s.ServerCPU < 0 {
-		errs = append(errs, fmt.Errorf("server_cpu %v: want a number of CPUs > 0, or 0 for no limit", s.ServerCPU))
+	if c := s.ServerCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > 0 && c < proc.MinCPUShare {
+		errs = append(errs, fmt.Errorf("server_cpu %v: want a number of CPUs, at least %v, or 0 for no limit", c, proc.MinCPUShare))
 	} else if s.ServerCPU > 0 && s.Alone() {
 		errs = append(errs, errors.New("server_cpu set, but there is no server"))
 	}
