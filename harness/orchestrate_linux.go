@@ -79,7 +79,7 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 		return nil, nil, err
 	}
 	if s.ServerCPU > 0 {
-		lim, limErr := proc.LimitCPU(srv.p.Pid(), s.ServerCPU, 0)
+		lim, limErr := srv.p.LimitCPU(s.ServerCPU, 0)
 		if limErr != nil {
 			return srv.res, nil, errors.Join(fmt.Errorf("server: server_cpu %v: %w", s.ServerCPU, limErr), srv.stop())
 		}
@@ -195,7 +195,7 @@ func (sd *side) releaseCPULimit(lim *proc.CPULimit) error {
 	st, err := lim.Stat()
 	sd.mu.Lock()
 	sd.res.CPULimit = &CPULimitRecord{Share: lim.Share, PeriodMs: float64(lim.Period) / float64(time.Millisecond),
-		Cgroup: lim.Dir, CgroupVersion: lim.Version,
+		Cgroup: lim.Dir, CgroupVersion: lim.Version, Processes: lim.Procs,
 		Periods: st.Periods, Throttled: st.Throttled, ThrottledS: st.ThrottledTime.Seconds()}
 	sd.mu.Unlock()
 	return errors.Join(err, lim.Release())

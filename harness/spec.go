@@ -328,6 +328,9 @@ type CPULimitRecord struct {
 	// Cgroup is the cgroup's directory and CgroupVersion its version.
 	Cgroup        string `json:"cgroup"`
 	CgroupVersion int    `json:"cgroup_version"`
+	// Processes counts the server's processes moved into it: its whole
+	// process group (a wrapper shell and the server behind it, say).
+	Processes int `json:"processes"`
 	// Periods counts the periods in which the server ran; Throttled those
 	// that ended with its quota spent; ThrottledS how long it was held
 	// back in all. Read when the server has ended.
@@ -495,8 +498,8 @@ func (s LabSpec) validate() (*spec, error) {
 			errs = append(errs, fmt.Errorf("cpus: %s: %d is not a CPU number (0..%d) or -1", c.name, c.cpu, maxCPU-1))
 		}
 	}
-	if c := s.ServerCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > 0 && c < proc.MinCPUShare {
-		errs = append(errs, fmt.Errorf("server_cpu %v: want a number of CPUs, at least %v, or 0 for no limit", c, proc.MinCPUShare))
+	if c := s.ServerCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > proc.MaxCPUShare || c > 0 && c < proc.MinCPUShare {
+		errs = append(errs, fmt.Errorf("server_cpu %v: want a number of CPUs, %v..%d, or 0 for no limit", c, proc.MinCPUShare, proc.MaxCPUShare))
 	} else if s.ServerCPU > 0 && s.Alone() {
 		errs = append(errs, errors.New("server_cpu set, but there is no server"))
 	}

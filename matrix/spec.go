@@ -249,10 +249,6 @@ var Fields = []string{
 	"callback", "workers", "budgets", "timer", "app_timer", "faults", "server_cpu", "duration", "warmup",
 }
 
-// maxServerCPU bounds the server_cpu field (a sanity bound); the least
-// cap is proc.MinCPUShare.
-const maxServerCPU = 1024
-
 // field decodes, compares and prints one baseline field.
 type field struct {
 	decode func(n *yaml.Node, s *Settings) error
@@ -322,8 +318,8 @@ var fields = map[string]field{
 				return err
 			}
 			c, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > maxServerCPU {
-				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, %v..%d, e.g. 0.5; 0 for none)", v, proc.MinCPUShare, maxServerCPU)
+			if err != nil || math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > proc.MaxCPUShare {
+				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, %v..%d, e.g. 0.5; 0 for none)", v, proc.MinCPUShare, proc.MaxCPUShare)
 			}
 			if c > 0 && c < proc.MinCPUShare {
 				return fmt.Errorf("%q is below the least cap, %v CPU (a 1 ms quota per 20 ms period)", v, proc.MinCPUShare)

@@ -83,8 +83,8 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 			return refuse("--%s: the harness chooses the server's addresses", name)
 		}
 	}
-	if c := *serverCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > 0 && c < proc.MinCPUShare {
-		return refuse("--server-cpu %v: want a number of CPUs, at least %v, or 0 for no cap", c, proc.MinCPUShare)
+	if c := *serverCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > proc.MaxCPUShare || c > 0 && c < proc.MinCPUShare {
+		return refuse("--server-cpu %v: want a number of CPUs, %v..%d, or 0 for no cap", c, proc.MinCPUShare, proc.MaxCPUShare)
 	}
 	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace, ServerCPU: *serverCPU}
 	mode, ok := labModes[*labMode]

@@ -13,3 +13,7 @@ const minCPUQuota = time.Millisecond
 // MinCPUShare is the smallest cap LimitCPU takes with DefaultCPUPeriod: the
 // kernel's least quota, 1 ms, per 20 ms period.
 const MinCPUShare = float64(minCPUQuota) / float64(DefaultCPUPeriod)
+
+// MaxCPUShare bounds a cap, in CPUs: a sanity bound, far above any
+// machine this runs on.
+const MaxCPUShare = 1024

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoCPUController means this machine offers no cgroup CPU controller
@@ -17,14 +19,16 @@ import (
 // at /sys/fs/cgroup nor cgroup v1's cpu hierarchy.
 var ErrNoCPUController = errors.New("no writable cgroup CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us)")
 
-// A CPULimit caps one process's CPU time with the kernel's CFS bandwidth
-// control: the process is moved into a cgroup of its own whose quota is
-// Share × Period of CPU time per Period, summed over its threads and
-// inherited by any child it starts. Throttled time is time the process
-// wanted a CPU and was refused one.
+// A CPULimit caps CPU time with the kernel's CFS bandwidth control: a
+// cgroup of its own whose quota is Share × Period of CPU time per Period,
+// summed over the threads of every process in it and inherited by any
+// child they start. Throttled time is time they wanted a CPU and were
+// refused one.
 //
-// Invariants: the cgroup exists from LimitCPU's return until Release, and
-// holds only the limited process and its descendants; Release removes it.
+// Invariants: the cgroup exists from NewCPULimit's return until Release,
+// holds only the processes added to it and their descendants, and is
+// locked (flock on its directory) while it exists, so that sweepStale
+// never takes it; Release removes it.
 type CPULimit struct {
 	// Share is the limit in CPUs (0.5: half of one CPU).
 	Share float64
@@ -33,6 +37,10 @@ type CPULimit struct {
 	// Dir is the cgroup's directory; Version is the cgroup version (1 or 2).
 	Dir     string
 	Version int
+	// Procs counts the processes added.
+	Procs int
+
+	lock *os.File // the directory, flock'ed until Release
 }
 
 // CPULimitStat is the kernel's account of a CPULimit (its cgroup's cpu.stat).
@@ -45,24 +53,33 @@ type CPULimitStat struct {
 	ThrottledTime time.Duration `json:"-"`
 }
 
-// LimitCPU moves the live process pid into a new cgroup limited to share
-// CPUs per period (DefaultCPUPeriod when 0). share must be positive and
-// finite and give a quota of at least 1 ms per period. The caller must
-// Release the limit once the process has been reaped. pid is read in the
-// caller's PID namespace.
-func LimitCPU(pid int, share float64, period time.Duration) (*CPULimit, error) {
+// cpuQuota checks a cap and returns its quota per period (DefaultCPUPeriod
+// when period is 0): share must be finite, at most MaxCPUShare, and give a
+// quota of at least 1 ms; period must be 1 ms..1 s.
+func cpuQuota(share float64, period time.Duration) (time.Duration, time.Duration, error) {
 	if period == 0 {
 		period = DefaultCPUPeriod
 	}
 	if period < minCPUQuota || period > time.Second {
-		return nil, fmt.Errorf("cpu limit: period %v: want 1ms..1s", period)
+		return 0, 0, fmt.Errorf("cpu limit: period %v: want 1ms..1s", period)
 	}
-	if math.IsNaN(share) || math.IsInf(share, 0) || share <= 0 {
-		return nil, fmt.Errorf("cpu limit: share %v: want a number of CPUs > 0", share)
+	if math.IsNaN(share) || math.IsInf(share, 0) || share <= 0 || share > MaxCPUShare {
+		return 0, 0, fmt.Errorf("cpu limit: share %v: want a number of CPUs > 0, at most %d", share, MaxCPUShare)
 	}
 	quota := time.Duration(share * float64(period))
 	if quota < minCPUQuota {
-		return nil, fmt.Errorf("cpu limit: share %v of a %v period is a quota of %v; the kernel's least is %v", share, period, quota, minCPUQuota)
+		return 0, 0, fmt.Errorf("cpu limit: share %v of a %v period is a quota of %v; the kernel's least is %v", share, period, quota, minCPUQuota)
+	}
+	return quota, period, nil
+}
+
+// NewCPULimit makes an empty cgroup limited to share CPUs per period
+// (DefaultCPUPeriod when 0); Add puts processes in it. It first sweeps
+// what killed runs left (sweepStale). The caller must Release it.
+func NewCPULimit(share float64, period time.Duration) (*CPULimit, error) {
+	quota, period, err := cpuQuota(share, period)
+	if err != nil {
+		return nil, err
 	}
 	root, version, err := cpuCgroupRoot()
 	if err != nil {
@@ -72,9 +89,12 @@ func LimitCPU(pid int, share float64, period time.Duration) (*CPULimit, error) {
 	l := &CPULimit{Share: share, Period: period, Version: version,
 		// The random part keeps two labs apart: each has its own PID
 		// namespace, so their pids can be equal.
-		Dir: filepath.Join(root, fmt.Sprintf("reactorlab-%d-%d-%08x", os.Getpid(), pid, rand.Uint32()))}
+		Dir: filepath.Join(root, fmt.Sprintf("reactorlab-%d-%08x", os.Getpid(), rand.Uint32()))}
 	if err := os.Mkdir(l.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cpu limit: %w", err)
+	}
+	if l.lock, err = lockDir(l.Dir, false); err != nil {
+		return nil, errors.Join(fmt.Errorf("cpu limit: %w", err), l.Release())
 	}
 	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 	var writes [][2]string
@@ -83,13 +103,70 @@ func LimitCPU(pid int, share float64, period time.Duration) (*CPULimit, error) {
 	} else {
 		writes = [][2]string{{"cpu.cfs_period_us", us(period)}, {"cpu.cfs_quota_us", us(quota)}}
 	}
-	writes = append(writes, [2]string{"cgroup.procs", strconv.Itoa(pid)})
 	for _, w := range writes {
 		if err := os.WriteFile(filepath.Join(l.Dir, w[0]), []byte(w[1]), 0); err != nil {
-			return nil, errors.Join(fmt.Errorf("cpu limit: %w", err), l.remove())
+			return nil, errors.Join(fmt.Errorf("cpu limit: %w", err), l.Release())
 		}
 	}
 	return l, nil
+}
+
+// Add moves the live process pid (in the caller's PID namespace) into the
+// cgroup, every thread of it.
+func (l *CPULimit) Add(pid int) error {
+	if err := os.WriteFile(filepath.Join(l.Dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		return fmt.Errorf("cpu limit: pid %d: %w", pid, err)
+	}
+	l.Procs++
+	return nil
+}
+
+// LimitCPU caps the target's CPU time: every living process of its group
+// (the server behind a wrapper shell or `go run` included) is moved into a
+// new CPULimit of share CPUs per period. The target must not have been
+// reaped, and is not while its group is moved, so no pid is reused. The
+// caller must Release the limit once the target has been reaped.
+func (p *Process) LimitCPU(share float64, period time.Duration) (*CPULimit, error) {
+	l, err := NewCPULimit(share, period)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return nil, errors.Join(fmt.Errorf("cpu limit: %s (pid %d): %w", p.name, p.pid, ErrExited), l.Release())
+	}
+	pids, err := groupPids(p.pid)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("cpu limit: %w", err), l.Release())
+	}
+	for _, pid := range pids {
+		if err := l.Add(pid); err != nil && !errors.Is(err, unix.ESRCH) { // ESRCH: exited meanwhile
+			return nil, errors.Join(err, l.Release())
+		}
+	}
+	if l.Procs == 0 {
+		return nil, errors.Join(fmt.Errorf("cpu limit: %s (pid %d): no living process in its group", p.name, p.pid), l.Release())
+	}
+	return l, nil
+}
+
+// lockDir opens dir and takes an exclusive flock on it; with try, it fails
+// at once (EWOULDBLOCK) if another holds it.
+func lockDir(dir string, try bool) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_EX
+	if try {
+		how |= unix.LOCK_NB
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("flock %s: %w", dir, err)
+	}
+	return f, nil
 }
 
 // CheckCPULimit reports whether LimitCPU can work here: a cgroup CPU
@@ -158,10 +235,11 @@ func hasWord(list, w string) bool {
 // cgroup and moving its process in, so a concurrent run's is never taken.
 const staleCgroupAge = time.Minute
 
-// sweepStale removes the empty "reactorlab-" cgroups under root made
-// before cutoff: what a run killed before its Release (SIGKILL) left. A
-// cgroup with a process in it cannot be removed, so a live run's is safe;
-// errors are ignored, as a sweep is only tidying.
+// sweepStale removes the "reactorlab-" cgroups under root that were made
+// before cutoff and that no live CPULimit holds (each holds a flock on its
+// directory until Release): what a run killed before its Release (SIGKILL)
+// left, once its processes are gone. A cgroup with a process in it cannot
+// be removed either. Errors are ignored, as a sweep is only tidying.
 func sweepStale(root string, cutoff time.Time) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -171,9 +249,16 @@ func sweepStale(root string, cutoff time.Time) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "reactorlab-") {
 			continue
 		}
-		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
-			os.Remove(filepath.Join(root, e.Name()))
+		dir := filepath.Join(root, e.Name())
+		if info, err := e.Info(); err != nil || !info.ModTime().Before(cutoff) {
+			continue
 		}
+		f, err := lockDir(dir, true)
+		if err != nil {
+			continue // held by a live limit, or gone
+		}
+		os.Remove(dir)
+		f.Close()
 	}
 }
 
@@ -207,12 +292,18 @@ func (l *CPULimit) Stat() (CPULimitStat, error) {
 	return st, nil
 }
 
-// Release removes the limit's cgroup. Call it once the limited process has
-// been reaped: a cgroup with a task in it cannot be removed, and Release
-// then fails after waiting up to a second for the task to be gone (an
-// exiting task leaves its cgroup a moment after it is reaped).
+// Release removes the limit's cgroup and drops its lock. Call it once the
+// limited processes have been reaped: a cgroup with a task in it cannot be
+// removed, and Release then fails after waiting up to a second for the
+// tasks to be gone (an exiting task leaves its cgroup a moment after it is
+// reaped).
 func (l *CPULimit) Release() error {
-	return l.remove()
+	err := l.remove()
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
+	return err
 }
 
 func (l *CPULimit) remove() error {
@@ -222,9 +313,9 @@ func (l *CPULimit) remove() error {
 		if err == nil || errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			return fmt.Errorf("cpu limit: removing %s: %w", l.Dir, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // no event says a cgroup emptied (v1)
 	}
 }
