@@ -39,10 +39,10 @@
 //
 // # CPU cap
 //
-// LimitCPU caps a started process's CPU time with a cgroup of its own and a
-// CFS bandwidth quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us); the
-// caller releases it once the process has been reaped. CheckCPULimit says
-// whether that can work here.
+// Process.LimitCPU caps a started target's CPU time, its whole process
+// group's, with a cgroup of its own and a CFS bandwidth quota (cgroup v2
+// cpu.max, or v1 cpu.cfs_quota_us); the caller releases it once the target
+// has been reaped. CheckCPULimit says whether that can work here.
 package proc
 
 import (
