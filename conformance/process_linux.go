@@ -84,6 +84,8 @@ func twoFreeAddrs() (string, string, error) {
 // reference protocol or internal counters are skipped.
 type Command struct {
 	Argv []string
+	// Dir is the command's working directory ("" inherits this process's).
+	Dir string
 	// Grace is how long the command may take to exit after SIGTERM before
 	// SIGKILL (0: 5 s).
 	Grace time.Duration
@@ -93,12 +95,14 @@ type Command struct {
 func (t Command) Name() string { return "cmd:" + strings.Join(t.Argv, " ") }
 
 // Start runs the command and waits (at most 30 s: `go run` may compile
-// first) until it accepts connections.
+// first) until it accepts connections. The command's process group is
+// watched from then on: any of its processes that exits before the case
+// stops it makes the case fail with cause target.
 func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
 	if len(t.Argv) == 0 {
 		return nil, errors.New("command target: empty command")
 	}
-	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, FdLimit: setup.FdLimit, Ready: 30 * time.Second, Grace: t.Grace})
+	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, Dir: t.Dir, FdLimit: setup.FdLimit, Ready: 30 * time.Second, Grace: t.Grace})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
@@ -165,26 +169,50 @@ func (i *process) Stop() (Final, error) {
 	if exit.Killed {
 		f.Exit += ", killed after the SIGTERM grace period"
 	}
+	var problems []string
+	if i.ref != nil {
+		var out serveOutput
+		line := bytes.TrimSpace(exit.Stdout)
+		if err := json.Unmarshal(line, &out); err != nil {
+			problems = append(problems, fmt.Sprintf("unreadable serve output %q: %v", truncate(line, 200), err))
+		} else {
+			f.Stats = &out.Stats
+			if out.Error != "" {
+				problems = append(problems, "reactor error: "+out.Error)
+			}
+			// A reference reactor ends by itself after a STOP frame: that is
+			// the protocol, not a crash.
+			if exit.ExitedBeforeStop && out.StoppedBy == "STOP frame" && f.Clean {
+				exit.ExitedBeforeStop = false
+				f.Exit += " after a STOP frame"
+			}
+		}
+	}
+	// A target is whole only while every process it had when it became
+	// ready lives: one that exited before it was stopped (the server
+	// behind a wrapper shell, or the leader itself) is a crash, whatever
+	// its code and whatever the case's counts said.
+	if exit.ExitedBeforeStop {
+		f.Exit = "exited by itself during the case (" + f.Exit + ")"
+		problems = append(problems, "")
+	}
+	for _, d := range exit.Departed {
+		if d.Pid != i.p.Pid() { // the leader's exit is said above
+			problems = append(problems, "a process of the target exited during the case: "+d.String())
+		}
+	}
+	for _, p := range problems {
+		f.Clean = false
+		if p != "" {
+			f.Exit += "; " + p
+		}
+	}
 	if !f.Clean && exit.StderrTail != "" {
 		// A Go crash's message is at the top, its goroutine dump after.
 		if head := strings.TrimSpace(exit.StderrHead); head != "" && head != strings.TrimSpace(exit.StderrTail) {
 			f.Exit += "; stderr begins: " + truncate([]byte(head), 1500)
 		}
 		f.Exit += "; stderr ends: " + strings.TrimSpace(exit.StderrTail)
-	}
-	if i.ref != nil {
-		var out serveOutput
-		line := bytes.TrimSpace(exit.Stdout)
-		if err := json.Unmarshal(line, &out); err != nil {
-			f.Clean = false
-			f.Exit += fmt.Sprintf("; unreadable serve output %q: %v", truncate(line, 200), err)
-		} else {
-			f.Stats = &out.Stats
-			if out.Error != "" {
-				f.Clean = false
-				f.Exit += "; reactor error: " + out.Error
-			}
-		}
 	}
 	i.final = &f
 	return f, nil

@@ -33,9 +33,12 @@ func counterLine(c reactors.Counters) string {
 	return strings.Join(parts, " ")
 }
 
-// Summary counts verdicts.
+// Summary counts verdicts; Inconclusive is counted apart from the others.
 type Summary struct {
-	Pass, Fail, Skip int
+	Pass         int `json:"pass"`
+	Fail         int `json:"fail"`
+	Skip         int `json:"skip"`
+	Inconclusive int `json:"inconclusive"`
 }
 
 // Summarize counts the verdicts of results.
@@ -49,6 +52,8 @@ func Summarize(results []Result) Summary {
 			s.Fail++
 		case Skip:
 			s.Skip++
+		case Inconclusive:
+			s.Inconclusive++
 		}
 	}
 	return s
@@ -79,7 +84,7 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 			fmt.Fprintf(w, ": %s", r.Reason)
 		}
 		fmt.Fprintln(w)
-		if r.Verdict == Fail || verbose {
+		if r.Verdict == Fail || r.Verdict == Inconclusive || verbose {
 			for _, e := range r.Evidence {
 				fmt.Fprintf(w, "    %s\n", e)
 			}
@@ -91,7 +96,11 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 		}
 	}
 	s := Summarize(results)
-	_, err := fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped\n", target, s.Pass, s.Fail, s.Skip)
+	line := fmt.Sprintf("%d passed, %d failed, %d skipped", s.Pass, s.Fail, s.Skip)
+	if s.Inconclusive > 0 {
+		line += fmt.Sprintf(", %d inconclusive (a precondition could not be established: see above)", s.Inconclusive)
+	}
+	_, err := fmt.Fprintf(w, "\n%s: %s\n", target, line)
 	return err
 }
 
@@ -115,17 +124,28 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Skipped  int         `xml:"skipped,attr"`
+	Inconcl  int         `xml:"inconclusive,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      float64       `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	Name       string           `xml:"name,attr"`
+	Classname  string           `xml:"classname,attr"`
+	Time       float64          `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Failure    *junitMessage    `xml:"failure,omitempty"`
+	Skipped    *junitMessage    `xml:"skipped,omitempty"`
+	SystemOut  string           `xml:"system-out,omitempty"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitMessage struct {
@@ -134,10 +154,14 @@ type junitMessage struct {
 }
 
 // WriteJUnit writes the run as a JUnit XML test suite (one testcase per
-// case, classname "conformance.<target>"), for CI systems.
+// case, classname "conformance.<target>"), for CI systems. JUnit has no
+// verdict between pass and fail: an inconclusive case is written as
+// skipped, its message beginning "inconclusive: ", with a property
+// verdict=inconclusive, and the suite's inconclusive attribute counts them
+// (they are also in its skipped count, as JUnit readers expect).
 func WriteJUnit(w io.Writer, target string, results []Result) error {
 	s := Summarize(results)
-	suite := junitSuite{Name: "reactorlab conformance: " + target, Tests: len(results), Failures: s.Fail, Skipped: s.Skip}
+	suite := junitSuite{Name: "reactorlab conformance: " + target, Tests: len(results), Failures: s.Fail, Skipped: s.Skip + s.Inconclusive, Inconcl: s.Inconclusive}
 	for _, r := range results {
 		jc := junitCase{Name: r.ID + " " + r.Title, Classname: "conformance." + target, Time: r.Duration.Seconds(), SystemOut: strings.Join(r.Log, "\n")}
 		switch r.Verdict {
@@ -145,6 +169,9 @@ func WriteJUnit(w io.Writer, target string, results []Result) error {
 			jc.Failure = &junitMessage{Message: string(r.Cause) + ": " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
 		case Skip:
 			jc.Skipped = &junitMessage{Message: r.Reason}
+		case Inconclusive:
+			jc.Skipped = &junitMessage{Message: "inconclusive: " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
+			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(Inconclusive)}}}
 		}
 		suite.Time += jc.Time
 		suite.Cases = append(suite.Cases, jc)

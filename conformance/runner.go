@@ -16,11 +16,15 @@ import (
 type Verdict string
 
 // The verdicts. A case that cannot run on a target is skipped with its
-// reason, never passed.
+// reason, never passed. A case that ran but could not establish what its
+// claim needs (a limit in force, data queued in the server, a table full)
+// is inconclusive, with the reason: that is neither a pass nor a failure,
+// and it is counted apart from both.
 const (
-	Pass Verdict = "pass"
-	Fail Verdict = "fail"
-	Skip Verdict = "skip"
+	Pass         Verdict = "pass"
+	Fail         Verdict = "fail"
+	Skip         Verdict = "skip"
+	Inconclusive Verdict = "inconclusive"
 )
 
 // Cause says what a failure is about: the case's claim, or the run
@@ -43,7 +47,7 @@ type Result struct {
 	Title    string        `json:"title"`
 	Verdict  Verdict       `json:"verdict"`
 	Cause    Cause         `json:"cause,omitempty"`    // for failures
-	Reason   string        `json:"reason,omitempty"`   // skip reason, or the failure
+	Reason   string        `json:"reason,omitempty"`   // skip or inconclusive reason, or the failure
 	Evidence []string      `json:"evidence,omitempty"` // what was sent, what came back, counters
 	Log      []string      `json:"log,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
@@ -137,6 +141,18 @@ func (c *C) Skipf(format string, args ...any) {
 	c.mu.Lock()
 	if c.verdict != Fail {
 		c.verdict, c.reason = Skip, fmt.Sprintf(format, args...)
+	}
+	c.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Inconclusivef ends the case as inconclusive (unless it already failed):
+// it ran, but could not establish the precondition its claim needs, so it
+// says nothing either way. The reason names what was missing.
+func (c *C) Inconclusivef(format string, args ...any) {
+	c.mu.Lock()
+	if c.verdict != Fail {
+		c.verdict, c.reason = Inconclusive, fmt.Sprintf(format, args...)
 	}
 	c.mu.Unlock()
 	runtime.Goexit()
@@ -340,7 +356,8 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 
 // Run runs the catalogue (or the cases opts name) against target as
 // subtests of t, one per case: a failure fails the subtest with its
-// evidence, a skip skips it with the reason.
+// evidence, a skip skips it with the reason, and an inconclusive case
+// skips it with "INCONCLUSIVE: " and the reason (it proved nothing).
 func Run(t *testing.T, target Target, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -360,6 +377,9 @@ func Run(t *testing.T, target Target, opts ...Options) {
 			switch r.Verdict {
 			case Skip:
 				t.Skip(r.Reason)
+			case Inconclusive:
+				// Neither a pass nor a failure: the test says so and skips.
+				t.Skip("INCONCLUSIVE: " + r.Reason)
 			case Fail:
 				t.Errorf("%s %s: %s\n%s", cs.ID, cs.Title, r.Reason, strings.Join(r.Evidence, "\n"))
 			}

@@ -47,8 +47,9 @@ func schedulingCases() []Case {
 }
 
 // probe does round trips of one 64 B frame every 10 ms on p until stop is
-// closed and returns every round-trip time.
-func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}) ([]time.Duration, error) {
+// closed and returns every round-trip time; a round trip unanswered for
+// limit ends it with an error.
+func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}, limit time.Duration) ([]time.Duration, error) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	var rtts []time.Duration
@@ -64,9 +65,9 @@ func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}) ([]time.
 		if _, err := p.link.Write(wire.AppendFrame(nil, kind, 0, token, seq, monoNow(), payload)); err != nil {
 			return rtts, err
 		}
-		g, err := p.next(10 * time.Second)
+		g, err := p.next(limit)
 		if err != nil {
-			return rtts, fmt.Errorf("round trip %d: %w", seq, err)
+			return rtts, fmt.Errorf("round trip %d: %w (waited %v)", seq, err, limit)
 		}
 		if g.h.Kind != kind || g.h.Token != token || g.h.Seq != seq {
 			return rtts, fmt.Errorf("round trip %d: got %s", seq, g)
@@ -127,7 +128,7 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rtts, err := probe(p, kind, uint64(i+1), stop)
+			rtts, err := probe(p, kind, uint64(i+1), stop, 10*time.Second)
 			results[i] = res{rtts, err}
 		}()
 	}

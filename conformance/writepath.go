@@ -2,7 +2,11 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
 
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/wire"
@@ -31,6 +35,13 @@ func writeCases() []Case {
 		Bound:   "every echo within 20 s (16 MiB over loopback takes tens of milliseconds once the client reads)",
 		Timeout: 40 * time.Second,
 		Run:     runW3,
+	}, {
+		ID:      "W4",
+		Title:   "a half-closed peer that does not read does not freeze the others",
+		Claim:   "while a client that has shut down its write side leaves the echoes the server holds for it unread, four other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the server was seen holding echoes for that client from its half-close to the end",
+		Mutants: []string{"flush-spin-at-eof"}, WireFaults: []string{"half-close"},
+		Bound: "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it; one unanswered for twice the bound fails at once. The client fills as in I2 until the server stops reading or holds 256 KiB of echoes with nothing of it left unread (so a server that has not paused reads the FIN next, with echoes queued), then shuts down its write side and reads nothing more",
+		Run:   runW4,
 	}}
 }
 
@@ -174,4 +185,91 @@ func runW3(c *C) {
 	if err := <-errc; err != nil {
 		c.Fatalf("sending: %v", err)
 	}
+}
+
+func runW4(c *C) {
+	const light = 4
+	bound, why := w4Bound(c.Reference(), light)
+	c.Evidencef("bound: %s", why)
+	limit, lwhy := c.fillLimit()
+	c.Logf("%s", lwhy)
+	var peers []*peer
+	for i := 0; i < light; i++ {
+		peers = append(peers, c.dial(fmt.Sprintf("light conn %d", i+1), c.Instance().Addr()))
+	}
+	l := c.dialLoaded("half-closed conn", 100)
+	f := c.fill(l, limit, holdSome, true)
+	c.Evidencef("before the half-close: %s", f.why)
+	if err := l.conn.CloseWrite(); err != nil {
+		c.Fatalf("shutting down the write side: %v", err)
+	}
+	// A server that has not paused reads the FIN now, with echoes queued.
+	time.Sleep(50 * time.Millisecond) // a lead-in, not synchronisation: the FIN is the next thing it reads
+	if err := l.sample(); err == nil {
+		c.Evidencef("50 ms after the half-close: the server read the FIN: %v, holds %d bytes (%v)", l.q.finConsumed(), l.held(), l.q)
+	}
+	// From here the half-closed client reads nothing.
+	stop := make(chan struct{})
+	type res struct {
+		rtts []time.Duration
+		err  error
+	}
+	results := make([]res, light)
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rtts, err := probe(p, wire.KindData, uint64(i+1), stop, 2*bound)
+			results[i] = res{rtts, err}
+		}()
+	}
+	timer := time.NewTimer(1500 * time.Millisecond)
+	select {
+	case <-timer.C:
+	case <-c.Context().Done():
+	}
+	close(stop)
+	wg.Wait()
+	holding := false
+	if err := l.sample(); err == nil {
+		holding = f.holdsEchoes() && l.held() > streamFrameSize
+		c.Evidencef("after the probes: the server read the FIN: %v, holds %d bytes for the half-closed client (%v)", l.q.finConsumed(), l.held(), l.q)
+	}
+	for i, r := range results {
+		sorted := slices.Clone(r.rtts)
+		slices.Sort(sorted)
+		var p50, worst time.Duration
+		if n := len(sorted); n > 0 {
+			p50, worst = sorted[n/2], sorted[n-1]
+		}
+		c.Evidencef("%s: %d round trips, median %v, longest %v", peers[i].name, len(r.rtts), p50.Round(time.Microsecond), worst.Round(time.Microsecond))
+		if r.err != nil {
+			c.Errorf("%s: %v", peers[i].name, r.err)
+		} else if len(r.rtts) == 0 {
+			c.Errorf("%s: not one round trip completed in 1.5 s", peers[i].name)
+		}
+		if why := overBound(r.rtts, bound); why != "" {
+			c.Errorf("%s delayed while a half-closed client leaves its echoes unread: %s", peers[i].name, why)
+		}
+	}
+	if !c.Failed() && !holding {
+		c.Inconclusivef("the others were served, but the server was not seen holding echoes for the half-closed client from the half-close to the end of the probes (%s)", f.why)
+	}
+}
+
+// w4Bound is W4's bound on a light round trip: the wait the budgets allow
+// for a round of the light sources and one whose output is blocked, each
+// turn costing syscalls only (no callback cost is configured), 20 times,
+// and at least 500 ms (the S1 floor).
+func w4Bound(ref *Reference, light int) (time.Duration, string) {
+	cfg := reactors.DefaultConfig()
+	if ref != nil {
+		cfg = ref.Config
+	}
+	const turn = 200 * time.Microsecond // read, write, epoll_ctl per turn on this VM, generously
+	turns := cfg.Budgets.Consume + 1 + light
+	wait := time.Duration(turns) * turn
+	bound := max(500*time.Millisecond, 20*wait)
+	return bound, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(500 ms, 20 × wait) = %v", cfg.Budgets.Consume, light, turn, wait, bound)
 }

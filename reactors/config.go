@@ -153,6 +153,18 @@ type Faults struct {
 	// no work, and keeps admission open until then: under steady load the
 	// stop is never observed and no STOP_ACK comes while the load lasts.
 	StopWhenIdle bool
+	// FreeAtEOF closes a connection as soon as a read returns EOF (the peer
+	// shut down its write side), before the turn's flush, dropping the
+	// echoes still in its out-queue (as the libevent book's echo server
+	// frees the bufferevent at EOF). The correct reactor closes it only
+	// once the out-queue has drained.
+	FreeAtEOF bool
+	// FlushSpinAtEOF writes the out-queue in a loop when a read returns EOF
+	// with echoes still queued, retrying at once on EAGAIN (gnet issue
+	// #341), until the queue is empty, a write fails, or a stop is
+	// requested: while the peer does not read, the loop's thread serves
+	// nothing else.
+	FlushSpinAtEOF bool
 }
 
 // Any reports whether any fault is switched on.
@@ -318,7 +330,8 @@ func (c Config) Validate() error {
 
 // FaultNames lists the reactor faults ParseFault accepts.
 var FaultNames = []string{"missed-rearm[:every=N]", "no-drain", "fd-identity", "permanent-epollout", "no-budget", "unbounded-outq", "lost-wakeup", "no-frame-limit",
-	"drop-partial", "limit-off-by-one", "drop-short-write", "accept-once-et", "no-emfile-shed", "leak-pending", "silent-after-stop", "stop-when-idle"}
+	"drop-partial", "limit-off-by-one", "drop-short-write", "accept-once-et", "no-emfile-shed", "leak-pending", "silent-after-stop", "stop-when-idle",
+	"free-at-eof", "flush-spin-at-eof"}
 
 // ParseFault switches on the reactor fault named by spec ("name" or
 // "name:k=v") in f. The error lists the accepted names.
@@ -368,6 +381,10 @@ func ParseFault(spec string, f *Faults) error {
 		f.SilentAfterStop = true
 	case "stop-when-idle":
 		f.StopWhenIdle = true
+	case "free-at-eof":
+		f.FreeAtEOF = true
+	case "flush-spin-at-eof":
+		f.FlushSpinAtEOF = true
 	default:
 		return fmt.Errorf("%w: unknown fault %q (accepted: %s)", ErrConfig, spec, strings.Join(FaultNames, ", "))
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,20 @@ func faultHookCases() []faultHookCase {
 		cases = append(cases, faultHookCase{name: "silent-after-stop/" + string(d), design: d, fault: "silent-after-stop", detect: detectSilentAfterStop})
 	}
 	cases = append(cases, faultHookCase{name: "silent-after-stop/oneshot", design: reactors.OneShot, setup: stopDuringCallback, fault: "silent-after-stop", detect: detectSilentAfterStopBusy})
+	// EOF is read on the path every design shares, but each reaches it
+	// from its own turn scheduling: prove both ways of losing echoes on
+	// all of them.
+	for _, d := range reactors.Designs {
+		cases = append(cases,
+			faultHookCase{name: "free-at-eof/queued/" + string(d), design: d, fault: "free-at-eof", detect: detectEOFWithQueuedEchoes},
+			faultHookCase{name: "free-at-eof/same-turn/" + string(d), design: d, fault: "free-at-eof", detect: detectEOFInEchoingTurn, unstarted: true},
+		)
+	}
+	// Not oneshot: its other worker thread serves everyone else while one
+	// spins (faults.FlushSpinAtEOF).
+	for _, d := range []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread} {
+		cases = append(cases, faultHookCase{name: "flush-spin-at-eof/" + string(d), design: d, fault: "flush-spin-at-eof", detect: detectFlushSpinAtEOF})
+	}
 	return cases
 }
 
@@ -854,4 +869,211 @@ func detectSilentAfterStopBusy(r *reactors.Reactor) error {
 		return fmt.Errorf("waiting for STOP_ACK: got %v %v", h.Kind, err)
 	}
 	return checkStopAck(p, rejected, 2)
+}
+
+// dialSmallReceiveBuffer connects to addr with a 4 KiB receive buffer set
+// before the handshake (so the window it advertises is small too): the
+// echoes it does not read back up in the server sooner.
+func dialSmallReceiveBuffer(addr string) (*net.TCPConn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return os.NewSyscallError("setsockopt SO_RCVBUF", serr)
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return c.(*net.TCPConn), nil
+}
+
+// dataFrames returns n DATA frames of size bytes each (token 11, seq
+// from first), as one stream.
+func dataFrames(first, n, size int) []byte {
+	var stream []byte
+	p := make([]byte, size)
+	for i := first; i < first+n; i++ {
+		reactortest.Payload(p, 11, uint64(i))
+		stream = wire.AppendFrame(stream, wire.KindData, 0, 11, uint64(i), 0, p)
+	}
+	return stream
+}
+
+// readEchoesToEOF reads c until EOF (or timeout) and checks that it
+// received exactly sent, in order, before the EOF.
+func readEchoesToEOF(c net.Conn, sent []byte, timeout time.Duration) error {
+	c.SetReadDeadline(time.Now().Add(timeout))
+	got, err := io.ReadAll(c)
+	switch {
+	case err != nil:
+		return fmt.Errorf("after the half-close: %d of %d bytes echoed, then %w", len(got), len(sent), err)
+	case !bytes.Equal(got, sent):
+		return fmt.Errorf("after the half-close: %d of %d bytes echoed before EOF (intact prefix %v)", len(got), len(sent), bytes.HasPrefix(sent, got))
+	}
+	return nil
+}
+
+// queueEchoes sends DATA frames on c (a client with a small receive
+// buffer that reads nothing), 64 KiB at a time, until the reactor has read
+// them all and holds at least 256 KiB of their echoes in its out-queue
+// (the kernel's buffers took the rest; the default high watermark, 1 MiB,
+// is not reached, so the reactor goes on reading). It returns what it sent.
+func queueEchoes(r *reactors.Reactor, c net.Conn) ([]byte, error) {
+	const perChunk, size, maxSent, queued = 16, 4 << 10, 16 << 20, 256 << 10
+	c0 := r.Stats().Counters
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	var sent []byte
+	for n := 0; ; n += perChunk {
+		chunk := dataFrames(n, perChunk, size)
+		if _, err := c.Write(chunk); err != nil {
+			return nil, fmt.Errorf("queueing echoes: writing frames %d..%d: %w", n, n+perChunk-1, err)
+		}
+		sent = append(sent, chunk...)
+		var held uint64
+		if !reactortest.WaitFor(2*time.Second, func() bool {
+			c := r.Stats().Counters
+			held = (c.BytesIn - c0.BytesIn) - (c.BytesOut - c0.BytesOut)
+			return c.BytesIn-c0.BytesIn >= uint64(len(sent))
+		}) {
+			return nil, fmt.Errorf("queueing echoes: the reactor read %d of %d bytes", r.Stats().Counters.BytesIn-c0.BytesIn, len(sent))
+		}
+		if held >= queued {
+			return sent, nil
+		}
+		if len(sent) >= maxSent {
+			return nil, fmt.Errorf("queueing echoes: the kernel took all %d bytes of echoes unread: nothing was queued, the test proves nothing", len(sent))
+		}
+	}
+}
+
+// detectEOFWithQueuedEchoes (I3): a client with a small receive buffer
+// has the reactor queue echoes it does not read (queueEchoes), then
+// shuts down its write side and reads: every echo must arrive, then EOF.
+func detectEOFWithQueuedEchoes(r *reactors.Reactor) error {
+	c, err := dialSmallReceiveBuffer(r.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	sent, err := queueEchoes(r, c)
+	if err != nil {
+		return err
+	}
+	if err := c.CloseWrite(); err != nil {
+		return err
+	}
+	return readEchoesToEOF(c, sent, 10*time.Second)
+}
+
+// detectEOFInEchoingTurn (I3; the reactor comes unstarted): a client
+// sends four DATA frames and shuts down its write side before the reactor
+// runs, so the reactor's first turn on the connection reads the frames
+// and the EOF together, queueing the echoes in the same turn that sees
+// the EOF; every echo must arrive, then EOF.
+func detectEOFInEchoingTurn(r *reactors.Reactor) error {
+	c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	sent := dataFrames(0, 4, 4<<10)
+	if _, err := c.Conn.Write(sent); err != nil {
+		return err
+	}
+	if err := c.Conn.(*net.TCPConn).CloseWrite(); err != nil {
+		return err
+	}
+	r.Start()
+	return readEchoesToEOF(c.Conn, sent, 5*time.Second)
+}
+
+// detectFlushSpinAtEOF (W4): client A, with a small receive buffer, has
+// the reactor queue echoes it does not read (queueEchoes: some 3 MiB
+// sent, 256 KiB or more queued) and shuts down its write side: the
+// reactor reads the EOF with echoes queued for a peer that does not read.
+// Then three PING round trips of client B must each be answered within
+// 1 s: A's bytes were all read before its FIN, which keeps A readable, so
+// the reactor reads A's EOF in the first round that can serve B's PING,
+// or the next. Closing A at the end resets it, which ends a mutant's spin.
+func detectFlushSpinAtEOF(r *reactors.Reactor) error {
+	c0 := r.Stats().Counters
+	a, err := dialSmallReceiveBuffer(r.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if _, err := queueEchoes(r, a); err != nil {
+		return err
+	}
+	if err := a.CloseWrite(); err != nil {
+		return err
+	}
+	b, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for seq := uint64(0); seq < 3; seq++ {
+		if err := b.Send(wire.KindPing, 12, seq, nil); err != nil {
+			return err
+		}
+		if _, _, err := b.Recv(time.Second); err != nil {
+			return fmt.Errorf("flush spin: client B's PING %d unanswered in 1 s while half-closed A, with echoes queued, does not read: %w", seq, err)
+		}
+	}
+	st := r.Stats().Counters
+	if held := (st.BytesIn - c0.BytesIn) - (st.BytesOut - c0.BytesOut); held == 0 {
+		return fmt.Errorf("flush spin: A's echoes all left the out-queue: nothing was queued at its EOF, the test proves nothing")
+	}
+	return nil
+}
+
+// The flush-spin-at-eof mutant must still stop when asked while it spins
+// for a half-closed peer that neither reads nor goes away, so a test can
+// always end it: Stop returns (the spin checks for a requested stop).
+func TestFlushSpinAtEOFStops(t *testing.T) {
+	for _, d := range []reactors.Design{reactors.LT, reactors.PrioThread} {
+		t.Run(string(d), func(t *testing.T) {
+			cfg := reactors.DefaultConfig()
+			cfg.Faults.FlushSpinAtEOF = true
+			r := reactortest.Start(t, d, cfg)
+			a, err := dialSmallReceiveBuffer(r.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close() // if Stop hangs, this reset ends the spin and so the Stop
+			if _, err := queueEchoes(r, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := b.Send(wire.KindPing, 13, 0, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := b.Recv(500 * time.Millisecond); !reactortest.IsTimeout(err) {
+				t.Fatalf("the mutant is not spinning (a PING on another connection got %v): the test proves nothing", err)
+			}
+			stopped := make(chan error, 1)
+			go func() {
+				_, err := r.Stop()
+				stopped <- err
+			}()
+			select {
+			case err := <-stopped:
+				if err != nil {
+					t.Fatalf("stop: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Stop did not return within 5 s while the mutant spun for a peer that does not read")
+			}
+		})
+	}
 }

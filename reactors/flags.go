@@ -91,6 +91,7 @@ func (f Faults) Specs() []string {
 		{f.NoFrameLimit, "no-frame-limit"}, {f.DropPartial, "drop-partial"}, {f.FrameLimitOffByOne, "limit-off-by-one"},
 		{f.DropShortWrite, "drop-short-write"}, {f.AcceptOnceET, "accept-once-et"}, {f.NoEMFILEShed, "no-emfile-shed"},
 		{f.LeakPending, "leak-pending"}, {f.SilentAfterStop, "silent-after-stop"}, {f.StopWhenIdle, "stop-when-idle"},
+		{f.FreeAtEOF, "free-at-eof"}, {f.FlushSpinAtEOF, "flush-spin-at-eof"},
 	} {
 		if b.on {
 			out = append(out, b.name)

@@ -165,7 +165,17 @@ func (l *loop) serveInput(s *source) (more, buffered bool) {
 			l.closeSource(s)
 			return false, false
 		case n == 0:
+			if l.cfg.Faults.FreeAtEOF {
+				// The mutant: the peer is done sending, so the connection is
+				// freed at once, before the flush that ends the turn: echoes
+				// still queued (this turn's included) are dropped.
+				l.closeSource(s)
+				return false, false
+			}
 			s.eof = true
+			if l.cfg.Faults.FlushSpinAtEOF && !s.out.Empty() {
+				l.spinFlush(s) // the mutant: may close s
+			}
 			return false, false
 		}
 		drained = n < len(room)
@@ -349,6 +359,23 @@ func (l *loop) flush(s *source) bool {
 	l.updateInterest(s)
 	l.takeOut(s)
 	return true
+}
+
+// spinFlush is the FlushSpinAtEOF mutant's flush at EOF (flush, with
+// EPOLLOUT, is the correct one): it writes s's out-queue until it is
+// empty, retrying at once when the socket would block, so while the peer
+// does not read, the loop's thread serves nothing else. It ends when a
+// write fails (the peer closed or reset: s is closed) or a stop is
+// requested, so the reactor can still be stopped.
+func (l *loop) spinFlush(s *source) {
+	for !s.out.Empty() && !l.r.stopRequested.Load() {
+		n, _, err := s.out.Flush(s.fd)
+		l.stats.BytesOut += uint64(n)
+		if err != nil {
+			l.closeSource(s)
+			return
+		}
+	}
 }
 
 // flushIgnoringCount is the DropShortWrite mutant's out-queue flush

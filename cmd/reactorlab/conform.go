@@ -34,7 +34,7 @@ func (l *listFlag) Set(s string) error {
 func conform(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("reactorlab conform", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	targetSpec := fs.String("target", "", "what to test: lt, et, oneshot, prio, prio-thread (a reference reactor), or cmd:'COMMAND' (any server, run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must serve a TCP byte echo there)")
+	targetSpec := fs.String("target", "", "what to test: lt, et, oneshot, prio, prio-thread (a reference reactor), or cmd:'COMMAND' (any server, run by /bin/sh -c, a simple command with exec, with REACTORLAB_LISTEN=host:port and {addr} replaced; it must serve a TCP byte echo there)")
 	var cases, faultSpecs listFlag
 	fs.Var(&cases, "case", "case id or group letter to run, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
 	fs.Var(&faultSpecs, "fault", "reference targets only: run a mutant, repeatable: "+strings.Join(reactors.FaultNames, ", "))

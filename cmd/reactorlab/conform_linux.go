@@ -25,7 +25,9 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 		if len(faultSpecs) > 0 || inProcess {
 			return nil, errors.New("--fault and --in-process apply to reference targets only, not to cmd: targets")
 		}
-		return conformance.Command{Argv: []string{"/bin/sh", "-c", command}, Grace: grace}, nil
+		// A simple command is exec'd by the shell, so the server is the
+		// direct child: its exit status is its own.
+		return conformance.Command{Argv: harness.ShellArgv(command), Grace: grace}, nil
 	}
 	if spec == "" {
 		return nil, errors.New("--target is required (accepted: lt, et, oneshot, prio, prio-thread, cmd:'COMMAND')")

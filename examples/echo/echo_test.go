@@ -11,7 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,6 +172,280 @@ func losesFragments(t *testing.T, p *proc.Process) (bool, string) {
 	return n < 32, fmt.Sprintf("%d of 32 bytes echoed", n)
 }
 
+// losesEchoesAtEOF: a client with a 4 KiB receive buffer sends 64 KiB at a
+// time, reading nothing, until the server stops taking bytes (every
+// buffer, the server's queue included, is full; at most 64 MiB), then
+// shuts down its write side and reads: fewer bytes come back than it
+// sent, or an error instead of EOF.
+func losesEchoesAtEOF(t *testing.T, p *proc.Process) (bool, string) {
+	return losesEchoesAfterHalfClose(t, p.Addr())
+}
+
+// losesEchoesAfterHalfClose is losesEchoesAtEOF against addr.
+func losesEchoesAfterHalfClose(t *testing.T, addr string) (bool, string) {
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return os.NewSyscallError("setsockopt SO_RCVBUF", serr)
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i % 251)
+	}
+	var sent int64
+	for sent < 64<<20 {
+		c.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := c.Write(chunk)
+		sent += int64(n)
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("after %d bytes: %v", sent, err)
+			}
+			break
+		}
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.Copy(io.Discard, c)
+	return got < sent || err != nil, fmt.Sprintf("%d of %d bytes echoed after the half-close, then %v (nil: EOF)", got, sent, err)
+}
+
+// TestQueuedAtEOF: the queued serve, in this process, delivers every
+// echo still queued at the reader's EOF, then EOF; with the free-at-eof
+// switch on, the same serve loses them. (The command serves without a
+// bug through echo, not queued: this is where its correct half runs.)
+func TestQueuedAtEOF(t *testing.T) {
+	for _, freeAtEOF := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			queued(c, freeAtEOF)
+		}()
+		// Also when the client fails the test: the serve ends once the
+		// client's connection closes (its deferred Close).
+		t.Cleanup(func() { ln.Close(); <-served })
+		lost, what := losesEchoesAfterHalfClose(t, ln.Addr().String())
+		if lost != freeAtEOF {
+			t.Errorf("queued serve, free at EOF %v: %s", freeAtEOF, what)
+		} else {
+			t.Logf("queued serve, free at EOF %v: %s", freeAtEOF, what)
+		}
+	}
+}
+
+// TestMaxConns: with --max-conns 2, a third connection is closed at once
+// (EOF, nothing echoed) while the first two are served; once one of those
+// closes, a new connection is served again.
+func TestMaxConns(t *testing.T) {
+	p := start(t, "--max-conns", "2")
+	// Start's readiness probe may still hold a slot for a moment.
+	first, second := servedConn(t, p), servedConn(t, p)
+	extra := dial(t, p)
+	extra.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := extra.Read(make([]byte, 16)); !errors.Is(err, io.EOF) {
+		t.Fatalf("third connection with --max-conns 2: read %d bytes, %v; want EOF at once", n, err)
+	}
+	roundTrip(t, second, []byte("still served"))
+	first.Close()
+	servedConn(t, p) // once the server has seen first's close
+}
+
+// servedConn dials p until a connection is served (a round trip), for at
+// most 2 s: a server at its --max-conns closes new connections at once
+// until one of its open ones has gone.
+func servedConn(t *testing.T, p *proc.Process) net.Conn {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c := dial(t, p)
+		c.SetDeadline(time.Now().Add(time.Second))
+		_, err := c.Write([]byte("served?"))
+		if err == nil {
+			_, err = io.ReadFull(c, make([]byte, 7))
+		}
+		if err == nil {
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			return c
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served within 2 s: last %v", err)
+		}
+	}
+}
+
+// openFilesLimit reads the soft and hard "Max open files" of pid.
+func openFilesLimit(t *testing.T, pid int) (soft, hard string) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			if f := strings.Fields(rest); len(f) >= 2 {
+				return f[0], f[1]
+			}
+		}
+	}
+	t.Fatalf("no Max open files in /proc/%d/limits:\n%s", pid, b)
+	return "", ""
+}
+
+// TestNofile: --nofile N is the server's RLIMIT_NOFILE, soft and hard,
+// lowered or (as root) raised; a limit the kernel refuses ends the server
+// with code 1 and the reason.
+func TestNofile(t *testing.T) {
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, n uint64) {
+		p := start(t, "--nofile", strconv.FormatUint(n, 10))
+		want := strconv.FormatUint(n, 10)
+		if soft, hard := openFilesLimit(t, p.Pid()); soft != want || hard != want {
+			t.Errorf("--nofile %d: the server's limits are soft %s, hard %s", n, soft, hard)
+		}
+		roundTrip(t, dial(t, p), []byte("served"))
+	}
+	t.Run("lower", func(t *testing.T) { check(t, 64) })
+	t.Run("raise", func(t *testing.T) {
+		if !hasCapability(t, capSysResource) {
+			t.Skipf("raising the hard RLIMIT_NOFILE needs root's CAP_SYS_RESOURCE, which this test (uid %d) does not have", os.Geteuid())
+		}
+		nrOpen, err := os.ReadFile("/proc/sys/fs/nr_open")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ceiling, err := strconv.ParseUint(strings.TrimSpace(string(nrOpen)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if own.Max >= ceiling {
+			t.Skipf("the hard limit %d is already fs.nr_open: nothing to raise it to", own.Max)
+		}
+		check(t, min(own.Max+1000, ceiling))
+	})
+	t.Run("refused", func(t *testing.T) {
+		addr, err := proc.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Above fs.nr_open (at most 2^30): refused even to root.
+		out, err := exec.CommandContext(ctx, bin, "--listen", addr, "--lifetime", "5s", "--nofile", strconv.FormatInt(1<<40, 10)).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "--nofile") {
+			t.Errorf("--nofile 2^40: %v, %q; want exit 1 giving the reason", err, out)
+		}
+	})
+}
+
+// Capabilities the tests look for (capability.h).
+const (
+	capNetAdmin    = 12
+	capSysResource = 24
+)
+
+// hasCapability reports whether this process has capability bit in
+// its effective set (children started with exec keep it: uid 0 without
+// ambient capabilities keeps the effective set across exec).
+func hasCapability(t *testing.T, bit uint) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			set, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				t.Fatalf("CapEff %q: %v", hex, err)
+			}
+			return set&(1<<bit) != 0
+		}
+	}
+	t.Fatal("no CapEff in /proc/self/status")
+	return false
+}
+
+// serverSocketBuffers reads, with ss(8), the send and receive buffers
+// (skmem tb and rb) of the server's end of the connection from client.
+func serverSocketBuffers(t *testing.T, client net.Conn) (sndbuf, rcvbuf int) {
+	t.Helper()
+	ssPath, err := exec.LookPath("ss")
+	if err != nil {
+		t.Skip("no ss(8) to read the server's socket buffers with:", err)
+	}
+	_, port, _ := net.SplitHostPort(client.LocalAddr().String())
+	out, err := exec.Command(ssPath, "-tmnH", "state", "established", "( dport = :"+port+" )").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`rb(\d+),t\d+,tb(\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no skmem rb/tb for the server's socket (to port %s) in ss's output:\n%s", port, out)
+	}
+	rcvbuf, _ = strconv.Atoi(string(m[1]))
+	sndbuf, _ = strconv.Atoi(string(m[2]))
+	return sndbuf, rcvbuf
+}
+
+// TestSockbuf: --sockbuf 8 MiB, above net.core.wmem_max and rmem_max on
+// most machines, gives the server's sockets 8 MiB buffers as
+// setsockopt(2) takes them (16 MiB as the kernel counts them) with the
+// privilege for SO_*BUFFORCE (CAP_NET_ADMIN; the server inherits this
+// test's capabilities); without it, what the caps allow, and a warning
+// saying so.
+func TestSockbuf(t *testing.T) {
+	const size = 8 << 20
+	p := start(t, "--sockbuf", strconv.Itoa(size))
+	c := dial(t, p)
+	roundTrip(t, c, []byte("buffered"))
+	snd, rcv := serverSocketBuffers(t, c)
+	wantSnd, wantRcv := 2*size, 2*size
+	forced := hasCapability(t, capNetAdmin)
+	if !forced {
+		capped := func(sysctl string) int {
+			b, err := os.ReadFile("/proc/sys/net/core/" + sysctl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return 2 * min(size, n)
+		}
+		wantSnd, wantRcv = capped("wmem_max"), capped("rmem_max")
+		if tail := p.StderrTail(); !strings.Contains(tail, "SO_SNDBUFFORCE/SO_RCVBUFFORCE refused") {
+			t.Errorf("no CAP_NET_ADMIN, but no warning that the forced sizes were refused; stderr:\n%s", tail)
+		}
+	}
+	if snd != wantSnd || rcv != wantRcv {
+		t.Errorf("--sockbuf %d (CAP_NET_ADMIN %v): the server's socket has sndbuf %d, rcvbuf %d; want %d, %d", size, forced, snd, rcv, wantSnd, wantRcv)
+	}
+}
+
 // TestExitOnEMFILE: at a descriptor limit of 32 with 48 connections
 // dialled, the plain echo waits and keeps serving once connections close;
 // with --bug exit-on-emfile it exits (code 1), as gnet v2.9.7 does.
@@ -229,6 +506,7 @@ func TestBugs(t *testing.T) {
 		"leak-on-close":   leaksFds,
 		"drop-partial":    losesFragments,
 		"exit-on-emfile":  nil, // TestExitOnEMFILE: it needs a descriptor limit
+		"free-at-eof":     losesEchoesAtEOF,
 	}
 	if len(symptoms) != len(bugs) {
 		t.Fatalf("%d symptoms for %d bugs", len(symptoms), len(bugs))
@@ -255,7 +533,7 @@ func TestBugs(t *testing.T) {
 func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--bug", "nope").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-partial, exit-on-emfile, leak-on-close, no-backpressure") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-partial, exit-on-emfile, free-at-eof, leak-on-close, no-backpressure") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
 	}
 	out, err = exec.Command(bin, "--help").CombinedOutput()

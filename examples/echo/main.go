@@ -13,6 +13,27 @@
 // closes the listener and every connection, waits for the handlers and exits
 // 0; so does the end of --lifetime (default 1h): every run is bounded.
 //
+// Three flags are legitimate server features, used to show that the cases
+// that depend on a condition the server never reaches report
+// "inconclusive" instead of passing:
+//
+//	--max-conns N    a connection accepted while N are open is closed at
+//	                 once (0, the default: no limit), so the server never
+//	                 fills its descriptor table (R4)
+//	--nofile N       at start, set the server's own RLIMIT_NOFILE, soft and
+//	                 hard, to N, exiting 1 with the reason if that fails
+//	                 (raising the hard limit needs root: CAP_SYS_RESOURCE),
+//	                 so the limit the suite set is not the one in force
+//	                 (R4; 0, the default: leave it)
+//	--sockbuf BYTES  set SO_SNDBUFFORCE and SO_RCVBUFFORCE to BYTES (as
+//	                 setsockopt(2) takes it: the kernel doubles it) on the
+//	                 listener and every accepted connection; without the
+//	                 privilege for them (root: CAP_NET_ADMIN) it says so
+//	                 once and sets SO_SNDBUF and SO_RCVBUF instead, which
+//	                 net.core.wmem_max and rmem_max cap. Kernel buffers
+//	                 that large absorb every echo, so none is queued in the
+//	                 server (0, the default: the kernel's autotuning)
+//
 // --bug NAME injects a known bug, so the suite's black-box mode can be shown
 // to catch it (the case that should, in brackets):
 //
@@ -28,6 +49,13 @@
 //	                 fragmented frames are lost (F1)
 //	exit-on-emfile   an accept that fails (EMFILE: the descriptor table is
 //	                 full) ends the server, as gnet v2.9.7's engine does (R4)
+//	free-at-eof      a reader reads into a bounded queue (4 MiB: it waits
+//	                 while the queue is full), a writer writes it out; at
+//	                 the reader's EOF the server closes the connection at
+//	                 once, dropping the echoes still queued, as the libevent
+//	                 book's echo server frees its bufferevent at EOF (I3).
+//	                 Without the bug that serve writes everything queued,
+//	                 then half-closes and closes
 package main
 
 import (
@@ -37,12 +65,14 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -53,6 +83,7 @@ var bugs = map[string]string{
 	"leak-on-close":   "never close the server side when a client closes: fds leak (I2)",
 	"drop-partial":    "drop reads shorter than 32 bytes: fragmented frames are lost (F1)",
 	"exit-on-emfile":  "exit when an accept fails, as when the descriptor table is full (R4)",
+	"free-at-eof":     "close at the reader's EOF at once, dropping the echoes still queued (I3)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -63,8 +94,11 @@ func run(args []string) int {
 	listen := fs.String("listen", "", "address host:port (default $REACTORLAB_LISTEN, else 127.0.0.1:7070)")
 	lifetime := fs.Duration("lifetime", time.Hour, "stop by itself after this long: every run is bounded")
 	bug := fs.String("bug", "", "inject a known bug: "+strings.Join(names, ", "))
+	maxConns := fs.Int("max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
+	nofile := fs.Uint64("nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
+	sockbuf := fs.Int("sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: echo [--listen ADDR] [--lifetime D] [--bug NAME]")
+		fmt.Fprintln(fs.Output(), "usage: echo [--listen ADDR] [--lifetime D] [--max-conns N] [--nofile N] [--sockbuf BYTES] [--bug NAME]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "bugs:")
 		for _, n := range names {
@@ -81,6 +115,24 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "echo: unknown --bug %q; accepted: %s\n", *bug, strings.Join(names, ", "))
 		return 2
 	}
+	if *maxConns < 0 {
+		fmt.Fprintf(os.Stderr, "echo: --max-conns %d: want >= 0 (0: no limit)\n", *maxConns)
+		return 2
+	}
+	if *sockbuf < 0 || *sockbuf > math.MaxInt32/2 {
+		fmt.Fprintf(os.Stderr, "echo: --sockbuf %d: want 0 (leave them) .. %d bytes\n", *sockbuf, math.MaxInt32/2)
+		return 2
+	}
+	if *nofile > 0 {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: *nofile, Max: *nofile}); err != nil {
+			hint := ""
+			if errors.Is(err, syscall.EPERM) {
+				hint = " (raising the hard limit needs root: CAP_SYS_RESOURCE; and no limit may exceed fs.nr_open)"
+			}
+			fmt.Fprintf(os.Stderr, "echo: --nofile %d: setrlimit RLIMIT_NOFILE: %v%s\n", *nofile, err, hint)
+			return 1
+		}
+	}
 	// Catch signals before listening: a harness may send SIGTERM as soon as
 	// the port accepts.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -92,7 +144,14 @@ func run(args []string) int {
 	if addr == "" {
 		addr = "127.0.0.1:7070"
 	}
-	ln, err := net.Listen("tcp", addr)
+	bufs := &socketBuffers{size: *sockbuf}
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		// Set on the listener too: the window scale its handshakes offer
+		// is chosen from its receive buffer, before accept.
+		bufs.apply(rc, "the listener")
+		return nil
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		return 1
@@ -103,7 +162,7 @@ func run(args []string) int {
 	defer cancel()
 	context.AfterFunc(ctx, func() { ln.Close() })
 
-	s := &server{bug: *bug, conns: map[net.Conn]bool{}}
+	s := &server{bug: *bug, maxConns: *maxConns, conns: map[net.Conn]bool{}}
 	for {
 		c, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -118,8 +177,18 @@ func run(args []string) int {
 			continue
 		}
 		s.mu.Lock()
-		s.conns[c] = true
+		full := s.maxConns > 0 && len(s.conns) >= s.maxConns
+		if !full {
+			s.conns[c] = true
+		}
 		s.mu.Unlock()
+		if full {
+			c.Close()
+			continue
+		}
+		if rc, err := c.(syscall.Conn).SyscallConn(); err == nil {
+			bufs.apply(rc, c.RemoteAddr().String())
+		}
 		s.wg.Add(1)
 		go s.serve(c)
 	}
@@ -133,10 +202,58 @@ func run(args []string) int {
 }
 
 type server struct {
-	bug   string
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
+	bug      string
+	maxConns int // 0: no limit
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
+}
+
+// socketBuffers sets a socket's send and receive buffers to size bytes
+// (0: leaves them): with SO_SNDBUFFORCE and SO_RCVBUFFORCE, which ignore
+// net.core.wmem_max and rmem_max but need CAP_NET_ADMIN; refused those,
+// it says so once and sets SO_SNDBUF and SO_RCVBUF, which the limits cap.
+type socketBuffers struct {
+	size      int
+	fellBack  atomic.Bool // SO_*BUFFORCE was refused once: use SO_*BUF
+	warnOnce  sync.Once
+	errorOnce sync.Once
+}
+
+// apply sets rc's buffers; what names the socket in a message.
+func (b *socketBuffers) apply(rc syscall.RawConn, what string) {
+	if b.size == 0 {
+		return
+	}
+	var err error
+	if cerr := rc.Control(func(fd uintptr) { err = b.set(int(fd)) }); cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		// The connection is served with the kernel's buffers; say why, once.
+		b.errorOnce.Do(func() { fmt.Fprintf(os.Stderr, "echo: --sockbuf %d on %s: %v\n", b.size, what, err) })
+	}
+}
+
+func (b *socketBuffers) set(fd int) error {
+	if !b.fellBack.Load() {
+		err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUFFORCE, b.size)
+		if err == nil {
+			err = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, b.size)
+		}
+		if !errors.Is(err, syscall.EPERM) {
+			return os.NewSyscallError("setsockopt SO_SNDBUFFORCE/SO_RCVBUFFORCE", err)
+		}
+		b.fellBack.Store(true)
+		b.warnOnce.Do(func() {
+			fmt.Fprintf(os.Stderr, "echo: --sockbuf %d: SO_SNDBUFFORCE/SO_RCVBUFFORCE refused (%v: they need CAP_NET_ADMIN); "+
+				"setting SO_SNDBUF/SO_RCVBUF instead, capped by net.core.wmem_max/rmem_max\n", b.size, err)
+		})
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, b.size); err != nil {
+		return os.NewSyscallError("setsockopt SO_SNDBUF", err)
+	}
+	return os.NewSyscallError("setsockopt SO_RCVBUF", syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, b.size))
 }
 
 func (s *server) serve(c net.Conn) {
@@ -148,6 +265,8 @@ func (s *server) serve(c net.Conn) {
 		unbounded(c)
 	case "drop-partial":
 		echo(c, 32)
+	case "free-at-eof":
+		queued(c, true)
 	default:
 		echo(c, 1)
 	}
@@ -248,4 +367,101 @@ func unbounded(c net.Conn) {
 		}
 	}
 	<-wrote
+}
+
+// maxQueued bounds the bytes queued's reader holds for its writer.
+const maxQueued = 4 << 20
+
+// echoQueue is queued's bounded queue of chunks read and not yet written.
+type echoQueue struct {
+	mu      sync.Mutex
+	changed sync.Cond // chunks, bytes, eof or failed changed
+	chunks  [][]byte
+	bytes   int  // in chunks
+	eof     bool // the reader is done: no more chunks come
+	failed  bool // a write failed (or the bug closed the connection): nothing more is written
+}
+
+// queued echoes c through a bounded user-space queue: this goroutine reads
+// into it, waiting while maxQueued bytes are queued (backpressure), and a
+// writer goroutine writes it out. At the reader's EOF (or read error) the
+// writer writes everything still queued, then c is half-closed. With
+// freeAtEOF (the free-at-eof bug) the reader closes c at its EOF at once
+// instead, and the queued echoes are dropped. It returns once both
+// goroutines are done; the caller closes c.
+func queued(c net.Conn, freeAtEOF bool) {
+	q := &echoQueue{}
+	q.changed.L = &q.mu
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		q.write(c)
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		q.mu.Lock()
+		for q.bytes >= maxQueued && !q.failed {
+			q.changed.Wait()
+		}
+		failed := q.failed
+		q.mu.Unlock()
+		if failed {
+			break
+		}
+		n, err := c.Read(buf)
+		q.mu.Lock()
+		if n > 0 {
+			q.chunks = append(q.chunks, bytes.Clone(buf[:n]))
+			q.bytes += n
+		}
+		q.eof = err != nil
+		q.mu.Unlock()
+		q.changed.Broadcast()
+		if err == nil {
+			continue
+		}
+		if freeAtEOF {
+			// The bug: the peer is done sending, so the connection is freed
+			// now; the writer's next write fails and what it had queued is lost.
+			c.Close()
+		}
+		break
+	}
+	q.mu.Lock()
+	q.eof = true
+	q.mu.Unlock()
+	q.changed.Broadcast()
+	<-wrote
+	if tc, ok := c.(*net.TCPConn); ok && !freeAtEOF {
+		tc.CloseWrite() // every echo is out (or a write failed): say so
+	}
+}
+
+// write writes q's chunks to c in order until the reader is done and the
+// queue is empty, or a write fails.
+func (q *echoQueue) write(c net.Conn) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		for len(q.chunks) == 0 && !q.eof {
+			q.changed.Wait()
+		}
+		if len(q.chunks) == 0 {
+			return
+		}
+		chunk := q.chunks[0]
+		q.mu.Unlock()
+		_, err := c.Write(chunk)
+		q.mu.Lock()
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		q.bytes -= len(chunk)
+		if err != nil {
+			q.failed = true
+		}
+		q.changed.Broadcast()
+		if err != nil {
+			return
+		}
+	}
 }

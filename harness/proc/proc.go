@@ -105,11 +105,11 @@ type Spec struct {
 	// Grace is how long Stop waits after SIGTERM before SIGKILL
 	// (0: DefaultGrace).
 	Grace time.Duration
-	// FdLimit, when > 0, sets the child's RLIMIT_NOFILE, soft and hard, right
-	// after it starts (prlimit(2)). Both are set because a Go program raises
-	// its soft limit to the hard one when it starts; setting both to the same
-	// value gives the same result whether the child's runtime has done that
-	// yet or not.
+	// FdLimit, when > 0, is the child's RLIMIT_NOFILE, soft and hard, set
+	// between fork and exec (by the launcher, launch_linux.go), so the target
+	// and everything it forks have it from their first instruction. Both are
+	// set because a Go program raises its soft limit to the hard one when it
+	// starts.
 	FdLimit uint64
 	// Dir is the working directory ("" inherits).
 	Dir string
@@ -166,6 +166,14 @@ type Exit struct {
 	StderrTail, StderrHead string
 	// Elapsed runs from the start to the exit.
 	Elapsed time.Duration
+	// ExitedBeforeStop reports that the process had exited by itself
+	// before Stop was called: whatever its code, it did not wait to be
+	// stopped.
+	ExitedBeforeStop bool
+	// Departed lists the processes of the group, present when the target
+	// became ready, that had exited before Stop signalled it (the leader
+	// first): a server that died behind a wrapper shell shows here.
+	Departed []Departure
 	// UserNs, SysNs and MaxRSS come from the rusage of the reap (wait4):
 	// the exact CPU time of the process, every thread included, and its
 	// peak resident set in bytes. Like getrusage(2) they include the
@@ -203,4 +211,26 @@ func FreeAddr() (string, error) {
 		return "", fmt.Errorf("free address: %w", err)
 	}
 	return addr, nil
+}
+
+// Departure is a process of the target's group that was there when the
+// target became ready and has exited since: the server behind a wrapper
+// shell, a worker process, or the leader itself.
+type Departure struct {
+	Pid int `json:"pid"`
+	// Command is its command line as it was when the target became ready.
+	Command string `json:"command"`
+	// Status is how it ended ("exit status 1", "signal: segmentation
+	// fault"), or "" when nobody but its parent could know (it was not
+	// this process's child and has been reaped).
+	Status string `json:"status,omitempty"`
+}
+
+// String is "pid N (command): status".
+func (d Departure) String() string {
+	st := d.Status
+	if st == "" {
+		st = "exited (status unknown: reaped by its parent)"
+	}
+	return fmt.Sprintf("pid %d (%s): %s", d.Pid, d.Command, st)
 }

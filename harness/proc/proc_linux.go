@@ -50,6 +50,10 @@ type Process struct {
 	state    *os.ProcessState
 	exitedAt time.Time
 
+	// members are the group's processes when it became ready: a target
+	// is whole while they all live (Departed).
+	members []member
+
 	stopOnce sync.Once
 	exit     Exit
 	stopErr  error
@@ -114,7 +118,12 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		outW.Close()
 		return fail(fmt.Errorf("stderr pipe: %w", err))
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	// The launcher (launch_linux.go) sets the fd limit and closes inherited
+	// descriptors between fork and the target's exec, then execs it.
+	largv := launcherArgv("/proc/self/exe", spec.FdLimit, argv)
+	cmd := exec.Command(largv[0], largv[1:]...)
+	cmd.Args[0] = argv[0]
+	env = append(env, launcherEnv+"="+launcherToken)
 	cmd.Env = env
 	cmd.Dir = spec.Dir
 	cmd.Stdout, cmd.Stderr = outW, errW // *os.File: handed to the child as is, no copying goroutine in exec
@@ -148,12 +157,6 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	go p.copy(errR, io.MultiWriter(&p.errHead, &p.stderr))
 	go p.reap()
 
-	if spec.FdLimit > 0 {
-		if err := p.setFdLimit(spec.FdLimit); err != nil {
-			p.terminate(0)
-			return fail(err)
-		}
-	}
 	if err := p.waitReady(ctx, ready, waitAddrs); err != nil {
 		exit, _ := p.terminate(0)
 		if errors.Is(err, ErrExited) {
@@ -164,6 +167,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		}
 		return fail(err)
 	}
+	p.members = snapshotGroup(p.pid)
 	return p, nil
 }
 
@@ -186,7 +190,18 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 // idempotent: later calls return the same Exit. It is safe after the process
 // has exited by itself.
 func (p *Process) Stop() (Exit, error) {
-	p.stopOnce.Do(func() { p.exit, p.stopErr = p.terminate(p.grace) })
+	p.stopOnce.Do(func() {
+		// Who had left before the signal: after it, leaving is the answer.
+		departed := p.Departed()
+		before := false
+		select {
+		case <-p.done:
+			before = true
+		default:
+		}
+		p.exit, p.stopErr = p.terminate(p.grace)
+		p.exit.Departed, p.exit.ExitedBeforeStop = departed, before
+	})
 	return p.exit, p.stopErr
 }
 
@@ -305,20 +320,6 @@ func (p *Process) copy(r *os.File, w io.Writer) {
 	if p.copies.Add(-1) == 0 {
 		close(p.copied)
 	}
-}
-
-// setFdLimit sets RLIMIT_NOFILE, soft and hard, unless the process is gone.
-func (p *Process) setFdLimit(n uint64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.reaped {
-		return nil // waitReady reports the exit
-	}
-	lim := unix.Rlimit{Cur: n, Max: n}
-	if err := unix.Prlimit(p.pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil && err != unix.ESRCH {
-		return fmt.Errorf("set RLIMIT_NOFILE to %d: %w", n, os.NewSyscallError("prlimit", err))
-	}
-	return nil
 }
 
 // waitReady dials each address in turn until it accepts, retrying with a

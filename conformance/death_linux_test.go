@@ -1,0 +1,51 @@
+//go:build linux
+
+package conformance_test
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/conformance"
+)
+
+// A server that dies during a case fails it with cause target, though the
+// case's own checks found nothing wrong: behind a wrapper shell (whose own
+// end, after the SIGTERM that stops it, would read as clean) and as the
+// direct child alike.
+func TestTargetDeathFailsTheCase(t *testing.T) {
+	echo := built(t, "echo", "")
+	killServer := conformance.Case{ID: "Z1", Title: "kills the server, then finds nothing wrong", Run: func(c *conformance.C) {
+		g, ok := c.Instance().(interface{ Group() ([]int, error) })
+		if !ok {
+			c.Fatalf("no process group")
+		}
+		pids, err := g.Group()
+		if err != nil || len(pids) == 0 {
+			c.Fatalf("group: %v %v", pids, err)
+		}
+		victim := pids[len(pids)-1] // the server: the leader's child, or the leader
+		if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+			c.Fatalf("kill: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // let it die before the case ends
+	}}
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"behind a shell", []string{"/bin/sh", "-c", echo + " --listen {addr}; sleep 60"}},
+		{"direct child", []string{echo, "--listen", "{addr}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := conformance.RunCase(context.Background(), conformance.Command{Argv: tc.argv}, killServer, 20*time.Second)
+			t.Logf("%s (%s): %s", r.Verdict, r.Cause, r.Reason)
+			if r.Verdict != conformance.Fail || r.Cause != conformance.CauseTarget || !strings.Contains(r.Reason, "during the case") {
+				t.Errorf("a server killed during the case: %s (%s) %q, want a failure with cause target saying it died during the case", r.Verdict, r.Cause, r.Reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,223 @@
+// Package peertruth holds conformance verdicts to account on servers this
+// project did not shape its cases around: each peer under examples/peers
+// (a byte-echo server on a real event-loop library, correct or in a buggy
+// idiom real code uses, or an independent server in another style) comes
+// with a .peer file stating the true verdict of every case and why. This
+// package reads those files, builds and runs a peer, and compares what the
+// suite found with the truth; its test does that for every peer and fails
+// on any difference, so a suite change that passes a real bug, or fails a
+// correct server, is caught.
+//
+// A .peer file is "key: value" header lines, then one line per case:
+//
+//	name: libevent-free-at-eof
+//	library: libevent 2.1.12-stable, bufferevents
+//	idiom: the libevent book's echo: bufferevent_free at BEV_EVENT_EOF
+//	needs: cmd:cc file:/usr/include/event2/bufferevent.h
+//	build: cc -O2 -Wall -o {bin} free-at-eof.c -levent
+//	run: exec {bin}
+//	F1 pass  the input buffer is echoed whole, whatever a read brings
+//	I3 fail  bufferevent_free at EOF drops the output buffer unsent
+//
+// Blank lines and lines starting with # are ignored. needs lists cmd:NAME
+// (a program on PATH) and file:PATH (a file that must exist); build
+// (optional) and run are run by /bin/sh -c in the file's directory with
+// {bin} replaced by the peer's binary path.
+package peertruth
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/reactorlab/reactorlab/conformance"
+)
+
+// Expect is one case's true verdict on a peer and why it is true.
+type Expect struct {
+	Verdict conformance.Verdict
+	Why     string
+}
+
+// Peer is one .peer file: a server, how to build and run it, and the truth
+// for every case of the catalogue.
+type Peer struct {
+	Path    string // the .peer file
+	Name    string
+	Library string
+	Idiom   string
+	Needs   []string
+	Build   string // "" when nothing is built
+	Run     string
+	Truth   map[string]Expect
+}
+
+// Dir is the directory builds and runs happen in.
+func (p Peer) Dir() string { return filepath.Dir(p.Path) }
+
+// Load reads and checks a .peer file: every header key known, name and
+// run present, every line's verdict one of the four, and a truth for
+// exactly the cases of the catalogue.
+func Load(path string) (Peer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Peer{}, err
+	}
+	defer f.Close()
+	p, err := parse(f, path)
+	if err != nil {
+		return Peer{}, err
+	}
+	return p, nil
+}
+
+func parse(r io.Reader, path string) (Peer, error) {
+	p := Peer{Path: path, Truth: map[string]Expect{}}
+	sc := bufio.NewScanner(r)
+	line := 0
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+	}
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if key, value, ok := strings.Cut(text, ":"); ok && !strings.Contains(key, " ") && strings.ToLower(key) == key {
+			value = strings.TrimSpace(value)
+			switch key {
+			case "name":
+				p.Name = value
+			case "library":
+				p.Library = value
+			case "idiom":
+				p.Idiom = value
+			case "needs":
+				p.Needs = strings.Fields(value)
+				for _, n := range p.Needs {
+					if !strings.HasPrefix(n, "cmd:") && !strings.HasPrefix(n, "file:") {
+						return p, bad("need %q: want cmd:NAME or file:PATH", n)
+					}
+				}
+			case "build":
+				p.Build = value
+			case "run":
+				p.Run = value
+			default:
+				return p, bad("unknown key %q (accepted: name, library, idiom, needs, build, run)", key)
+			}
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) < 3 {
+			return p, bad("%q: want a header line KEY: VALUE or a case line ID VERDICT WHY", text)
+		}
+		id, verdict := f[0], conformance.Verdict(f[1])
+		if _, ok := conformance.Lookup(id); !ok {
+			return p, bad("unknown case %q", id)
+		}
+		if !slices.Contains([]conformance.Verdict{conformance.Pass, conformance.Fail, conformance.Skip, conformance.Inconclusive}, verdict) {
+			return p, bad("case %s: verdict %q (accepted: pass, fail, skip, inconclusive)", id, f[1])
+		}
+		if _, dup := p.Truth[id]; dup {
+			return p, bad("case %s stated twice", id)
+		}
+		why := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(text, id)), f[1]))
+		p.Truth[id] = Expect{Verdict: verdict, Why: why}
+	}
+	if err := sc.Err(); err != nil {
+		return p, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Name == "" || p.Run == "" {
+		return p, fmt.Errorf("%s: name and run are required", path)
+	}
+	var missing []string
+	for _, cs := range conformance.Catalogue() {
+		if _, ok := p.Truth[cs.ID]; !ok {
+			missing = append(missing, cs.ID)
+		}
+	}
+	if len(missing) > 0 {
+		return p, fmt.Errorf("%s: no truth for case %s", path, strings.Join(missing, ", "))
+	}
+	return p, nil
+}
+
+// Find lists the .peer files under root, sorted.
+func Find(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".peer") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+// Missing says which of the peer's needs this machine lacks ("" when
+// none).
+func (p Peer) Missing() string {
+	var why []string
+	for _, n := range p.Needs {
+		if name, ok := strings.CutPrefix(n, "cmd:"); ok {
+			if _, err := exec.LookPath(name); err != nil {
+				why = append(why, "no "+name+" on PATH")
+			}
+		} else if file, ok := strings.CutPrefix(n, "file:"); ok {
+			if _, err := os.Stat(file); err != nil {
+				why = append(why, "no "+file)
+			}
+		}
+	}
+	return strings.Join(why, ", ")
+}
+
+// Target builds the peer (binary in binDir) and returns it as a black-box
+// target, run in its directory.
+func (p Peer) Target(binDir string) (conformance.Target, error) {
+	bin := filepath.Join(binDir, p.Name)
+	if p.Build != "" {
+		cmd := exec.Command("/bin/sh", "-c", strings.ReplaceAll(p.Build, "{bin}", bin))
+		cmd.Dir = p.Dir()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building %s (%s): %v\n%s", p.Name, p.Build, err, out)
+		}
+	}
+	return conformance.Command{Argv: []string{"/bin/sh", "-c", strings.ReplaceAll(p.Run, "{bin}", bin)}, Dir: p.Dir()}, nil
+}
+
+// Mismatch is a case whose verdict differs from the peer's truth.
+type Mismatch struct {
+	ID       string
+	Want     Expect
+	Got      conformance.Result
+	Evidence string
+}
+
+func (m Mismatch) String() string {
+	return fmt.Sprintf("%s: got %s (%s: %s), truth %s (%s)", m.ID, m.Got.Verdict, m.Got.Cause, m.Got.Reason, m.Want.Verdict, m.Want.Why)
+}
+
+// Compare lists the results whose verdict is not the truth's.
+func (p Peer) Compare(results []conformance.Result) []Mismatch {
+	var out []Mismatch
+	for _, r := range results {
+		want, ok := p.Truth[r.ID]
+		if ok && want.Verdict == r.Verdict {
+			continue
+		}
+		out = append(out, Mismatch{ID: r.ID, Want: want, Got: r, Evidence: strings.Join(r.Evidence, "\n")})
+	}
+	return out
+}

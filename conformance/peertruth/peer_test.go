@@ -1,0 +1,41 @@
+package peertruth
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/conformance"
+)
+
+func truthLines(except string) string {
+	var b strings.Builder
+	for _, cs := range conformance.Catalogue() {
+		if cs.ID != except {
+			b.WriteString(cs.ID + " pass  it echoes\n")
+		}
+	}
+	return b.String()
+}
+
+func TestParse(t *testing.T) {
+	p, err := parse(strings.NewReader("# a peer\nname: x\nrun: exec ./x\nneeds: cmd:cc file:/x.h\n"+truthLines("")), "x.peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "x" || p.Run != "exec ./x" || len(p.Needs) != 2 || p.Truth["F1"].Verdict != conformance.Pass || p.Truth["F1"].Why != "it echoes" {
+		t.Errorf("parsed %+v", p)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"name: x\nrun: y\n" + truthLines("W4"), "no truth for case W4"},
+		{"name: x\nrun: y\nZ9 pass no\n", "x.peer:3: unknown case \"Z9\""},
+		{"name: x\nrun: y\nF1 maybe no\n", "verdict \"maybe\""},
+		{"name: x\nnope: y\n", "x.peer:2: unknown key \"nope\""},
+		{"name: x\nneeds: gcc\n", "need \"gcc\""},
+		{truthLines(""), "name and run are required"},
+		{"name: x\nrun: y\nF1 pass a\nF1 fail b\n", "F1 stated twice"},
+	} {
+		if _, err := parse(strings.NewReader(tc.text), "x.peer"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q): %v, want an error with %q", tc.text, err, tc.want)
+		}
+	}
+}

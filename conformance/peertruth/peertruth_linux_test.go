@@ -1,0 +1,89 @@
+//go:build linux
+
+package peertruth_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/peertruth"
+)
+
+// peersRoot is where the peers live, from this package's directory.
+const peersRoot = "../../examples/peers"
+
+// TestPeersTruth runs the catalogue against every peer under examples/peers
+// with a .peer file and fails on every verdict that is not the stated
+// truth (a true failure must also be a claim failure, not a crash or a
+// stall). A peer whose runtime or library is missing here is skipped with
+// the reason; .ci/run installs them. With -short, each peer runs only the
+// cases its truth does not call a pass or a skip, and R1. REACTORLAB_PEERS
+// (names, comma-separated) selects peers.
+func TestPeersTruth(t *testing.T) {
+	paths, err := peertruth.Find(peersRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatalf("no .peer file under %s", peersRoot)
+	}
+	var only []string
+	if s := os.Getenv("REACTORLAB_PEERS"); s != "" {
+		only = strings.Split(s, ",")
+	}
+	binDir := t.TempDir()
+	var table []string
+	for _, path := range paths {
+		p, err := peertruth.Load(path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if only != nil && !slices.Contains(only, p.Name) {
+			continue
+		}
+		t.Run(p.Name, func(t *testing.T) {
+			if why := p.Missing(); why != "" {
+				t.Skipf("%s: %s (.ci/run installs what the peers need)", p.Name, why)
+			}
+			target, err := p.Target(binDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cases []string
+			if testing.Short() {
+				cases = append(cases, "R1")
+				for id, e := range p.Truth {
+					if e.Verdict == conformance.Fail || e.Verdict == conformance.Inconclusive {
+						cases = append(cases, id)
+					}
+				}
+			}
+			results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: cases})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row []string
+			for _, r := range results {
+				row = append(row, fmt.Sprintf("%s %s", r.ID, r.Verdict))
+				if r.Verdict == conformance.Fail && p.Truth[r.ID].Verdict == conformance.Fail && r.Cause != conformance.CauseClaim {
+					t.Errorf("%s: %s failed with cause %s, not on its claim: %s\n%s", p.Name, r.ID, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"))
+				}
+				if r.Verdict == conformance.Fail || r.Verdict == conformance.Inconclusive {
+					t.Logf("%s %s: %s\n    %s", r.ID, r.Verdict, r.Reason, strings.Join(r.Evidence, "\n    "))
+				}
+			}
+			for _, m := range p.Compare(results) {
+				t.Errorf("%s (%s): %v\n%s", p.Name, filepath.Base(p.Path), m, m.Evidence)
+			}
+			table = append(table, fmt.Sprintf("%-28s %s", p.Name, strings.Join(row, ", ")))
+		})
+	}
+	t.Logf("verdicts:\n%s", strings.Join(table, "\n"))
+}

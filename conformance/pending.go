@@ -1,0 +1,333 @@
+package conformance
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// The cases about work a server still holds for a connection (I2, I3, W4)
+// are only as good as their precondition: that the server really holds
+// echoes in its own (user-space) buffers, or has stopped reading the
+// connection, when the connection goes away. Kernel socket buffers on
+// loopback absorb megabytes, so a client that sends "a lot" may find
+// nothing queued in the server at all. These cases therefore drive data
+// into the server and measure that it got there: a client with tiny
+// socket buffers sends, never reading, while inet_diag shows the queues
+// of both ends; what the client sent, less what it read back and what the
+// four kernel queues hold, is what the server holds itself.
+
+// smallClientBuf is the client's SO_RCVBUF (the kernel doubles it): the
+// client takes a few KiB of echoes, the rest backs up into the server.
+// clientSendBuf is its SO_SNDBUF: small beside the server's buffers, so
+// the client's writes block soon after the server stops reading, and not
+// so small that every write waits for an acknowledgement.
+const (
+	smallClientBuf = 4 << 10
+	clientSendBuf  = 64 << 10
+)
+
+// streamFrameSize is the size of every frame of a loaded connection's
+// stream: DATA frames of the connection's token, seq 0, 1, …, send time
+// 0, so byte o of the stream is known from o alone.
+const streamFrameSize = 4 << 10
+
+// sockQueues are the kernel queues of one loopback connection, both ends,
+// in bytes: unsent is written by the application but not yet acknowledged
+// by the peer, unread is received but not yet read by the application.
+type sockQueues struct {
+	clientUnsent, clientUnread int64
+	serverUnread, serverUnsent int64
+	serverState                uint8
+	// serverGone: the server's end is no longer in the kernel's tables
+	// (closed, and everything it had to send acknowledged).
+	serverGone bool
+}
+
+// kernel is everything the four queues hold.
+func (q sockQueues) kernel() int64 {
+	return q.clientUnsent + q.clientUnread + q.serverUnread + q.serverUnsent
+}
+
+// outputBlocked: the server has unsent echoes in its send queue and the
+// client has unread bytes: the path back to the client is backed up.
+func (q sockQueues) outputBlocked() bool {
+	return q.serverUnsent > 0 && q.clientUnread > 0
+}
+
+// finConsumed reports whether the server's application has read the
+// client's FIN (read returned 0): its end went past CLOSE_WAIT, or sits in
+// CLOSE_WAIT with nothing left unread (the FIN counts one byte of the
+// unread queue until the application reads it).
+func (q sockQueues) finConsumed() bool {
+	switch {
+	case q.serverGone:
+		return true
+	case q.serverState == tcpCloseWait:
+		return q.serverUnread == 0
+	}
+	return q.serverState != tcpEstablished
+}
+
+func (q sockQueues) String() string {
+	if q.serverGone {
+		return fmt.Sprintf("client unsent %d unread %d; the server's end is gone", q.clientUnsent, q.clientUnread)
+	}
+	return fmt.Sprintf("client unsent %d unread %d; server unread %d unsent %d (state %d)", q.clientUnsent, q.clientUnread, q.serverUnread, q.serverUnsent, q.serverState)
+}
+
+// loaded is a client connection that sends the stream of its token and
+// reads (and checks) what comes back only when told to.
+type loaded struct {
+	name  string
+	conn  *net.TCPConn
+	token uint64
+	sent  int64 // bytes of the stream written
+	read  int64 // bytes read back (all checked)
+	q     sockQueues
+	pend  []byte // the rest of a frame a write left unwritten
+	seq   uint64 // the next frame to write
+	// expect is the stream's frame being compared with what is read.
+	expect    []byte
+	expectSeq uint64
+}
+
+// held is what the server has read from the connection and not yet
+// written back, as of the last sample: a byte echo owes what it was sent,
+// so what the client has neither read back nor finds in a kernel queue is
+// in the server. The FIN's sequence number and a segment counted at both
+// ends while in flight can only make it smaller, never larger.
+func (l *loaded) held() int64 { return max(0, l.sent-l.read-l.q.kernel()) }
+
+// sample refreshes the queues.
+func (l *loaded) sample() error {
+	q, err := sampleQueues(l.conn)
+	if err != nil {
+		return err
+	}
+	l.q = q
+	return nil
+}
+
+// dialLoaded opens a loaded connection with tiny client buffers, or fails
+// the case. It is closed when the case ends.
+func (c *C) dialLoaded(name string, token uint64) *loaded {
+	conn, err := dialSmall(c.Instance().Addr())
+	if err != nil {
+		c.Fatalf("%s: dial: %v", name, err)
+	}
+	c.Cleanup(func() { conn.Close() })
+	return &loaded{name: name, conn: conn, token: token}
+}
+
+// writeSome writes at most n bytes of the stream, for at most d; it
+// reports whether the write blocked (the server is not taking more).
+func (l *loaded) writeSome(n int, d time.Duration) (blocked bool, err error) {
+	buf := l.pend
+	for len(buf) < n {
+		p := make([]byte, streamFrameSize-wire.HeaderSize)
+		fill(p, l.token, l.seq)
+		buf = wire.AppendFrame(buf, wire.KindData, 0, l.token, l.seq, 0, p)
+		l.seq++
+	}
+	l.conn.SetWriteDeadline(time.Now().Add(d))
+	w, err := l.conn.Write(buf)
+	l.sent += int64(w)
+	l.pend = append(l.pend[:0], buf[w:]...)
+	if isTimeout(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// fillResult says what a fill established.
+type fillResult struct {
+	holding bool  // the server holds echoes it cannot write back
+	paused  bool  // the server stopped reading the connection
+	held    int64 // what it holds, bytes
+	why     string
+}
+
+func (f fillResult) established() bool { return f.holding || f.paused }
+
+// holdsEchoes: the server holds echoes in its own buffers (it may also
+// have paused): more than a frame, so more than any partial frame a
+// frame-echoing server keeps unanswered.
+func (f fillResult) holdsEchoes() bool { return f.established() && f.held > streamFrameSize }
+
+// What a server that has not stopped reading must be seen holding for a
+// fill to end. holdSome is far more than a read buffer in flight, and more
+// than the kernel's send buffer grows by while the client reads a few KiB;
+// holdMuch is more than any bounded out-queue of the reference reactors
+// (1 MiB) or of the peers, so a server that holds it without pausing has
+// no backpressure at all, and one that has backpressure is filled until
+// it pauses.
+const (
+	holdSome = 256 << 10
+	holdMuch = 4 << 20
+)
+
+// fill sends the stream until the server holds holdTarget bytes of echoes
+// it cannot deliver (twice seen, 30 ms apart, with the path back to the
+// client backed up),
+// or has stopped reading the connection (the client's writes block and
+// the server's unread queue does not move for 100 ms), or the client has
+// sent past limit. With needUnreadEmpty a holding counts only once the
+// server has read everything sent, so that a server which has not paused
+// reads a FIN sent next. The client reads nothing.
+func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillResult {
+	const chunk = 16 * streamFrameSize
+	began := time.Now()
+	defer func() { c.Logf("%s: filled %d bytes in %v", l.name, l.sent, time.Since(began).Round(time.Millisecond)) }()
+	deadline := time.Now().Add(15 * time.Second)
+	lastUnread, still := int64(-1), time.Now() // the server's unread queue, and since when it has not moved
+	for l.sent < limit {
+		if time.Now().After(deadline) {
+			return fillResult{why: fmt.Sprintf("the server took %d bytes in 15 s without holding or pausing", l.sent)}
+		}
+		if c.Context().Err() != nil {
+			c.Fatalf("%s: the case ended while filling", l.name)
+		}
+		blocked, err := l.writeSome(chunk, 20*time.Millisecond)
+		if err != nil {
+			c.Fatalf("%s: write after %d bytes: %v", l.name, l.sent, err)
+		}
+		if err := l.sample(); err != nil {
+			c.Inconclusivef("cannot see the socket queues, so cannot tell whether the server holds anything: %v", err)
+		}
+		// Judged on a frame boundary only: a frame-echoing server holds a
+		// partial frame unanswered, and that is no echo.
+		if len(l.pend) == 0 && l.held() >= holdTarget && l.q.outputBlocked() && (!needUnreadEmpty || l.q.serverUnread == 0) {
+			time.Sleep(30 * time.Millisecond) // a second look: a transient is no holding
+			if err := l.sample(); err != nil {
+				c.Inconclusivef("socket queues: %v", err)
+			}
+			if h := l.held(); h >= holdTarget && l.q.outputBlocked() {
+				return fillResult{holding: true, held: h, why: fmt.Sprintf("after %d bytes sent the server holds %d bytes of echoes it cannot write (%v)", l.sent, h, l.q)}
+			}
+		}
+		if l.q.serverUnread != lastUnread {
+			lastUnread, still = l.q.serverUnread, time.Now()
+		}
+		// Writes that block while the server's receive queue stands
+		// still: it has stopped reading.
+		if blocked && lastUnread > 0 && time.Since(still) >= 100*time.Millisecond {
+			return fillResult{paused: true, held: l.held(), why: fmt.Sprintf("after %d bytes sent the server stopped reading: %d bytes unread in its receive queue for %v, it holds %d (%v)", l.sent, lastUnread, time.Since(still).Round(time.Millisecond), l.held(), l.q)}
+		}
+	}
+	return fillResult{held: l.held(), why: fmt.Sprintf("the server took all %d bytes (the limit) and holds %d with the path back %sbacked up (%v)", l.sent, l.held(), map[bool]string{true: "", false: "not "}[l.q.outputBlocked()], l.q)}
+}
+
+// fillLimit is how much a fill may send: more than every kernel buffer on
+// the way can hold, and 8 MiB on top for what a server may hold before it
+// pushes back.
+func (c *C) fillLimit() (int64, string) {
+	capacity, why, err := kernelCapacity()
+	if err != nil {
+		c.Inconclusivef("cannot size the kernel's socket buffers: %v", err)
+	}
+	return capacity + 8<<20, fmt.Sprintf("fill limit %d bytes: %s, + 8 MiB", capacity+8<<20, why)
+}
+
+// readSome reads what is there (at most n bytes, waiting at most d) and
+// checks it against the stream; ok is false at the end of the stream.
+func (l *loaded) readSome(n int, d time.Duration) (int, error) {
+	buf := make([]byte, n)
+	l.conn.SetReadDeadline(time.Now().Add(d))
+	k, err := l.conn.Read(buf)
+	if k > 0 {
+		if why := l.check(buf[:k]); why != "" {
+			return k, errors.New(why)
+		}
+	}
+	if isTimeout(err) {
+		err = nil
+	}
+	return k, err
+}
+
+// check compares b, the next bytes read, with the stream.
+func (l *loaded) check(b []byte) string {
+	for len(b) > 0 {
+		off := int(l.read % streamFrameSize)
+		if l.expect == nil || l.expectSeq != uint64(l.read/streamFrameSize) {
+			l.expectSeq = uint64(l.read / streamFrameSize)
+			p := make([]byte, streamFrameSize-wire.HeaderSize)
+			fill(p, l.token, l.expectSeq)
+			l.expect = wire.AppendFrame(l.expect[:0], wire.KindData, 0, l.token, l.expectSeq, 0, p)
+		}
+		n := min(len(b), streamFrameSize-off)
+		if !bytes.Equal(b[:n], l.expect[off:off+n]) {
+			i := firstDiff(b[:n], l.expect[off:off+n])
+			return fmt.Sprintf("byte %d of the echo differs from what was sent (frame seq %d): corrupted, reordered or from another connection", l.read+int64(i), l.expectSeq)
+		}
+		l.read += int64(n)
+		b = b[n:]
+	}
+	return ""
+}
+
+// nudgeToFIN, once the client has shut down its write side, waits for the
+// server to read the FIN while keeping its echoes backed up: the client
+// reads (16 KiB at a time) only while the server is not reading (its
+// unread queue does not move), which is when its own output is full. It
+// returns whether the server read the FIN within bound, and what it held
+// when that was first seen (an under-estimate: after the FIN it can only
+// write, so it held at least that when it read it).
+func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN int64) {
+	deadline := time.Now().Add(bound)
+	last := int64(-1)
+	for time.Now().Before(deadline) {
+		if err := l.sample(); err != nil {
+			c.Inconclusivef("socket queues: %v", err)
+		}
+		if l.q.finConsumed() {
+			return true, l.held()
+		}
+		if l.q.serverUnread != last {
+			last = l.q.serverUnread
+			time.Sleep(2 * time.Millisecond) // the server is reading: let it
+			continue
+		}
+		if _, err := l.readSome(16<<10, 5*time.Millisecond); err != nil {
+			c.Fatalf("%s: reading echoes after its half-close: %v (%d of %d bytes back)", l.name, err, l.read, l.sent)
+		}
+	}
+	return false, l.held()
+}
+
+// readRest reads the echo to its end within bound and reports how it
+// ended: io.EOF after every byte owed is the one right ending. A byte echo
+// owes every byte sent; a frame echo (a reference reactor) owes the
+// complete frames, and rightly drops a partial last frame at EOF (the
+// client's last write may have been cut short by its deadline).
+func (l *loaded) readRest(bound time.Duration, frameEcho bool) error {
+	owed := l.sent
+	if frameEcho {
+		owed -= l.sent % streamFrameSize
+	}
+	deadline := time.Now().Add(bound)
+	for {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d bytes owed back after %v, then nothing", l.read, owed, bound)
+		}
+		_, err := l.readSome(256<<10, time.Until(deadline))
+		if errors.Is(err, io.EOF) {
+			if l.read < owed {
+				return fmt.Errorf("the server closed the connection after %d of %d bytes owed: it dropped %d bytes of echoes", l.read, owed, owed-l.read)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after %d of %d bytes owed: %w", l.read, owed, err)
+		}
+		if l.read > owed {
+			return fmt.Errorf("%d bytes back, %d owed", l.read, owed)
+		}
+	}
+}

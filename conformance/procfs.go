@@ -1,0 +1,113 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// servingProcesses returns the pids of the target's process group that
+// hold its listening socket (the processes that accept its connections),
+// found by the socket's inode in /proc/net/tcp and the group's descriptor
+// tables. It returns an error when the target has no process of its own
+// or no process of it holds the listener.
+func servingProcesses(inst Instance) ([]int, error) {
+	g, ok := inst.(interface{ Group() ([]int, error) })
+	if !ok {
+		return nil, fmt.Errorf("the target has no process of its own")
+	}
+	inode, err := listenerInode(inst.Addr())
+	if err != nil {
+		return nil, err
+	}
+	pids, err := g.Group()
+	if err != nil {
+		return nil, err
+	}
+	want := "socket:[" + inode + "]"
+	var out []int
+	for _, pid := range pids {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if t, _ := os.Readlink(dir + "/" + e.Name()); t == want {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no process of the target's group holds the listening socket of %s (inode %s)", inst.Addr(), inode)
+	}
+	return out, nil
+}
+
+// listenerInode finds the inode of the TCP socket listening on addr
+// (an IPv4 host:port) in /proc/net/tcp, or on its port on any address.
+func listenerInode(addr string) (string, error) {
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	port := fmt.Sprintf("%04X", tcp.Port)
+	// A dual-stack server listens on [::]: its socket is in tcp6.
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Scan() // the header
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			if _, p, ok := strings.Cut(f[1], ":"); ok && p == port {
+				return f[9], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no socket listening on port %d in /proc/net/tcp or tcp6", tcp.Port)
+}
+
+// fdLimitOf reads the soft and hard "Max open files" of pid from
+// /proc/<pid>/limits ("unlimited" is reported as -1).
+func fdLimitOf(pid int) (soft, hard int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Max open files")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			break
+		}
+		parse := func(s string) (int64, error) {
+			if s == "unlimited" {
+				return -1, nil
+			}
+			return strconv.ParseInt(s, 10, 64)
+		}
+		if soft, err = parse(f[0]); err == nil {
+			hard, err = parse(f[1])
+		}
+		return soft, hard, err
+	}
+	return 0, 0, fmt.Errorf("/proc/%d/limits has no \"Max open files\" line", pid)
+}
+
+// fdCount counts the open descriptors of pid.
+func fdCount(pid int) (int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents), err
+}

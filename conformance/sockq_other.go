@@ -1,0 +1,27 @@
+//go:build !linux
+
+package conformance
+
+import (
+	"errors"
+	"net"
+)
+
+// sampleQueues needs Linux's inet_diag; elsewhere the cases that need it
+// are inconclusive.
+func sampleQueues(conn *net.TCPConn) (sockQueues, error) {
+	return sockQueues{}, errors.New("socket queues are read with Linux's inet_diag")
+}
+
+const (
+	tcpEstablished = 1
+	tcpCloseWait   = 8
+)
+
+func dialSmall(addr string) (*net.TCPConn, error) {
+	return nil, errors.New("the small-buffer client needs Linux")
+}
+
+func kernelCapacity() (int64, string, error) {
+	return 0, "", errors.New("kernel buffer sizes are read from Linux's /proc/sys")
+}

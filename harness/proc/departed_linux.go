@@ -1,0 +1,116 @@
+//go:build linux
+
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// member identifies one process of the group at ready time; its start
+// time tells it from a later process that reuses the pid.
+type member struct {
+	pid     int
+	start   string // field 22 of /proc/<pid>/stat, in clock ticks since boot
+	command string
+}
+
+// snapshotGroup lists the living members of group pgid with their start
+// times and command lines. A member that exits meanwhile is left out.
+func snapshotGroup(pgid int) []member {
+	pids, err := groupPids(pgid)
+	if err != nil {
+		return nil
+	}
+	var out []member
+	for _, pid := range pids {
+		st, err := readStatFields(pid)
+		if err != nil || len(st) < 20 {
+			continue
+		}
+		out = append(out, member{pid: pid, start: st[19], command: commandLine(pid)})
+	}
+	return out
+}
+
+// Departed lists the members of the group present when the target became
+// ready that have exited since (the leader first). The leader's status is
+// exact once it is reaped; another member's is read from its zombie's
+// /proc entry while its parent has not reaped it, and unknown after.
+func (p *Process) Departed() []Departure {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Departure
+	for _, m := range p.members {
+		if m.pid == p.pid {
+			if p.reaped {
+				out = append(out, Departure{Pid: m.pid, Command: m.command, Status: describeWait(p.state.Sys())})
+			}
+			continue
+		}
+		st, err := readStatFields(m.pid)
+		switch {
+		case err != nil || len(st) < 50 || st[19] != m.start:
+			out = append(out, Departure{Pid: m.pid, Command: m.command}) // gone, or its pid reused
+		case st[0] == "Z" || st[0] == "X":
+			d := Departure{Pid: m.pid, Command: m.command}
+			if code, err := strconv.Atoi(st[49]); err == nil {
+				d.Status = describeWait(syscall.WaitStatus(code))
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// describeWait renders a wait status as os.ProcessState does.
+func describeWait(sys any) string {
+	ws, ok := sys.(syscall.WaitStatus)
+	if !ok {
+		return ""
+	}
+	switch {
+	case ws.Exited():
+		return fmt.Sprintf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		s := "signal: " + ws.Signal().String()
+		if ws.CoreDump() {
+			s += " (core dumped)"
+		}
+		return s
+	}
+	return ""
+}
+
+// readStatFields returns the fields of /proc/<pid>/stat after the command
+// name: [0] is the state (field 3), [19] the start time (field 22), [49]
+// the exit code (field 52, Linux 3.5).
+func readStatFields(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// commandLine is /proc/<pid>/cmdline with spaces for NULs, at most 200
+// bytes.
+func commandLine(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return "?"
+	}
+	s := strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
