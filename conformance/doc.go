@@ -14,7 +14,21 @@
 //
 // Cases that need the reference control protocol, the reference frame
 // limit or a reactor's internal counters are skipped on targets that lack
-// them, with the reason: never passed.
+// them, with the reason: never passed. A case that ran but could not
+// establish what its claim needs (the descriptor limit in force in the
+// serving process, its table full, echoes queued in the server's own
+// buffers) is Inconclusive, with the reason and the evidence: never
+// passed either.
+//
+// Preconditions are measured, not assumed. A process target is started
+// through a launcher that sets its descriptor limit between fork and exec
+// and leaves it descriptors 0, 1 and 2 only (harness/proc); every process
+// of its group that lives when it starts listening must live until the
+// case stops it, or the case fails with CauseTarget. The cases about work
+// a server holds for a connection (I2, I3, W4) read both ends' kernel
+// queues with inet_diag while a client with a 4 KiB receive buffer fills
+// the connection: what was sent, less what came back and what the kernel
+// holds, is what the server holds itself.
 //
 // From any Go test, like nettest.TestConn:
 //

@@ -113,23 +113,24 @@ func overBound(waits []time.Duration, bound time.Duration) string {
 	return ""
 }
 
-// underHotLoad runs probes (one per peer) for 1.5 s under the hot load and
-// fails the case if any peer's round trips break the bound (overBound).
-func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
-	h := startHot(c, c.Instance().Addr())
+// probeResult is one probing peer's round trips and how its probe ended.
+type probeResult struct {
+	rtts []time.Duration
+	err  error
+}
+
+// probeAll runs probes (one per peer, round trips unanswered for limit
+// end them) for 1.5 s, or until the case's time is up.
+func probeAll(c *C, peers []*peer, kind wire.Kind, limit time.Duration) []probeResult {
 	stop := make(chan struct{})
-	type res struct {
-		rtts []time.Duration
-		err  error
-	}
-	results := make([]res, len(peers))
+	results := make([]probeResult, len(peers))
 	var wg sync.WaitGroup
 	for i, p := range peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rtts, err := probe(p, kind, uint64(i+1), stop, 10*time.Second)
-			results[i] = res{rtts, err}
+			rtts, err := probe(p, kind, uint64(i+1), stop, limit)
+			results[i] = probeResult{rtts, err}
 		}()
 	}
 	timer := time.NewTimer(1500 * time.Millisecond)
@@ -139,12 +140,13 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 	}
 	close(stop)
 	wg.Wait()
-	echoed := h.echoed.Load()
-	h.stop()
-	if err := h.Err(); err != nil {
-		c.Fatalf("hot load: %v", err)
-	}
-	c.Evidencef("hot connections: %d frames echoed in 1.5 s", echoed)
+	return results
+}
+
+// judgeProbes records every peer's round trips and fails the case where a
+// probe ended in error, completed nothing, or broke the bound (overBound);
+// harm says what the failure means ("starved under hot load").
+func judgeProbes(c *C, peers []*peer, results []probeResult, bound time.Duration, harm string) {
 	for i, r := range results {
 		sorted := slices.Clone(r.rtts)
 		slices.Sort(sorted)
@@ -155,14 +157,27 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 		c.Evidencef("%s: %d round trips, median %v, longest %v", peers[i].name, len(r.rtts), p50.Round(time.Microsecond), worst.Round(time.Microsecond))
 		if r.err != nil {
 			c.Errorf("%s: %v", peers[i].name, r.err)
-		}
-		if len(r.rtts) == 0 && r.err == nil {
+		} else if len(r.rtts) == 0 {
 			c.Errorf("%s: not one round trip completed in 1.5 s", peers[i].name)
 		}
 		if why := overBound(r.rtts, bound); why != "" {
-			c.Errorf("%s starved under hot load: %s", peers[i].name, why)
+			c.Errorf("%s %s: %s", peers[i].name, harm, why)
 		}
 	}
+}
+
+// underHotLoad runs probes (one per peer) for 1.5 s under the hot load and
+// fails the case if any peer's round trips break the bound (overBound).
+func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
+	h := startHot(c, c.Instance().Addr())
+	results := probeAll(c, peers, kind, 10*time.Second)
+	echoed := h.echoed.Load()
+	h.stop()
+	if err := h.Err(); err != nil {
+		c.Fatalf("hot load: %v", err)
+	}
+	c.Evidencef("hot connections: %d frames echoed in 1.5 s", echoed)
+	judgeProbes(c, peers, results, bound, "starved under hot load")
 	if c.Failed() {
 		if f := c.Stop(); f.Stats != nil {
 			if hs, ok := f.Stats.Histograms[reactors.HistRotation]; ok {

@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
@@ -208,51 +206,14 @@ func runW4(c *C) {
 	if err := l.sample(); err == nil {
 		c.Evidencef("50 ms after the half-close: the server read the FIN: %v, holds %d bytes (%v)", l.q.finConsumed(), l.held(), l.q)
 	}
-	// From here the half-closed client reads nothing.
-	stop := make(chan struct{})
-	type res struct {
-		rtts []time.Duration
-		err  error
-	}
-	results := make([]res, light)
-	var wg sync.WaitGroup
-	for i, p := range peers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rtts, err := probe(p, wire.KindData, uint64(i+1), stop, 2*bound)
-			results[i] = res{rtts, err}
-		}()
-	}
-	timer := time.NewTimer(1500 * time.Millisecond)
-	select {
-	case <-timer.C:
-	case <-c.Context().Done():
-	}
-	close(stop)
-	wg.Wait()
+	// The half-closed client reads nothing from here on.
+	results := probeAll(c, peers, wire.KindData, 2*bound)
 	holding := false
 	if err := l.sample(); err == nil {
 		holding = f.holdsEchoes() && l.held() > streamFrameSize
 		c.Evidencef("after the probes: the server read the FIN: %v, holds %d bytes for the half-closed client (%v)", l.q.finConsumed(), l.held(), l.q)
 	}
-	for i, r := range results {
-		sorted := slices.Clone(r.rtts)
-		slices.Sort(sorted)
-		var p50, worst time.Duration
-		if n := len(sorted); n > 0 {
-			p50, worst = sorted[n/2], sorted[n-1]
-		}
-		c.Evidencef("%s: %d round trips, median %v, longest %v", peers[i].name, len(r.rtts), p50.Round(time.Microsecond), worst.Round(time.Microsecond))
-		if r.err != nil {
-			c.Errorf("%s: %v", peers[i].name, r.err)
-		} else if len(r.rtts) == 0 {
-			c.Errorf("%s: not one round trip completed in 1.5 s", peers[i].name)
-		}
-		if why := overBound(r.rtts, bound); why != "" {
-			c.Errorf("%s delayed while a half-closed client leaves its echoes unread: %s", peers[i].name, why)
-		}
-	}
+	judgeProbes(c, peers, results, bound, "delayed while a half-closed client leaves its echoes unread")
 	if !c.Failed() && !holding {
 		c.Inconclusivef("the others were served, but the server was not seen holding echoes for the half-closed client from the half-close to the end of the probes (%s)", f.why)
 	}

@@ -20,7 +20,7 @@ import (
 func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("reactorlab footprint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	targetSpec := fs.String("target", "", "what to measure: lt, et, oneshot, prio, prio-thread (a reference reactor, run by `reactorlab serve`), or cmd:'COMMAND' (any byte-echo server, run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced)")
+	targetSpec := fs.String("target", "", "what to measure: lt, et, oneshot, prio, prio-thread (a reference reactor, run by `reactorlab serve`), or cmd:'COMMAND' (any byte-echo server, run by /bin/sh -c, a simple command with exec, with REACTORLAB_LISTEN=host:port and {addr} replaced)")
 	conns := fs.Int("conns", 10000, "idle connections to open, each echoing one 64-byte frame first (1..1000000)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole measurement")
 	asJSON := fs.Bool("json", false, "print the result as JSON")

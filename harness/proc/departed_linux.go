@@ -54,12 +54,14 @@ func (p *Process) Departed() []Departure {
 		}
 		st, err := readStatFields(m.pid)
 		switch {
-		case err != nil || len(st) < 50 || st[19] != m.start:
+		case err != nil || len(st) < 20 || st[19] != m.start:
 			out = append(out, Departure{Pid: m.pid, Command: m.command}) // gone, or its pid reused
 		case st[0] == "Z" || st[0] == "X":
 			d := Departure{Pid: m.pid, Command: m.command}
-			if code, err := strconv.Atoi(st[49]); err == nil {
-				d.Status = describeWait(syscall.WaitStatus(code))
+			if len(st) >= 50 { // the exit code field is there since Linux 3.5
+				if code, err := strconv.Atoi(st[49]); err == nil {
+					d.Status = describeWait(syscall.WaitStatus(code))
+				}
 			}
 			out = append(out, d)
 		}
