@@ -30,7 +30,9 @@ func TestBlackBox(t *testing.T) {
 		inconclusive []string
 		needCap      int // a capability the row needs (0: none)
 	}{
-		{name: "clean"},
+		// A goroutine that blocks in write until its echo is out never holds
+		// echoes when it reads a FIN: I3 and W4 cannot be exercised.
+		{name: "clean", inconclusive: []string{"W4", "I3"}},
 		{name: "drop-partial", args: []string{"--bug", "drop-partial"}, fail: []string{"F1"}},
 		{name: "no-backpressure", args: []string{"--bug", "no-backpressure"}, fail: []string{"W1"}},
 		{name: "busy-idle", args: []string{"--bug", "busy-idle"}, fail: []string{"W2"}},

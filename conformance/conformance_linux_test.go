@@ -12,7 +12,7 @@ import (
 func TestInProcessReference(t *testing.T) {
 	for _, d := range reactors.Designs {
 		t.Run(string(d), func(t *testing.T) {
-			conformance.Run(t, conformance.InProcess{Design: d})
+			conformance.Run(t, conformance.InProcess{Design: d}, conformance.Options{Strict: true})
 		})
 	}
 }

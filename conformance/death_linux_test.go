@@ -4,6 +4,10 @@ package conformance_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,5 +51,43 @@ func TestTargetDeathFailsTheCase(t *testing.T) {
 				t.Errorf("a server killed during the case: %s (%s) %q, want a failure with cause target saying it died during the case", r.Verdict, r.Cause, r.Reason)
 			}
 		})
+	}
+}
+
+// A server that forks a child per connection, each exiting when its
+// connection ends (the readiness probe's child included), is not a target
+// that died: only the processes there before it was found ready are
+// watched.
+func TestForkingServerIsNotDead(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 (socketserver.ForkingTCPServer)")
+	}
+	script, err := filepath.Abs("testdata/forking.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	churn := conformance.Case{ID: "Z2", Title: "connections come and go", Run: func(c *conformance.C) {
+		for i := 0; i < 10; i++ {
+			conn, err := net.DialTimeout("tcp", c.Instance().Addr(), 5*time.Second)
+			if err != nil {
+				c.Fatalf("dial: %v", err)
+			}
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := conn.Write([]byte("ping")); err != nil {
+				c.Fatalf("write: %v", err)
+			}
+			buf := make([]byte, 4)
+			if _, err := io.ReadFull(conn, buf); err != nil {
+				c.Fatalf("read: %v", err)
+			}
+			conn.Close()
+		}
+		time.Sleep(200 * time.Millisecond) // the children exit
+	}}
+	for i := 0; i < 5; i++ {
+		r := conformance.RunCase(context.Background(), conformance.Command{Argv: []string{"python3", script}}, churn, 30*time.Second)
+		if r.Verdict != conformance.Pass {
+			t.Fatalf("run %d: a forking server whose children come and go: %s (%s) %s", i, r.Verdict, r.Cause, r.Reason)
+		}
 	}
 }

@@ -147,7 +147,7 @@ func TestProcessReference(t *testing.T) {
 	exe := built(t, "reactorlab", "")
 	for _, d := range reactors.Designs {
 		t.Run(string(d), func(t *testing.T) {
-			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}})
+			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, conformance.Options{Strict: true})
 		})
 	}
 }

@@ -61,9 +61,10 @@ func (q sockQueues) outputBlocked() bool {
 }
 
 // finConsumed reports whether the server's application has read the
-// client's FIN (read returned 0): its end went past CLOSE_WAIT, or sits in
-// CLOSE_WAIT with nothing left unread (the FIN counts one byte of the
-// unread queue until the application reads it).
+// client's FIN: its end sits in CLOSE_WAIT with nothing left unread (the
+// FIN counts one byte of the unread queue until a read passes it), or has
+// gone past it (LAST_ACK, CLOSING, TIME_WAIT, CLOSE: closed, or gone). In
+// ESTABLISHED, FIN_WAIT1 or FIN_WAIT2 the FIN has not arrived.
 func (q sockQueues) finConsumed() bool {
 	switch {
 	case q.serverGone:
@@ -71,7 +72,7 @@ func (q sockQueues) finConsumed() bool {
 	case q.serverState == tcpCloseWait:
 		return q.serverUnread == 0
 	}
-	return q.serverState != tcpEstablished
+	return q.serverState != tcpEstablished && q.serverState != tcpFinWait1 && q.serverState != tcpFinWait2
 }
 
 func (q sockQueues) String() string {
@@ -92,6 +93,8 @@ type loaded struct {
 	q     sockQueues
 	pend  []byte // the rest of a frame a write left unwritten
 	seq   uint64 // the next frame to write
+	// halfClosed: the client has shut down its write side.
+	halfClosed bool
 	// expect is the stream's frame being compared with what is read.
 	expect    []byte
 	expectSeq uint64
@@ -101,12 +104,15 @@ type loaded struct {
 // written back, as of the last sample: a byte echo owes what it was sent,
 // so what the client has neither read back nor finds in a kernel queue is
 // in the server. The FIN's sequence number and a segment counted at both
-// ends while in flight can only make it smaller, never larger.
+// ends while in flight make it smaller; a segment moving between the two
+// reads of a sample could make it larger, which sampleQueues' order rules
+// out while data flows one way (see there).
 func (l *loaded) held() int64 { return max(0, l.sent-l.read-l.q.kernel()) }
 
-// sample refreshes the queues.
+// sample refreshes the queues: the client's end first while the client
+// sends, the server's first once the client has half-closed.
 func (l *loaded) sample() error {
-	q, err := sampleQueues(l.conn)
+	q, err := sampleQueues(l.conn, l.halfClosed)
 	if err != nil {
 		return err
 	}
@@ -155,10 +161,23 @@ type fillResult struct {
 
 func (f fillResult) established() bool { return f.holding || f.paused }
 
-// holdsEchoes: the server holds echoes in its own buffers (it may also
-// have paused): more than a frame, so more than any partial frame a
-// frame-echoing server keeps unanswered.
-func (f fillResult) holdsEchoes() bool { return f.established() && f.held > streamFrameSize }
+// echoThreshold is what a server must hold to count as holding echoes:
+// anything for a byte echo, more than a frame for a frame-echoing
+// reference reactor (it rightly keeps a partial frame unanswered).
+func (c *C) echoThreshold() int64 {
+	if c.Reference() != nil {
+		return streamFrameSize
+	}
+	return 0
+}
+
+// halfClose shuts down the client's write side (a FIN after what it sent).
+func (c *C) halfClose(l *loaded) {
+	if err := l.conn.CloseWrite(); err != nil {
+		c.Fatalf("%s: shutting down the write side: %v", l.name, err)
+	}
+	l.halfClosed = true
+}
 
 // What a server that has not stopped reading must be seen holding for a
 // fill to end. holdSome is far more than a read buffer in flight, and more
@@ -216,7 +235,7 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 		}
 		// Writes that block while the server's receive queue stands
 		// still: it has stopped reading.
-		if blocked && lastUnread > 0 && time.Since(still) >= 100*time.Millisecond {
+		if blocked && lastUnread > 0 && l.q.outputBlocked() && time.Since(still) >= 100*time.Millisecond {
 			return fillResult{paused: true, held: l.held(), why: fmt.Sprintf("after %d bytes sent the server stopped reading: %d bytes unread in its receive queue for %v, it holds %d (%v)", l.sent, lastUnread, time.Since(still).Round(time.Millisecond), l.held(), l.q)}
 		}
 	}
@@ -274,11 +293,13 @@ func (l *loaded) check(b []byte) string {
 
 // nudgeToFIN, once the client has shut down its write side, waits for the
 // server to read the FIN while keeping its echoes backed up: the client
-// reads (16 KiB at a time) only while the server is not reading (its
-// unread queue does not move), which is when its own output is full. It
-// returns whether the server read the FIN within bound, and what it held
-// when that was first seen (an under-estimate: after the FIN it can only
-// write, so it held at least that when it read it).
+// reads (4 KiB at a time: the kernel's send buffer gains little room, so
+// what the server writes next stays in its own buffers) only while the
+// server is not reading (its unread queue does not move), which is when
+// its own output is full. It returns whether the server read the FIN
+// within bound, and what it held when that was first seen (an
+// under-estimate: after the FIN it can only write, so it held at least
+// that when it read it).
 func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN int64) {
 	deadline := time.Now().Add(bound)
 	last := int64(-1)
@@ -294,7 +315,7 @@ func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN 
 			time.Sleep(2 * time.Millisecond) // the server is reading: let it
 			continue
 		}
-		if _, err := l.readSome(16<<10, 5*time.Millisecond); err != nil {
+		if _, err := l.readSome(4<<10, 5*time.Millisecond); err != nil {
 			c.Fatalf("%s: reading echoes after its half-close: %v (%d of %d bytes back)", l.name, err, l.read, l.sent)
 		}
 	}

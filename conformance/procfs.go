@@ -11,49 +11,49 @@ import (
 )
 
 // servingProcesses returns the pids of the target's process group that
-// hold its listening socket (the processes that accept its connections),
-// found by the socket's inode in /proc/net/tcp and the group's descriptor
-// tables. It returns an error when the target has no process of its own
-// or no process of it holds the listener.
-func servingProcesses(inst Instance) ([]int, error) {
+// hold one of its listening sockets (the processes that accept its
+// connections; several SO_REUSEPORT workers have one each), found by the
+// sockets' inodes in /proc/net/tcp{,6} and the group's descriptor tables,
+// and every pid of the group. It returns an error when the target has no
+// process of its own or no process of it holds a listener.
+func servingProcesses(inst Instance) (serving, group []int, err error) {
 	g, ok := inst.(interface{ Group() ([]int, error) })
 	if !ok {
-		return nil, fmt.Errorf("the target has no process of its own")
+		return nil, nil, fmt.Errorf("the target has no process of its own")
 	}
-	inode, err := listenerInode(inst.Addr())
+	inodes, err := listenerInodes(inst.Addr())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pids, err := g.Group()
+	group, err = g.Group()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	want := "socket:[" + inode + "]"
-	var out []int
-	for _, pid := range pids {
+	for _, pid := range group {
 		dir := fmt.Sprintf("/proc/%d/fd", pid)
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if t, _ := os.Readlink(dir + "/" + e.Name()); t == want {
-				out = append(out, pid)
+			if t, _ := os.Readlink(dir + "/" + e.Name()); inodes[t] {
+				serving = append(serving, pid)
 				break
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no process of the target's group holds the listening socket of %s (inode %s)", inst.Addr(), inode)
+	if len(serving) == 0 {
+		return nil, group, fmt.Errorf("no process of the target's group holds a socket listening on %s", inst.Addr())
 	}
-	return out, nil
+	return serving, group, nil
 }
 
-// listenerInode finds the inode of the TCP socket listening on addr
-// (an IPv4 host:port) in /proc/net/tcp, or on its port on any address.
-func listenerInode(addr string) (string, error) {
+// listenerInodes finds the sockets listening on addr's port (on any
+// address, IPv4 or IPv6) in /proc/net/tcp and tcp6, as "socket:[inode]".
+func listenerInodes(addr string) (map[string]bool, error) {
 	tcp, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	port := fmt.Sprintf("%04X", tcp.Port)
+	out := map[string]bool{}
 	// A dual-stack server listens on [::]: its socket is in tcp6.
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(table)
@@ -69,11 +69,14 @@ func listenerInode(addr string) (string, error) {
 				continue
 			}
 			if _, p, ok := strings.Cut(f[1], ":"); ok && p == port {
-				return f[9], nil
+				out["socket:["+f[9]+"]"] = true
 			}
 		}
 	}
-	return "", fmt.Errorf("no socket listening on port %d in /proc/net/tcp or tcp6", tcp.Port)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no socket listening on port %d in /proc/net/tcp or tcp6", tcp.Port)
+	}
+	return out, nil
 }
 
 // fdLimitOf reads the soft and hard "Max open files" of pid from

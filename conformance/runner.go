@@ -208,6 +208,10 @@ type Options struct {
 	Timeout time.Duration
 	// Progress, when set, is called after each case.
 	Progress func(Result)
+	// Strict makes Run fail the subtest of an inconclusive case instead of
+	// skipping it: for a target whose preconditions must hold (this
+	// project's reference reactors, or your own server in CI).
+	Strict bool
 }
 
 // Select returns the catalogue entries named by ids (case ids or group
@@ -294,6 +298,10 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 			res.Verdict, res.Reason = Skip, err.Error()
 		case ctx.Err() != nil:
 			res.Verdict, res.Cause, res.Reason = Fail, CauseInterrupted, "interrupted while starting the target: "+err.Error()
+		case cs.Setup.FdLimit > 0:
+			// The case's own limit may be what stops it (a runtime that
+			// needs more descriptors to start): nothing was tested.
+			res.Verdict, res.Reason = Inconclusive, fmt.Sprintf("the target did not start under the case's descriptor limit of %d: %v", cs.Setup.FdLimit, err)
 		default:
 			res.Verdict, res.Cause, res.Reason = Fail, CauseTarget, "target did not start: "+err.Error()
 		}
@@ -357,7 +365,8 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 // Run runs the catalogue (or the cases opts name) against target as
 // subtests of t, one per case: a failure fails the subtest with its
 // evidence, a skip skips it with the reason, and an inconclusive case
-// skips it with "INCONCLUSIVE: " and the reason (it proved nothing).
+// skips it with "INCONCLUSIVE: " and the reason (it proved nothing), or
+// fails it with Options.Strict.
 func Run(t *testing.T, target Target, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -378,6 +387,10 @@ func Run(t *testing.T, target Target, opts ...Options) {
 			case Skip:
 				t.Skip(r.Reason)
 			case Inconclusive:
+				if o.Strict {
+					t.Errorf("%s %s: INCONCLUSIVE: %s\n%s", cs.ID, cs.Title, r.Reason, strings.Join(r.Evidence, "\n"))
+					return
+				}
 				// Neither a pass nor a failure: the test says so and skips.
 				t.Skip("INCONCLUSIVE: " + r.Reason)
 			case Fail:

@@ -18,33 +18,86 @@ import (
 // sampleQueues reads, with inet_diag (sock_diag(7), no privilege needed
 // for TCP), the queues of both ends of the loopback connection conn: the
 // client's (this process) and the server's, which is in the same network
-// namespace. The server's end missing (it closed and the kernel finished
-// with it) is reported with serverGone, not as an error.
-func sampleQueues(conn *net.TCPConn) (sockQueues, error) {
+// namespace. A dual-stack server's end is an AF_INET6 socket with
+// v4-mapped addresses, which inet_diag's AF_INET query does not find: it
+// is then read from /proc/net/tcp6. The server's end found in neither is
+// reported with serverGone, not as an error.
+//
+// The two ends are read one after the other. With serverFirst (data flows
+// only from the server, after the client's half-close) a segment moving
+// meanwhile is seen at both ends or at the client's only, never at
+// neither, so held() can only come out low; reading the client first
+// suits data flowing the other way.
+func sampleQueues(conn *net.TCPConn, serverFirst bool) (sockQueues, error) {
 	local, ok1 := conn.LocalAddr().(*net.TCPAddr)
 	remote, ok2 := conn.RemoteAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
 		return sockQueues{}, fmt.Errorf("not a TCP connection")
 	}
 	var q sockQueues
-	ours, err := netlink.SocketGet(local, remote)
-	if err != nil {
-		return q, fmt.Errorf("inet_diag of the client's socket %v→%v: %w", local, remote, err)
+	client := func() error {
+		ours, err := netlink.SocketGet(local, remote)
+		if err != nil {
+			return fmt.Errorf("inet_diag of the client's socket %v→%v: %w", local, remote, err)
+		}
+		q.clientUnsent, q.clientUnread = int64(ours.WQueue), int64(ours.RQueue)
+		return nil
 	}
-	q.clientUnsent, q.clientUnread = int64(ours.WQueue), int64(ours.RQueue)
-	theirs, err := netlink.SocketGet(remote, local)
-	if err != nil {
+	server := func() {
+		if theirs, err := netlink.SocketGet(remote, local); err == nil {
+			q.serverUnread, q.serverUnsent, q.serverState = int64(theirs.RQueue), int64(theirs.WQueue), theirs.State
+			return
+		}
+		if unsent, unread, state, ok := procNetTCP6(remote.Port, local.Port); ok {
+			q.serverUnread, q.serverUnsent, q.serverState = unread, unsent, state
+			return
+		}
 		// A socket the kernel has let go of is no longer in its tables.
 		q.serverGone = true
-		return q, nil
 	}
-	q.serverUnread, q.serverUnsent, q.serverState = int64(theirs.RQueue), int64(theirs.WQueue), theirs.State
+	if serverFirst {
+		server()
+		return q, client()
+	}
+	if err := client(); err != nil {
+		return q, err
+	}
+	server()
 	return q, nil
+}
+
+// procNetTCP6 finds the socket of /proc/net/tcp6 with local port lport
+// and remote port rport, and returns its queues (tx_queue is write_seq −
+// snd_una and rx_queue rcv_nxt − copied_seq, as in inet_diag) and state.
+func procNetTCP6(lport, rport int) (unsent, unread int64, state uint8, ok bool) {
+	b, err := os.ReadFile("/proc/net/tcp6")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	lp, rp := fmt.Sprintf(":%04X", lport), fmt.Sprintf(":%04X", rport)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local rem st tx_queue:rx_queue ...
+		if len(f) < 5 || !strings.HasSuffix(f[1], lp) || !strings.HasSuffix(f[2], rp) {
+			continue
+		}
+		tx, rx, _ := strings.Cut(f[4], ":")
+		t, err1 := strconv.ParseInt(tx, 16, 64)
+		r, err2 := strconv.ParseInt(rx, 16, 64)
+		st, err3 := strconv.ParseUint(f[3], 16, 8)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return 0, 0, 0, false
+		}
+		return t, r, uint8(st), true
+	}
+	return 0, 0, 0, false
 }
 
 // TCP states as inet_diag reports them (include/net/tcp_states.h).
 const (
 	tcpEstablished = netlink.TCP_ESTABLISHED
+	tcpFinWait1    = netlink.TCP_FIN_WAIT1
+	tcpFinWait2    = netlink.TCP_FIN_WAIT2
 	tcpCloseWait   = netlink.TCP_CLOSE_WAIT
 )
 

@@ -9,12 +9,14 @@ import (
 
 // sampleQueues needs Linux's inet_diag; elsewhere the cases that need it
 // are inconclusive.
-func sampleQueues(conn *net.TCPConn) (sockQueues, error) {
+func sampleQueues(conn *net.TCPConn, serverFirst bool) (sockQueues, error) {
 	return sockQueues{}, errors.New("socket queues are read with Linux's inet_diag")
 }
 
 const (
 	tcpEstablished = 1
+	tcpFinWait1    = 4
+	tcpFinWait2    = 5
 	tcpCloseWait   = 8
 )
 

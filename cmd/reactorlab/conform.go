@@ -44,6 +44,7 @@ func conform(args []string, stdout, stderr io.Writer) int {
 	inProcess := fs.Bool("in-process", false, "reference targets only: run the reactor inside this process instead of as a child process (R4 is then skipped)")
 	timeout := fs.Duration("timeout", 0, "bound on each case (0: the case's own bound)")
 	verbose := fs.Bool("v", false, "show every case's log and evidence, not only the failures'")
+	strict := fs.Bool("strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails")
 	grace := fs.Duration("grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
 	inLab := fs.Bool("lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +79,7 @@ func conform(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "reactorlab conform: %s, %d cases\n", target.Name(), len(selected))
 	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: cases, Timeout: *timeout,
 		Progress: func(r conformance.Result) {
-			fmt.Fprintf(stderr, "  %-3s %-4s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
+			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
 		}})
 	if err != nil {
 		fmt.Fprintf(stderr, "reactorlab conform: %v\n", err)
@@ -100,7 +101,7 @@ func conform(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if conformance.Summarize(results).Fail > 0 {
+	if sum := conformance.Summarize(results); sum.Fail > 0 || *strict && sum.Inconclusive > 0 {
 		return 1
 	}
 	return 0

@@ -9,6 +9,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,5 +116,49 @@ func TestConformInLab(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout.String(), "F1") || !strings.Contains(stdout.String(), "fail") ||
 		!strings.Contains(stderr.String(), "audit clean") {
 		t.Fatalf("lt + drop-partial in the lab: exit %d, want 1 with F1 failing and a clean lab\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// An inconclusive case is counted apart in the table, the JSON and the
+// JUnit report; it does not fail the run unless --strict says so.
+func TestConformInconclusive(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "echo")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the example server")
+	}
+	if out, err := exec.Command(goBin, "build", "-o", bin, "../../examples/echo").CombinedOutput(); err != nil {
+		t.Fatalf("build echo: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	jsonPath, junitPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
+	// A server that never fills its descriptor table: R4 cannot be tested.
+	target := "cmd:" + bin + " --max-conns 16"
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"conform", "--target", target, "--case", "R4,F1", "--json", jsonPath, "--junit", junitPath}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "1 passed, 0 failed, 0 skipped, 1 inconclusive") {
+		t.Fatalf("exit %d, want 0 with one inconclusive\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep conformance.Report
+	if b, err := os.ReadFile(jsonPath); err != nil || json.Unmarshal(b, &rep) != nil || rep.Summary.Inconclusive != 1 || rep.Summary.Pass != 1 {
+		t.Fatalf("json report %+v (%v)", rep.Summary, err)
+	}
+	var suite struct {
+		Skipped      int `xml:"skipped,attr"`
+		Inconclusive int `xml:"inconclusive,attr"`
+		Cases        []struct {
+			Skipped *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"skipped"`
+		} `xml:"testcase"`
+	}
+	if b, err := os.ReadFile(junitPath); err != nil || xml.Unmarshal(b, &suite) != nil || suite.Inconclusive != 1 || suite.Skipped != 1 ||
+		len(suite.Cases) != 2 || suite.Cases[1].Skipped == nil || !strings.HasPrefix(suite.Cases[1].Skipped.Message, "inconclusive: ") { // F1, then R4
+		t.Fatalf("junit report %+v (%v)", suite, err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"conform", "--strict", "--target", target, "--case", "R4"}, &stdout, &stderr); code != 1 {
+		t.Fatalf("--strict with an inconclusive case: exit %d, want 1\n%s", code, stdout.String())
 	}
 }

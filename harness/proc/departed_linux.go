@@ -37,6 +37,22 @@ func snapshotGroup(pgid int) []member {
 	return out
 }
 
+// intersectMembers keeps the members of before that are still in after
+// (the same pid and start time), with after's command lines: a process
+// that was being exec'd into the target is named as the target.
+func intersectMembers(before, after []member) []member {
+	var out []member
+	for _, a := range after {
+		for _, b := range before {
+			if a.pid == b.pid && a.start == b.start {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Departed lists the members of the group present when the target became
 // ready that have exited since (the leader first). The leader's status is
 // exact once it is reaped; another member's is read from its zombie's

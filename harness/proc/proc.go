@@ -25,6 +25,23 @@
 // No signal is sent and no /proc file is read once the process has been
 // reaped, so a reused pid is never touched.
 //
+// # Launch
+//
+// Start does not exec the target itself: it re-executes the running binary
+// as a launcher (launch_linux.go; this package's init recognises it) that
+// sets Spec.FdLimit and marks every descriptor above 2 close-on-exec
+// between fork and the target's exec, so the target starts with its limit
+// and descriptors 0, 1 and 2 only, and a wrapper shell cannot fork the
+// server before a limit lands. The package inits that run before this
+// one's (those it depends on, and others whose import paths sort first)
+// also run in the launcher; keep them free of side effects outside the
+// process.
+//
+// The processes of the target's group that lived before the dial that
+// found it ready are its members: Exit.Departed lists those that exited
+// before Stop, and Exit.ExitedBeforeStop says the leader did. A child
+// forked for a connection (the readiness probe's included) is no member.
+//
 // # Measurement
 //
 // Usage reads /proc/<pid>/stat, /proc/<pid>/status and /proc/<pid>/fd. CPU

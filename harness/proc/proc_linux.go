@@ -52,7 +52,8 @@ type Process struct {
 
 	// members are the group's processes when it became ready: a target
 	// is whole while they all live (Departed).
-	members []member
+	members  []member
+	preReady []member // the group before the last dial of waitReady's first address
 
 	stopOnce sync.Once
 	exit     Exit
@@ -167,7 +168,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		}
 		return fail(err)
 	}
-	p.members = snapshotGroup(p.pid)
+	// The group as it was before the dial that found the target ready: a
+	// server that forks a child per connection has forked one for that
+	// probe, which exits with it, and is no member.
+	p.members = intersectMembers(p.preReady, snapshotGroup(p.pid))
 	return p, nil
 }
 
@@ -198,6 +202,10 @@ func (p *Process) Stop() (Exit, error) {
 		case <-p.done:
 			before = true
 		default:
+			// Exited, and not reaped yet: a zombie leader left too.
+			if st, err := readStatFields(p.pid); err == nil && len(st) > 0 && st[0] == "Z" {
+				before = true
+			}
 		}
 		p.exit, p.stopErr = p.terminate(p.grace)
 		p.exit.Departed, p.exit.ExitedBeforeStop = departed, before
@@ -343,8 +351,11 @@ func (p *Process) waitReady(ctx context.Context, ready time.Duration, addrs []st
 
 	var d net.Dialer
 	backoff := time.Millisecond
-	for _, addr := range addrs {
+	for i, addr := range addrs {
 		for {
+			if i == 0 {
+				p.preReady = snapshotGroup(p.pid)
+			}
 			c, err := d.DialContext(ctx, "tcp", addr)
 			if err == nil {
 				c.Close()
