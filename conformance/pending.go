@@ -191,12 +191,12 @@ const (
 	holdMuch = 4 << 20
 )
 
-// fill sends the stream until the server holds holdTarget bytes of echoes
-// it cannot deliver (twice seen, 30 ms apart, with the path back to the
-// client backed up),
-// or has stopped reading the connection (the client's writes block and
-// the server's unread queue does not move for 100 ms), or the client has
-// sent past limit. With needUnreadEmpty a holding counts only once the
+// fill sends the stream until the server has stopped reading the
+// connection (the client's writes block, the server's unread queue does
+// not move for 100 ms and its echoes back up), or holds holdTarget bytes
+// of echoes it cannot deliver (twice seen, 30 ms apart, with the path back
+// to the client backed up), or the client has sent past limit, or 15 s
+// have passed. With needUnreadEmpty a holding counts only once the
 // server has read everything sent, so that a server which has not paused
 // reads a FIN sent next. The client reads nothing.
 func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillResult {
@@ -254,7 +254,8 @@ func (c *C) fillLimit() (int64, string) {
 }
 
 // readSome reads what is there (at most n bytes, waiting at most d) and
-// checks it against the stream; ok is false at the end of the stream.
+// checks it against the stream; io.EOF is returned at its end, a deadline
+// passing is not an error.
 func (l *loaded) readSome(n int, d time.Duration) (int, error) {
 	buf := make([]byte, n)
 	l.conn.SetReadDeadline(time.Now().Add(d))

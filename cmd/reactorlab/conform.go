@@ -152,7 +152,7 @@ func printCatalogue(w io.Writer) {
 			fmt.Fprintf(tw, "\twire faults: %s\n", strings.Join(c.WireFaults, ", "))
 		}
 		if n := c.NeedsText(); n != "" {
-			fmt.Fprintf(tw, "\tneeds: %s (skipped on black boxes)\n", n)
+			fmt.Fprintf(tw, "\tneeds: %s (skipped on a target without it)\n", n)
 		}
 	}
 	tw.Flush()

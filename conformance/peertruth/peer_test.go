@@ -22,8 +22,12 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "x" || p.Run != "exec ./x" || len(p.Needs) != 2 || p.Truth["F1"].Verdict != conformance.Pass || p.Truth["F1"].Why != "it echoes" {
+	if p.Name != "x" || p.Run != "exec ./x" || len(p.Needs) != 2 || !p.Truth["F1"].Allows(conformance.Pass) || p.Truth["F1"].Allows(conformance.Fail) || p.Truth["F1"].Why != "it echoes" {
 		t.Errorf("parsed %+v", p)
+	}
+	either, err := parse(strings.NewReader("name: x\nrun: y\nW4 pass|inconclusive  timing\n"+truthLines("W4")), "x.peer")
+	if err != nil || !either.Truth["W4"].Allows(conformance.Pass) || !either.Truth["W4"].Allows(conformance.Inconclusive) || either.Truth["W4"].Why != "timing" {
+		t.Errorf("pass|inconclusive: %+v, %v", either.Truth["W4"], err)
 	}
 	for _, tc := range []struct{ text, want string }{
 		{"name: x\nrun: y\n" + truthLines("W4"), "no truth for case W4"},
@@ -33,6 +37,7 @@ func TestParse(t *testing.T) {
 		{"name: x\nneeds: gcc\n", "need \"gcc\""},
 		{truthLines(""), "name and run are required"},
 		{"name: x\nrun: y\nF1 pass a\nF1 fail b\n", "F1 stated twice"},
+		{"name: x\nrun: y\nF1 pass|fail a\n", "the one pair of verdicts a truth may give is pass|inconclusive"},
 	} {
 		if _, err := parse(strings.NewReader(tc.text), "x.peer"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want an error with %q", tc.text, err, tc.want)
