@@ -137,22 +137,19 @@ func (c *C) Fatalf(format string, args ...any) {
 }
 
 // Skipf ends the case as skipped with the reason (unless it already failed).
-func (c *C) Skipf(format string, args ...any) {
-	c.mu.Lock()
-	if c.verdict != Fail {
-		c.verdict, c.reason = Skip, fmt.Sprintf(format, args...)
-	}
-	c.mu.Unlock()
-	runtime.Goexit()
-}
+func (c *C) Skipf(format string, args ...any) { c.endAs(Skip, format, args...) }
 
 // Inconclusivef ends the case as inconclusive (unless it already failed):
 // it ran, but could not establish the precondition its claim needs, so it
 // says nothing either way. The reason names what was missing.
-func (c *C) Inconclusivef(format string, args ...any) {
+func (c *C) Inconclusivef(format string, args ...any) { c.endAs(Inconclusive, format, args...) }
+
+// endAs ends the case with verdict v and the reason, unless it already
+// failed (a failure is never undone).
+func (c *C) endAs(v Verdict, format string, args ...any) {
 	c.mu.Lock()
 	if c.verdict != Fail {
-		c.verdict, c.reason = Inconclusive, fmt.Sprintf(format, args...)
+		c.verdict, c.reason = v, fmt.Sprintf(format, args...)
 	}
 	c.mu.Unlock()
 	runtime.Goexit()

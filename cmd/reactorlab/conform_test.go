@@ -9,7 +9,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,14 +121,7 @@ func TestConformInLab(t *testing.T) {
 // An inconclusive case is counted apart in the table, the JSON and the
 // JUnit report; it does not fail the run unless --strict says so.
 func TestConformInconclusive(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "echo")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the example server")
-	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, "../../examples/echo").CombinedOutput(); err != nil {
-		t.Fatalf("build echo: %v\n%s", err, out)
-	}
+	bin := buildEcho(t)
 	dir := t.TempDir()
 	jsonPath, junitPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
 	// A server that never fills its descriptor table: R4 cannot be tested.

@@ -162,14 +162,7 @@ func TestRunBlackBox(t *testing.T) {
 // the shell that started it (which never waits for a server killed with
 // it): the example echo server, given as a simple command, is exec'd.
 func TestRunBlackBoxCPU(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "echo")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the example server")
-	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, "../../examples/echo").CombinedOutput(); err != nil {
-		t.Fatalf("build echo: %v\n%s", err, out)
-	}
+	bin := buildEcho(t)
 	var stdout, stderr bytes.Buffer
 	out := filepath.Join(t.TempDir(), "cell")
 	code := run([]string{"run", "--target", "cmd:" + bin + " --listen {addr}", "--hot", "2", "--inflight", "8",
@@ -260,4 +253,19 @@ func TestRunServerCPUCap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildEcho builds examples/echo into a temporary directory (skipping the
+// test where there is no go command) and returns its path.
+func buildEcho(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "echo")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the example server")
+	}
+	if out, err := exec.Command(goBin, "build", "-o", bin, "../../examples/echo").CombinedOutput(); err != nil {
+		t.Fatalf("build echo: %v\n%s", err, out)
+	}
+	return bin
 }
