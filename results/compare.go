@@ -32,7 +32,10 @@ type CompareOptions struct {
 }
 
 // Comparison is an old run directory's manifest compared with a new one's,
-// cell by cell (cells matched by ID) and metric by metric.
+// cell by cell (cells matched by ID and configuration) and metric by
+// metric. Every cell of either manifest is in exactly one of Compared and
+// NotCompared (as a cell-level entry, Metric ""); NotCompared also lists
+// the metrics of compared cells that only one side has values of.
 type Comparison struct {
 	OldSpec, NewSpec     string
 	OldCommit, NewCommit string
@@ -41,9 +44,16 @@ type Comparison struct {
 	// Rows are the (cell, metric) comparisons, in the new manifest's cell
 	// order and the catalogue's metric order.
 	Rows []CompareRow
-	// NotCompared are the cells that exist on one side only or whose
-	// configuration differs, with the reason; they are not regressions.
-	NotCompared []CellProblem
+	// Compared are the cells judged, in the new manifest's order: in both
+	// manifests with the same configuration, and with at least one metric
+	// tested (values on both sides) or a Failure.
+	Compared []string
+	// NotCompared is what could not be compared, and why: cells on one
+	// side only, cells whose configuration differs, cells with no metric
+	// that has values on both sides, and metrics of a compared cell (both
+	// sides with valid runs) that have values on one side only. None is a
+	// regression.
+	NotCompared []NotCompared
 	// Failures are regressions not tied to one metric's comparison: a cell
 	// valid in the old runs with no valid run in the new, and new runs with
 	// anomalies.
@@ -67,9 +77,51 @@ type CompareRow struct {
 	// tested; both 0 when a side has no values.
 	P, PAdjusted float64
 	Verdict      Verdict
+	// Tested: both sides have values, and the rank test ran; without,
+	// Verdict is inconclusive.
+	Tested bool
 	// Regression: the verdict is worse and the new median is beyond the
 	// threshold in the bad direction.
 	Regression bool
+}
+
+// NotComparedReason says why a cell, or a metric of a cell, was not
+// compared.
+type NotComparedReason string
+
+// The reasons of NotCompared.
+const (
+	// OnlyOld and OnlyNew: the cell ID is in one manifest only.
+	OnlyOld NotComparedReason = "only_old"
+	OnlyNew NotComparedReason = "only_new"
+	// ConfigDiffers: the cell is in both with another configuration; its
+	// Changes say how.
+	ConfigDiffers NotComparedReason = "config_differs"
+	// NoValues: the cell is in both with the same configuration, but no
+	// metric compared has values on both sides (no valid run on a side,
+	// or other metrics), and it has no Failure.
+	NoValues NotComparedReason = "no_values"
+	// OneSided: a metric of a compared cell has values on one side only.
+	OneSided NotComparedReason = "one_sided"
+)
+
+// NotCompared is a cell, or one metric of a cell (Metric set, Why
+// OneSided), that was not compared: why, as a code and in words.
+type NotCompared struct {
+	Cell, Metric string
+	Why          NotComparedReason
+	// Changes are the configuration's differences, for ConfigDiffers.
+	Changes []ConfigChange
+	// Reason is Why for a reader: "only in the old runs",
+	// "configuration differs: hot \"4\" → \"8\"", …
+	Reason string
+}
+
+// ConfigChange is one key of a cell's configuration that differs between
+// the old and the new manifest; Old or New is nil where the key is absent.
+type ConfigChange struct {
+	Key      string
+	Old, New *string
 }
 
 // CellProblem is a cell and what is wrong with it.
@@ -80,7 +132,9 @@ type CellProblem struct {
 // Compare compares the valid runs of each cell present in both manifests
 // with the same configuration: for each metric of opt.Metrics, the old
 // values against the new (for the baseline, all its runs), with the
-// two-sided Mann–Whitney U test and Holm–Bonferroni over all the rows. It
+// two-sided Mann–Whitney U test and Holm–Bonferroni over all the rows.
+// What it could not compare is in NotCompared; the cells of two unrelated
+// runs all end up there, and Compared is then empty (NothingCompared). It
 // returns an error only for bad options or a nil manifest.
 func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 	if oldM == nil || newM == nil {
@@ -127,7 +181,7 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 
 	for _, oc := range oldM.Cells {
 		if _, ok := newM.Cell(oc.ID); !ok {
-			c.NotCompared = append(c.NotCompared, CellProblem{oc.ID, "only in the old runs"})
+			c.NotCompared = append(c.NotCompared, NotCompared{Cell: oc.ID, Why: OnlyOld, Reason: "only in the old runs"})
 		}
 	}
 	var tested []int // indexes of Rows with a test
@@ -135,21 +189,26 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 	for _, nc := range newM.Cells {
 		oc, ok := oldM.Cell(nc.ID)
 		if !ok {
-			c.NotCompared = append(c.NotCompared, CellProblem{nc.ID, "only in the new runs"})
+			c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: OnlyNew, Reason: "only in the new runs"})
 			continue
 		}
-		if diff := configDiff(oc.Config, nc.Config); diff != "" {
-			c.NotCompared = append(c.NotCompared, CellProblem{nc.ID, "configuration differs: " + diff})
+		if changes := configChanges(oc.Config, nc.Config); len(changes) > 0 {
+			c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: ConfigDiffers, Changes: changes,
+				Reason: "configuration differs: " + changesText(changes)})
 			continue
 		}
 		oldVals, oldValid := cellValues(oldM, nc.ID)
 		newVals, newValid := cellValues(newM, nc.ID)
+		failed := false
 		if oldValid > 0 && newValid == 0 {
 			c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d valid old runs, no valid new run", oldValid)})
+			failed = true
 		}
 		if n, most := anomalousRuns(newM, nc.ID); n > 0 {
 			c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d new runs with anomalies (at most %s)", n, FormatValue(most))})
+			failed = true
 		}
+		first, cellTested := len(c.Rows), 0
 		for _, m := range metrics {
 			ov, nv := oldVals[m.Name], newVals[m.Name]
 			if len(ov) == 0 && len(nv) == 0 {
@@ -166,10 +225,32 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 				row.Ratio = r
 			}
 			if len(ov) > 0 && len(nv) > 0 {
+				row.Tested = true
+				cellTested++
 				tested = append(tested, len(c.Rows))
 				tests = append(tests, MannWhitney(nv, ov))
 			}
 			c.Rows = append(c.Rows, row)
+		}
+		switch {
+		case cellTested == 0 && !failed:
+			c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: NoValues, Reason: noValuesText(oldValid, newValid, c.Metrics)})
+		case oldValid > 0 && newValid > 0:
+			c.Compared = append(c.Compared, nc.ID)
+			for _, row := range c.Rows[first:] {
+				if row.Tested {
+					continue
+				}
+				m, _ := MetricByName(row.Metric)
+				side, other, n := "old", "new", row.OldN
+				if row.OldN == 0 {
+					side, other, n = "new", "old", row.NewN
+				}
+				c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Metric: row.Metric, Why: OneSided,
+					Reason: fmt.Sprintf("%s: values in %d %s runs, none in the %s", m.Label, n, side, other)})
+			}
+		default:
+			c.Compared = append(c.Compared, nc.ID)
 		}
 	}
 
@@ -225,6 +306,23 @@ func beyond(better Better, old, new, threshold float64) bool {
 	return false
 }
 
+// NothingCompared reports that no cell was compared: the gate has nothing
+// to judge, and "no regression" would mean nothing.
+func (c *Comparison) NothingCompared() bool { return len(c.Compared) == 0 }
+
+// NotComparedCounts counts NotCompared's cell-level entries and its
+// metric-level (OneSided) entries.
+func (c *Comparison) NotComparedCounts() (cells, metrics int) {
+	for _, nc := range c.NotCompared {
+		if nc.Metric == "" {
+			cells++
+		} else {
+			metrics++
+		}
+	}
+	return cells, metrics
+}
+
 // Regressions counts the regressions: rows marked Regression and Failures.
 func (c *Comparison) Regressions() int {
 	n := len(c.Failures)
@@ -238,9 +336,10 @@ func (c *Comparison) Regressions() int {
 
 // WriteTable writes the comparison as an aligned text table (cell, metric,
 // old and new medians, ratio, adjusted p, verdict, and REGRESSION where one
-// is), then the cells not compared, the failures and the notes, and as the
-// last line "N regressions beyond ±X%" or "no significant regression beyond
-// ±X%".
+// is), then what was not compared, the failures and the notes, and as the
+// last line the verdict (Comparison.Summary): "N regressions beyond ±X%"
+// or "no significant regression beyond ±X%", with what was not compared,
+// or "nothing compared: …".
 func (c *Comparison) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "old: %s %s\nnew: %s %s\n\n", c.OldSpec, shortCommit(c.OldCommit), c.NewSpec, shortCommit(c.NewCommit))
@@ -281,19 +380,81 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 			fmt.Fprintf(ew, "%s\n", n)
 		}
 	}
-	pct := "0"
-	if c.Threshold > 0 {
-		pct = strconv.FormatFloat(roundSignificant(c.Threshold*100, 3), 'f', -1, 64)
-	}
-	switch n := c.Regressions(); n {
-	case 0:
-		fmt.Fprintf(ew, "\nno significant regression beyond ±%s%%\n", pct)
-	case 1:
-		fmt.Fprintf(ew, "\n1 regression beyond ±%s%%\n", pct)
-	default:
-		fmt.Fprintf(ew, "\n%d regressions beyond ±%s%%\n", n, pct)
-	}
+	fmt.Fprintf(ew, "\n%s\n", c.Summary())
 	return ew.err
+}
+
+// Summary is the comparison's verdict in one line: "nothing compared: …"
+// when no cell was; else the regressions ("1 regression beyond ±10%",
+// "no significant regression beyond ±10%"), followed by what was not
+// compared ("; not compared: 2 cells, 1 metric").
+func (c *Comparison) Summary() string {
+	if c.NothingCompared() {
+		return fmt.Sprintf("nothing compared: none of the %d old and %d new cells is in both with the same configuration and values on both sides",
+			c.cellsOn(OnlyOld), c.cellsOn(OnlyNew))
+	}
+	s := regressionsText(c.Regressions(), c.Threshold)
+	if cells, metrics := c.NotComparedCounts(); cells+metrics > 0 {
+		s += "; not compared: " + notComparedText(0, cells, metrics)
+	}
+	return s
+}
+
+// cellsOn counts the cells of the old (OnlyOld) or new (OnlyNew) manifest:
+// those on that side only, and those on both.
+func (c *Comparison) cellsOn(side NotComparedReason) int {
+	n := len(c.Compared)
+	for _, nc := range c.NotCompared {
+		if nc.Metric == "" && nc.Why != OnlyOld && nc.Why != OnlyNew || nc.Why == side {
+			n++
+		}
+	}
+	return n
+}
+
+// regressionsText is "no significant regression beyond ±10%", "1
+// regression beyond ±10%" or "N regressions beyond ±10%".
+func regressionsText(n int, threshold float64) string {
+	pct := "0"
+	if threshold > 0 {
+		pct = strconv.FormatFloat(roundSignificant(threshold*100, 3), 'f', -1, 64)
+	}
+	switch n {
+	case 0:
+		return fmt.Sprintf("no significant regression beyond ±%s%%", pct)
+	case 1:
+		return fmt.Sprintf("1 regression beyond ±%s%%", pct)
+	}
+	return fmt.Sprintf("%d regressions beyond ±%s%%", n, pct)
+}
+
+// notComparedText is "1 spec, 2 cells, 1 metric" (zero counts left out).
+func notComparedText(specs, cells, metrics int) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{specs, "spec"}, {cells, "cell"}, {metrics, "metric"}} {
+		switch {
+		case p.n == 1:
+			parts = append(parts, "1 "+p.what)
+		case p.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %ss", p.n, p.what))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// noValuesText is NoValues' reason for a cell with oldValid and newValid
+// valid runs.
+func noValuesText(oldValid, newValid int, metrics []string) string {
+	switch {
+	case oldValid == 0 && newValid == 0:
+		return "no valid run on either side"
+	case oldValid == 0:
+		return fmt.Sprintf("no valid old run (%d valid new runs)", newValid)
+	}
+	return fmt.Sprintf("no metric compared (%s) has values on both sides", strings.Join(metrics, ", "))
 }
 
 // valueN is "value unit (n=N)", or "– (n=0)".
@@ -356,9 +517,9 @@ func anomalousRuns(m *Manifest, cell string) (int, float64) {
 	return n, most
 }
 
-// configDiff describes how two configurations differ ("hot 4 → 8, timer
-// absent → deadline"), "" if they are equal.
-func configDiff(a, b map[string]string) string {
+// configChanges are the keys of two configurations whose values differ,
+// sorted; none if they are equal.
+func configChanges(a, b map[string]string) []ConfigChange {
 	keys := slices.Sorted(maps.Keys(a))
 	for k := range b {
 		if _, ok := a[k]; !ok {
@@ -366,22 +527,39 @@ func configDiff(a, b map[string]string) string {
 		}
 	}
 	slices.Sort(keys)
-	var diffs []string
+	var out []ConfigChange
 	for _, k := range keys {
 		av, aok := a[k]
 		bv, bok := b[k]
 		if aok == bok && av == bv {
 			continue
 		}
-		if !aok {
-			av = "absent"
+		ch := ConfigChange{Key: k}
+		if aok {
+			ch.Old = &av
 		}
-		if !bok {
-			bv = "absent"
+		if bok {
+			ch.New = &bv
 		}
-		diffs = append(diffs, fmt.Sprintf("%s %q → %q", k, av, bv))
+		out = append(out, ch)
 	}
-	return strings.Join(diffs, ", ")
+	return out
+}
+
+// changesText describes configuration changes: `hot "4" → "8", timer
+// absent → "deadline"`.
+func changesText(changes []ConfigChange) string {
+	q := func(v *string) string {
+		if v == nil {
+			return "absent"
+		}
+		return strconv.Quote(*v)
+	}
+	var parts []string
+	for _, ch := range changes {
+		parts = append(parts, fmt.Sprintf("%s %s → %s", ch.Key, q(ch.Old), q(ch.New)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func metricNames() []string {

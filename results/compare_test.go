@@ -132,8 +132,105 @@ func TestCompareCellsAndFailures(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
-	if c.Regressions() != 2 || lastLine(out) != "2 regressions beyond ±10%" {
+	if c.Regressions() != 2 || lastLine(out) != "2 regressions beyond ±10%; not compared: 3 cells" {
 		t.Errorf("%d regressions\n%s", c.Regressions(), out)
+	}
+	// The same as data: each cell is compared or not, and why.
+	if got := strings.Join(c.Compared, ","); got != "baseline,hot=16" {
+		t.Errorf("compared %q, want baseline,hot=16 (hot=16 judged by its validity)", got)
+	}
+	want := map[string]results.NotComparedReason{"timer=deadline": results.OnlyOld, "hot=1": results.OnlyNew, "reactor=et": results.ConfigDiffers}
+	if len(c.NotCompared) != len(want) {
+		t.Errorf("not compared: %+v", c.NotCompared)
+	}
+	for _, nc := range c.NotCompared {
+		if want[nc.Cell] != nc.Why || nc.Metric != "" {
+			t.Errorf("not compared %+v, want %s", nc, want[nc.Cell])
+		}
+		if nc.Why == results.ConfigDiffers {
+			if len(nc.Changes) != 1 || nc.Changes[0].Key != "callback" || *nc.Changes[0].Old != "0" || *nc.Changes[0].New != "50us" {
+				t.Errorf("changes %+v", nc.Changes)
+			}
+		}
+	}
+	if cells, metrics := c.NotComparedCounts(); cells != 3 || metrics != 0 || c.NothingCompared() {
+		t.Errorf("not compared: %d cells, %d metrics; nothing compared %v", cells, metrics, c.NothingCompared())
+	}
+}
+
+// TestCompareUnrelatedRuns: two runs of different specs, whose cells share
+// no ID and configuration, compare nothing, and say so instead of "no
+// significant regression".
+func TestCompareUnrelatedRuns(t *testing.T) {
+	oldM := synthManifest("alpha", 6, []synthCell{{"hot", "16"}}, noisy(91, typicalMeans, 0.03, nil))
+	newM := synthManifest("beta", 6, []synthCell{{"reactor", "et"}}, noisy(92, typicalMeans, 0.03, nil))
+	newM.Cells[0].Config = map[string]string{"reactor": "et", "hot": "1"}
+	c, err := results.Compare(oldM, newM, results.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.NothingCompared() || len(c.Compared) != 0 || c.Regressions() != 0 {
+		t.Fatalf("compared %q, %d regressions", c.Compared, c.Regressions())
+	}
+	var buf bytes.Buffer
+	if err := c.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if got := lastLine(out); !strings.HasPrefix(got, "nothing compared: none of the 2 old and 2 new cells") || strings.Contains(out, "no significant regression") {
+		t.Errorf("last line %q\n%s", got, out)
+	}
+	for _, want := range []string{"hot=16: only in the old runs", "reactor=et: only in the new runs", `baseline: configuration differs: budgets "budget-input=16" → absent`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+// TestCompareOneSidedMetricsAndEmptyCells: a metric only one side has
+// values of is listed as not compared (the cell is still compared by the
+// others); a cell with no valid old run compares nothing and is listed.
+func TestCompareOneSidedMetricsAndEmptyCells(t *testing.T) {
+	oldM := synthManifest("sided", 6, compareFactors, noisy(93, typicalMeans, 0.03, nil))
+	newM := synthManifest("sided", 6, compareFactors, noisy(94, typicalMeans, 0.03, nil))
+	for i := range newM.Runs {
+		if newM.Runs[i].Cell == "hot=16" {
+			delete(newM.Runs[i].Metrics, results.MetricControlP999)
+		}
+	}
+	for i := range oldM.Runs {
+		if oldM.Runs[i].Cell == "reactor=et" {
+			oldM.Runs[i].Valid, oldM.Runs[i].Invalid = false, []string{"placement"}
+		}
+	}
+	c, err := results.Compare(oldM, newM, results.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Compared, ","); got != "baseline,hot=16" {
+		t.Errorf("compared %q", got)
+	}
+	var sided, empty bool
+	for _, nc := range c.NotCompared {
+		switch {
+		case nc.Cell == "hot=16" && nc.Metric == results.MetricControlP999 && nc.Why == results.OneSided:
+			sided = nc.Reason == "control p99.9: values in 6 old runs, none in the new"
+		case nc.Cell == "reactor=et" && nc.Metric == "" && nc.Why == results.NoValues:
+			empty = nc.Reason == "no valid old run (6 valid new runs)"
+		default:
+			t.Errorf("unexpected %+v", nc)
+		}
+	}
+	if !sided || !empty {
+		t.Errorf("not compared: %+v", c.NotCompared)
+	}
+	if got := c.Summary(); got != "no significant regression beyond ±10%; not compared: 1 cell, 1 metric" {
+		t.Errorf("summary %q", got)
+	}
+	for _, r := range c.Rows {
+		if want := !(r.Cell == "reactor=et" || r.Cell == "hot=16" && r.Metric == results.MetricControlP999); r.Tested != want {
+			t.Errorf("%s %s: tested %v", r.Cell, r.Metric, r.Tested)
+		}
 	}
 }
 

@@ -26,9 +26,13 @@
 // losslessly; [Analyze] compares each cell with the baseline (ratios over
 // the baseline/cell pairs, the exact two-sided Mann–Whitney U test against
 // the pooled baseline runs, Holm–Bonferroni per metric); [WriteMarkdown]
-// and [WriteBench] write report.md and benchstat's input; [Compare] is the
-// regression gate between two run directories. results/htmlreport writes
-// report.html.
+// and [WriteBench] write report.md and benchstat's input; [Compare]
+// compares two manifests cell by cell and [CompareRuns] two run
+// directories (one spec, or a suite's), the regression gate, saying as data
+// what it could not compare. results/htmlreport writes report.html; both
+// reports format their figures with [FormatValue], [FormatRatio],
+// [FormatRange], [FormatP] and [FormatCount], so a figure reads the same in
+// each.
 //
 // This package imports no other reactorlab package.
 package results

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -14,11 +11,16 @@ import (
 // WriteMarkdown writes the report of a run directory as GitHub markdown: a
 // title with the spec's name; the tool, Go and each shard's machine, time
 // and runs; the method; a summary table with a row per cell and a column
-// per headline (Gate) metric any cell has, each factor cell's entry
-// showing its median, its ratio to the baseline with the pairs' range and
-// the verdict; a detail table per cell with every metric; the notes; and a
-// glossary of the metrics that appear. Numbers have 3 significant figures.
-// It returns the first write error.
+// per headline metric (HeadlineMetrics), each factor cell's entry showing
+// its median, its ratio to the baseline with the pairs' range and the
+// verdict; a detail table per cell with every metric that has samples and
+// its latency classes that have samples; the notes; and a glossary of the
+// metrics that appear. Figures are formatted as report.html formats them
+// (FormatValue, FormatRatio, FormatRange, FormatP, FormatCount). Nothing
+// is shown as a row of zeros or a bare mark: a class or metric without
+// samples is named as such (NoSamples, NoSamplesNote, NoMetricSamples),
+// and a comparison that cannot be made says what it lacks
+// (MetricResult.Gap, RatioGap). It returns the first write error.
 func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
@@ -28,15 +30,12 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 	p("## Method\n\n%s\n\n", mdText(a.Method))
 
 	present := presentMetrics(a)
-	var headline []Metric
-	for _, metric := range Metrics {
-		if metric.Gate && present[metric.Name] {
-			headline = append(headline, metric)
-		}
-	}
+	headline := HeadlineMetrics(a)
 	p("## Summary\n\n")
 	p("Each factor cell shows its median, its ratio to the baseline (median over the pairs, range in brackets) and the verdict: " +
-		"▲ better, ▼ worse, ◆ different (a metric without a direction), = no significant difference, ? inconclusive.\n\n")
+		"▲ better, ▼ worse, ◆ different (a metric without a direction), = no significant difference, " +
+		"? inconclusive (too few valid runs for any difference to be significant); " +
+		"n/a says what the cell or the baseline lacks for a comparison.\n\n")
 	p("| cell | valid runs |")
 	for _, metric := range headline {
 		p(" %s |", mdCell(metric.Label+unitSuffix(metric.Unit)))
@@ -49,16 +48,7 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 	for _, c := range a.Cells {
 		p("| %s | %d/%d |", mdCode(c.ID), c.ValidRuns, c.Runs)
 		for _, metric := range headline {
-			mr, ok := c.metric(metric.Name)
-			if !ok {
-				p(" – |")
-				continue
-			}
-			s := FormatValue(mr.Median)
-			if c.Factor != "" {
-				s += " " + ratioText(mr) + " " + verdictMark(mr.Verdict)
-			}
-			p(" %s |", mdCell(s))
+			p(" %s |", mdCell(summaryText(c, metric)))
 		}
 		p("\n")
 	}
@@ -77,12 +67,8 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		if len(c.Invalid) > 0 {
 			p("\n")
 		}
-		if len(c.Metrics) > 0 {
-			writeCellTable(p, c)
-		}
-		if len(c.Latency) > 0 {
-			writeLatencyTable(p, c.Latency)
-		}
+		writeCellTable(p, c)
+		writeLatencyTable(p, c.Latency)
 	}
 
 	if len(a.Notes) > 0 {
@@ -129,42 +115,80 @@ func writeHeader(p func(string, ...any), m *Manifest) {
 	p("\n")
 }
 
+// summaryText is a cell's entry in the summary table for metric: the
+// baseline's median; a factor cell's median, ratio and verdict, or what is
+// missing for a comparison; NoSamples when the cell has no value of it.
+func summaryText(c CellAnalysis, metric Metric) string {
+	mr, ok := c.metric(metric.Name)
+	if !ok || mr.N == 0 {
+		return NoSamples
+	}
+	s := FormatValue(mr.Median)
+	if c.Factor == "" {
+		return s
+	}
+	if gap := mr.Gap(metric.Label); gap != "" {
+		return s + " (" + gap + ")"
+	}
+	return s + " " + ratioText(mr) + " " + verdictMark(mr.Verdict)
+}
+
+// writeCellTable writes the cell's metrics that have samples, one row
+// each, or NoMetricSamples when none has.
 func writeCellTable(p func(string, ...any), c CellAnalysis) {
+	var rows []MetricResult
+	for _, mr := range c.Metrics {
+		if mr.N > 0 {
+			rows = append(rows, mr)
+		}
+	}
+	if len(rows) == 0 {
+		p("%s\n\n", NoMetricSamples)
+		return
+	}
 	if c.Factor == "" {
 		p("| metric | unit | n | median | min–max |\n|---|---|---:|---:|---:|\n")
 	} else {
 		p("| metric | unit | n | median | min–max | baseline median | ratio [range] | p | p adj | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	}
-	for _, mr := range c.Metrics {
-		metric, _ := MetricByName(mr.Name)
-		p("| %s | %s | %d | %s | %s–%s |", mdCell(metric.Label), mdCell(metric.Unit), mr.N, FormatValue(mr.Median), FormatValue(mr.Min), FormatValue(mr.Max))
+	for _, mr := range rows {
+		metric, ok := MetricByName(mr.Name)
+		if !ok {
+			metric = Metric{Name: mr.Name, Label: mr.Name}
+		}
+		p("| %s | %s | %d | %s | %s |", mdCell(metric.Label), mdCell(metric.Unit), mr.N, FormatValue(mr.Median), FormatRange(mr.Min, mr.Max))
 		if c.Factor != "" {
-			base, pv, padj := "–", "–", "–"
-			if mr.BaselineN > 0 {
-				base = FormatValue(mr.BaselineMedian)
+			base, ratio, pv, padj, verdict := NotAvailable, NotAvailable, NotAvailable, NotAvailable, verdictMark(mr.Verdict)
+			if gap := mr.Gap(metric.Label); gap != "" {
+				verdict = gap
+			} else {
+				base, ratio = FormatValue(mr.BaselineMedian), ratioText(mr)
 				pv, padj = FormatP(mr.P), FormatP(mr.PAdjusted)
 			}
-			p(" %s | %s | %s | %s | %s |", base, mdCell(ratioText(mr)), pv, padj, mdCell(verdictMark(mr.Verdict)))
+			p(" %s | %s | %s | %s | %s |", base, mdCell(ratio), pv, padj, mdCell(verdict))
 		}
 		p("\n")
 	}
 	p("\n")
 }
 
+// writeLatencyTable writes a row per latency class with samples, and
+// NoSamplesNote for the classes without: never a row of zeros.
 func writeLatencyTable(p func(string, ...any), lat map[string]ClassSummary) {
-	classes := make([]string, 0, len(lat))
-	for class := range lat {
-		classes = append(classes, class)
+	sampled, empty := LatencyClasses(lat)
+	if len(sampled) > 0 {
+		p("Merged latency of the valid runs' measured periods (µs):\n\n")
+		p("| class | count | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, class := range sampled {
+			s := lat[class]
+			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(class), FormatCount(s.Count),
+				FormatValue(s.P50Us), FormatValue(s.P90Us), FormatValue(s.P99Us), FormatValue(s.P999Us), FormatValue(s.MaxUs))
+		}
+		p("\n")
 	}
-	slices.Sort(classes)
-	p("Merged latency of the valid runs' measured periods (µs):\n\n")
-	p("| class | count | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, class := range classes {
-		s := lat[class]
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(class), FormatValue(float64(s.Count)),
-			FormatValue(s.P50Us), FormatValue(s.P90Us), FormatValue(s.P99Us), FormatValue(s.P999Us), FormatValue(s.MaxUs))
+	if note := NoSamplesNote(empty); note != "" {
+		p("%s\n\n", mdText(note))
 	}
-	p("\n")
 }
 
 // metric returns the cell's result for the metric called name.
@@ -177,22 +201,12 @@ func (c CellAnalysis) metric(name string) (MetricResult, bool) {
 	return MetricResult{}, false
 }
 
-func presentMetrics(a *Analysis) map[string]bool {
-	out := map[string]bool{}
-	for _, c := range a.Cells {
-		for _, mr := range c.Metrics {
-			out[mr.Name] = true
-		}
-	}
-	return out
-}
-
-// ratioText is "×1.05 [1.01–1.09]", or "×–" without pairs.
+// ratioText is "×1.05 [1.01–1.09]", or RatioGap's words without a pair.
 func ratioText(mr MetricResult) string {
-	if mr.Pairs == 0 {
-		return "×–"
+	if gap := mr.RatioGap(); gap != "" {
+		return gap
 	}
-	return fmt.Sprintf("×%s [%s–%s]", FormatValue(mr.Ratio), FormatValue(mr.RatioMin), FormatValue(mr.RatioMax))
+	return FormatRatio(mr.Ratio) + " [" + FormatRange(mr.RatioMin, mr.RatioMax) + "]"
 }
 
 func verdictMark(v Verdict) string {
@@ -206,7 +220,7 @@ func verdictMark(v Verdict) string {
 	case VerdictSame:
 		return "="
 	case VerdictInconclusive:
-		return "?"
+		return "? inconclusive"
 	}
 	return string(v)
 }
@@ -230,54 +244,6 @@ func wallTime(from, to time.Time) string {
 		return "–"
 	}
 	return to.Sub(from).Round(time.Second).String()
-}
-
-// FormatValue formats v with 3 significant figures, without an exponent,
-// with thousands separators from 1,000 up ("252,000", "18.5", "0.00123");
-// "–" for NaN or an infinity.
-func FormatValue(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "–"
-	}
-	if v == 0 {
-		return "0"
-	}
-	r := roundSignificant(v, 3)
-	if math.Abs(r) >= 1000 {
-		return groupThousands(strconv.FormatFloat(r, 'f', 0, 64))
-	}
-	decimals := max(0, 2-int(math.Floor(math.Log10(math.Abs(r)))))
-	return strconv.FormatFloat(r, 'f', decimals, 64)
-}
-
-// FormatP formats a p-value with 2 significant figures ("0.036", "9.1e-05").
-func FormatP(p float64) string {
-	if math.IsNaN(p) {
-		return "–"
-	}
-	return strconv.FormatFloat(p, 'g', 2, 64)
-}
-
-func roundSignificant(v float64, digits int) float64 {
-	scale := math.Pow(10, float64(digits-1)-math.Floor(math.Log10(math.Abs(v))))
-	return math.Round(v*scale) / scale
-}
-
-// groupThousands puts commas into the integer digits string s ("-1234567"
-// → "-1,234,567").
-func groupThousands(s string) string {
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	var b strings.Builder
-	for i, d := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	return sign + b.String()
 }
 
 // mdText makes s safe as running markdown text on one line: no line

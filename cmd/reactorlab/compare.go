@@ -3,48 +3,53 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
 )
 
-// compareCmd is `reactorlab compare OLD NEW`: the CI gate.
+const compareSynopsis = "reactorlab compare OLD NEW [--threshold 10%] [--metrics m1,m2] [--require-all] [--json FILE|-]"
+
+const compareDescription = `Compares two matrix run directories, the CI gate: OLD and NEW each hold one
+spec's runs, or a suite's (one subdirectory per spec, matched by name).
+Cells are matched by ID and configuration; for each headline metric (or
+--metrics) the old valid runs are tested against the new (two-sided
+Mann-Whitney U, Holm-adjusted over the whole table). The table goes to
+stdout (to stderr with --json -) and lists what was not compared: specs or
+cells on one side only, cells whose configuration differs, cells or
+metrics without values on both sides. A regression is a significant change
+in the bad direction beyond --threshold, a cell whose runs stopped being
+valid, or an integrity anomaly. Exit 0: no regression in what was
+compared; 1: a regression, or with --require-all anything not compared; 2:
+bad arguments or directories, or nothing could be compared (unrelated
+runs: the message names both sides' specs and cells and what did not
+match; --json still writes the comparison).`
+
+// compareCmd is `reactorlab compare OLD NEW`: the CI gate. The comparison
+// is results.CompareRuns'; this only reads the directories, picks the
+// outputs and maps the outcome to the exit code.
 func compareCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reactorlab compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reactorlab compare OLD NEW [flags]\n\n"+
-			"Compares two run directories of the same spec (or suite), cell by cell, and\n"+
-			"prints a regression table. Exit 0: no significant regression beyond the\n"+
-			"threshold; 1: at least one; 2: bad arguments or directories.")
-		fs.PrintDefaults()
-	}
-	threshold := fs.String("threshold", "10%", "smallest relative change that counts as a regression, e.g. 5% or 0.05")
-	metricList := fs.String("metrics", "", "comma-separated metrics to judge (default: the headline metrics: "+strings.Join(gateMetrics(), ",")+")")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	refuse := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "reactorlab compare: "+format+"\n", a...)
-		return exitUsage
+	c := cli.New("reactorlab compare", compareSynopsis, compareDescription)
+	threshold := c.Flags.String("threshold", "10%", "smallest relative `CHANGE` of a metric, in its bad direction, that counts as a regression, e.g. 5% or 0.05")
+	metricList := c.Flags.String("metrics", "", "comma-separated `METRICS` to judge (default: the headline metrics: "+strings.Join(gateMetrics(), ",")+")")
+	requireAll := c.Flags.Bool("require-all", false, "exit 1 when any spec, cell or metric could not be compared, even without a regression")
+	jsonOut := c.Flags.String("json", "", "also write the comparison as JSON to `FILE`; - writes it alone on stdout, and the table on stderr")
+	pos, done, code := c.Parse(args, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(pos) != 2 {
-		return refuse("want OLD and NEW run directories (got %d arguments)", len(pos))
+		return c.Usagef(stderr, "want OLD and NEW run directories (got %d arguments)", len(pos))
 	}
 	th, err := parseThreshold(*threshold)
 	if err != nil {
-		return refuse("--threshold: %v", err)
+		return c.Usagef(stderr, "--threshold %v", err)
 	}
 	opt := results.CompareOptions{Threshold: th}
 	if *metricList != "" {
@@ -55,51 +60,69 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 				for _, m := range results.Metrics {
 					all = append(all, m.Name)
 				}
-				return refuse("--metrics: unknown metric %q (accepted: %s)", name, strings.Join(all, ", "))
+				return c.Usagef(stderr, "--metrics: unknown metric %q (accepted: %s)", name, strings.Join(all, ", "))
 			}
 			opt.Metrics = append(opt.Metrics, name)
 		}
 	}
 	oldDir, newDir := pos[0], pos[1]
-	oldSubs, err := matrix.SuiteDirs(oldDir)
+	oldSpecs, err := readSpecRuns(oldDir)
 	if err != nil {
-		return refuse("OLD: %v", err)
+		return c.Usagef(stderr, "OLD: %v", err)
 	}
-	newSubs, err := matrix.SuiteDirs(newDir)
+	newSpecs, err := readSpecRuns(newDir)
 	if err != nil {
-		return refuse("NEW: %v", err)
+		return c.Usagef(stderr, "NEW: %v", err)
 	}
-	if strings.Join(oldSubs, ",") != strings.Join(newSubs, ",") {
-		return refuse("OLD holds specs [%s], NEW [%s]: not runs of the same suite", strings.Join(oldSubs, " "), strings.Join(newSubs, " "))
+	rc, err := results.CompareRuns(oldDir, oldSpecs, newDir, newSpecs, opt)
+	if err != nil {
+		return c.Usagef(stderr, "%v", err)
 	}
-	regressions := 0
-	for _, sub := range oldSubs {
-		om, err := results.ReadManifest(filepath.Join(oldDir, sub))
+
+	human := stdout
+	if *jsonOut == cli.StdoutPath {
+		human = stderr
+	}
+	if *jsonOut != "" {
+		if err := cli.WriteTo(*jsonOut, stdout, rc.WriteJSON); err != nil {
+			return c.Errorf(stderr, cli.ExitFail, "--json: %v", err)
+		}
+	}
+	outcome := rc.Outcome()
+	if outcome == results.OutcomeNothingCompared {
+		return c.Errorf(stderr, cli.ExitUsage, "%s", rc.NothingComparedText())
+	}
+	if err := rc.WriteTable(human); err != nil {
+		return c.Errorf(stderr, cli.ExitFail, "%v", err)
+	}
+	switch {
+	case outcome == results.OutcomeRegression:
+		return cli.ExitFail
+	case outcome == results.OutcomeIncomplete && *requireAll:
+		return c.Errorf(stderr, cli.ExitFail, "--require-all: not everything was compared (%s; listed under \"not compared\")", rc.NotComparedText())
+	}
+	return cli.ExitOK
+}
+
+// readSpecRuns reads the manifests of a run directory: its own (Sub "") or
+// each suite subdirectory's.
+func readSpecRuns(dir string) ([]results.SpecRun, error) {
+	subs, err := matrix.SuiteDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []results.SpecRun
+	for _, sub := range subs {
+		m, err := results.ReadManifest(filepath.Join(dir, sub))
 		if err != nil {
-			return refuse("%v", err)
+			return nil, err
 		}
-		nm, err := results.ReadManifest(filepath.Join(newDir, sub))
-		if err != nil {
-			return refuse("%v", err)
+		if sub == "." {
+			sub = ""
 		}
-		c, err := results.Compare(om, nm, opt)
-		if err != nil {
-			return refuse("%s: %v", sub, err)
-		}
-		if len(oldSubs) > 1 {
-			fmt.Fprintf(stdout, "## %s\n\n", sub)
-		}
-		if err := c.WriteTable(stdout); err != nil {
-			fmt.Fprintf(stderr, "reactorlab compare: %v\n", err)
-			return 1
-		}
-		fmt.Fprintln(stdout)
-		regressions += c.Regressions()
+		out = append(out, results.SpecRun{Sub: sub, Manifest: m})
 	}
-	if regressions > 0 {
-		return 1
-	}
-	return 0
+	return out, nil
 }
 
 func gateMetrics() []string {
@@ -120,8 +143,7 @@ func parseThreshold(s string) (float64, error) {
 		v /= 100
 	}
 	if err != nil || !(v > 0 && v <= 10) {
-		return 0, fmt.Errorf("%q (accepted: a relative change such as 5%% or 0.05, above 0)", s)
+		return 0, fmt.Errorf("%q (accepted: a relative change such as 5%% or 0.05, above 0, at most 1000%%)", s)
 	}
 	return v, nil
 }
-

@@ -174,7 +174,7 @@ func (c *Command) Errorf(w io.Writer, code int, format string, a ...any) int {
 
 // flagValueError matches the flag package's error for a value its type
 // rejects.
-var flagValueError = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -([^:]+): (.*)$`)
+var flagValueError = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
 
 // explain rewrites the flag package's errors in the command's terms: a
 // flag named with two dashes, and for a duration the form it wants.

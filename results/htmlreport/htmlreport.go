@@ -25,7 +25,6 @@ import (
 	"html/template"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,7 +143,12 @@ type detailView struct {
 	Invalid              []string
 	Config               []kv
 	Metrics              []metricRow
-	Latency              []classRow
+	// NoMetrics is the sentence shown instead of the metric table when no
+	// metric has samples.
+	NoMetrics string
+	Latency   []classRow
+	// LatencyNote names the latency classes without samples.
+	LatencyNote string
 }
 
 type kv struct{ K, V string }
@@ -230,13 +234,11 @@ func build(m *results.Manifest, a *results.Analysis, hists map[string]map[string
 		baseID = m.Cells[0].ID
 	}
 
-	// The headline metrics are the catalogue's gates.
-	var heads []results.Metric
-	for _, mt := range results.Metrics {
-		if mt.Gate {
-			heads = append(heads, mt)
-			v.Headline = append(v.Headline, metricHead{Label: mt.Label, Unit: mt.Unit, Describe: mt.Describe})
-		}
+	// The headline metrics are the catalogue's gates that some cell has,
+	// as in report.md.
+	heads := results.HeadlineMetrics(a)
+	for _, mt := range heads {
+		v.Headline = append(v.Headline, metricHead{Label: mt.Label, Unit: mt.Unit, Describe: mt.Describe})
 	}
 	for _, c := range a.Cells {
 		row := summaryRow{ID: c.ID, Describe: c.Describe, Baseline: c.Factor == "",
@@ -276,28 +278,35 @@ func metricOf(c results.CellAnalysis, name string) (results.MetricResult, bool) 
 }
 
 // summarize is one cell of the summary table: the baseline's value, or a
-// factor cell's ratio to it and the verdict.
+// factor cell's ratio to it and the verdict, or what is missing for one,
+// in report.md's words and figures.
 func summarize(c results.CellAnalysis, mt results.Metric) summaryCell {
 	r, ok := metricOf(c, mt.Name)
 	if !ok {
-		return summaryCell{Text: "—", Title: "not measured"}
+		return summaryCell{Text: results.NoSamples, Title: "no valid run of this cell has a " + mt.Label + " value"}
 	}
 	if c.Factor == "" {
 		return summaryCell{
-			Text:  withUnit(num(r.Median), mt.Unit),
-			Range: "[" + num(r.Min) + "–" + num(r.Max) + "]",
+			Text:  withUnit(results.FormatValue(r.Median), mt.Unit),
+			Range: "[" + results.FormatRange(r.Min, r.Max) + "]",
 			Title: fmt.Sprintf("median of %d valid runs, [min–max]", r.N),
 		}
 	}
+	if gap := r.Gap(mt.Label); gap != "" {
+		return summaryCell{Text: withUnit(results.FormatValue(r.Median), mt.Unit), Verdict: gap,
+			Title: fmt.Sprintf("median of %d valid runs; no comparison with the baseline", r.N)}
+	}
 	sc := summaryCell{Verdict: string(r.Verdict), Class: verdictClass(r.Verdict)}
-	if r.Pairs == 0 || r.Ratio == 0 {
-		sc.Text = withUnit(num(r.Median), mt.Unit)
-		sc.Title = "no pair with both runs valid: no ratio"
+	if gap := r.RatioGap(); gap != "" {
+		sc.Text = withUnit(results.FormatValue(r.Median), mt.Unit)
+		sc.Range = gap
+		sc.Title = fmt.Sprintf("median %s vs baseline %s; adjusted p %s",
+			withUnit(results.FormatValue(r.Median), mt.Unit), withUnit(results.FormatValue(r.BaselineMedian), mt.Unit), results.FormatP(r.PAdjusted))
 	} else {
-		sc.Text = ratio(r.Ratio) + "×"
-		sc.Range = "[" + ratio(r.RatioMin) + "–" + ratio(r.RatioMax) + "]"
+		sc.Text = results.FormatRatio(r.Ratio)
+		sc.Range = "[" + results.FormatRange(r.RatioMin, r.RatioMax) + "]"
 		sc.Title = fmt.Sprintf("median %s vs baseline %s; median of %d pair ratios, [min–max]; adjusted p %s",
-			withUnit(num(r.Median), mt.Unit), withUnit(num(r.BaselineMedian), mt.Unit), r.Pairs, pval(r.PAdjusted))
+			withUnit(results.FormatValue(r.Median), mt.Unit), withUnit(results.FormatValue(r.BaselineMedian), mt.Unit), r.Pairs, results.FormatP(r.PAdjusted))
 	}
 	return sc
 }
@@ -398,12 +407,12 @@ func (v *view) addLatency(a *results.Analysis, baseID string, hists map[string]m
 			if ch == nil {
 				continue
 			}
-			cell := &curve{Label: fmt.Sprintf("%s (%s values)", shorten(c.ID, maxBarLabel), count(ch.TotalCount())), XYs: percentileCurve(ch)}
+			cell := &curve{Label: fmt.Sprintf("%s (%s values)", shorten(c.ID, maxBarLabel), results.FormatCount(ch.TotalCount())), XYs: percentileCurve(ch)}
 			var base *curve
 			caption := fmt.Sprintf("%s latency percentiles of %s", class, c.ID)
 			if !alone {
 				if bh := has(baseID, class); bh != nil {
-					base = &curve{Label: fmt.Sprintf("%s (%s values)", shorten(baseID, maxBarLabel), count(bh.TotalCount())), XYs: percentileCurve(bh)}
+					base = &curve{Label: fmt.Sprintf("%s (%s values)", shorten(baseID, maxBarLabel), results.FormatCount(bh.TotalCount())), XYs: percentileCurve(bh)}
 					caption += " (blue) over the baseline's (grey, dashed)"
 				} else {
 					caption += "; the baseline has no " + class + " histogram"
@@ -429,6 +438,10 @@ func (v *view) addLatency(a *results.Analysis, baseID string, hists map[string]m
 	return nil
 }
 
+// detail is a cell's details: its metrics with samples (NoMetricSamples
+// when none has), each factor cell's comparison or what it lacks, and its
+// latency classes with samples (the others named in LatencyNote), in
+// report.md's words and figures.
 func detail(m *results.Manifest, c results.CellAnalysis) detailView {
 	d := detailView{ID: c.ID, Describe: c.Describe, Runs: fmt.Sprintf("%d of %d runs valid", c.ValidRuns, c.Runs), Invalid: c.Invalid}
 	if c.Factor != "" {
@@ -440,88 +453,54 @@ func detail(m *results.Manifest, c results.CellAnalysis) detailView {
 		}
 	}
 	for _, r := range c.Metrics {
+		if r.N == 0 {
+			continue
+		}
 		mt, ok := results.MetricByName(r.Name)
 		if !ok {
 			mt = results.Metric{Name: r.Name, Label: r.Name}
 		}
-		row := metricRow{Label: mt.Label, Name: mt.Name, Unit: mt.Unit, Describe: mt.Describe, N: strconv.Itoa(r.N)}
-		if r.N > 0 {
-			row.Median = num(r.Median)
-			row.Range = num(r.Min) + "–" + num(r.Max)
-		}
+		row := metricRow{Label: mt.Label, Name: mt.Name, Unit: mt.Unit, Describe: mt.Describe, N: strconv.Itoa(r.N),
+			Median: results.FormatValue(r.Median), Range: results.FormatRange(r.Min, r.Max)}
 		if c.Factor != "" {
 			row.Compared = true
-			if r.BaselineN > 0 {
-				row.Base = num(r.BaselineMedian)
-			}
-			if r.Pairs > 0 && r.Ratio != 0 {
-				row.Ratio = ratio(r.Ratio) + "×"
-				row.RatioRange = ratio(r.RatioMin) + "–" + ratio(r.RatioMax)
-			}
 			row.Pairs = strconv.Itoa(r.Pairs)
-			if r.P != 0 || r.PAdjusted != 0 {
-				row.P = pval(r.P) + " / " + pval(r.PAdjusted)
+			row.Base, row.Ratio, row.RatioRange, row.P = results.NotAvailable, results.NotAvailable, results.NotAvailable, results.NotAvailable
+			if gap := r.Gap(mt.Label); gap != "" {
+				row.Verdict = gap
+			} else {
+				row.Base = results.FormatValue(r.BaselineMedian)
+				if gap := r.RatioGap(); gap != "" {
+					row.Ratio = gap
+				} else {
+					row.Ratio = results.FormatRatio(r.Ratio)
+					row.RatioRange = results.FormatRange(r.RatioMin, r.RatioMax)
+				}
+				row.P = results.FormatP(r.P) + " / " + results.FormatP(r.PAdjusted)
+				row.Verdict, row.Class = string(r.Verdict), verdictClass(r.Verdict)
 			}
-			row.Verdict, row.Class = string(r.Verdict), verdictClass(r.Verdict)
 		}
 		d.Metrics = append(d.Metrics, row)
 	}
-	for _, class := range slices.Sorted(maps.Keys(c.Latency)) {
+	if len(d.Metrics) == 0 {
+		d.NoMetrics = results.NoMetricSamples
+	}
+	sampled, empty := results.LatencyClasses(c.Latency)
+	for _, class := range sampled {
 		s := c.Latency[class]
 		d.Latency = append(d.Latency, classRow{
-			Class: class, Count: count(s.Count),
-			P50: num(s.P50Us), P90: num(s.P90Us), P99: num(s.P99Us), P999: num(s.P999Us), P9999: num(s.P9999Us),
-			Max: num(s.MaxUs), Mean: num(s.MeanUs), Clamped: count(s.Clamped),
+			Class: class, Count: results.FormatCount(s.Count),
+			P50: results.FormatValue(s.P50Us), P90: results.FormatValue(s.P90Us), P99: results.FormatValue(s.P99Us),
+			P999: results.FormatValue(s.P999Us), P9999: results.FormatValue(s.P9999Us),
+			Max: results.FormatValue(s.MaxUs), Mean: results.FormatValue(s.MeanUs), Clamped: results.FormatCount(s.Clamped),
 		})
 	}
+	d.LatencyNote = results.NoSamplesNote(empty)
 	return d
 }
 
-// num prints a measured value with about three significant digits,
-// grouping thousands.
-func num(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case v == 0:
-		return "0"
-	case a >= 1000:
-		return group(strconv.FormatFloat(v, 'f', 0, 64))
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(v, 'g', 3, 64)
-	}
-}
-
-// group puts thin spaces between groups of three digits of an integer.
-func group(s string) string {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteRune('\u2009')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func count(n int64) string { return group(strconv.FormatInt(n, 10)) }
-
-func ratio(r float64) string { return strconv.FormatFloat(r, 'f', 3, 64) }
-
-func pval(p float64) string { return strconv.FormatFloat(p, 'g', 2, 64) }
-
+// withUnit is results.WithUnit with a no-break space, so that a figure and
+// its unit stay on one line.
 func withUnit(s, unit string) string {
 	if unit == "" {
 		return s

@@ -39,6 +39,7 @@ table.facts td { border: 0; }
 .inconclusive { color: #777; font-style: italic; }
 tr.baseline td { background: #f4f4f4; }
 .missing { color: #8a4b00; font-style: italic; }
+.empty { color: #666; font-style: italic; }
 .bad { color: #b00020; font-weight: 600; }
 .figs { display: flex; flex-wrap: wrap; gap: 12px; }
 figure { margin: 0; border: 1px solid #e3e3e3; padding: 6px; background: #fff; }
@@ -103,14 +104,16 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 <h3><span class="id">{{.ID}}</span></h3>
 <p>{{if .Describe}}{{.Describe}}. {{end}}{{if .Factor}}Factor <code>{{.Factor}}</code>. {{end}}{{.Runs}}.</p>
 {{if .Invalid}}<ul class="bad">{{range .Invalid}}<li>{{.}}</li>{{end}}</ul>
-{{end}}<table class="metrics">
-<tr><th>metric</th><th>unit</th><th>n</th><th>median</th><th>min–max</th>{{if .Metrics}}{{if (index .Metrics 0).Compared}}<th>baseline median</th><th>ratio</th><th>ratio min–max</th><th>pairs</th><th>p / adjusted p</th><th>verdict</th>{{end}}{{end}}</tr>{{range .Metrics}}
+{{end}}{{if .Metrics}}<table class="metrics">
+<tr><th>metric</th><th>unit</th><th>n</th><th>median</th><th>min–max</th>{{if (index .Metrics 0).Compared}}<th>baseline median</th><th>ratio</th><th>ratio min–max</th><th>pairs</th><th>p / adjusted p</th><th>verdict</th>{{end}}</tr>{{range .Metrics}}
 <tr><td title="{{.Describe}}">{{.Label}}</td><td>{{.Unit}}</td><td class="n">{{.N}}</td><td class="n">{{.Median}}</td><td class="n">{{.Range}}</td>{{if .Compared}}<td class="n">{{.Base}}</td><td class="n {{.Class}}">{{.Ratio}}</td><td class="n">{{.RatioRange}}</td><td class="n">{{.Pairs}}</td><td class="n">{{.P}}</td><td class="{{.Class}}">{{.Verdict}}</td>{{end}}</tr>{{end}}
 </table>
-{{if .Latency}}<table class="classes">
+{{else}}<p class="empty">{{.NoMetrics}}</p>
+{{end}}{{if .Latency}}<table class="classes">
 <tr><th>class</th><th>count</th><th>p50 µs</th><th>p90 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>p99.99 µs</th><th>max µs</th><th>mean µs</th><th>clamped</th></tr>{{range .Latency}}
 <tr><td><code>{{.Class}}</code></td><td class="n">{{.Count}}</td><td class="n">{{.P50}}</td><td class="n">{{.P90}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.P9999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Mean}}</td><td class="n">{{.Clamped}}</td></tr>{{end}}
 </table>
+{{end}}{{if .LatencyNote}}<p class="empty">{{.LatencyNote}}</p>
 {{end}}{{if .Config}}<details><summary>configuration</summary>
 <table class="config">{{range .Config}}<tr><th>{{.K}}</th><td><code>{{.V}}</code></td></tr>{{end}}</table>
 </details>
