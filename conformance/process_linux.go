@@ -34,7 +34,8 @@ type Process struct {
 func (t Process) Name() string { return "process:" + refName(t.Design, t.Config) }
 
 // Start runs `reactorlab serve` with the case's configuration and waits
-// until both its addresses accept connections.
+// until both its addresses accept connections, at most until ctx's
+// deadline (10 s when it has none).
 func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	cfg := refConfig(t.Design, t.Config, setup)
 	dataAddr, ctlAddr, err := twoFreeAddrs()
@@ -52,7 +53,7 @@ func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	}
 	argv = append(append([]string(nil), argv...), "serve", "--reactor", string(t.Design), "--lifetime", "10m")
 	argv = append(argv, cfg.Args()...)
-	p, err := proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit})
+	p, err := proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit, Ready: readyBound(ctx, proc.DefaultReady)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
@@ -89,24 +90,43 @@ type Command struct {
 	// Grace is how long the command may take to exit after SIGTERM before
 	// SIGKILL (0: 5 s).
 	Grace time.Duration
+	// Label, when set, is the command as its user wrote it, which Name
+	// shows instead of Argv (a shell command line: "./srv", not
+	// "/bin/sh -c exec ./srv").
+	Label string
 }
 
-// Name is "cmd:" and the command line.
-func (t Command) Name() string { return "cmd:" + strings.Join(t.Argv, " ") }
+// Name is "cmd:" and the command line (Label, if set, else Argv).
+func (t Command) Name() string {
+	if t.Label != "" {
+		return "cmd:" + t.Label
+	}
+	return "cmd:" + strings.Join(t.Argv, " ")
+}
 
-// Start runs the command and waits (at most 30 s: `go run` may compile
-// first) until it accepts connections. The command's process group is
-// watched from then on: any of its processes that exits before the case
-// stops it makes the case fail with cause target.
+// Start runs the command and waits until it accepts connections, at most
+// until ctx's deadline (30 s when it has none: `go run` may compile
+// first). The command's process group is watched from then on: any of its
+// processes that exits before the case stops it makes the case fail with
+// cause target.
 func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
 	if len(t.Argv) == 0 {
 		return nil, errors.New("command target: empty command")
 	}
-	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, Dir: t.Dir, FdLimit: setup.FdLimit, Ready: 30 * time.Second, Grace: t.Grace})
+	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, Dir: t.Dir, FdLimit: setup.FdLimit, Ready: readyBound(ctx, 30*time.Second), Grace: t.Grace})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
 	return &process{p: p}, nil
+}
+
+// readyBound is how long a process target may take to accept
+// connections: until ctx's deadline, or def when ctx has none.
+func readyBound(ctx context.Context, def time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond)
+	}
+	return def
 }
 
 type process struct {

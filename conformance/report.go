@@ -33,13 +33,20 @@ func counterLine(c reactors.Counters) string {
 	return strings.Join(parts, " ")
 }
 
-// Summary counts verdicts; Inconclusive is counted apart from the others.
+// Summary counts verdicts, each apart from the others; Interrupted and
+// NotRun are non-zero only for a run that was interrupted.
 type Summary struct {
 	Pass         int `json:"pass"`
 	Fail         int `json:"fail"`
 	Skip         int `json:"skip"`
 	Inconclusive int `json:"inconclusive"`
+	Interrupted  int `json:"interrupted"`
+	NotRun       int `json:"not_run"`
 }
+
+// WasInterrupted reports whether the run these counts describe was
+// interrupted before every case had its verdict.
+func (s Summary) WasInterrupted() bool { return s.Interrupted+s.NotRun > 0 }
 
 // Summarize counts the verdicts of results.
 func Summarize(results []Result) Summary {
@@ -54,14 +61,20 @@ func Summarize(results []Result) Summary {
 			s.Skip++
 		case Inconclusive:
 			s.Inconclusive++
+		case Interrupted:
+			s.Interrupted++
+		case NotRun:
+			s.NotRun++
 		}
 	}
 	return s
 }
 
 // WriteTable writes the results as a table a person reads: id, title,
-// verdict, duration, and under each failure or skip its reason and
-// evidence, indented; verbose adds every case's log and evidence.
+// verdict, duration, and under each case that did not pass its reason and
+// evidence, indented (a case not run is in the table only); verbose adds
+// every case's log and evidence. The last line counts the verdicts and,
+// for an interrupted run, says so.
 func WriteTable(w io.Writer, target string, results []Result, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID\tTITLE\tVERDICT\tDURATION\n")
@@ -72,7 +85,7 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 		return err
 	}
 	for _, r := range results {
-		if r.Verdict == Pass && !verbose {
+		if (r.Verdict == Pass || r.Verdict == NotRun) && !verbose {
 			continue
 		}
 		verdict := string(r.Verdict)
@@ -100,33 +113,49 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 	if s.Inconclusive > 0 {
 		line += fmt.Sprintf(", %d inconclusive (a precondition could not be established: see above)", s.Inconclusive)
 	}
+	if s.WasInterrupted() {
+		line += fmt.Sprintf(", %d interrupted, %d not run: the run was interrupted, and judges nothing it did not finish", s.Interrupted, s.NotRun)
+	}
 	_, err := fmt.Fprintf(w, "\n%s: %s\n", target, line)
 	return err
 }
 
 // Report is the machine-readable form of a run.
 type Report struct {
-	Target  string   `json:"target"`
-	Results []Result `json:"results"`
-	Summary Summary  `json:"summary"`
+	Target string `json:"target"`
+	// Interrupted is true when the run was interrupted (its context
+	// cancelled: SIGINT or SIGTERM for the command) before every case had
+	// its verdict; the case then running has verdict "interrupted", the
+	// cases after it "not-run", and Summary counts both.
+	Interrupted bool     `json:"interrupted"`
+	Results     []Result `json:"results"`
+	Summary     Summary  `json:"summary"`
 }
 
-// WriteJSON writes the run as one JSON object.
+// WriteJSON writes the run as one JSON object, a Report: {"target",
+// "interrupted", "results", "summary"}. An interrupted run has
+// "interrupted": true, the case that was running has "verdict":
+// "interrupted" and those not reached "verdict": "not-run"; the summary
+// counts them as "interrupted" and "not_run".
 func WriteJSON(w io.Writer, target string, results []Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(Report{Target: target, Results: results, Summary: Summarize(results)})
+	sum := Summarize(results)
+	return enc.Encode(Report{Target: target, Interrupted: sum.WasInterrupted(), Results: results, Summary: sum})
 }
 
 type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Inconcl  int         `xml:"inconclusive,attr"`
-	Time     float64     `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	XMLName     xml.Name         `xml:"testsuite"`
+	Name        string           `xml:"name,attr"`
+	Tests       int              `xml:"tests,attr"`
+	Failures    int              `xml:"failures,attr"`
+	Skipped     int              `xml:"skipped,attr"`
+	Inconcl     int              `xml:"inconclusive,attr"`
+	Interrupted int              `xml:"interrupted,attr,omitempty"`
+	NotRun      int              `xml:"notrun,attr,omitempty"`
+	Time        float64          `xml:"time,attr"`
+	Properties  *junitProperties `xml:"properties,omitempty"`
+	Cases       []junitCase      `xml:"testcase"`
 }
 
 type junitCase struct {
@@ -159,9 +188,19 @@ type junitMessage struct {
 // skipped, its message beginning "inconclusive: ", with a property
 // verdict=inconclusive, and the suite's inconclusive attribute counts them
 // (they are also in its skipped count, as JUnit readers expect).
+//
+// An interrupted run is neither: the suite has a property interrupted=true
+// and the attributes interrupted (the case that was running: 0 or 1) and
+// notrun (the cases not reached); each of those cases is skipped, its
+// message beginning "interrupted: " or "not run: ", with a property
+// verdict=interrupted or verdict=not-run, and counted in skipped.
 func WriteJUnit(w io.Writer, target string, results []Result) error {
 	s := Summarize(results)
-	suite := junitSuite{Name: "reactorlab conformance: " + target, Tests: len(results), Failures: s.Fail, Skipped: s.Skip + s.Inconclusive, Inconcl: s.Inconclusive}
+	suite := junitSuite{Name: "reactorlab conformance: " + target, Tests: len(results), Failures: s.Fail,
+		Skipped: s.Skip + s.Inconclusive + s.Interrupted + s.NotRun, Inconcl: s.Inconclusive, Interrupted: s.Interrupted, NotRun: s.NotRun}
+	if s.WasInterrupted() {
+		suite.Properties = &junitProperties{Property: []junitProperty{{Name: "interrupted", Value: "true"}}}
+	}
 	for _, r := range results {
 		jc := junitCase{Name: r.ID + " " + r.Title, Classname: "conformance." + target, Time: r.Duration.Seconds(), SystemOut: strings.Join(r.Log, "\n")}
 		switch r.Verdict {
@@ -172,6 +211,12 @@ func WriteJUnit(w io.Writer, target string, results []Result) error {
 		case Inconclusive:
 			jc.Skipped = &junitMessage{Message: "inconclusive: " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
 			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(Inconclusive)}}}
+		case Interrupted:
+			jc.Skipped = &junitMessage{Message: "interrupted: " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
+			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(Interrupted)}}}
+		case NotRun:
+			jc.Skipped = &junitMessage{Message: "not run: " + strings.TrimPrefix(r.Reason, "not run: ")}
+			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(NotRun)}}}
 		}
 		suite.Time += jc.Time
 		suite.Cases = append(suite.Cases, jc)

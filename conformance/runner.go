@@ -19,26 +19,30 @@ type Verdict string
 // reason, never passed. A case that ran but could not establish what its
 // claim needs (a limit in force, data queued in the server, a table full)
 // is inconclusive, with the reason: that is neither a pass nor a failure,
-// and it is counted apart from both.
+// and it is counted apart from both. A run cancelled (its context ended:
+// SIGINT or SIGTERM for the command) judges nothing it had not finished:
+// the case then running is Interrupted, the cases after it NotRun.
 const (
 	Pass         Verdict = "pass"
 	Fail         Verdict = "fail"
 	Skip         Verdict = "skip"
 	Inconclusive Verdict = "inconclusive"
+	Interrupted  Verdict = "interrupted"
+	NotRun       Verdict = "not-run"
 )
 
 // Cause says what a failure is about: the case's claim, or the run
 // around it. Only a claim failure says something about the target's
-// design; the others say it could not be tested (or crashed).
+// design; the others say it could not be tested (or crashed). An
+// interrupted run is no failure: see the verdicts Interrupted and NotRun.
 type Cause string
 
 // The causes of a failure.
 const (
-	CauseClaim       Cause = "claim"       // the case's own check failed
-	CauseTarget      Cause = "target"      // did not start, or ended badly (crash, kill, error)
-	CauseTimeout     Cause = "timeout"     // no verdict within the case's bound: a stall
-	CauseInterrupted Cause = "interrupted" // the run was cancelled
-	CauseSuite       Cause = "suite"       // the case's code panicked: a suite bug
+	CauseClaim   Cause = "claim"   // the case's own check failed
+	CauseTarget  Cause = "target"  // did not start, or ended badly (crash, kill, error)
+	CauseTimeout Cause = "timeout" // no verdict within the case's bound: a stall
+	CauseSuite   Cause = "suite"   // the case's code panicked: a suite bug
 )
 
 // Result is one case's outcome on one target.
@@ -201,9 +205,21 @@ type Options struct {
 	// Cases lists case ids to run ("F1", or a group letter "F"); empty runs
 	// the whole catalogue.
 	Cases []string
-	// Timeout bounds each case (0: the case's own bound, at most 60 s).
+	// Timeout, when positive, bounds each case from the start of its
+	// instance to its verdict (the start included, so a target that never
+	// becomes ready is bounded by it too). 0: the case's own bound, its
+	// clock starting once the instance is up, the start bounded by
+	// StartTimeout.
 	Timeout time.Duration
-	// Progress, when set, is called after each case.
+	// StartTimeout bounds each start of the target, the check's and every
+	// case's (0: DefaultStartTimeout). A target that compiles on its first
+	// start (go run on a cold build cache) may need more.
+	StartTimeout time.Duration
+	// NoStartCheck skips the check RunAll and Run make before any case
+	// (CheckStart): for a caller that made it itself.
+	NoStartCheck bool
+	// Progress, when set, is called after each case that ran (interrupted
+	// included).
 	Progress func(Result)
 	// Strict makes Run fail the subtest of an inconclusive case instead of
 	// skipping it: for a target whose preconditions must hold (this
@@ -247,20 +263,29 @@ func Select(ids []string) ([]Case, error) {
 
 // RunAll runs the selected cases one after another (never in parallel: the
 // timing bounds assume the target has the machine to itself) and returns
-// every result. Cases not reached because ctx was cancelled are failed
-// with CauseInterrupted: an interrupted run never looks like a pass.
+// every result, in catalogue order. Unless opts.NoStartCheck, it first
+// starts the target once (CheckStart): if that fails, no case runs and
+// the error is the *StartError. When ctx is cancelled the case then
+// running is Interrupted and every case after it NotRun (all of them when
+// the check was interrupted), with a nil error: an interrupted run never
+// looks like a pass, nor like a failure.
 func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) {
 	cases, err := Select(opts.Cases)
 	if err != nil {
 		return nil, err
 	}
+	if !opts.NoStartCheck {
+		if err := CheckStart(ctx, target, opts.StartTimeout); err != nil && ctx.Err() == nil {
+			return nil, err
+		}
+	}
 	var results []Result
 	for _, cs := range cases {
 		if ctx.Err() != nil {
-			results = append(results, Result{ID: cs.ID, Title: cs.Title, Verdict: Fail, Cause: CauseInterrupted, Reason: "not run: " + ctx.Err().Error()})
+			results = append(results, notRun(cs))
 			continue
 		}
-		r := RunCase(ctx, target, cs, opts.Timeout)
+		r := runCase(ctx, target, cs, opts.Timeout, opts.StartTimeout)
 		results = append(results, r)
 		if opts.Progress != nil {
 			opts.Progress(r)
@@ -269,44 +294,72 @@ func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) 
 	return results, nil
 }
 
-// startBound bounds Target.Start (a `go run` target may compile first);
+// notRun is the result of a case an interrupted run did not reach.
+func notRun(cs Case) Result {
+	return Result{ID: cs.ID, Title: cs.Title, Verdict: NotRun, Reason: "not run: the run was interrupted before it"}
+}
+
 // stopBound bounds a stop after the watchdog fired (the target may be
 // wedged: the run goes on and says so).
-const (
-	startBound = 60 * time.Second
-	stopBound  = 30 * time.Second
-)
+const stopBound = 30 * time.Second
 
-// RunCase runs one case on a fresh instance of target, under a watchdog
-// whose clock starts once the instance is up.
+// RunCase runs one case on a fresh instance of target under a watchdog.
+// A positive timeout bounds the case from the start of its instance (the
+// start included) to its verdict; with timeout 0 the case's own bound
+// applies, its clock starting once the instance is up, and the start is
+// bounded by DefaultStartTimeout. A case whose instance does not start
+// fails with cause target (timeout, when it was the case's timeout that
+// ran out), or is inconclusive when the case set a descriptor limit. If
+// ctx ends while the case runs, its verdict is Interrupted (NotRun if it
+// ended before), whatever the case had found by then.
 func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration) Result {
+	return runCase(ctx, target, cs, timeout, 0)
+}
+
+func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout time.Duration) Result {
 	start := time.Now()
 	res := Result{ID: cs.ID, Title: cs.Title}
-	if timeout <= 0 {
+	if ctx.Err() != nil {
+		return notRun(cs)
+	}
+	if startTimeout <= 0 {
+		startTimeout = DefaultStartTimeout
+	}
+	startBound, whole := startTimeout, timeout > 0
+	if whole {
+		startBound = min(startBound, timeout)
+	} else {
 		timeout = cs.timeout()
 	}
-	startCtx, cancelStart := context.WithTimeout(ctx, startBound)
-	inst, err := target.Start(startCtx, cs.Setup)
-	cancelStart()
+	inst, err := StartInstance(ctx, target, cs.Setup, startBound)
 	if err != nil {
 		res.Duration = time.Since(start)
+		var se *StartError
 		switch {
 		case errors.Is(err, ErrUnsupported):
 			res.Verdict, res.Reason = Skip, err.Error()
 		case ctx.Err() != nil:
-			res.Verdict, res.Cause, res.Reason = Fail, CauseInterrupted, "interrupted while starting the target: "+err.Error()
+			res.Verdict, res.Reason = Interrupted, "the run was interrupted while the target was starting: no verdict"
 		case cs.Setup.FdLimit > 0:
 			// The case's own limit may be what stops it (a runtime that
 			// needs more descriptors to start): nothing was tested.
 			res.Verdict, res.Reason = Inconclusive, fmt.Sprintf("the target did not start under the case's descriptor limit of %d: %v", cs.Setup.FdLimit, err)
+		case whole && startBound == timeout && errors.As(err, &se) && se.Cause == StartNoListener:
+			res.Verdict, res.Cause, res.Reason = Fail, CauseTimeout, fmt.Sprintf("no verdict within %v (the case's time bound): the target did not accept connections in that time: %v", timeout, err)
 		default:
 			res.Verdict, res.Cause, res.Reason = Fail, CauseTarget, "target did not start: "+err.Error()
 		}
 		return res
 	}
-	caseCtx, cancel := context.WithTimeout(ctx, timeout)
+	started := time.Since(start)
+	bound := timeout
+	if whole {
+		bound = max(timeout-started, 0)
+	}
+	caseCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	c := &C{ctx: caseCtx, inst: inst, verdict: Pass}
+	interrupted := false
 	if reason := cs.unmet(inst); reason != "" {
 		c.verdict, c.reason = Skip, reason
 		c.Stop()
@@ -325,10 +378,12 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 		select {
 		case <-done:
 		case <-caseCtx.Done():
-			if ctx.Err() != nil {
-				c.fail(CauseInterrupted, "interrupted")
-			} else {
-				c.fail(CauseTimeout, fmt.Sprintf("no verdict within %v (the case's time bound): the target stalled", timeout))
+			if ctx.Err() == nil {
+				msg := fmt.Sprintf("no verdict within %v (the case's time bound): the target stalled", timeout)
+				if whole {
+					msg = fmt.Sprintf("no verdict within %v (the case's time bound, from the start of its target, which took %v to accept connections): the target stalled", timeout, started.Round(time.Millisecond))
+				}
+				c.fail(CauseTimeout, msg)
 			}
 			// Stopping the target and closing the case's connections makes
 			// every blocked client call return.
@@ -346,8 +401,11 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 				c.fail(CauseSuite, "case still running 10 s after the target stopped: suite bug")
 			}
 		}
-		c.Stop()
+		// A case that ended once the run was cancelled may have seen its
+		// connections cut or its context end: what it found is no verdict.
+		interrupted = ctx.Err() != nil
 	}
+	c.Stop()
 	c.mu.Lock()
 	res.Verdict, res.Cause, res.Reason = c.verdict, c.cause, c.reason
 	res.Evidence, res.Log = c.evidence, c.log
@@ -356,6 +414,10 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 	}
 	c.mu.Unlock()
 	res.Duration = time.Since(start)
+	if interrupted {
+		res.Verdict, res.Cause = Interrupted, ""
+		res.Reason = fmt.Sprintf("the run was interrupted %v into the case: no verdict", res.Duration.Round(time.Millisecond))
+	}
 	return res
 }
 
@@ -363,7 +425,9 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 // subtests of t, one per case: a failure fails the subtest with its
 // evidence, a skip skips it with the reason, and an inconclusive case
 // skips it with "INCONCLUSIVE: " and the reason (it proved nothing), or
-// fails it with Options.Strict.
+// fails it with Options.Strict. Unless Options.NoStartCheck, the target is
+// started once first (CheckStart): a target that cannot start fails t
+// once, saying why, and no subtest runs.
 func Run(t *testing.T, target Target, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -374,9 +438,14 @@ func Run(t *testing.T, target Target, opts ...Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.NoStartCheck {
+		if err := CheckStart(context.Background(), target, o.StartTimeout); err != nil {
+			t.Fatalf("the target did not start, so no case was run: %v", err)
+		}
+	}
 	for _, cs := range cases {
 		t.Run(cs.ID, func(t *testing.T) {
-			r := RunCase(context.Background(), target, cs, o.Timeout)
+			r := runCase(context.Background(), target, cs, o.Timeout, o.StartTimeout)
 			for _, l := range r.Log {
 				t.Log(l)
 			}
@@ -392,6 +461,8 @@ func Run(t *testing.T, target Target, opts ...Options) {
 				t.Skip("INCONCLUSIVE: " + r.Reason)
 			case Fail:
 				t.Errorf("%s %s: %s\n%s", cs.ID, cs.Title, r.Reason, strings.Join(r.Evidence, "\n"))
+			case Interrupted, NotRun:
+				t.Skip(r.Reason)
 			}
 		})
 	}

@@ -16,8 +16,11 @@ type Target interface {
 	Name() string
 	// Start starts one instance configured for a case. It returns once the
 	// instance accepts connections on every address it reports, or an error.
-	// A target that cannot honour setup returns an error wrapping
-	// ErrUnsupported, and the case is skipped with that reason.
+	// ctx bounds the wait: when it is done, Start stops what it started and
+	// returns an error (StartInstance gives Start a deadline and names the
+	// cause of a failure). A target that cannot honour setup returns an
+	// error wrapping ErrUnsupported, and the case is skipped with that
+	// reason.
 	Start(ctx context.Context, setup Setup) (Instance, error)
 }
 

@@ -21,6 +21,9 @@ type Options struct {
 	Conns int
 	// Timeout bounds the whole measurement, start to stop (0: 2 minutes).
 	Timeout time.Duration
+	// StartTimeout bounds the target's start, until it accepts
+	// connections (0: conformance.DefaultStartTimeout; at most Timeout).
+	StartTimeout time.Duration
 }
 
 // Result is one measurement. RSS figures are of the target's whole process
@@ -48,7 +51,11 @@ const fdSlack = 256
 // frame and reads its echo, so every per-connection buffer a server keeps
 // is touched), records the RSS again, then closes them and stops the
 // target. It raises this process's descriptor limit to its hard limit if
-// it needs to, and fails, naming the limit, where that is not enough.
+// it needs to, and fails, naming the limit, where that is not enough. A
+// target that cannot start (missing program, immediate exit, no listener
+// within opts.StartTimeout) fails it with an error wrapping the
+// *conformance.StartError; a target without a process of its own, with
+// one wrapping conformance.ErrUnsupported.
 func Measure(ctx context.Context, target conformance.Target, opts Options) (Result, error) {
 	if opts.Conns == 0 {
 		opts.Conns = 10000
@@ -66,7 +73,7 @@ func Measure(ctx context.Context, target conformance.Target, opts Options) (Resu
 	defer cancel()
 	start := time.Now()
 	res := Result{Target: target.Name(), Conns: opts.Conns}
-	inst, err := target.Start(ctx, conformance.Setup{FdLimit: uint64(opts.Conns) + fdSlack})
+	inst, err := conformance.StartInstance(ctx, target, conformance.Setup{FdLimit: uint64(opts.Conns) + fdSlack}, opts.StartTimeout)
 	if err != nil {
 		return res, fmt.Errorf("footprint: starting %s: %w", target.Name(), err)
 	}

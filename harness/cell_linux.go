@@ -8,10 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -21,6 +21,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
@@ -54,6 +56,34 @@ const (
 	// (loadgen.Result.WriteFiles).
 )
 
+// CellFiles are the files a cell may write into its directory; a directory
+// holding any of them holds a run (CheckCellDir).
+var CellFiles = []string{CellSummaryFile, CellReportFile, CellLoadConfigFile, CellProgressFile, loadgen.HlogFile, loadgen.SummaryFile}
+
+// ErrCellDirInUse is wrapped by CheckCellDir's refusal of a directory that
+// already holds a run.
+var ErrCellDirInUse = errors.New("holds a run already")
+
+// CheckCellDir refuses a directory that already holds a run: one of
+// CellFiles is there (the error, wrapping ErrCellDirInUse, names the
+// first found). A directory that does not exist, or holds none of them, is
+// accepted; so is one that cannot be read, whose error is left for the
+// run to meet when it writes.
+func CheckCellDir(dir string) error {
+	for _, name := range CellFiles {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return fmt.Errorf("%s %w: %s is there (choose another directory, or remove it)", dir, ErrCellDirInUse, filepath.Join(dir, name))
+		}
+	}
+	return nil
+}
+
+// DefaultStartTimeout is the default of Cell.StartTimeout.
+const DefaultStartTimeout = proc.DefaultReady
+
+// MaxStartTimeout bounds Cell.StartTimeout.
+const MaxStartTimeout = 10 * time.Minute
+
 // Cell is one measured cell: a target under one load, placed. Exactly one
 // of Reactor and Target is set.
 type Cell struct {
@@ -77,6 +107,14 @@ type Cell struct {
 	// ServerCPU caps the server's CPU time, in CPUs (LabSpec.ServerCPU);
 	// 0 leaves it unlimited.
 	ServerCPU float64 `json:"server_cpu,omitempty"`
+	// StartTimeout bounds the wait for the server to accept on its
+	// addresses (LabSpec.Ready; 0: DefaultStartTimeout, at most
+	// MaxStartTimeout). A server that does not is a StartFailure.
+	StartTimeout time.Duration `json:"-"` // JSON: "start_timeout_s", seconds
+	// Interrupt, when closed, winds the run down (LabSpec.Interrupt): the
+	// load generator stops and reports what it measured, and RunCell
+	// returns the result, invalid, as "interrupted". Nil never does.
+	Interrupt <-chan struct{} `json:"-"`
 	// Dir is the directory the cell's files go to; it is created if
 	// missing, and must be writable by the lab (the same file system).
 	Dir string `json:"dir"`
@@ -87,12 +125,14 @@ type plainCell Cell
 // cellJSON is Cell's JSON: Grace in seconds, as LabSpec's durations.
 type cellJSON struct {
 	*plainCell
-	Grace secs `json:"grace_s,omitempty"`
+	Grace        secs `json:"grace_s,omitempty"`
+	StartTimeout secs `json:"start_timeout_s,omitempty"`
 }
 
-// MarshalJSON writes the cell with Grace in seconds ("grace_s").
+// MarshalJSON writes the cell with Grace and StartTimeout in seconds
+// ("grace_s", "start_timeout_s").
 func (c Cell) MarshalJSON() ([]byte, error) {
-	return json.Marshal(cellJSON{plainCell: (*plainCell)(&c), Grace: secs(c.Grace)})
+	return json.Marshal(cellJSON{plainCell: (*plainCell)(&c), Grace: secs(c.Grace), StartTimeout: secs(c.StartTimeout)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -101,7 +141,7 @@ func (c *Cell) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	c.Grace = time.Duration(j.Grace)
+	c.Grace, c.StartTimeout = time.Duration(j.Grace), time.Duration(j.StartTimeout)
 	return nil
 }
 
@@ -133,7 +173,9 @@ type CellResult struct {
 // with a nil result means nothing was started (a refused cell or lab
 // spec); a run that was started always comes back, and is written, with
 // Valid false and the reasons if it is not trustworthy (interrupted,
-// failed midway, anything lost).
+// failed midway, anything lost). A server that could not be started
+// comes back so too, with an error wrapping the *StartFailure (also in
+// the result's Lab.StartFailure): nothing was measured.
 func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*CellResult, error) {
 	if err := cell.Validate(); err != nil {
 		return nil, err
@@ -222,30 +264,33 @@ func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*
 	if err := os.WriteFile(filepath.Join(dir, CellReportFile), text.Bytes(), 0o644); err != nil {
 		return res, fmt.Errorf("cell: %w", err)
 	}
+	if lab.StartFailure != nil {
+		return res, fmt.Errorf("cell: %w", lab.StartFailure)
+	}
 	return res, nil
 }
 
 // Validate checks the cell before anything is started: exactly one of a
-// reference reactor and a target command, the reactor's configuration, the
-// load (its addresses aside: the harness sets them), and a directory.
-// Errors name the field.
+// reference reactor and a target command, the reactor's configuration as
+// the serve role would check it (CheckServe), the load as the loadgen
+// role would (CheckLoad; its addresses aside: the harness sets them), the
+// start timeout, and a directory. Errors name the field.
 func (cell Cell) Validate() error {
 	if (cell.Reactor == "") == (cell.Target == "") {
 		return errors.New("cell: exactly one of a reference reactor and a target command")
 	}
 	if cell.Reactor != "" {
-		if _, err := reactors.ParseDesign(string(cell.Reactor)); err != nil {
-			return fmt.Errorf("cell: %w", err)
-		}
-		if err := cell.Config.Validate(); err != nil {
+		if err := CheckServe(cell.Reactor, cell.serveConfig()); err != nil {
 			return fmt.Errorf("cell: reactor %s: %w", cell.Reactor, err)
 		}
 	}
 	load := cell.Load
-	// Any well-formed address: the real ones exist only once the lab does.
-	load.DataAddr, load.ControlAddr = "127.0.0.1:1", "127.0.0.1:1"
-	if err := load.WithDefaults().Validate(); err != nil {
+	load.DataAddr, load.ControlAddr = "", "" // the harness sets them
+	if err := CheckLoad(load); err != nil {
 		return fmt.Errorf("cell: load: %w", err)
+	}
+	if cell.StartTimeout < 0 || cell.StartTimeout > MaxStartTimeout {
+		return fmt.Errorf("cell: start timeout %v (accepted: (0, %v], 0 means %v)", cell.StartTimeout, MaxStartTimeout, DefaultStartTimeout)
 	}
 	if cell.Dir == "" {
 		return errors.New("cell: no directory for its files")
@@ -270,16 +315,34 @@ func (cell Cell) serveArgs() []string {
 	return cfg.Args()
 }
 
+// serveConfig is the configuration the serve role gets: the cell's, with
+// both addresses, which the harness sets (any well-formed ones: the real
+// ones exist only once the lab does).
+func (cell Cell) serveConfig() reactors.Config {
+	cfg := cell.Config
+	cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
+	return cfg
+}
+
+// startTimeout is the cell's start timeout, its default applied.
+func (cell Cell) startTimeout() time.Duration {
+	if cell.StartTimeout <= 0 {
+		return DefaultStartTimeout
+	}
+	return cell.StartTimeout
+}
+
 // labSpec is the lab run of the cell, with its files under cell.Dir, and
 // the load generator's configuration as the loadgen role will read it.
 func (cell Cell) labSpec() (LabSpec, loadgen.Config) {
 	load := cell.Load
 	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
 	load.Progress = nil
-	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU}
+	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
+		Interrupt: cell.Interrupt}
 	if cell.Reactor != "" {
 		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
-		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(loadBound(load)+time.Minute).String())
+		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(cell.startTimeout()+loadBound(load)+time.Minute).String())
 		spec.Server = Proc{Argv: argv}
 		spec.Control = true
 		// A reference reactor obeys the STOP probe and exits by itself.
@@ -289,13 +352,14 @@ func (cell Cell) labSpec() (LabSpec, loadgen.Config) {
 	}
 	spec.Client = Proc{Argv: []string{RolePrefix + loadgenRole, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
 		"--data={addr}", "--control={control}", "--out=" + cell.Dir, "--progress=" + filepath.Join(cell.Dir, CellProgressFile)}}
-	// The client's time: its own bound plus a margin for starting; the
-	// lab's reserves for stopping and auditing come on top.
+	// The client's time: its own bound plus the server's start and a
+	// margin for starting it; the lab's reserves for stopping and auditing
+	// come on top.
 	grace := spec.Grace
 	if grace == 0 {
 		grace = DefaultGrace
 	}
-	spec.Timeout = minTimeout(grace) + loadBound(load) + 20*time.Second
+	spec.Timeout = minTimeout(grace) + spec.Ready + loadBound(load) + 10*time.Second
 	return spec, load
 }
 
@@ -314,6 +378,23 @@ func ShellArgv(command string) []string {
 		return []string{"/bin/sh", "-c", command}
 	}
 	return []string{"/bin/sh", "-c", "exec " + command}
+}
+
+// CheckCommand refuses, before anything starts, a black-box command the
+// shell would exec (a simple command, see ShellArgv) whose program is not
+// an executable file, found as given (a path) or on $PATH: the error is a
+// *StartFailure with Cause StartMissing, naming the program. A compound
+// command is left to the shell, whose exit status 127 or 126 a run
+// reports as the same cause.
+func CheckCommand(command string) error {
+	if argv := ShellArgv(command); argv[len(argv)-1] == command {
+		return nil // compound, or exec written by the user: the shell's
+	}
+	prog := strings.Fields(command)[0]
+	if _, err := exec.LookPath(prog); err != nil {
+		return &StartFailure{Cause: StartMissing, Detail: err.Error(), Code: -1}
+	}
+	return nil
 }
 
 // loadBound is the longest a load generator with cfg runs.
@@ -381,42 +462,54 @@ func tailProgress(path string, progress func(loadgen.Progress), stop <-chan stru
 	}
 }
 
-// LoadgenMain is the "loadgen" role: it runs the load generator with the
-// configuration file it is given (--config), the target's addresses
-// (--data, --control) overriding the file's, writes loadgen.hlog and
-// loadgen.json into --out, appends one JSON line per progress report to
-// --progress (if given), and prints the summary as one JSON line on stdout.
-// It stops early, with what was measured, on SIGTERM or SIGINT. It returns
-// 0 when a measurement was made (valid or not: the summary says), 1 when
-// none could be, ExitUsage for bad flags.
+const loadgenSynopsis = `reactorlab loadgen --config FILE --out DIR [--data ADDR] [--control ADDR] [--progress FILE]`
+
+const loadgenDescription = `Runs the load generator alone, as reactorlab run places it in the lab:
+the load FILE describes (JSON, as run writes it to loadgen-config.json),
+against the target's addresses (--data and --control, or the file's).
+It writes loadgen.hlog (an HdrHistogram interval log) and loadgen.json
+(its summary) into DIR, appends a JSON line per progress report to
+--progress, and prints the summary as one JSON line on stdout. SIGINT
+or SIGTERM stops it early, with what was measured. Exit 0 when a
+measurement was made (valid or not: the summary says), 1 when none
+could be, 2 for bad flags or a configuration it refuses (nothing was
+sent), 130 when interrupted.`
+
+// LoadgenMain is `reactorlab loadgen` and the "loadgen" role: it runs the
+// load generator with the configuration file it is given (--config, JSON
+// as loadgen.Config marshals it), the target's addresses (--data,
+// --control) overriding the file's, writes loadgen.hlog and loadgen.json
+// into --out, appends one JSON line per progress report to --progress (if
+// given), and prints the summary as one JSON line on stdout. It stops
+// early, with what was measured, on SIGTERM or SIGINT. It returns 0 when a
+// measurement was made (valid or not: the summary says), 1 when none could
+// be, ExitUsage for bad flags or a configuration it refuses (on stderr, in
+// the words of CheckLoad after the file's name, with a pointer to --help;
+// nothing was started), cli.ExitInterrupted when a signal cut the run
+// short (after writing what was measured). --help prints the help on
+// stdout and returns 0.
 func LoadgenMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reactorlab loadgen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "load generator configuration (JSON, as loadgen.Config marshals)")
-	data := fs.String("data", "", "target data address host:port (overrides the file's)")
-	control := fs.String("control", "", "target control address host:port (overrides the file's)")
-	out := fs.String("out", "", "directory for loadgen.hlog and loadgen.json")
-	progressPath := fs.String("progress", "", "append progress reports to this file as JSON lines")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return ExitUsage
+	c := cli.New("reactorlab loadgen", loadgenSynopsis, loadgenDescription)
+	fs := c.Flags
+	cfgPath := fs.String("config", "", "the load to send: a JSON `file`, as run writes loadgen-config.json (required)")
+	data := fs.String("data", "", "the target's data `address`, host:port (overrides the file's)")
+	control := fs.String("control", "", "the target's control `address`, host:port (overrides the file's)")
+	out := fs.String("out", "", "`directory` for loadgen.hlog and loadgen.json, which must exist (required)")
+	progressPath := fs.String("progress", "", "append a JSON line per progress report to this `file`")
+	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
+		return code
 	}
-	if fs.NArg() > 0 || *cfgPath == "" || *out == "" {
-		fmt.Fprintln(stderr, "reactorlab loadgen: --config and --out are required, and nothing else")
-		return ExitUsage
+	if *cfgPath == "" || *out == "" {
+		return c.Usagef(stderr, "--config and --out are required")
 	}
 	raw, err := os.ReadFile(*cfgPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
-		return ExitUsage
+		return c.Usagef(stderr, "--config: %v", err)
 	}
 	var cfg loadgen.Config
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&cfg); err != nil {
-		fmt.Fprintf(stderr, "reactorlab loadgen: %s: %v\n", *cfgPath, err)
-		return ExitUsage
+		return c.Usagef(stderr, "%s: %v", *cfgPath, err)
 	}
 	if *data != "" {
 		cfg.DataAddr = *data
@@ -424,15 +517,13 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 	if *control != "" {
 		cfg.ControlAddr = *control
 	}
-	if err := cfg.WithDefaults().Validate(); err != nil {
-		fmt.Fprintf(stderr, "reactorlab loadgen: %s: %v\n", *cfgPath, err)
-		return ExitUsage
+	if err := loadError(cfg.WithDefaults().Validate()); err != nil {
+		return c.Usagef(stderr, "%s: %v", *cfgPath, err)
 	}
 	if *progressPath != "" {
 		f, err := os.OpenFile(*progressPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
-			fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
-			return 1
+			return c.Errorf(stderr, cli.ExitFail, "%v", err)
 		}
 		defer f.Close()
 		cfg.Progress = func(p loadgen.Progress) {
@@ -450,19 +541,19 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	res, err := loadgen.Run(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
-		return 1
+		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
 	if err := res.WriteFiles(*out); err != nil {
-		fmt.Fprintf(stderr, "reactorlab loadgen: %v\n", err)
-		return 1
+		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
 	line, err := json.Marshal(res.Summary())
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab loadgen: summary: %v\n", err)
-		return 1
+		return c.Errorf(stderr, cli.ExitFail, "summary: %v", err)
 	}
 	fmt.Fprintf(stdout, "%s\n", line)
+	if res.Interrupted {
+		return cli.ExitInterrupted
+	}
 	return 0
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +57,10 @@ var testHooks struct {
 // Valid only if nothing went wrong; the error reports a run that could not
 // be carried out: a lab the kernel refuses in Mode lab (wrapping
 // ErrLabUnavailable), a lab whose setup failed otherwise (in any mode), a
-// server that never accepted, a timeout, cancellation of ctx.
+// server that could not be started (wrapping a *StartFailure, also in
+// LabResult.StartFailure: its program missing, an exit before it
+// listened, or no listener within spec.Ready), a timeout, cancellation of
+// ctx.
 //
 // The audit sees the whole process: descriptors opened and processes
 // started by other goroutines during the run are blamed on it. Run one at
@@ -114,7 +118,7 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 func CheckLab(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, checkBudget)
 	defer cancel()
-	c, err := startLab(ctx, labRequest{Probe: true, Budget: checkBudget - reportMargin})
+	c, err := startLab(ctx, labRequest{Probe: true, Budget: checkBudget - reportMargin}, nil)
 	if err != nil {
 		return err
 	}
@@ -186,7 +190,7 @@ func runChild(ctx context.Context, s *spec, res *LabResult, loopback bool) (foun
 	deadline, _ := ctx.Deadline()
 	req := labRequest{Spec: s.LabSpec, Sysctls: s.sysctls, Budget: time.Until(deadline) - reportMargin,
 		Loopback: loopback}
-	c, err := startLab(ctx, req)
+	c, err := startLab(ctx, req, s.Interrupt)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +247,10 @@ func runChild(ctx context.Context, s *spec, res *LabResult, loopback bool) (foun
 			found = append(found, "run child: "+d)
 		}
 	}
+	if rep.Start != nil {
+		res.StartFailure = rep.Start
+		return found, fmt.Errorf("%s: %w", where, rep.Start)
+	}
 	if rep.Error != "" {
 		return found, fmt.Errorf("%s: %s", where, rep.Error)
 	}
@@ -269,6 +277,8 @@ type labChild struct {
 	stderr *tailBuffer
 	// release lets the thread that forked the keeper go.
 	release func()
+	// reaped is closed once the keeper is reaped.
+	reaped chan struct{}
 }
 
 // startLab starts the keeper (role "lab-keeper"), which starts the run
@@ -282,8 +292,10 @@ type labChild struct {
 // round to reaping it; then it kills every process of the run orphaned to
 // it (on loopback, where no PID namespace does). The keeper's own zombie
 // holds nothing of the run. Its first event says where the run child runs
-// or why it could not start.
-func startLab(ctx context.Context, req labRequest) (*labChild, error) {
+// or why it could not start. When interrupt is closed (it may be nil) the
+// keeper is sent SIGINT, which it passes on to the run child, which winds
+// the run down (LabSpec.Interrupt).
+func startLab(ctx context.Context, req labRequest, interrupt <-chan struct{}) (*labChild, error) {
 	req.Break = testHooks.brk
 	var err error
 	if req.ParentNS, err = ownNamespaces(); err != nil {
@@ -297,7 +309,7 @@ func startLab(ctx context.Context, req labRequest) (*labChild, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: stdout pipe: %w", err)
 	}
-	c := &labChild{events: make(chan labEvent), stderr: &tailBuffer{max: proc.StderrTailSize}}
+	c := &labChild{events: make(chan labEvent), stderr: &tailBuffer{max: proc.StderrTailSize}, reaped: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, selfExe)
 	cmd.Env = append(os.Environ(), RoleEnv+"="+keeperRole)
 	cmd.Stdin = bytes.NewReader(body)
@@ -314,6 +326,15 @@ func startLab(ctx context.Context, req labRequest) (*labChild, error) {
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("lab: start the keeper: %w", err)
+	}
+	if interrupt != nil {
+		go func() {
+			select {
+			case <-interrupt:
+				cmd.Process.Signal(syscall.SIGINT)
+			case <-c.reaped:
+			}
+		}()
 	}
 	stopRead := context.AfterFunc(ctx, func() {
 		// Ending the lab ends every writer, so EOF follows; this only
@@ -355,6 +376,7 @@ func (c *labChild) wait() error {
 	for range c.events { // drain, if the caller stopped early
 	}
 	err := c.cmd.Wait()
+	close(c.reaped)
 	c.release()
 	return err
 }
@@ -461,6 +483,8 @@ func (p *ProcResult) problems(name string, serverMayExit bool) []string {
 		out = append(out, fmt.Sprintf("server: %s on SIGTERM", exit))
 	case name == "client" && p.TimedOut:
 		out = append(out, fmt.Sprintf("client: did not exit in its time and was stopped (%s)", exit))
+	case name == "client" && p.Code == cli.ExitInterrupted:
+		out = append(out, "client: interrupted by a signal, cut short ("+exit+")")
 	case name == "client" && (p.Code != 0 || p.Signal != ""):
 		out = append(out, "client: "+exit)
 	}

@@ -67,7 +67,8 @@ func init() {
 // new network, PID and mount namespaces (tried first when root), else with
 // a user namespace too, mapping this uid and gid to root; for loopback, in
 // the keeper's own namespaces. The run child has SIGKILL as its
-// parent-death signal and the keeper's stdout and stderr. The keeper
+// parent-death signal and the keeper's stdout and stderr. SIGINT is passed
+// on to the run child, which winds the run down (LabSpec.Interrupt). The keeper
 // reports the start (or why it failed, as a setup error) on stdout before
 // the child can write anything (the child waits for the request on its
 // stdin), then waits for the child; on SIGTERM it kills the child and
@@ -84,6 +85,8 @@ func keeperMain([]string) int {
 	out := json.NewEncoder(os.Stdout)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, syscall.SIGINT)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		out.Encode(labEvent{SetupError: "keeper: " + os.NewSyscallError("prctl PR_SET_CHILD_SUBREAPER", err).Error()})
 		return 1
@@ -148,11 +151,18 @@ func keeperMain([]string) int {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		killed := false
-		select {
-		case err = <-done:
-		case <-term:
-			cmd.Process.Kill()
-			err, killed = <-done, true
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			case <-intr: // wind down: the run child stops its processes and reports
+				cmd.Process.Signal(syscall.SIGINT)
+			case <-term:
+				cmd.Process.Kill()
+				err, killed = <-done, true
+				break wait
+			}
 		}
 		release()
 		// Only now: the reap above must not race with the sweep's.
@@ -274,6 +284,10 @@ func sweep(bound time.Duration) (killed []string, err error) {
 	}
 }
 
+// errInterrupted is the cause of a run wound down by SIGINT
+// (LabSpec.Interrupt).
+var errInterrupted = errors.New("a signal to the harness wound it down")
+
 // labRequest is what the parent sends the run child on its stdin.
 type labRequest struct {
 	Spec    LabSpec           `json:"spec"`    // validated, defaults applied
@@ -337,6 +351,8 @@ type labReport struct {
 	Server  *ProcResult `json:"server,omitempty"`
 	Client  *ProcResult `json:"client,omitempty"`
 	Error   string      `json:"error,omitempty"`
+	// Start is why the server could not be started (Error says it too).
+	Start *StartFailure `json:"start,omitempty"`
 	// Audit is the child's audit of itself, after both processes were
 	// reaped and its workers ended.
 	Audit *ChildAudit `json:"audit"`
@@ -353,6 +369,11 @@ type labReport struct {
 // kills whatever is left in its PID namespace; the keeper sweeps up what a
 // loopback run child leaves.
 func labMain([]string) int {
+	// SIGINT winds the run down (LabSpec.Interrupt); caught first, as the
+	// default would end the run child without a report.
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, syscall.SIGINT)
+	defer signal.Stop(intr)
 	out := json.NewEncoder(os.Stdout)
 	setupFailed := func(serr *setupError) int {
 		out.Encode(labEvent{SetupError: serr.step + ": " + serr.err.Error(), Unavailable: serr.unavailable})
@@ -391,10 +412,22 @@ func labMain([]string) int {
 	if !req.Probe {
 		s := &spec{LabSpec: req.Spec, sysctls: req.Sysctls}
 		pr := pair{server: l.server.w, client: l.client.w, addr: l.addr, control: l.control, probe: !req.Loopback}
+		octx, ocancel := context.WithCancelCause(ctx)
+		go func() {
+			select {
+			case <-intr:
+				ocancel(errInterrupted)
+			case <-octx.Done():
+			}
+		}()
 		var err error
-		rep.Server, rep.Client, err = orchestrate(ctx, s, pr, func(up labUp) { out.Encode(labEvent{Up: &up}) })
+		rep.Server, rep.Client, err = orchestrate(octx, s, pr, func(up labUp) { out.Encode(labEvent{Up: &up}) })
+		ocancel(nil)
 		if err != nil {
 			rep.Error = err.Error()
+			if sf := (*StartFailure)(nil); errors.As(err, &sf) {
+				rep.Start = sf
+			}
 		}
 	}
 	l.close() // both processes are reaped: the workers may end

@@ -45,6 +45,9 @@ type side struct {
 
 	mu  sync.Mutex // guards res while the sampler runs
 	res *ProcResult
+	// cut says the run was cut short (its context ended) before the
+	// process exited: a client stopped then did not time out.
+	cut bool
 }
 
 // orchestrate runs the pair: the server (pinned, from its worker), a look
@@ -76,6 +79,11 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 		Argv: argv, Env: env, Addr: pr.addr, WaitAddrs: waits, Ready: s.Ready, Grace: s.Grace,
 	})
 	if err != nil {
+		// The server's own failure, not the run's end: the three causes a
+		// caller refuses the target for.
+		if sf := startFailure(err); sf != nil && ctx.Err() == nil {
+			err = sf
+		}
 		return nil, nil, err
 	}
 	if s.ServerCPU > 0 {
@@ -94,7 +102,13 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 		}
 		ready := min(s.Ready, time.Until(clientDeadline))
 		if err := pr.client.do(func() error { return dialUntil(ctx, addrs, ready) }); err != nil {
-			return srv.res, nil, errors.Join(fmt.Errorf("server: from the client's namespace: %w", err), srv.stop())
+			err = fmt.Errorf("server: from the client's namespace: %w", err)
+			if ctx.Err() == nil {
+				// It listens in its own namespace only (on 127.0.0.1, say):
+				// no listener the client can reach.
+				err = &StartFailure{Cause: StartNoListener, Detail: err.Error(), Code: -1, StderrTail: srv.p.StderrTail()}
+			}
+			return srv.res, nil, errors.Join(err, srv.stop())
 		}
 	}
 
@@ -108,6 +122,7 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 	}
 
 	err = awaitClient(ctx, s, cli, clientDeadline, srv, cli)
+	cli.cut = ctx.Err() != nil
 
 	// The client first, then the server, whose final statistics then
 	// cover the whole run.
@@ -126,6 +141,7 @@ func runAlone(ctx context.Context, s *spec, pr pair, cli *side, clientDeadline t
 		onUp(labUp{ClientPid: cli.p.Pid()})
 	}
 	err := awaitClient(ctx, s, cli, clientDeadline, cli)
+	cli.cut = ctx.Err() != nil
 	return cli.res, errors.Join(err, cli.stop())
 }
 
@@ -246,7 +262,7 @@ func (sd *side) stop() error {
 	defer sd.mu.Unlock()
 	r := sd.res
 	r.SelfExit = self
-	r.TimedOut = sd.name == "client" && !self
+	r.TimedOut = sd.name == "client" && !self && !sd.cut
 	r.Code, r.Signal, r.Killed = e.Code, e.Signal, e.Killed
 	r.Stdout, r.StdoutTruncated, r.StderrTail = e.Stdout, e.StdoutTruncated, e.StderrTail
 	r.UserNs, r.SysNs, r.MaxRSS = e.UserNs, e.SysNs, e.MaxRSS

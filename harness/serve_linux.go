@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -43,44 +44,58 @@ type ServeOutput struct {
 	Error      string `json:"error,omitempty"`
 }
 
+const serveSynopsis = `reactorlab serve [--reactor DESIGN] [--listen ADDR] [--control-listen ADDR] [flags]`
+
+const serveDescription = `Runs one reference reactor (lt, et, oneshot, prio, prio-thread; the
+other flags are its configuration, as go doc ./reactors describes it),
+serving the framed echo on --listen and PING/STOP on --control-listen,
+until a STOP frame, SIGTERM or SIGINT, or --lifetime. It prints its
+addresses on stderr once it listens and, when it stops, its final
+statistics as one JSON object on stdout (ledger, counters, histograms,
+why it stopped). Exit 0 after a clean stop (a signal is the normal way
+to stop it), 1 if the reactor failed, 2 for a flag or configuration it
+refuses (nothing was started). reactorlab run starts it in the lab, with
+a load generator: to measure a reactor, use run.`
+
+// serveCommand is `reactorlab serve`'s help and flags.
+func serveCommand(cfg *reactors.Config, design *string, faults *[]string, lifetime *time.Duration) *cli.Command {
+	c := cli.New("reactorlab serve", serveSynopsis, serveDescription)
+	serveFlags(c.Flags, cfg, design, faults, lifetime)
+	return c
+}
+
 // ServeMain is `reactorlab serve`: it runs one reference reactor until a
 // STOP frame, SIGTERM/SIGINT or --lifetime, then prints one JSON object
 // (ServeOutput) on stdout. It returns the process exit code: 0 after a
-// clean stop, 1 if the reactor failed, ExitUsage for bad flags (named on
-// stderr). The harness runs it as the "serve" role; the CLI's serve
-// command is this function.
+// clean stop, 1 if the reactor failed, ExitUsage for bad flags or a
+// configuration the reactor refuses (named on stderr, in the words of
+// CheckServe, with a pointer to --help). --help prints the help on stdout
+// and returns 0. The harness runs it as the "serve" role, where the same
+// usage errors go to the role's stderr; the CLI's serve command is this
+// function.
 func ServeMain(args []string, stdout, stderr io.Writer) int {
 	cfg := reactors.DefaultConfig()
 	var designName string
 	var faultSpecs []string
 	var lifetime time.Duration
-	fs := flag.NewFlagSet("reactorlab serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	serveFlags(fs, &cfg, &designName, &faultSpecs, &lifetime)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "reactorlab serve: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+	c := serveCommand(&cfg, &designName, &faultSpecs, &lifetime)
+	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
+		return code
 	}
 	design, err := reactors.ParseDesign(designName)
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab serve: --reactor: %v\n", err)
-		return ExitUsage
+		return c.Usagef(stderr, "--reactor: %v", err)
 	}
 	for _, f := range faultSpecs {
 		if err := reactors.ParseFault(f, &cfg.Faults); err != nil {
-			fmt.Fprintf(stderr, "reactorlab serve: --fault: %v\n", err)
-			return ExitUsage
+			return c.Usagef(stderr, "--fault: %s", strings.TrimPrefix(err.Error(), reactors.ErrConfig.Error()+": "))
 		}
 	}
 	if lifetime <= 0 {
-		fmt.Fprintf(stderr, "reactorlab serve: --lifetime = %v (accepted: > 0)\n", lifetime)
-		return ExitUsage
+		return c.Usagef(stderr, "--lifetime = %v (accepted: > 0)", lifetime)
+	}
+	if err := CheckServe(design, cfg); err != nil {
+		return c.Usagef(stderr, "%v", err)
 	}
 	// A locked loop thread needs a P of its own, or the Go scheduler, not
 	// the design, decides its latency: loops + 1.
@@ -95,12 +110,10 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	r, err := reactors.New(design, cfg)
 	if err != nil {
-		if errors.Is(err, reactors.ErrConfig) {
-			fmt.Fprintf(stderr, "reactorlab serve: --%v\n", strings.TrimPrefix(err.Error(), reactors.ErrConfig.Error()+": "))
-			return ExitUsage
+		if errors.Is(err, reactors.ErrConfig) { // CheckServe's, should it ever miss one
+			return c.Usagef(stderr, "%s", serveMessage(err))
 		}
-		fmt.Fprintf(stderr, "reactorlab serve: %v\n", err)
-		return 1
+		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
 	out := ServeOutput{Data: r.Addr().String(), GoMaxProcs: runtime.GOMAXPROCS(0)}
 	if r.ControlAddr().IsValid() {
@@ -128,8 +141,7 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	enc, jerr := json.Marshal(out)
 	if jerr != nil {
-		fmt.Fprintf(stderr, "reactorlab serve: %v\n", jerr)
-		return 1
+		return c.Errorf(stderr, cli.ExitFail, "%v", jerr)
 	}
 	fmt.Fprintf(stdout, "%s\n", enc)
 	return code

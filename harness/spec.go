@@ -253,6 +253,14 @@ type LabSpec struct {
 	// SampleEvery is the period of the CPU, memory and affinity samples
 	// taken while the processes run (0: DefaultSampleEvery).
 	SampleEvery time.Duration `json:"-"` // JSON: "sample_every_s", seconds
+	// Interrupt, when closed, winds the run down before its end: the
+	// client is stopped (SIGTERM, then SIGKILL after Grace) so that it can
+	// report what it measured, then the server, and Run returns the record
+	// as far as the run went, invalid, its error saying it was
+	// interrupted. Cancelling Run's context, by contrast, kills the run
+	// and everything in it at once. Nil never winds down. Not part of the
+	// JSON form.
+	Interrupt <-chan struct{} `json:"-"`
 	// Sysctls are net.* sysctls to set in both lab namespaces, over the
 	// defaults (net.core.somaxconn=4096, net.ipv4.ip_local_port_range=
 	// "1024 65535"). Only per-namespace net.* keys are accepted; the host's
@@ -305,6 +313,11 @@ type LabResult struct {
 	// Server and Client are nil for a process that was never started.
 	Server *ProcResult `json:"server,omitempty"`
 	Client *ProcResult `json:"client,omitempty"`
+	// StartFailure is why the server could not be started, when it could
+	// not (the program missing, an exit before it listened, no listener
+	// within Ready): the client was then never started, nothing was
+	// measured, and Run's error wraps it. Nil otherwise.
+	StartFailure *StartFailure `json:"start_failure,omitempty"`
 	// Audit compares this process before and after the run, and carries
 	// the run child's audit of itself.
 	Audit Audit `json:"audit"`

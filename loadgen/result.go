@@ -203,19 +203,38 @@ type StopOutcome struct {
 	DataAnswered uint64 `json:"data_answered,omitempty"`
 }
 
-// Progress is a report during a run.
-// Durations are nanoseconds in its JSON form.
+// Progress is a report during a run. Its frame counts are the data
+// connections' (hot and steady sources), as the run's Totals are; the
+// control connections' (PINGs, STOP), which carry no data, are counted
+// apart, as ControlTotals are. Durations are nanoseconds in its JSON form.
 type Progress struct {
 	Elapsed   time.Duration `json:"elapsed_ns"` // since the run started (warm-up included)
 	Measuring bool          `json:"measuring"`  // the warm-up is over
-	Sent      uint64        `json:"sent"`       // frames written in full, every connection
-	Echoed    uint64        `json:"echoed"`     // frames answered intact, every connection
-	// Rate is frames answered intact per second over the last interval.
+	Sent      uint64        `json:"sent"`       // DATA frames written in full
+	Echoed    uint64        `json:"echoed"`     // DATA frames answered intact
+	// Rate is DATA frames answered intact per second over the last
+	// interval.
 	Rate float64 `json:"rate"`
+	// ControlSent and ControlEchoed count the control connections' frames.
+	ControlSent   uint64 `json:"control_sent"`
+	ControlEchoed uint64 `json:"control_echoed"`
 	// DataP99 and ControlP99 are the 99th percentiles of the last closed
 	// interval (0 when it had no values).
 	DataP99    time.Duration `json:"data_p99_ns"`
 	ControlP99 time.Duration `json:"control_p99_ns"`
+}
+
+// newProgress is the report at elapsed of a run whose data connections'
+// accounts sum to data and whose control connections' sum to control;
+// lastEchoed is data's Echoed at the previous report, interval the time
+// since it (the rate is over it; 0 leaves the rate 0).
+func newProgress(elapsed time.Duration, measuring bool, data, control Accounting, lastEchoed uint64, interval time.Duration) Progress {
+	p := Progress{Elapsed: elapsed, Measuring: measuring, Sent: data.Sent, Echoed: data.Echoed,
+		ControlSent: control.Sent, ControlEchoed: control.Echoed}
+	if interval > 0 && data.Echoed >= lastEchoed {
+		p.Rate = float64(data.Echoed-lastEchoed) / interval.Seconds()
+	}
+	return p
 }
 
 // Result is the outcome of Run.

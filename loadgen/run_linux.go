@@ -200,6 +200,7 @@ type loop struct {
 	wall                               int64 // ns from start of sending to the end
 	progress                           chan Progress
 	lastEchoed                         uint64
+	lastReport                         int64 // l.now at the last progress report
 	lastYield                          int64
 	pollFirst                          bool // the last wait found events without sleeping
 
@@ -619,13 +620,21 @@ func (l *loop) report() {
 	if l.progress == nil {
 		return
 	}
-	p := Progress{Elapsed: time.Duration(l.now), Measuring: l.now >= l.measureFrom}
+	var data, control Accounting
 	for _, c := range l.conns {
-		p.Sent += c.acct.Sent
-		p.Echoed += c.acct.Echoed
+		if c.kind == kindControl {
+			control.Sent += c.acct.Sent
+			control.Echoed += c.acct.Echoed
+		} else {
+			data.Sent += c.acct.Sent
+			data.Echoed += c.acct.Echoed
+		}
 	}
-	p.Rate = float64(p.Echoed-l.lastEchoed) / l.cfg.Interval.Seconds()
-	l.lastEchoed = p.Echoed
+	// The rate is over the time since the last report: the first interval
+	// may be shorter than the others (the log's intervals start at the end
+	// of the warm-up).
+	p := newProgress(time.Duration(l.now), l.now >= l.measureFrom, data, control, l.lastEchoed, time.Duration(l.now-l.lastReport))
+	l.lastEchoed, l.lastReport = p.Echoed, l.now
 	p.DataP99, _ = l.rec.LastIntervalValueAt(ClassData, 99)
 	p.ControlP99, _ = l.rec.LastIntervalValueAt(ClassControl, 99)
 	select {

@@ -25,7 +25,12 @@
 // error naming the line and the field: unknown or duplicate keys, bad
 // values (with the accepted ones), impossible combinations (steady sources
 // without a rate, reactor-only settings with a target), factors naming
-// unknown fields, empty value lists, and values equal to the baseline's.
+// unknown fields, empty value lists, values equal to the baseline's, and
+// every value the server or the load generator would refuse at the start
+// of a run (with their message). YAML syntax errors name the line counted
+// from 1, as the others do (an unclosed '{' its own line). A black-box
+// target's program that is not there is refused by CheckTargets at the
+// line and field that name it.
 //
 // A file may hold several specs as YAML documents: ParseSuite reads them
 // all; the built-in suites (EmbeddedSuites: quick, design-notes, priority,
@@ -41,7 +46,16 @@
 //   - Run executes a plan through harness.RunCell into a run directory
 //     (results.Manifest, one directory per run with its HDR interval log),
 //     rewriting the manifest after every run, so an interrupted matrix
-//     leaves a readable directory.
+//     leaves a readable directory. Before anything is written, every
+//     planned cell is checked as the harness will check it (Check), and
+//     the directory is locked against a second matrix.
+//   - Options.Resume continues an interrupted run in its directory: the
+//     same spec, shard, placement and build (CheckResume), its runs kept
+//     but the one the interruption cut short and the other half of that
+//     one's pair, the rest of the plan run, and the manifest's shard
+//     saying when it was resumed and what it kept (results.Resume).
+//   - Estimate is the expected wall time of a plan, calibrated against
+//     measured suites.
 //   - Merge joins the directories of the shards of one split, copying
 //     every run unchanged: the result equals an unsharded run.
 //   - Render writes the reports (results and results/htmlreport).

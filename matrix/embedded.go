@@ -4,7 +4,6 @@ import (
 	"embed"
 	"fmt"
 	"strings"
-	"time"
 )
 
 //go:embed specs/*.yaml
@@ -60,14 +59,4 @@ func EmbeddedText(name string) (string, error) {
 		return strings.Join(docs, "---\n"), nil
 	}
 	return "", fmt.Errorf("matrix: no embedded suite %q (accepted: %s)", name, strings.Join(names, ", "))
-}
-
-// Estimate is the expected wall time of shard sh of specs: each run's
-// warm-up, duration and drain, plus a measured per-run overhead.
-func Estimate(specs []*Spec, sh Shard) time.Duration {
-	var d time.Duration
-	for _, s := range specs {
-		d += estimate(s.Plan(sh))
-	}
-	return d
 }

@@ -8,10 +8,19 @@ import (
 	"github.com/reactorlab/reactorlab/results"
 )
 
+// measured are wall times of whole suites on 2 cores (2026-12-01, lab
+// mode, `reactorlab matrix SUITE` from start to exit, nothing else
+// heavy running): what Estimate is calibrated against.
+var measured = map[string]time.Duration{
+	"quick":    2*time.Minute + 12*time.Second,
+	"priority": 4*time.Minute + 6*time.Second,
+}
+
 // TestEmbeddedSuites parses every built-in suite and checks the time each
-// promises: quick about 3 minutes, nightly under 45 on 2 cores.
+// promises: quick under 3 minutes, nightly under 45 on 2 cores, and the
+// estimates of the suites measured within 10% of their measured times.
 func TestEmbeddedSuites(t *testing.T) {
-	bounds := map[string]time.Duration{"quick": 4 * time.Minute, "nightly": 45 * time.Minute}
+	bounds := map[string]time.Duration{"quick": 3 * time.Minute, "nightly": 45 * time.Minute}
 	seen := map[string]bool{}
 	for _, e := range EmbeddedSuites() {
 		text, err := EmbeddedText(e.Name)
@@ -26,6 +35,9 @@ func TestEmbeddedSuites(t *testing.T) {
 		t.Logf("%s: %d specs, about %v", e.Name, len(specs), est.Round(time.Second))
 		if b, ok := bounds[e.Name]; ok && est > b {
 			t.Errorf("%s: estimated %v, over its bound %v", e.Name, est, b)
+		}
+		if m, ok := measured[e.Name]; ok && (est < m*9/10 || est > m*11/10) {
+			t.Errorf("%s: estimated %v, measured %v: more than 10%% apart", e.Name, est, m)
 		}
 		seen[e.Name] = true
 		// Every spec must be able to give verdicts: in its report (Holm

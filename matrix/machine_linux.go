@@ -6,12 +6,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,7 +26,7 @@ import (
 // ToolInfo identifies this build: the module version, the VCS revision the
 // build stamped (or, under `go run` and `go test`, which stamp none, the
 // one `git` reports for the working directory, if it is the module's
-// repository) and the Go version.
+// repository), the Go version and the SHA-256 of the executable.
 func ToolInfo() results.Tool {
 	t := results.Tool{Version: "(unknown)", Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
@@ -40,8 +44,28 @@ func ToolInfo() results.Tool {
 	if t.Commit == "" {
 		t.Commit, t.Modified = gitRevision()
 	}
+	t.Executable = executableHash()
 	return t
 }
+
+// executableHash is the SHA-256 of this process's executable, hex, or ""
+// if it cannot be read; computed once.
+var executableHash = sync.OnceValue(func() string {
+	path, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
 
 // gitRevision asks git for the working directory's commit, bounded to two
 // seconds; "" when there is no git or no repository.

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,13 +30,17 @@ type Options struct {
 	// from ("embedded:quick", a file name) and its YAML.
 	Source, Text string
 	// Dir is the run directory. It is created; if it exists it must be
-	// empty, so no earlier result is ever overwritten.
+	// empty, so no earlier result is ever overwritten (unless Resume).
 	Dir   string
 	Shard Shard
 	// CPUs, Mode and Grace are as in harness.Cell, for every run.
 	CPUs  harness.CPUs
 	Mode  harness.Mode
 	Grace time.Duration
+	// Resume continues the run in Dir, which an interrupted Run of the
+	// same spec, shard, placement and build left (CheckResume says what
+	// it keeps), instead of starting one in a new or empty Dir.
+	Resume bool
 	// Log, if not nil, receives one line as each run starts and ends.
 	Log io.Writer
 	// RunCell runs one cell; nil means harness.RunCell. Tests put a
@@ -42,14 +48,24 @@ type Options struct {
 	RunCell func(ctx context.Context, cell harness.Cell) (*harness.CellResult, error)
 }
 
+// ErrCell is wrapped when a planned run's cell is one the harness would
+// refuse (harness.Cell.Validate: the placement, the grace, or a value the
+// server or the load generator would reject).
+var ErrCell = errors.New("matrix: cell refused")
+
 // Run runs shard Options.Shard of the spec into Options.Dir: each planned
 // run through the harness, the manifest rewritten after every run (so an
 // interrupted matrix leaves a consistent, readable directory), and returns
-// the manifest. When ctx is cancelled the run in progress comes back
-// invalid, no further run starts, and the shard is marked interrupted;
-// the manifest is still returned with the error. A run that fails to start
-// (the harness refused the cell or the lab) stops the matrix with an error.
-// The reports are not written here: see Render.
+// the manifest. Before anything is written, every planned run's cell is
+// checked as the harness would (ErrCell) and its target's program too
+// (CheckTargets), and the directory is locked, so that two matrices never
+// write into one (ErrDirBusy). When ctx is cancelled the run in progress
+// comes back invalid, no further run starts, and the shard is marked
+// interrupted; the manifest is still returned with the error. A run that
+// fails to start (the harness refused the cell or the lab) stops the
+// matrix with an error. With Options.Resume, the runs CheckResume keeps
+// stay as they are and the plan continues after them. The reports are not
+// written here: see Render.
 func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	if opt.Spec == nil {
 		return nil, errors.New("matrix: no spec")
@@ -59,26 +75,51 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	if err := opt.Spec.CheckTargets(sh); err != nil {
 		return nil, err
 	}
-	if err := prepareDir(opt.Dir); err != nil {
+	cells, err := harnessCells(plan, opt)
+	if err != nil {
 		return nil, err
 	}
+	var m *results.Manifest
+	first := 0
+	var unlock func()
+	if opt.Resume {
+		// Checked before the lock (a directory that is no run is refused
+		// as such), then read again under it.
+		if _, _, err := resumeManifest(opt, plan); err != nil {
+			return nil, err
+		}
+		if unlock, err = lockDir(opt.Dir); err != nil {
+			return nil, err
+		}
+		var r Resumption
+		if m, r, err = resumeManifest(opt, plan); err != nil {
+			unlock()
+			return nil, err
+		}
+		first = r.Kept
+		// What a dropped or unrecorded run left is not part of the
+		// record: its directory is made again from nothing.
+		for _, p := range plan[first:] {
+			if err := os.RemoveAll(filepath.Join(opt.Dir, p.Dir)); err != nil {
+				unlock()
+				return nil, fmt.Errorf("matrix: %w", err)
+			}
+		}
+	} else {
+		if err := prepareDir(opt.Dir); err != nil {
+			return nil, err
+		}
+		if unlock, err = lockDir(opt.Dir); err != nil {
+			return nil, err
+		}
+		m = newManifest(opt, sh)
+	}
+	defer unlock()
 	runCell := opt.RunCell
 	if runCell == nil {
 		runCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
 			return harness.RunCell(ctx, c, nil)
 		}
-	}
-	m := &results.Manifest{
-		Format: results.ManifestFormat,
-		Tool:   ToolInfo(),
-		Spec:   results.SpecInfo{Name: opt.Spec.Name, Source: opt.Source, Text: opt.Text, Repeats: opt.Spec.Repeats},
-		Shards: []results.ShardInfo{{
-			Index: sh.Index, Count: sh.Count, Cells: opt.Spec.ShardCells(sh), Machine: MachineInfo(),
-			Placement: opt.CPUs.String(), Mode: string(orMode(opt.Mode)), Started: time.Now().UTC(),
-		}},
-	}
-	for _, c := range opt.Spec.Expand() {
-		m.Cells = append(m.Cells, c.Info())
 	}
 	shard := &m.Shards[0]
 	logf := func(format string, args ...any) {
@@ -86,8 +127,13 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 			fmt.Fprintf(opt.Log, format, args...)
 		}
 	}
-	logf("matrix %s, shard %s: %d runs of %d cells × %d repeats, about %s\n",
-		opt.Spec.Name, sh, len(plan), len(shard.Cells)+1, opt.Spec.Repeats, fmtEstimate(estimate(plan)))
+	if opt.Resume {
+		logf("matrix %s, shard %s: resuming: %d of %d runs kept, %d to run, about %s\n",
+			opt.Spec.Name, sh, first, len(plan), len(plan)-first, fmtEstimate(estimate(plan[first:])))
+	} else {
+		logf("matrix %s, shard %s: %d runs of %d cells × %d repeats, about %s\n",
+			opt.Spec.Name, sh, len(plan), len(shard.Cells)+1, opt.Spec.Repeats, fmtEstimate(estimate(plan)))
+	}
 	finish := func(err error) (*results.Manifest, error) {
 		shard.Finished = time.Now().UTC()
 		if werr := results.WriteManifest(opt.Dir, m); werr != nil && err == nil {
@@ -98,18 +144,15 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	if err := results.WriteManifest(opt.Dir, m); err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
-	for i, p := range plan {
+	for i := first; i < len(plan); i++ {
+		p := plan[i]
 		if ctx.Err() != nil {
 			shard.Interrupted = true
 			return finish(fmt.Errorf("matrix: interrupted before run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
 		}
-		hc, err := harnessCell(p, opt)
-		if err != nil {
-			return finish(err)
-		}
 		logf("[%d/%d] %s repeat %d%s ...\n", i+1, len(plan), p.Cell.ID, p.Repeat, pairText(p))
 		started := time.Now()
-		res, err := runCell(ctx, hc)
+		res, err := runCell(ctx, cells[i])
 		if res == nil {
 			if err == nil {
 				err = errors.New("no result")
@@ -131,15 +174,98 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	return finish(nil)
 }
 
+// newManifest is the manifest of a new run of opt's spec, before its
+// first run.
+func newManifest(opt Options, sh Shard) *results.Manifest {
+	m := &results.Manifest{
+		Format: results.ManifestFormat,
+		Tool:   ToolInfo(),
+		Spec:   results.SpecInfo{Name: opt.Spec.Name, Source: opt.Source, Text: opt.Text, Repeats: opt.Spec.Repeats},
+		Shards: []results.ShardInfo{{
+			Index: sh.Index, Count: sh.Count, Cells: opt.Spec.ShardCells(sh), Machine: MachineInfo(),
+			Placement: opt.CPUs.String(), Mode: string(orMode(opt.Mode)), Started: time.Now().UTC(),
+		}},
+	}
+	for _, c := range opt.Spec.Expand() {
+		m.Cells = append(m.Cells, c.Info())
+	}
+	return m
+}
+
+// harnessCells are the harness's cells of the plan's runs, each checked as
+// the harness will check it (harness.Cell.Validate), so that a value the
+// server or the load generator would reject, or a placement the lab would,
+// is refused before anything is written or started.
+func harnessCells(plan []PlannedRun, opt Options) ([]harness.Cell, error) {
+	out := make([]harness.Cell, len(plan))
+	for i, p := range plan {
+		hc, err := harnessCell(p, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := hc.Validate(); err != nil {
+			return nil, &cellError{cell: p.Cell.ID, err: err}
+		}
+		out[i] = hc
+	}
+	return out, nil
+}
+
+// cellError is a planned run's cell the harness refuses, in its words.
+type cellError struct {
+	cell string
+	err  error
+}
+
+func (e *cellError) Error() string {
+	return "cell " + e.cell + ": " + strings.TrimPrefix(e.err.Error(), "cell: ")
+}
+
+func (e *cellError) Unwrap() []error { return []error{ErrCell, e.err} }
+
 // ErrTarget is wrapped when a black-box target's program is not there.
 var ErrTarget = errors.New("matrix: target command")
+
+// PeersDir is where the README's build line puts the servers of
+// examples/peers, relative to the repository's top directory, and
+// PeersBuild is that line.
+const (
+	PeersDir   = "reactorlab-peers"
+	PeersBuild = "(cd examples/peers && go build -o ../../reactorlab-peers/ ./gnet ./netpoll ./stdlib)"
+)
+
+// targetError is a target program found missing: where the spec names
+// it, and why it cannot run.
+type targetError struct {
+	at      position
+	program string
+	why     string
+}
+
+func (e *targetError) Error() string {
+	msg := fmt.Sprintf("line %d: %s: %s: %s", e.at.line, e.at.field, e.program, e.why)
+	if underPeers(e.program) {
+		msg += "; the peers of examples/peers are not built: from the repository's top directory (where the matrix must run), build them with " + PeersBuild
+	}
+	return msg
+}
+
+func (e *targetError) Unwrap() []error { return []error{ErrTarget, ErrSpec} }
+
+// underPeers reports whether program is a path in PeersDir.
+func underPeers(program string) bool {
+	dir, _ := path.Split(path.Clean(program))
+	return path.Base(path.Clean(dir)) == PeersDir
+}
 
 // CheckTargets refuses, before anything runs, shard sh of s when a
 // black-box command starts with a path (it contains a '/') that is not an
 // executable file: a peer not built yet would otherwise make every one of
-// its runs invalid, one by one. Commands found through $PATH or shell
-// builtins are left to the shell. Run calls it; a suite's runner calls it
-// for every spec first.
+// its runs invalid, one by one. The error names the line and field of the
+// spec that gives the command (and, for a program under PeersDir, how to
+// build the peers) and wraps ErrTarget and ErrSpec. Commands found through
+// $PATH or shell builtins are left to the shell. Run calls it; a suite's
+// runner calls it for every spec first.
 func (s *Spec) CheckTargets(sh Shard) error {
 	seen := map[string]bool{}
 	for _, p := range s.Plan(sh) {
@@ -151,9 +277,16 @@ func (s *Spec) CheckTargets(sh Shard) error {
 		st, err := os.Stat(words[0])
 		switch {
 		case err != nil:
-			return fmt.Errorf("%w: cell %s: %v", ErrTarget, p.Cell.ID, err)
-		case st.IsDir() || st.Mode()&0o111 == 0:
-			return fmt.Errorf("%w: cell %s: %s is not an executable file", ErrTarget, p.Cell.ID, words[0])
+			why := err.Error()
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				why = pe.Err.Error()
+			}
+			return &targetError{at: p.Cell.at, program: words[0], why: why}
+		case st.IsDir():
+			return &targetError{at: p.Cell.at, program: words[0], why: "a directory, not an executable file"}
+		case st.Mode()&0o111 == 0:
+			return &targetError{at: p.Cell.at, program: words[0], why: "not executable (no x permission)"}
 		}
 	}
 	return nil
@@ -350,4 +483,22 @@ func countAbove(h *hdrhistogram.Histogram, limit int64) int64 {
 		}
 	}
 	return n
+}
+
+// Check refuses what Run would refuse of opt before it writes anything,
+// the run directory aside: a target program that is not there
+// (CheckTargets: ErrTarget, at the spec's line and field) and a cell the
+// harness would refuse (ErrCell: a placement the lab rejects, or a value
+// the server or the load generator would, in its words). A suite's runner
+// calls it for every spec before the first runs.
+func Check(opt Options) error {
+	if opt.Spec == nil {
+		return errors.New("matrix: no spec")
+	}
+	sh := opt.Shard.orAll()
+	if err := opt.Spec.CheckTargets(sh); err != nil {
+		return err
+	}
+	_, err := harnessCells(opt.Spec.Plan(sh), opt)
+	return err
 }

@@ -46,6 +46,9 @@ type Spec struct {
 	Baseline Settings
 	Repeats  int
 	Factors  []Factor
+
+	// baseAt is where the baseline's target command is written.
+	baseAt position
 }
 
 // Factor is one varied field and its alternative values, in the order
@@ -129,6 +132,17 @@ type Cell struct {
 	// Value is the changed field's canonical value ("" for the baseline).
 	Value string
 	Settings
+
+	// at is where the spec gave the cell's target command (zero when the
+	// cell runs a reactor), so that a program found missing when the
+	// matrix starts is reported at its line and field.
+	at position
+}
+
+// position is a place in a spec: a line and the field there.
+type position struct {
+	line  int
+	field string
 }
 
 // BaselineID is the ID of the baseline cell.
@@ -139,7 +153,7 @@ const BaselineID = "baseline"
 // the field its Factor names. The result is fresh: changing it does not
 // change s.
 func (s *Spec) Expand() []Cell {
-	out := []Cell{{ID: BaselineID, Settings: s.Baseline.clone()}}
+	out := []Cell{{ID: BaselineID, Settings: s.Baseline.clone(), at: s.baseAt}}
 	for _, f := range s.Factors {
 		for _, c := range f.Cells {
 			c.Settings = c.Settings.clone()
@@ -650,19 +664,108 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 func Parse(data []byte) (*Spec, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, yamlError(err)
+		return nil, yamlError(data, err)
 	}
 	return parseDoc(&doc)
 }
 
 // yamlError puts the line of yaml.v3's "yaml: line N: problem" first, as
-// every other error does. A few of its errors (bad encoding) have no line.
-func yamlError(err error) error {
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+// every other error does, counting lines from 1 as every other error does.
+// A few of its errors (bad encoding) have no line.
+//
+// yaml.v3 counts lines from 0 inside and adds 1 for its scanner's errors
+// only: a parser error is reported one line early, at the line before the
+// construct it names, and with no line at all when that is the first. The
+// construct is where the mapping or list the parser was in began: for an
+// unclosed '{' or '[', that bracket. So for a parser error the stream is
+// parsed again behind one more line, and the same error then names that
+// line counted from 1. For the other parser errors (a block mapping or
+// list broken further down), the line where the problem shows is the
+// first line at which data's beginning stops parsing with that problem:
+// that one is named, and the construct's line after it.
+func yamlError(data []byte, err error) error {
+	m := yamlLineRE.FindStringSubmatch(err.Error())
+	problem := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m != nil {
+		problem = m[2]
+	}
+	if slices.Contains(parserProblems, problem) {
+		context := 0
+		if m2 := yamlLineRE.FindStringSubmatch(errText(decodeAll(append([]byte("\n"), data...)))); m2 != nil && m2[2] == problem {
+			context, _ = strconv.Atoi(m2[1])
+		}
+		flow := strings.HasPrefix(problem, "did not find expected ',' or ")
+		if at := problemLine(data, problem); !flow && at > context && context > 0 {
+			return &posError{line: at, field: "yaml", err: fmt.Errorf("%s (in the mapping or list that begins at line %d)", problem, context)}
+		}
+		if context > 0 {
+			return &posError{line: context, field: "yaml", err: errors.New(problem)}
+		}
+		if m != nil { // counted from 0
+			l, _ := strconv.Atoi(m[1])
+			return &posError{line: l + 1, field: "yaml", err: errors.New(problem)}
+		}
+	}
+	if m != nil {
 		l, _ := strconv.Atoi(m[1])
 		return &posError{line: l, field: "yaml", err: errors.New(m[2])}
 	}
 	return fmt.Errorf("%w: %v", ErrSpec, err)
+}
+
+// problemLine is the first line n (counted from 1) such that data's first
+// n lines fail to parse with problem; 0 if none does (or data is too long
+// to look).
+func problemLine(data []byte, problem string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > 2000 {
+		return 0
+	}
+	var prefix []byte
+	for i, l := range lines {
+		prefix = append(prefix, l...)
+		if m := yamlLineRE.FindStringSubmatch(errText(decodeAll(prefix))); m != nil && m[2] == problem {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports, whose line it counts from 0.
+var parserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// decodeAll decodes every document of data and returns the first error.
+func decodeAll(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // MaxSuiteSpecs bounds the number of specs in one suite.
@@ -683,7 +786,7 @@ func ParseSuite(data []byte) ([]*Spec, error) {
 			break
 		}
 		if err != nil {
-			return nil, yamlError(err)
+			return nil, yamlError(data, err)
 		}
 		if len(out) == MaxSuiteSpecs {
 			return nil, lineErr(&doc, "suite", fmt.Errorf("more than %d specs (accepted: at most %d documents)", MaxSuiteSpecs, MaxSuiteSpecs))
@@ -748,6 +851,13 @@ func parseDoc(doc *yaml.Node) (*Spec, error) {
 		return nil, err
 	}
 	spec.Baseline = base
+	if base.Target != (Target{}) {
+		for _, f := range []string{"reactor", "target"} {
+			if n, ok := lines[f]; ok && n.Kind == yaml.MappingNode {
+				spec.baseAt = position{line: cmdLine(n), field: f + ".cmd"}
+			}
+		}
+	}
 	if err := check(&base, func(f string) (*yaml.Node, string) {
 		if l, ok := lines[f]; ok {
 			return l, f
@@ -757,7 +867,7 @@ func parseDoc(doc *yaml.Node) (*Spec, error) {
 		return nil, err
 	}
 	if fn, ok := vals["factors"]; ok {
-		if spec.Factors, err = parseFactors(fn, &base); err != nil {
+		if spec.Factors, err = parseFactors(fn, &base, spec.baseAt); err != nil {
 			return nil, err
 		}
 	}
@@ -783,6 +893,11 @@ func parseBaseline(n *yaml.Node) (Settings, map[string]*yaml.Node, error) {
 	_, vals, err := mapping(n, "baseline", Fields)
 	if err != nil {
 		return s, nil, err
+	}
+	if _, ok := vals["reactor"]; ok {
+		if v, ok := vals["target"]; ok {
+			return s, nil, lineErr(v, "target", errors.New("both reactor and target (accepted: exactly one of them)"))
+		}
 	}
 	for _, name := range Fields {
 		v, ok := vals[name]
@@ -839,6 +954,10 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 	lc := s.loadConfig()
 	lc.DataAddr = "127.0.0.1:1"
 	if err := lc.Validate(); err != nil {
+		// The first of the problems, at its field.
+		if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+			err = j.Unwrap()[0]
+		}
 		f := "baseline"
 		msg := strings.TrimPrefix(err.Error(), loadgen.ErrConfig.Error()+": ")
 		for _, cand := range Fields {
@@ -858,12 +977,30 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 				return fail(step.field, err)
 			}
 		}
+		// What the design does not take (workers with oneshot), as the
+		// serve role checks it, with both addresses the harness sets.
+		rc.Listen, rc.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
+		if err := rc.ValidateFor(s.Reactor); err != nil {
+			return fail("workers", err)
+		}
 	}
 	return nil
 }
 
-// parseFactors decodes the factor list against the baseline.
-func parseFactors(n *yaml.Node, base *Settings) ([]Factor, error) {
+// cmdLine is the line of the cmd of a target mapping n ({cmd: '...'}), or
+// n's own line.
+func cmdLine(n *yaml.Node) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "cmd" {
+			return n.Content[i+1].Line
+		}
+	}
+	return n.Line
+}
+
+// parseFactors decodes the factor list against the baseline, whose target
+// command (if any) is at baseAt.
+func parseFactors(n *yaml.Node, base *Settings, baseAt position) ([]Factor, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, lineErr(n, "factors", fmt.Errorf("a %s (accepted: a list of {name, values})", kindName(n)))
 	}
@@ -914,7 +1051,10 @@ func parseFactors(n *yaml.Node, base *Settings) ([]Factor, error) {
 			if err := check(&s, func(string) (*yaml.Node, string) { return v, vwhat }); err != nil {
 				return nil, err
 			}
-			c := Cell{Factor: name, Value: fd.text(&s), Settings: s}
+			c := Cell{Factor: name, Value: fd.text(&s), Settings: s, at: baseAt}
+			if s.Target != (Target{}) && s.Target != base.Target {
+				c.at = position{line: cmdLine(v), field: vwhat}
+			}
 			c.ID = name + "=" + c.Value
 			if prev, dup := ids[c.ID]; dup {
 				return nil, lineErr(v, vwhat, fmt.Errorf("cell %s repeats line %d's (accepted: distinct values)", c.ID, prev))

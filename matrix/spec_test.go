@@ -258,6 +258,14 @@ var errorCases = []struct {
 	want       string // the message after "line N: "
 }{
 	{"yaml syntax", "name: [x\n", 1, "yaml: did not find expected"},
+	// yaml.v3 counts its parser's lines from 0: these name the line of
+	// the '{' or '[' left open, counted from 1.
+	{"unclosed {", okBase + "factors:\n  - {name: hot, values: [1]\n", 9, "yaml: did not find expected ',' or '}'"},
+	{"unclosed [", okBase + "factors:\n  - name: hot\n    values: [1, 3\n", 10, "yaml: did not find expected ',' or ']'"},
+	{"unclosed { on line 2", "name: e\nbaseline: {reactor: lt, hot: 2,\n  inflight: 4\n  duration: 1s\n", 2, "yaml: did not find expected ',' or '}'"},
+	{"unclosed { on line 1", "{name: e\n", 1, "yaml: did not find expected ',' or '}'"},
+	{"unclosed { alone", "{name: e", 1, "yaml: did not find expected ',' or '}'"},
+	{"block mapping broken", okBase + "  - hot: 3\n", 8, "yaml: did not find expected key (in the mapping or list that begins at line 3)"},
 	{"yaml tab", "name: x\nbaseline:\n\treactor: lt\n", 3, "yaml: found character that cannot start any token"},
 	{"empty", "", 1, "spec: empty"},
 	{"not a mapping", "- a\n", 1, "spec: a list"},

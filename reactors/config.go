@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/reactors/cost"
 )
 
 // Design names a reference reactor design. The zero value is not a design.
@@ -251,8 +253,10 @@ func rangeErr(field string, v any, accepted string) error {
 	return fmt.Errorf("%w: %s = %v (accepted: %s)", ErrConfig, field, v, accepted)
 }
 
-// Validate reports the first field outside its accepted range, naming it
-// by its reactorlab serve flag name.
+// Validate reports the first field outside its accepted range (the
+// callback cost included, as cost.Parse reads it), naming it by its
+// reactorlab serve flag name. It does not know the design: ValidateFor
+// adds what depends on it.
 func (c Config) Validate() error {
 	type intField struct {
 		name   string
@@ -324,6 +328,32 @@ func (c Config) Validate() error {
 	}
 	if c.Listen == "" {
 		return rangeErr("listen", `""`, "host:port")
+	}
+	if _, err := cost.Parse(c.Callback); err != nil {
+		return fmt.Errorf("%w: callback: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// ValidateFor reports what New would refuse of design with c before it
+// opens anything: an unknown design, any field Validate refuses, and the
+// combinations a design does not take (workers with oneshot, no control
+// address with prio-thread). Every error wraps ErrConfig and names the
+// field by its reactorlab serve flag name; New returns exactly these
+// errors, so a caller that checks first (reactorlab run, before it starts
+// a serve child) gives the same message the child would.
+func (c Config) ValidateFor(design Design) error {
+	if _, err := ParseDesign(string(design)); err != nil {
+		return fmt.Errorf("%w: reactor: %w", ErrConfig, err)
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if design == OneShot && c.Workers > 0 {
+		return fmt.Errorf("%w: workers = %d: oneshot runs callbacks on its own worker threads (set threads instead, and workers = 0)", ErrConfig, c.Workers)
+	}
+	if design == PrioThread && c.ControlListen == "" {
+		return fmt.Errorf("%w: control-listen is empty: prio-thread serves control on its own thread and needs a control address", ErrConfig)
 	}
 	return nil
 }

@@ -2,12 +2,21 @@ package reactors
 
 import (
 	"flag"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/reactorlab/reactorlab/reactors/cost"
 )
 
 // Flags binds every Config field except Faults to a flag of fs, named as
 // Validate names them (reactorlab serve's flags), with c's values as
 // defaults. Faults have their own repeatable --fault flag (ParseFault).
+// The flags whose values have a form of their own refuse a malformed one
+// as they are set, with an error that says the form: --callback (as
+// cost.Parse reads it), --timer, --wait and --stats (their modes); the
+// durations are time.Duration flags. Ranges are Validate's.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "data address host:port (port 0 picks one)")
 	fs.StringVar(&c.ControlListen, "control-listen", c.ControlListen, "control address host:port for PING/STOP (empty: none; STOP then by signal only)")
@@ -23,10 +32,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OutLow, "out-low", c.OutLow, "out-queue low watermark in bytes: resume reading at or below it (< out-high)")
 	fs.IntVar(&c.OutCap, "out-cap", c.OutCap, "out-queue hard cap in bytes: close the connection above it (>= max-frame)")
 	fs.IntVar(&c.MaxFrame, "max-frame", c.MaxFrame, "largest frame accepted, header included, in bytes (64..1073741824)")
-	fs.Var(&modeValue[TimerMode]{&c.Timer}, "timer", "timer mode: periodic or deadline")
+	fs.Var(&modeValue[TimerMode]{&c.Timer, []TimerMode{TimerPeriodic, TimerDeadline}}, "timer", "timer `mode`: periodic or deadline")
 	fs.DurationVar(&c.Tick, "tick", c.Tick, "periodic timer tick (10µs..1s)")
 	fs.DurationVar(&c.AppTimer, "app-timer", c.AppTimer, "recurring application timer whose lateness is recorded, 0 off (0 or >= 10µs)")
-	fs.StringVar(&c.Callback, "callback", c.Callback, "CPU cost per DATA frame: 0, 50us, fixed:50us, uniform:10us-90us, exp:50us, lognormal:50us,0.5")
+	fs.Var(&callbackValue{&c.Callback}, "callback", "CPU `cost` per DATA frame: 0, 50us, fixed:50us, uniform:10us-90us, exp:50us, lognormal:50us,0.5")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "offload callbacks to this many pool workers, 0 runs them inline (0..1024)")
 	fs.IntVar(&c.WorkerQueue, "worker-queue", c.WorkerQueue, "tasks waiting for the pool (1..16777216)")
 	fs.IntVar(&c.IngressCap, "ingress-cap", c.IngressCap, "ingress queue capacity per loop (2..16777216)")
@@ -34,8 +43,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PrioDataBudget, "prio-data-budget", c.PrioDataBudget, "prio: data bucket time per round (>= 1µs)")
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "connections per reactor (16..16777216)")
 	fs.IntVar(&c.MaxEvents, "max-events", c.MaxEvents, "epoll_wait batch size (1..65536)")
-	fs.Var(&modeValue[WaitMode]{&c.Wait}, "wait", "how an idle loop waits: poll-first or block")
-	fs.Var(&modeValue[StatsMode]{&c.Stats}, "stats", "latency histograms: on, or off (to measure what they cost)")
+	fs.Var(&modeValue[WaitMode]{&c.Wait, []WaitMode{WaitPollFirst, WaitBlock}}, "wait", "how an idle loop waits (`mode`): poll-first or block")
+	fs.Var(&modeValue[StatsMode]{&c.Stats, []StatsMode{StatsOn, StatsOff}}, "stats", "latency histograms (`mode`): on, or off (to measure what they cost)")
 	fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
 }
 
@@ -60,9 +69,12 @@ func (c Config) Args() []string {
 	return args
 }
 
-// modeValue is a flag.Value for the string-typed modes; Validate checks
-// the value, so Set accepts anything.
-type modeValue[T ~string] struct{ p *T }
+// modeValue is a flag.Value for the string-typed modes: Set accepts one of
+// accepted, and names them when it refuses a value.
+type modeValue[T ~string] struct {
+	p        *T
+	accepted []T
+}
 
 func (m *modeValue[T]) String() string {
 	if m.p == nil {
@@ -72,9 +84,42 @@ func (m *modeValue[T]) String() string {
 }
 
 func (m *modeValue[T]) Set(s string) error {
+	if !slices.Contains(m.accepted, T(s)) {
+		names := make([]string, len(m.accepted))
+		for i, a := range m.accepted {
+			names[i] = string(a)
+		}
+		return fmt.Errorf("want %s", strings.Join(names, " or "))
+	}
 	*m.p = T(s)
 	return nil
 }
+
+// Get returns the mode as a string (flag.Getter).
+func (m *modeValue[T]) Get() any { return m.String() }
+
+// callbackValue is the --callback flag: Set keeps the text as given, once
+// cost.Parse accepts it, and otherwise returns cost.Parse's error, which
+// names the accepted forms.
+type callbackValue struct{ p *string }
+
+func (v *callbackValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v *callbackValue) Set(s string) error {
+	if _, err := cost.Parse(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+// Get returns the cost specification as a string (flag.Getter).
+func (v *callbackValue) Get() any { return v.String() }
 
 // Specs returns the ParseFault specs that switch on exactly f's faults.
 func (f Faults) Specs() []string {

@@ -91,28 +91,19 @@ func startRuntimePoller() error {
 	return pollerErr
 }
 
-// New validates cfg, opens the listeners, epoll fds, eventfds and timerfds of
+// New validates cfg (Config.ValidateFor, whose errors it returns), opens the listeners, epoll fds, eventfds and timerfds of
 // design, and returns a reactor that serves nothing until Start. On error
 // every descriptor opened so far is closed.
 func New(design Design, cfg Config) (*Reactor, error) {
-	if _, err := ParseDesign(string(design)); err != nil {
-		return nil, fmt.Errorf("%w: reactor: %w", ErrConfig, err)
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateFor(design); err != nil {
 		return nil, err
 	}
-	dist, err := cost.Parse(cfg.Callback)
+	dist, err := cost.Parse(cfg.Callback) // accepted by ValidateFor
 	if err != nil {
 		return nil, fmt.Errorf("%w: callback: %w", ErrConfig, err)
 	}
 	if err := startRuntimePoller(); err != nil {
 		return nil, err
-	}
-	if design == OneShot && cfg.Workers > 0 {
-		return nil, fmt.Errorf("%w: workers = %d: oneshot runs callbacks on its own worker threads (set threads instead, and workers = 0)", ErrConfig, cfg.Workers)
-	}
-	if design == PrioThread && cfg.ControlListen == "" {
-		return nil, fmt.Errorf("%w: control-listen is empty: prio-thread serves control on its own thread and needs a control address", ErrConfig)
 	}
 	if cfg.Faults.UnboundedOutQueue {
 		cfg.OutHigh, cfg.OutLow, cfg.OutCap = 1<<62, 0, 0

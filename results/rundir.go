@@ -68,6 +68,10 @@ type Tool struct {
 	Commit   string `json:"commit"`   // VCS revision, "" if unknown
 	Modified bool   `json:"modified"` // the work tree had changes
 	Go       string `json:"go"`       // Go version
+	// Executable is the SHA-256 (hex) of the executable that made the
+	// runs, "" if unknown: what tells two builds apart when Commit does
+	// not (no commit known, or Modified).
+	Executable string `json:"executable,omitempty"`
 }
 
 // Machine describes where a shard ran.
@@ -125,6 +129,21 @@ type ShardInfo struct {
 	Finished  time.Time `json:"finished"`
 	// Interrupted is true if the shard stopped before its last run.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Resumed lists, in order, each time the shard was continued after it
+	// stopped early (reactorlab matrix --resume); Finished is then the end
+	// of the last part.
+	Resumed []Resume `json:"resumed,omitempty"`
+}
+
+// Resume is one continuation of an interrupted shard: when it started,
+// how many of the runs recorded before it kept (the shard's first Kept
+// runs, in order), and how many recorded runs it dropped to run them
+// again (the run the interruption cut short, and the baseline run of its
+// pair).
+type Resume struct {
+	At      time.Time `json:"at"`
+	Kept    int       `json:"kept"`
+	Dropped int       `json:"dropped"`
 }
 
 // RunRecord is one run of one cell.

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -31,80 +30,146 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
+const conformSynopsis = `reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID,...] [--json FILE|-] [--junit FILE|-] [flags]
+reactorlab conform --list`
+
+const conformDescription = `Runs the conformance catalogue, or the cases --case names, against a
+target: a reference reactor (DESIGN: lt, et, oneshot, prio, prio-thread) or
+any server given as cmd:'COMMAND', which must serve a TCP byte echo on the
+address in REACTORLAB_LISTEN (or {addr} in its arguments). The target is
+started once first: a program that is missing, exits at once or does not
+listen within --start-timeout is refused, with the end of its stderr, and
+nothing is run. Each case then runs alone on a fresh instance. The table
+of verdicts, with every failure's evidence, goes to stdout, or to stderr
+when --json - or --junit - puts that document alone on stdout; progress
+goes to stderr. Exit 0: nothing failed (nor was inconclusive, with
+--strict); 1: a case failed; 2: bad flags, or the target could not be
+started; 130: interrupted by SIGINT or SIGTERM (the case then running is
+reported interrupted, the others not run, and the reports say so).`
+
+// conformStartHint follows a refusal for a target that did not listen in
+// time.
+const conformStartHint = "A program that compiles or loads first (go run, a JIT) may need a longer --start-timeout."
+
 func conform(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reactorlab conform", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	targetSpec := fs.String("target", "", "what to test: lt, et, oneshot, prio, prio-thread (a reference reactor), or cmd:'COMMAND' (any server, run by /bin/sh -c, a simple command with exec, with REACTORLAB_LISTEN=host:port and {addr} replaced; it must serve a TCP byte echo there)")
+	c := cli.New("reactorlab conform", conformSynopsis, conformDescription)
+	fs := c.Flags
+	targetSpec := fs.String("target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor (lt, et, oneshot, prio, prio-thread); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there")
 	var cases, faultSpecs listFlag
-	fs.Var(&cases, "case", "case id or group letter to run, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
-	fs.Var(&faultSpecs, "fault", "reference targets only: run a mutant, repeatable: "+strings.Join(reactors.FaultNames, ", "))
-	jsonPath := fs.String("json", "", "also write the results as JSON to this file (- for stdout)")
-	junitPath := fs.String("junit", "", "also write the results as JUnit XML to this file (- for stdout)")
+	fs.Var(&cases, "case", "`IDS` to run: case ids or group letters, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
+	fs.Var(&faultSpecs, "fault", "reference targets only: run a mutant with reactor `FAULT`, repeatable: "+strings.Join(reactors.FaultNames, ", "))
+	jsonPath := fs.String("json", "", "also write the results as JSON to `FILE` (- for stdout, which then holds only the JSON)")
+	junitPath := fs.String("junit", "", "also write the results as JUnit XML to `FILE` (- for stdout, which then holds only the XML)")
 	list := fs.Bool("list", false, "print the catalogue and exit")
 	inProcess := fs.Bool("in-process", false, "reference targets only: run the reactor inside this process instead of as a child process (R4 is then skipped)")
-	timeout := fs.Duration("timeout", 0, "bound on each case (0: the case's own bound)")
+	timeout := fs.Duration("timeout", 0, "bound on each case, the start of its fresh instance included (0: the case's own bound)")
+	startTimeout := fs.Duration("start-timeout", conformance.DefaultStartTimeout, "bound on each start of the target, until it accepts connections: the check before any case, and every case's")
 	verbose := fs.Bool("v", false, "show every case's log and evidence, not only the failures'")
 	strict := fs.Bool("strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails")
 	grace := fs.Duration("grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
 	inLab := fs.Bool("lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "reactorlab conform: unexpected argument %q (quote a cmd: target's command)\n", fs.Arg(0))
-		return exitUsage
+	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
+		return code
 	}
 	if *list {
 		printCatalogue(stdout)
-		return 0
+		return cli.ExitOK
 	}
 	selected, err := conformance.Select(cases)
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab conform: --case: %v\n", err)
-		return exitUsage
+		return c.Usagef(stderr, "--case: %v", err)
+	}
+	switch {
+	case *jsonPath == cli.StdoutPath && *junitPath == cli.StdoutPath:
+		return c.Usagef(stderr, "--json - and --junit - both want stdout: write one of them to a file")
+	case *timeout < 0:
+		return c.Usagef(stderr, "--timeout %v: must not be negative (0: each case's own bound)", *timeout)
+	case *startTimeout <= 0:
+		return c.Usagef(stderr, "--start-timeout %v: must be positive", *startTimeout)
+	case *grace <= 0:
+		return c.Usagef(stderr, "--grace %v: must be positive", *grace)
 	}
 	target, err := conformTarget(*targetSpec, faultSpecs, *inProcess, *grace)
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab conform: %v\n", err)
-		return exitUsage
+		return c.Usagef(stderr, "%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if *inLab {
 		return conformInLab(ctx, withoutFlag(args, "lab"), stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "reactorlab conform: %s, %d cases\n", target.Name(), len(selected))
+	// The table is for a person: on stderr when stdout holds a document.
+	human := stdout
+	if *jsonPath == cli.StdoutPath || *junitPath == cli.StdoutPath {
+		human = stderr
+	}
+	report := func(results []conformance.Result) int {
+		if err := conformance.WriteTable(human, target.Name(), results, *verbose); err != nil {
+			return c.Errorf(stderr, cli.ExitFail, "%v", err)
+		}
+		for _, out := range []struct {
+			path  string
+			write func(io.Writer, string, []conformance.Result) error
+		}{{*jsonPath, conformance.WriteJSON}, {*junitPath, conformance.WriteJUnit}} {
+			if out.path == "" {
+				continue
+			}
+			if err := cli.WriteTo(out.path, stdout, func(w io.Writer) error { return out.write(w, target.Name(), results) }); err != nil {
+				return c.Errorf(stderr, cli.ExitFail, "%v", err)
+			}
+		}
+		sum := conformance.Summarize(results)
+		switch {
+		case sum.WasInterrupted():
+			return cli.ExitInterrupted
+		case sum.Fail > 0 || *strict && sum.Inconclusive > 0:
+			return cli.ExitFail
+		}
+		return cli.ExitOK
+	}
+
+	// The target is started once before any case: one that cannot start
+	// is one refusal, not a failure per case.
+	t0 := time.Now()
+	if err := conformance.CheckStart(ctx, target, *startTimeout); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "reactorlab conform: interrupted while starting %s: no case was run\n", target.Name())
+			var results []conformance.Result
+			for _, cs := range selected {
+				results = append(results, conformance.Result{ID: cs.ID, Title: cs.Title, Verdict: conformance.NotRun, Reason: "not run: the run was interrupted before it"})
+			}
+			return report(results)
+		}
+		return conformRefusal(stderr, "reactorlab conform", "no case was run", err)
+	}
+	fmt.Fprintf(stderr, "reactorlab conform: %s started and listening (checked in %v); %d cases\n",
+		target.Name(), time.Since(t0).Round(time.Millisecond), len(selected))
 	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: cases, Timeout: *timeout,
+		StartTimeout: *startTimeout, NoStartCheck: true,
 		Progress: func(r conformance.Result) {
 			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
 		}})
 	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab conform: %v\n", err)
-		return 1
+		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
-	if err := conformance.WriteTable(stdout, target.Name(), results, *verbose); err != nil {
-		fmt.Fprintf(stderr, "reactorlab conform: %v\n", err)
-		return 1
+	if sum := conformance.Summarize(results); sum.WasInterrupted() {
+		fmt.Fprintf(stderr, "reactorlab conform: interrupted: %d cases finished, %d interrupted, %d not run\n",
+			len(results)-sum.Interrupted-sum.NotRun, sum.Interrupted, sum.NotRun)
 	}
-	for _, out := range []struct {
-		path  string
-		write func(io.Writer, string, []conformance.Result) error
-	}{{*jsonPath, conformance.WriteJSON}, {*junitPath, conformance.WriteJUnit}} {
-		if out.path == "" {
-			continue
-		}
-		if err := writeTo(out.path, stdout, func(w io.Writer) error { return out.write(w, target.Name(), results) }); err != nil {
-			fmt.Fprintf(stderr, "reactorlab conform: %v\n", err)
-			return 1
-		}
+	return report(results)
+}
+
+// conformRefusal writes the one message for a target that could not be
+// started (err from conformance.CheckStart or StartInstance), with a hint
+// where a longer --start-timeout may help, and returns cli.ExitUsage.
+func conformRefusal(stderr io.Writer, name, nothing string, err error) int {
+	msg := fmt.Sprintf("%s: the target could not be started, so %s: %v", name, nothing, err)
+	var se *conformance.StartError
+	if errors.As(err, &se) && se.Cause == conformance.StartNoListener {
+		msg += "\n" + conformStartHint
 	}
-	if sum := conformance.Summarize(results); sum.Fail > 0 || *strict && sum.Inconclusive > 0 {
-		return 1
-	}
-	return 0
+	fmt.Fprintln(stderr, msg)
+	return cli.ExitUsage
 }
 
 // withoutFlag returns args without the boolean flag name in any of the
@@ -122,21 +187,6 @@ func withoutFlag(args []string, name string) []string {
 		out = append(out, a)
 	}
 	return out
-}
-
-func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
-	if path == "-" {
-		return write(stdout)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 func printCatalogue(w io.Writer) {

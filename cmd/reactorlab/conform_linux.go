@@ -13,6 +13,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -27,7 +28,7 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 		}
 		// A simple command is exec'd by the shell, so the server is the
 		// direct child: its exit status is its own.
-		return conformance.Command{Argv: harness.ShellArgv(command), Grace: grace}, nil
+		return conformance.Command{Argv: harness.ShellArgv(command), Grace: grace, Label: command}, nil
 	}
 	if spec == "" {
 		return nil, errors.New("--target is required (accepted: lt, et, oneshot, prio, prio-thread, cmd:'COMMAND')")
@@ -68,7 +69,8 @@ const conformLabBound = 30 * time.Minute
 // lab (harness.LabSpec.Alone): in network, PID and mount namespaces of its
 // own, so its traffic is on the lab's loopback and nothing it starts can
 // outlive it. Its output is shown when it ends. The exit status is the
-// suite's (0, 1 or 2), or 1 if the lab run itself was not clean.
+// suite's (0, 1 or 2), 130 when interrupted (the suite, sent SIGTERM,
+// reports what it had done), or 1 if the lab run itself was not clean.
 func conformInLab(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "reactorlab conform: running the suite inside a lab of its own; its output follows when it ends")
 	res, err := harness.Run(ctx, harness.LabSpec{
@@ -78,6 +80,10 @@ func conformInLab(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Timeout: conformLabBound,
 	})
 	if err != nil && res == nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "reactorlab conform: --lab: interrupted: %v\n", err)
+			return cli.ExitInterrupted
+		}
 		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
 		return 1
 	}
@@ -88,6 +94,10 @@ func conformInLab(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if !c.TimedOut && c.Signal == "" {
 			code = c.Code
 		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "reactorlab conform: --lab: interrupted")
+		return cli.ExitInterrupted
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)

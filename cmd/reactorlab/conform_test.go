@@ -3,18 +3,25 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/internal/cli"
 )
 
 func TestConformRefusesBadUsage(t *testing.T) {
@@ -30,11 +37,14 @@ func TestConformRefusesBadUsage(t *testing.T) {
 		{[]string{"--target", "lt", "--case", "Q9"}, "Q9"},
 		{[]string{"--target", "lt", "extra"}, "extra"},
 		{[]string{"--target", "lt", "--timeout", "soon"}, "timeout"},
+		{[]string{"--target", "lt", "--timeout", "-1s"}, "--timeout"},
+		{[]string{"--target", "lt", "--start-timeout", "0s"}, "--start-timeout"},
+		{[]string{"--target", "lt", "--json", "-", "--junit", "-"}, "both want stdout"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"conform"}, tc.args...), &stdout, &stderr)
-		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
-			t.Errorf("conform %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, stderr.String(), tc.want)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+			t.Errorf("conform %v: exit %d, stdout %q, stderr %q; want exit 2 naming %q, nothing on stdout", tc.args, code, stdout.String(), stderr.String(), tc.want)
 		}
 	}
 }
@@ -153,4 +163,276 @@ func TestConformInconclusive(t *testing.T) {
 	if code := run([]string{"conform", "--strict", "--target", target, "--case", "R4"}, &stdout, &stderr); code != 1 {
 		t.Fatalf("--strict with an inconclusive case: exit %d, want 1\n%s", code, stdout.String())
 	}
+}
+
+// A target that cannot start is refused before any case, once: exit 2,
+// nothing on stdout (not even with --json -), one message on stderr naming
+// the cause and holding the end of the target's stderr, no line of any
+// case, within the start timeout + 1 s; the process is gone afterwards.
+// footprint refuses the same way.
+func TestConformRefusesATargetThatCannotStart(t *testing.T) {
+	// Unique to this process: another go test of this package may be
+	// running the same test.
+	sleep := fmt.Sprintf("sleep 1000.%d", os.Getpid())
+	for _, tc := range []struct {
+		cmd   string
+		wants []string
+	}{
+		{"/nonexistent/server --listen {addr}", []string{"cmd:/nonexistent/server --listen {addr}: the program could not be run", "exit status 127", "not found"}},
+		{"true", []string{"cmd:true: exited (exit status 0) before it listened", "wrote nothing on stderr"}},
+		{"echo boom >&2; exit 3", []string{"exited (exit status 3)", "its stderr ends:\n    boom\n"}},
+		{sleep, []string{"nothing accepted connections", "within ", "--start-timeout"}},
+	} {
+		for _, cmd := range []string{"conform", "footprint"} {
+			t.Run(cmd+" "+tc.cmd, func(t *testing.T) {
+				startTimeout := 2 * time.Second
+				if cmd == "footprint" {
+					startTimeout = time.Second // the same code: a shorter wait
+				}
+				args := []string{cmd, "--target", "cmd:" + tc.cmd, "--start-timeout", startTimeout.String()}
+				if cmd == "conform" {
+					args = append(args, "--json", "-")
+				} else {
+					args = append(args, "--conns", "10")
+				}
+				var stdout, stderr bytes.Buffer
+				t0 := time.Now()
+				code := run(args, &stdout, &stderr)
+				el := time.Since(t0)
+				msg := stderr.String()
+				t.Logf("%v, exit %d:\n%s", el.Round(time.Millisecond), code, msg)
+				if code != exitUsage || stdout.Len() != 0 {
+					t.Errorf("exit %d, stdout %q; want exit 2 and nothing on stdout", code, stdout.String())
+				}
+				if n := strings.Count(msg, "reactorlab "+cmd+":"); n != 1 || !strings.HasPrefix(msg, "reactorlab "+cmd+": the target could not be started") {
+					t.Errorf("want exactly one refusal message, got %d", n)
+				}
+				for _, w := range tc.wants {
+					if !strings.Contains(msg, w) {
+						t.Errorf("the refusal lacks %q", w)
+					}
+				}
+				if caseLine.MatchString(msg) {
+					t.Errorf("a case ran or was reported")
+				}
+				if el > startTimeout+time.Second {
+					t.Errorf("refused after %v, start timeout %v", el, startTimeout)
+				}
+				if pids := processesMatching(strings.Replace(sleep, " ", "\x00", 1) + "\x00"); len(pids) > 0 {
+					t.Errorf("the target's process is still there: %v", pids)
+				}
+			})
+		}
+	}
+}
+
+// caseLine matches a line of conform's progress or table about a case.
+var caseLine = regexp.MustCompile(`(?m)^\s*[FRWISTX][0-9]\s`)
+
+// --json - and --junit - put that document alone on stdout (it parses),
+// the table on stderr.
+func TestConformMachineOutputOnStdout(t *testing.T) {
+	t.Setenv(asMainEnv, "1")
+	for _, flag := range []string{"--json", "--junit"} {
+		t.Run(flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"conform", "--target", "et", "--case", "F1,X2", flag, "-"}, &stdout, &stderr)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "process:et: 2 passed, 0 failed") {
+				t.Errorf("the table is not on stderr:\n%s", stderr.String())
+			}
+			if flag == "--json" {
+				var rep conformance.Report
+				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.Summary.Pass != 2 || rep.Interrupted || len(rep.Results) != 2 {
+					t.Fatalf("stdout is not the JSON report (%v): %+v\n%s", err, rep, stdout.String())
+				}
+				return
+			}
+			var suite struct {
+				XMLName xml.Name `xml:"testsuite"`
+				Tests   int      `xml:"tests,attr"`
+			}
+			if err := xml.Unmarshal(stdout.Bytes(), &suite); err != nil || suite.Tests != 2 {
+				t.Fatalf("stdout is not the JUnit report (%v): %+v\n%s", err, suite, stdout.String())
+			}
+			// xml.Unmarshal reads the first element only: nothing may be
+			// before or after it.
+			if out := strings.TrimSpace(stdout.String()); !strings.HasPrefix(out, "<?xml") || !strings.HasSuffix(out, "</testsuite>") {
+				t.Errorf("stdout holds more than the JUnit document:\n%s", out)
+			}
+		})
+	}
+}
+
+// hangEnv makes this test binary a server that accepts connections on
+// REACTORLAB_LISTEN and never reads or answers them (until SIGTERM): a
+// target that starts well and then stalls every case.
+const hangEnv = "REACTORLAB_TEST_HANG_SERVER"
+
+func init() {
+	if os.Getenv(hangEnv) != "1" {
+		return
+	}
+	ln, err := net.Listen("tcp", os.Getenv("REACTORLAB_LISTEN"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hang server:", err)
+		os.Exit(1)
+	}
+	var held []net.Conn
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		held = append(held, c)
+	}
+}
+
+// hangTarget is the --target of a hanging server, with a token in its
+// command line that processesMatching finds.
+func hangTarget(t *testing.T) (target, token string) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token = fmt.Sprintf("hang-%d-%d", os.Getpid(), time.Now().UnixNano())
+	return "cmd:" + hangEnv + "=1 " + exe + " " + token, token
+}
+
+// --timeout bounds a case whose target started well and then stalls: it
+// fails with cause timeout within the bound (+ 2 s to start and stop the
+// target on a busy machine).
+// (F1's own bound on an echo is 2 s: 1 s is the watchdog's.)
+func TestConformTimeoutBoundsAStalledCase(t *testing.T) {
+	target, token := hangTarget(t)
+	var stdout, stderr bytes.Buffer
+	t0 := time.Now()
+	code := run([]string{"conform", "--target", target, "--case", "F1", "--timeout", "1s"}, &stdout, &stderr)
+	el := time.Since(t0)
+	if code != 1 || !strings.Contains(stdout.String(), "F1 fail (timeout)") || !strings.Contains(stdout.String(), "within 1s") {
+		t.Fatalf("exit %d, want 1 with F1 failing for cause timeout\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if el > 3*time.Second {
+		t.Errorf("took %v with --timeout 1s", el)
+	}
+	if pids := processesMatching(token); len(pids) > 0 {
+		t.Errorf("the target is still there: %v", pids)
+	}
+}
+
+// SIGINT during a case: the case is interrupted, not failed, the others
+// not run; exit 130; the JSON on stdout says the run was interrupted; the
+// target is gone.
+func TestConformInterrupted(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, token := hangTarget(t)
+	cmd := exec.Command(exe, "conform", "--target", target, "--case", "F1,F2,F3", "--json", "-")
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var stderr strings.Builder
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(errPipe)
+		once := false
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "started and listening") {
+				once = true
+				close(started)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("conform did not start its cases")
+	}
+	time.Sleep(300 * time.Millisecond) // F1 is waiting for an echo
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { <-copied; exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("conform did not end after SIGINT\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != cli.ExitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", code, cli.ExitInterrupted, stderr.String())
+	}
+	var rep conformance.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout.String())
+	}
+	var verdicts []string
+	for _, r := range rep.Results {
+		verdicts = append(verdicts, r.ID+" "+string(r.Verdict))
+	}
+	if got := strings.Join(verdicts, ", "); !rep.Interrupted || got != "F1 interrupted, F2 not-run, F3 not-run" || rep.Summary.Fail != 0 {
+		t.Errorf("report: interrupted %v, %s, summary %+v", rep.Interrupted, got, rep.Summary)
+	}
+	if regexp.MustCompile(`\bfail\b`).MatchString(stderr.String()) {
+		t.Errorf("an interrupted case reads as a failure:\n%s", stderr.String())
+	}
+	if pids := processesMatching(token); len(pids) > 0 {
+		t.Errorf("the target is still there: %v", pids)
+	}
+}
+
+// Help is on stdout, with the synopsis, the description and the flags;
+// footprint's --target names its value, not a command.
+func TestConformAndFootprintHelp(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   string
+		wants []string
+	}{
+		{"conform", []string{"usage: reactorlab conform --target DESIGN|cmd:'COMMAND'", "\n  --start-timeout duration\n", "(default 10s)", "\n  --json FILE\n", "130"}},
+		{"footprint", []string{"usage: reactorlab footprint --target DESIGN|cmd:'COMMAND'", "\n  --target DESIGN|cmd:COMMAND\n", "\n  --start-timeout duration\n"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{tc.cmd, "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Errorf("%s --help: exit %d, stderr %q", tc.cmd, code, stderr.String())
+		}
+		for _, w := range tc.wants {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%s --help lacks %q:\n%s", tc.cmd, w, stdout.String())
+			}
+		}
+		if strings.Contains(stdout.String(), "reactorlab serve\n") {
+			t.Errorf("%s --help shows a command as a value's name:\n%s", tc.cmd, stdout.String())
+		}
+	}
+}
+
+// processesMatching lists the pids whose command line (NUL-separated)
+// contains s.
+func processesMatching(s string) []string {
+	var pids []string
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+			pids = append(pids, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return pids
 }

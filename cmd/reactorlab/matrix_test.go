@@ -4,13 +4,22 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/internal/cli"
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -34,36 +43,99 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 	os.MkdirAll(full, 0o755)
 	os.WriteFile(filepath.Join(full, "keep"), nil, 0o644)
 	for _, tc := range []struct {
-		args []string
-		want []string
+		args  []string
+		want  []string
+		lines int // of stderr: 1 for a refusal, 2 for a usage error
 	}{
-		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, peers-capacity, nightly"}},
-		{[]string{"matrix", "quick", "--shard", "3/2"}, []string{"--shard", "3/2", "i/n"}},
-		{[]string{"matrix", "quick", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
-		{[]string{"matrix", badSpec}, []string{"line 7", "colour", "unknown key"}},
-		{[]string{"matrix", "quick", "nightly"}, []string{"one suite"}},
+		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, peers-capacity, nightly"}, 2},
+		{[]string{"matrix", "quick", "--shard", "3/2"}, []string{"--shard", "3/2", "i/n"}, 2},
+		{[]string{"matrix", "quick", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}, 2},
+		{[]string{"matrix", badSpec}, []string{badSpec + ": line 7: baseline.colour: unknown key"}, 1},
+		{[]string{"matrix", "quick", "nightly"}, []string{"one suite"}, 2},
 		// Peers not built (this test's directory has none): refused before
-		// any run, naming the missing program.
-		{[]string{"matrix", "peers"}, []string{"peers-pingpong-1", "./reactorlab-peers/gnet", "no such file"}},
-		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}},
-		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}}, // a suite writes into subdirectories
-		{[]string{"compare", tmp}, []string{"OLD and NEW"}},
-		{[]string{"compare", tmp, tmp, "--threshold", "ten"}, []string{"--threshold", "ten"}},
-		{[]string{"compare", tmp, tmp, "--threshold", "-5%"}, []string{"--threshold"}},
-		{[]string{"compare", tmp, tmp}, []string{"not a run directory"}},
-		{[]string{"report", tmp}, []string{"not a run directory"}},
-		{[]string{"merge", filepath.Join(tmp, "out")}, []string{"shard directory"}},
+		// any run, at the line and field that name the program, saying how
+		// to build them.
+		{[]string{"matrix", "peers"}, []string{"embedded:peers: line 25: factors[0].values[2] (reactor): ./reactorlab-peers/gnet: no such file or directory",
+			matrix.PeersBuild}, 1},
+		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}, 1},
+		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}, 1}, // a suite writes into subdirectories
+		{[]string{"matrix", "quick", "--cpus", "server=0,loadgen=0"}, []string{"embedded:quick: spec quick: cell baseline: cpus server=0,loadgen=0: both sides on CPU 0"}, 1},
+		{[]string{"matrix", "--resume", full, "--out", full}, []string{"no --out"}, 2},
+		{[]string{"matrix", "--resume", full}, []string{"--resume " + full, "not a run directory"}, 1},
+		{[]string{"matrix", "--list", "--json", "-"}, []string{"--list takes no --json"}, 2},
+		{[]string{"compare", tmp}, []string{"OLD and NEW"}, 2},
+		{[]string{"compare", tmp, tmp, "--threshold", "ten"}, []string{"--threshold", "ten"}, 2},
+		{[]string{"compare", tmp, tmp, "--threshold", "-5%"}, []string{"--threshold"}, 2},
+		{[]string{"compare", tmp, tmp}, []string{"not a run directory"}, 0},
+		{[]string{"report", tmp}, []string{"not a run directory"}, 1},
+		{[]string{"merge", filepath.Join(tmp, "out")}, []string{"shard directory"}, 2},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(tc.args, &stdout, &stderr); code != exitUsage {
-			t.Errorf("%q: exit %d, want %d (stderr %q)", tc.args, code, exitUsage, stderr.String())
+		start := time.Now()
+		code := run(tc.args, &stdout, &stderr)
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("%q: refused after %v", tc.args, el)
+		}
+		if code != exitUsage || stdout.Len() != 0 {
+			t.Errorf("%q: exit %d, want %d; stdout %q (stderr %q)", tc.args, code, exitUsage, stdout.String(), stderr.String())
 			continue
+		}
+		if n := strings.Count(stderr.String(), "\n"); tc.lines > 0 && n != tc.lines {
+			t.Errorf("%q: stderr holds %d lines, want %d:\n%s", tc.args, n, tc.lines, stderr.String())
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(stderr.String(), w) {
 				t.Errorf("%q: stderr %q does not name %q", tc.args, stderr.String(), w)
 			}
 		}
+	}
+}
+
+// TestMatrixRefusesWhatTheChildWould: a spec whose value the server would
+// reject is refused before anything runs, naming the file, the line and
+// the field, with the message `reactorlab serve` gives for that value;
+// an unclosed '{' is reported at its own line.
+func TestMatrixRefusesWhatTheChildWould(t *testing.T) {
+	tmp := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := "name: x\nbaseline:\n  reactor: lt\n  hot: 1\n  inflight: 4\n"
+	var serveErr bytes.Buffer
+	if code := run([]string{"serve", "--callback", "50"}, io.Discard, &serveErr); code != exitUsage {
+		t.Fatalf("serve --callback 50: exit %d, want %d", code, exitUsage)
+	}
+	// "reactorlab serve: --callback "50": MESSAGE": the message is what
+	// the matrix must give.
+	first, _, _ := strings.Cut(serveErr.String(), "\n")
+	_, child, ok := strings.Cut(first, `"50": `)
+	if !ok || !strings.Contains(child, "50us") {
+		t.Fatalf("serve's refusal %q: not the form this test expects", first)
+	}
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"callback without a unit", write("cb.yaml", base+"  callback: 50\n  duration: 1s\n"), "cb.yaml: line 6: callback: " + child},
+		{"workers with oneshot", write("w.yaml", base+"  workers: 2\n  duration: 1s\nfactors:\n  - {name: reactor, values: [oneshot]}\n"),
+			"w.yaml: line 9: factors[0].values[0] (reactor): invalid reactor configuration: workers = 2: oneshot runs callbacks on its own worker threads"},
+		{"unclosed {", write("brace.yaml", base+"  duration: 1s\nfactors:\n  - {name: hot, values: [2]\n"), "brace.yaml: line 8: yaml: did not find expected ',' or '}'"},
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := run([]string{"matrix", tc.file, "--out", filepath.Join(tmp, "never")}, &stdout, &stderr)
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("%s: refused after %v", tc.name, el)
+		}
+		if want := "reactorlab matrix: " + filepath.Join(tmp, tc.want); code != exitUsage || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr\n %q\nwant one line beginning\n %q", tc.name, code, stdout.String(), stderr.String(), want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "never")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused matrix made its directory: %v", err)
 	}
 }
 
@@ -94,10 +166,26 @@ factors:
 		dir := filepath.Join(tmp, fmt.Sprintf("shard%d", i))
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
-		code := run([]string{"matrix", spec, "--shard", fmt.Sprintf("%d/2", i), "--out", dir, "--cpus", "none"}, &stdout, &stderr)
+		args := []string{"matrix", spec, "--shard", fmt.Sprintf("%d/2", i), "--out", dir, "--cpus", "none"}
+		if i == 1 {
+			args = append(args, "--json", "-")
+		}
+		code := run(args, &stdout, &stderr)
 		t.Logf("shard %d/2: exit %d in %v", i, code, time.Since(start).Round(time.Millisecond))
 		if code != 0 {
 			t.Fatalf("shard %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, code, stdout.String(), stderr.String())
+		}
+		if i == 1 {
+			// --json -: stdout is the result alone; the summary is on
+			// stderr.
+			r := parseResult(t, stdout.Bytes())
+			if r.Suite != "tiny" || r.Dir != dir || r.Shard != "1/2" || !r.Complete || r.Interrupted || len(r.Specs) != 1 ||
+				r.Specs[0].Planned != 2 || r.Specs[0].Runs != 2 || r.Specs[0].Analysis.Spec != "tiny" || len(r.Specs[0].Analysis.Cells) != 3 {
+				t.Errorf("--json - result: %+v", r)
+			}
+			if !strings.Contains(stderr.String(), "## Summary") || !strings.Contains(stderr.String(), "reports: ") {
+				t.Errorf("--json -: the summary is not on stderr:\n%s", stderr.String())
+			}
 		}
 		for _, f := range []string{results.ManifestFile, results.AnalysisFile, results.MarkdownFile, results.HTMLFile, results.BenchFile} {
 			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -107,9 +195,15 @@ factors:
 		shards = append(shards, dir)
 	}
 	merged := filepath.Join(tmp, "merged")
+	mergedJSON := filepath.Join(tmp, "merged.json")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"merge", merged, shards[1], shards[0]}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"merge", merged, shards[1], shards[0], "--json", mergedJSON}, &stdout, &stderr); code != 0 {
 		t.Fatalf("merge: exit %d: %s", code, stderr.String())
+	}
+	if b, err := os.ReadFile(mergedJSON); err != nil {
+		t.Error(err)
+	} else if r := parseResult(t, b); r.Dir != merged || len(r.Specs) != 1 || r.Specs[0].Runs != 4 || r.Specs[0].Planned != 4 || len(r.Specs[0].Analysis.Cells) != 3 {
+		t.Errorf("merge --json: %+v", r)
 	}
 	m, err := results.ReadManifest(merged)
 	if err != nil {
@@ -132,8 +226,11 @@ factors:
 	before, _ := os.ReadFile(filepath.Join(merged, results.AnalysisFile))
 	stdout.Reset()
 	stderr.Reset()
-	if code := run([]string{"report", merged}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"report", merged, "--json", "-"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr.String())
+	}
+	if r := parseResult(t, stdout.Bytes()); !r.Complete || len(r.Specs) != 1 || r.Specs[0].Runs != 4 {
+		t.Errorf("report --json -: %+v", r)
 	}
 	after, _ := os.ReadFile(filepath.Join(merged, results.AnalysisFile))
 	if !bytes.Equal(before, after) {
@@ -228,11 +325,178 @@ func TestCompareSuite(t *testing.T) {
 	if ia < 0 || ib < ia || strings.Contains(out[ia:ib], "REGRESSION") || !strings.Contains(out[ib:], "REGRESSION") {
 		t.Errorf("want sections a (clean) then b (with the regression):\n%s", out)
 	}
-	// Specs that differ between the two are refused, not half compared.
+	// A spec on one side only is listed as not compared (compare_test.go
+	// has the rest); b's regression still fails the gate.
 	writeManifest(t, filepath.Join(next, "c"), base, cell)
 	stdout.Reset()
 	stderr.Reset()
-	if code := run([]string{"compare", old, next}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "not runs of the same suite") {
-		t.Errorf("different suites: exit %d, stderr %q", code, stderr.String())
+	if code := run([]string{"compare", old, next}, &stdout, &stderr); code != 1 || !strings.Contains(stdout.String(), "c: only in the new runs") {
+		t.Errorf("a spec in NEW only: exit %d (want 1, b's regression)\n%s%s", code, stdout.String(), stderr.String())
 	}
+}
+
+// parsedResult is what a test reads of matrix --json: matrixResult with
+// each spec's summary decoded.
+type parsedResult struct {
+	matrixResult
+	Specs []struct {
+		specResult
+		Analysis results.Analysis `json:"summary"`
+	} `json:"specs"`
+}
+
+// parseResult decodes a --json result, failing the test unless the whole
+// input is one JSON object.
+func parseResult(t *testing.T, b []byte) parsedResult {
+	t.Helper()
+	var r parsedResult
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("not a matrix result: %v\n%s", err, b)
+	}
+	if dec.More() {
+		t.Fatalf("more than one JSON value:\n%s", b)
+	}
+	return r
+}
+
+const tinySpec = `name: tiny
+repeats: 2
+baseline:
+  reactor: lt
+  hot: 1
+  inflight: 4
+  control_every: 10ms
+  duration: 300ms
+  warmup: 100ms
+factors:
+  - name: reactor
+    values: [et]
+`
+
+// TestMatrixInterruptedAndResumed interrupts a matrix with SIGINT in its
+// third run (a fake cell, so it costs nothing), and continues it with the
+// command it prints (the rest measured for real): exit 130 and the
+// command, then 0, the runs kept, the manifest saying so; then the
+// refusals of --resume, each exit 2 in one line.
+func TestMatrixInterruptedAndResumed(t *testing.T) {
+	tmp := t.TempDir()
+	spec := filepath.Join(tmp, "tiny.yaml")
+	os.WriteFile(spec, []byte(tinySpec), 0o644)
+	dir := filepath.Join(tmp, "run")
+	out := filepath.Join(tmp, "result.json")
+	n := 0
+	matrixRunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+		n++
+		res, err := matrixFakeCell(c)
+		if n == 3 {
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+				t.Error("SIGINT did not stop the matrix in 10 s")
+			}
+			res.Valid, res.Invalid = false, []string{"lab: interrupted"}
+		}
+		return res, err
+	}
+	defer func() { matrixRunCell = nil }()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"matrix", spec, "--out", dir, "--cpus", "none", "--json", out}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	resume := strings.TrimPrefix(lines[len(lines)-1], "to continue: ")
+	if want := "reactorlab matrix --resume " + dir + " --json " + out; code != cli.ExitInterrupted || n != 3 || resume != want {
+		t.Fatalf("exit %d after %d runs (want %d after 3), last line %q, want the command %q\n%s", code, n, cli.ExitInterrupted, lines[len(lines)-1], want, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "## Summary") {
+		t.Errorf("an interrupted matrix does not report what it measured:\n%s", stdout.String())
+	}
+	b, _ := os.ReadFile(out)
+	if r := parseResult(t, b); !r.Interrupted || r.Complete || r.Resume != resume || r.Specs[0].Runs != 3 || r.Specs[0].Planned != 4 {
+		t.Errorf("interrupted --json: %+v", r)
+	}
+
+	// The command it printed, the rest of the plan run for real.
+	matrixRunCell = nil
+	stdout.Reset()
+	stderr.Reset()
+	start := time.Now()
+	code = run(strings.Fields(resume)[1:], &stdout, &stderr)
+	t.Logf("resumed: exit %d in %v", code, time.Since(start).Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "resuming "+dir+", 2 of 4 planned runs kept") {
+		t.Errorf("resume does not say what it keeps:\n%s", stderr.String())
+	}
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := m.Shards[0]
+	if len(m.Runs) != 4 || countInvalid(m) != 0 || sh.Interrupted || len(sh.Resumed) != 1 || sh.Resumed[0].Kept != 2 || sh.Resumed[0].Dropped != 1 || sh.Placement != "server=none,loadgen=none" {
+		t.Errorf("resumed manifest: %d runs, %d invalid, shard %+v", len(m.Runs), countInvalid(m), sh)
+	}
+	b, _ = os.ReadFile(out)
+	if r := parseResult(t, b); r.Interrupted || !r.Complete || r.Resume != "" || r.Specs[0].Runs != 4 || len(r.Specs[0].Resumed) != 1 {
+		t.Errorf("resumed --json: %+v", r)
+	}
+
+	other := filepath.Join(tmp, "other.yaml")
+	os.WriteFile(other, []byte(strings.Replace(tinySpec, "repeats: 2", "repeats: 3", 1)), 0o644)
+	partial := filepath.Join(tmp, "partial")
+	if err := os.MkdirAll(partial, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"matrix", "--resume", dir}, "complete, all 4 planned runs recorded (4 valid): nothing left to run"},
+		{[]string{"matrix", other, "--resume", dir}, "whose text differs from " + other + "'s"},
+		{[]string{"matrix", "--resume", partial}, "not a run directory"},
+		{[]string{"matrix", "--resume", dir, "--shard", "2/2"}, "holds shard 1/1, not 2/2"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(tc.args, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", tc.args[1:], code, stdout.String(), stderr.String(), exitUsage, tc.want)
+		}
+	}
+}
+
+// matrixFakeCell stands in for harness.RunCell: a valid run whose interval log
+// holds one data value a millisecond and a PING every 10, written where
+// the harness writes its own.
+func matrixFakeCell(c harness.Cell) (*harness.CellResult, error) {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rec := results.NewRecorder(start, 100*time.Millisecond, c.Load.Warmup)
+	data, _ := rec.Class(loadgen.ClassData)
+	ctl, _ := rec.Class(loadgen.ClassControl)
+	total := c.Load.Warmup + c.Load.Duration
+	for ms := time.Duration(0); ms < total; ms += time.Millisecond {
+		rec.Advance(ms)
+		data.Record(50*time.Microsecond + ms%7*time.Microsecond)
+		if ms%(10*time.Millisecond) == 0 {
+			ctl.Record(40 * time.Microsecond)
+		}
+	}
+	rec.Close(total)
+	var buf bytes.Buffer
+	if err := rec.WriteHlog(&buf); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, loadgen.HlogFile), buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	sum := &loadgen.Summary{Valid: true, StartTime: start, MeasuredS: c.Load.Duration.Seconds(), Config: c.Load,
+		Latency: rec.Summary(), SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget, RunS: total.Seconds()}}
+	sum.EchoRate = 1000
+	return &harness.CellResult{Cell: c, Valid: true, Load: sum,
+		Lab: &harness.LabResult{Mode: harness.ModeLab, Valid: true,
+			Server: &harness.ProcResult{UserNs: 1e8, SysNs: 5e7, MaxRSS: 10 << 20, Elapsed: total}}}, nil
 }

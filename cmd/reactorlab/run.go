@@ -22,6 +22,7 @@ import (
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -29,10 +30,30 @@ import (
 // labModes maps --lab to the harness's modes.
 var labModes = map[string]harness.Mode{"auto": harness.ModeAuto, "on": harness.ModeLab, "off": harness.ModeLoopback}
 
+const runSynopsis = `reactorlab run --reactor DESIGN [load flags] [reactor flags] [--out DIR]
+reactorlab run --target cmd:'COMMAND' [load flags] [--out DIR]`
+
+const runDescription = `Measures one cell: a reference reactor (--reactor, configured by the
+reactor flags, as serve takes them) or a black-box server (--target,
+which must echo bytes on the address in REACTORLAB_LISTEN or {addr})
+under the load the load flags describe, in the lab (network namespaces
+joined by veth, each side pinned to a CPU) or on loopback. It prints
+progress and then a wrk2-style summary (latency percentiles, throughput,
+CPU and memory per side, the frame ledger, the verdict) and writes the
+run's files into --out: summary.txt, summary.json, loadgen.hlog,
+loadgen.json, loadgen-config.json, progress.jsonl; a directory that
+holds a run already is refused. With --json the whole result goes to
+stdout as JSON, and every human line to stderr. Exit 0 for a valid run,
+1 for an invalid one (a frame lost, placement broken, something left
+behind) or one that could not finish, 2 when refused before anything
+ran (a bad flag or value; a target whose program is missing, that exits
+at once or does not listen within --start-timeout), 130 when
+interrupted (what was measured is reported).`
+
 // runCell is `reactorlab run`: one measured cell.
 func runCell(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reactorlab run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := cli.New("reactorlab run", runSynopsis, runDescription)
+	fs := c.Flags
 	reactorName := fs.String("reactor", "", "reference reactor to measure: "+designList())
 	targetSpec := fs.String("target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
 	cfg := reactors.DefaultConfig()
@@ -60,24 +81,15 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	serverCPU := fs.Float64("server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	labMode := fs.String("lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	grace := fs.Duration("grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
-	out := fs.String("out", "", "directory for the run's files (default reactorlab-runs/NAME-TIME)")
+	startTimeout := fs.Duration("start-timeout", harness.DefaultStartTimeout, "how long the server may take to accept on its addresses; one that does not is refused (exit 2)")
+	out := fs.String("out", "", "directory for the run's files, new or without a run in it (default reactorlab-runs/NAME-TIME)")
 	spectrum := fs.Bool("spectrum", false, "also print the detailed percentile spectrum of each latency class")
-	jsonOut := fs.Bool("json", false, "print the whole result as JSON on stdout instead of the text summary")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	jsonOut := fs.Bool("json", false, "print the whole result as JSON on stdout (and the text summary on stderr)")
+	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
+		return code
 	}
-	refuse := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "reactorlab run: "+format+"\n", a...)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		return refuse("unexpected argument %q (quote a cmd: target's command)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	refuse := func(format string, a ...any) int { return c.Usagef(stderr, format, a...) }
+	set := c.Set()
 	for _, name := range []string{"listen", "control-listen"} {
 		if set[name] {
 			return refuse("--%s: the harness chooses the server's addresses", name)
@@ -86,7 +98,10 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	if c := *serverCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > proc.MaxCPUShare || c > 0 && c < proc.MinCPUShare {
 		return refuse("--server-cpu %v: want a number of CPUs, %v..%d, or 0 for no cap", c, proc.MinCPUShare, proc.MaxCPUShare)
 	}
-	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace, ServerCPU: *serverCPU}
+	if *startTimeout <= 0 || *startTimeout > harness.MaxStartTimeout {
+		return refuse("--start-timeout = %v (accepted: (0, %v])", *startTimeout, harness.MaxStartTimeout)
+	}
+	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace, ServerCPU: *serverCPU, StartTimeout: *startTimeout}
 	mode, ok := labModes[*labMode]
 	if !ok {
 		return refuse("--lab %q (accepted: auto, on, off)", *labMode)
@@ -137,6 +152,16 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cell.Config = cfg
+	// What the serve child and the load generator would refuse, refused
+	// here first, in their words.
+	if cell.Reactor != "" {
+		if err := harness.CheckServe(cell.Reactor, cfg); err != nil {
+			return refuse("%v", err)
+		}
+	}
+	if err := harness.CheckLoad(cell.Load); err != nil {
+		return refuse("%v", err)
+	}
 	cell.Dir = *out
 	if cell.Dir == "" {
 		cell.Dir = filepath.Join("reactorlab-runs", name+"-"+time.Now().Format("20060102-150405"))
@@ -144,29 +169,141 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	if err := cell.Validate(); err != nil {
 		return refuse("%v", strings.TrimPrefix(err.Error(), "cell: "))
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	progress := newProgressPrinter(stderr, cell.Load.Warmup+cell.Load.Duration)
-	res, err := harness.RunCell(ctx, cell, progress.report)
-	progress.done()
-	if err != nil {
-		fmt.Fprintf(stderr, "reactorlab run: %v\n", err)
-		return 1
+	if err := harness.CheckCellDir(cell.Dir); err != nil {
+		return refuse("--out %v", err)
 	}
-	if *jsonOut {
-		if err := writeJSON(stdout, res); err != nil {
-			fmt.Fprintf(stderr, "reactorlab run: %v\n", err)
-			return 1
+	if cell.Target != "" {
+		if err := harness.CheckCommand(cell.Target); err != nil {
+			return c.Errorf(stderr, cli.ExitUsage, "--target: %v", err)
 		}
-	} else if err := res.WriteSummary(stdout, *spectrum); err != nil {
-		fmt.Fprintf(stderr, "reactorlab run: %v\n", err)
-		return 1
 	}
-	if !res.Valid {
-		return 1
+
+	// The first SIGINT or SIGTERM winds the run down: the load generator
+	// stops and reports what it measured. A second one ends this process
+	// (and with it the lab) at once.
+	intr := onInterrupt()
+	defer intr.stop()
+	cell.Interrupt = intr.c
+	created := missingDirs(cell.Dir)
+	progress := newProgressPrinter(stderr, cell.Load)
+	res, err := harness.RunCell(context.Background(), cell, progress.report)
+	progress.done()
+	interrupted := intr.happened()
+	if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) && !interrupted {
+		// Nothing was run: leave nothing behind, and refuse the target.
+		removeRun(cell.Dir, created)
+		what := "--target"
+		if cell.Reactor != "" {
+			what = "--reactor " + string(cell.Reactor)
+		}
+		msg := fmt.Sprintf("%s: %v; nothing was measured", what, sf)
+		if sf.StderrTail != "" {
+			msg += "\nthe server's stderr ends:\n    " + strings.ReplaceAll(lastLines(sf.StderrTail, 10), "\n", "\n    ")
+		}
+		return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
 	}
-	return 0
+	if res == nil {
+		code := cli.ExitFail
+		if interrupted {
+			code = cli.ExitInterrupted
+		}
+		return c.Errorf(stderr, code, "%v", err)
+	}
+	// The result is reported whatever happened: the summary on stdout, or
+	// the JSON there and the summary on stderr.
+	summaryTo := stdout
+	if *jsonOut {
+		summaryTo = stderr
+		if werr := writeJSON(stdout, res); werr != nil {
+			return c.Errorf(stderr, cli.ExitFail, "%v", werr)
+		}
+	}
+	if werr := res.WriteSummary(summaryTo, *spectrum); werr != nil {
+		return c.Errorf(stderr, cli.ExitFail, "%v", werr)
+	}
+	switch {
+	case interrupted:
+		fmt.Fprintf(stderr, "reactorlab run: interrupted; what was measured is above and in %s\n", res.Cell.Dir)
+		return cli.ExitInterrupted
+	case err != nil:
+		return c.Errorf(stderr, cli.ExitFail, "%v", err)
+	case !res.Valid:
+		return cli.ExitFail
+	}
+	return cli.ExitOK
+}
+
+// interrupt is closed by the first SIGINT or SIGTERM, after which the
+// signals' default action (ending the process) is restored.
+type interrupt struct {
+	c    chan struct{}
+	sigs chan os.Signal
+	end  chan struct{}
+	done chan struct{}
+}
+
+// onInterrupt catches SIGINT and SIGTERM until stop.
+func onInterrupt() *interrupt {
+	i := &interrupt{c: make(chan struct{}), sigs: make(chan os.Signal, 1), end: make(chan struct{}), done: make(chan struct{})}
+	signal.Notify(i.sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		defer close(i.done)
+		select {
+		case <-i.sigs:
+			signal.Stop(i.sigs)
+			close(i.c)
+		case <-i.end:
+		}
+	}()
+	return i
+}
+
+// happened reports whether a signal came.
+func (i *interrupt) happened() bool {
+	select {
+	case <-i.c:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop stops catching the signals and ends the goroutine.
+func (i *interrupt) stop() {
+	signal.Stop(i.sigs)
+	close(i.end)
+	<-i.done
+}
+
+// missingDirs lists dir and those of its parents that do not exist yet,
+// deepest first: what a run will create, and removeRun may remove.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			return out
+		}
+		out = append(out, d)
+	}
+}
+
+// removeRun removes a run's files from dir, then the directories the run
+// created (created, deepest first) if they are empty.
+func removeRun(dir string, created []string) {
+	for _, name := range harness.CellFiles {
+		os.Remove(filepath.Join(dir, name))
+	}
+	for _, d := range created {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func designList() string {
@@ -186,16 +323,19 @@ func wireFaultNames() []string {
 }
 
 // progressPrinter shows the load generator's progress: one line rewritten
-// in place on a terminal, plain lines otherwise.
+// in place on a terminal, plain lines otherwise. Data frames and control
+// PINGs are shown apart, each only when the load has them.
 type progressPrinter struct {
-	w        io.Writer
-	terminal bool
-	total    time.Duration
-	printed  bool
+	w             io.Writer
+	terminal      bool
+	total         time.Duration
+	data, control bool
+	printed       bool
 }
 
-func newProgressPrinter(w io.Writer, total time.Duration) *progressPrinter {
-	p := &progressPrinter{w: w, total: total}
+func newProgressPrinter(w io.Writer, load loadgen.Config) *progressPrinter {
+	p := &progressPrinter{w: w, total: load.Warmup + load.Duration,
+		data: load.Hot+load.Steady > 0, control: load.ControlEvery > 0}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			p.terminal = true
@@ -205,19 +345,29 @@ func newProgressPrinter(w io.Writer, total time.Duration) *progressPrinter {
 }
 
 func (p *progressPrinter) report(r loadgen.Progress) {
-	phase := "warm-up"
-	if r.Measuring {
-		phase = "measuring"
-	}
-	line := fmt.Sprintf("%5.1fs/%.1fs %-9s sent %d echoed %d  %.0f frames/s  data p99 %v  control p99 %v",
-		r.Elapsed.Seconds(), p.total.Seconds(), phase, r.Sent, r.Echoed, r.Rate,
-		r.DataP99.Round(time.Microsecond), r.ControlP99.Round(time.Microsecond))
-	if p.terminal {
+	if line := p.line(r); p.terminal {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 	} else {
 		fmt.Fprintln(p.w, line)
 	}
 	p.printed = true
+}
+
+// line is the progress line of report r: data frames (sent, echoed, the
+// rate) and control PINGs apart.
+func (p *progressPrinter) line(r loadgen.Progress) string {
+	phase := "warm-up"
+	if r.Measuring {
+		phase = "measuring"
+	}
+	line := fmt.Sprintf("%5.1fs/%.1fs %-9s", r.Elapsed.Seconds(), p.total.Seconds(), phase)
+	if p.data {
+		line += fmt.Sprintf("  data: sent %d echoed %d, %.0f frames/s, p99 %v", r.Sent, r.Echoed, r.Rate, r.DataP99.Round(time.Microsecond))
+	}
+	if p.control {
+		line += fmt.Sprintf("  control: %d PINGs echoed, p99 %v", r.ControlEchoed, r.ControlP99.Round(time.Microsecond))
+	}
+	return line
 }
 
 func (p *progressPrinter) done() {

@@ -3,15 +3,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,4 +271,269 @@ func buildEcho(t *testing.T) string {
 		t.Fatalf("build echo: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// refusal runs `reactorlab args...` and checks a refusal: exit 2, nothing
+// on stdout, one message (its first line begins "reactorlab CMD: "), within
+// bound. It returns the message.
+func refusal(t *testing.T, bound time.Duration, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	t0 := time.Now()
+	code := run(args, &stdout, &stderr)
+	el := time.Since(t0)
+	msg := stderr.String()
+	if code != exitUsage || stdout.Len() != 0 || strings.Count(msg, "reactorlab "+args[0]+": ") != 1 ||
+		!strings.HasPrefix(msg, "reactorlab "+args[0]+": ") {
+		t.Errorf("%q: exit %d (want %d), stdout %q, stderr:\n%s", args, code, exitUsage, stdout.String(), msg)
+	}
+	if el > bound {
+		t.Errorf("%q: refused after %v, want within %v", args, el, bound)
+	}
+	return msg
+}
+
+// TestRunRefusesWhatTheChildWould: a value the serve child or the load
+// generator would refuse is refused by run before anything starts (at
+// once, nothing written), in the child's words.
+func TestRunRefusesWhatTheChildWould(t *testing.T) {
+	for _, bad := range [][]string{
+		{"--callback", "50"},
+		{"--budget-input", "0"},
+		{"--timer", "sometimes"},
+		{"--reactor", "oneshot", "--workers", "2"},
+		{"--out-low", "2000000"},
+	} {
+		serveArgs := append([]string{"serve"}, bad...)
+		runArgs := append([]string{"run", "--reactor", "lt", "--out", filepath.Join(t.TempDir(), "cell")}, bad...)
+		child := refusal(t, time.Second, serveArgs...)
+		mine := refusal(t, time.Second, runArgs...)
+		// The same message, but for the command's name.
+		if want := strings.ReplaceAll(child, "reactorlab serve", "reactorlab run"); mine != want {
+			t.Errorf("%q:\nrun says   %q\nserve says %q", bad, mine, child)
+		}
+		if _, err := os.Stat(runArgs[4]); err == nil {
+			t.Errorf("%q: refused, yet it created %s", bad, runArgs[4])
+		}
+	}
+	// The load generator's refusal, as loadgen words it for its file.
+	dir := t.TempDir()
+	cfg := loadgen.Config{DataAddr: "127.0.0.1:1", Hot: 1, InFlight: 0, Duration: time.Second, Warmup: time.Second}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "load.json")
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	child := refusal(t, time.Second, "loadgen", "--config", cfgPath, "--out", dir)
+	mine := refusal(t, time.Second, "run", "--reactor", "lt", "--inflight", "0", "--out", filepath.Join(dir, "cell"))
+	childMsg := strings.TrimPrefix(strings.SplitN(child, "\n", 2)[0], "reactorlab loadgen: "+cfgPath+": ")
+	mineMsg := strings.TrimPrefix(strings.SplitN(mine, "\n", 2)[0], "reactorlab run: ")
+	if childMsg != mineMsg || !strings.Contains(mineMsg, "--inflight = 0") {
+		t.Errorf("--inflight 0:\nrun says     %q\nloadgen says %q", mineMsg, childMsg)
+	}
+}
+
+// TestRunDurationsSayTheirUnit: every duration flag of run refuses a bare
+// number saying it wants a unit.
+func TestRunDurationsSayTheirUnit(t *testing.T) {
+	for _, name := range []string{"--duration", "--warmup", "--control-every", "--stop-at", "--drain", "--interval", "--grace", "--start-timeout", "--tick", "--app-timer"} {
+		msg := refusal(t, time.Second, "run", "--reactor", "lt", name, "3", "--out", filepath.Join(t.TempDir(), "cell"))
+		if !strings.Contains(msg, name+` "3": not a duration (want a number with a unit`) {
+			t.Errorf("%s 3: %q does not say it wants a unit", name, msg)
+		}
+	}
+}
+
+// TestRunRefusesADirectoryWithARun: --out holding any of a run's files is
+// refused, naming the file; an empty directory, or one with other files,
+// is not (the refusal that follows is the target's).
+func TestRunRefusesADirectoryWithARun(t *testing.T) {
+	for _, name := range []string{harness.CellSummaryFile, loadgen.HlogFile, harness.CellLoadConfigFile} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("an earlier run's\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		msg := refusal(t, time.Second, "run", "--reactor", "lt", "--out", dir)
+		if !strings.Contains(msg, "--out "+dir) || !strings.Contains(msg, filepath.Join(dir, name)+" is there") {
+			t.Errorf("--out holding %s: %q", name, msg)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != "an earlier run's\n" {
+			t.Errorf("%s was touched: %q", name, b)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
+	msg := refusal(t, 2*time.Second, "run", "--target", "cmd:true", "--lab", "off", "--out", dir)
+	if !strings.Contains(msg, string(harness.StartExited)) {
+		t.Errorf("a directory without a run: %q, want it accepted and the target refused", msg)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a refused target left files in %s: %v", dir, entries)
+	}
+}
+
+// TestRunRefusesATargetThatDoesNotStart: a missing program (a simple
+// command, checked before anything starts, or behind a shell), one that
+// exits at once, and one that never listens are each one refusal, exit 2,
+// within --start-timeout + 1 s, naming the cause and the server's stderr;
+// nothing is left in --out.
+func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
+	const startTimeout = 500 * time.Millisecond
+	lab := "auto" // one case in the lab, where it works: it costs ~50 ms
+	for _, tc := range []struct {
+		target, lab string
+		want        []string
+	}{
+		{"/nonexistent/server --listen {addr}", "off", []string{string(harness.StartMissing), "/nonexistent/server"}},
+		{"cd / && /nonexistent/server", "off", []string{string(harness.StartMissing), "exit status 127", "stderr ends:", "not found"}},
+		{"echo going away >&2; exit 3", "off", []string{string(harness.StartExited), "exit status 3", "stderr ends:", "going away"}},
+		{"true", lab, []string{string(harness.StartExited), "exit status 0"}},
+		{"sleep 1000", "off", []string{string(harness.StartNoListener), "500ms"}},
+		{"sleep 1000", lab, []string{string(harness.StartNoListener), "500ms"}},
+	} {
+		out := filepath.Join(t.TempDir(), "cell")
+		msg := refusal(t, startTimeout+time.Second, "run", "--target", "cmd:"+tc.target, "--lab", tc.lab,
+			"--start-timeout", startTimeout.String(), "--duration", "1s", "--out", out)
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%q (lab %s): %q does not say %q", tc.target, tc.lab, msg, w)
+			}
+		}
+		if strings.Contains(msg, "--help") {
+			t.Errorf("%q: a target's refusal points to --help: %q", tc.target, msg)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%q: refused, yet %s is there", tc.target, out)
+		}
+	}
+}
+
+// TestRunJSONIsAllOfStdout: with --json, stdout is the result and nothing
+// else (progress and the summary go to stderr). The run is control probes
+// alone (--hot 0): its progress lines and progress.jsonl count no data
+// frame, as its summary does, and the PINGs apart.
+func TestRunJSONIsAllOfStdout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cell")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--reactor", "lt", "--hot", "0", "--control-every", "10ms", "--duration", "1s", "--warmup", "200ms",
+		"--interval", "200ms", "--json", "--out", dir}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
+	var res harness.CellResult
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimSpace(rest)) != 0 || dec.More() {
+		t.Fatalf("stdout holds more than the JSON: %q", rest)
+	}
+	if !res.Valid || res.Load == nil || res.Load.Totals.Sent != 0 || res.Load.ControlTotals.Echoed == 0 {
+		t.Fatalf("result: valid %v %q, load %+v", res.Valid, res.Invalid, res.Load)
+	}
+	if !strings.Contains(stderr.String(), "Verdict      VALID") || !strings.Contains(stderr.String(), "control: ") {
+		t.Errorf("stderr lacks the summary or the progress:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "frames/s, p99") {
+		t.Errorf("progress shows data for a run without data sources:\n%s", stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, harness.CellProgressFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	var last loadgen.Progress
+	for _, l := range lines {
+		var p loadgen.Progress
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatalf("%s: %q: %v", harness.CellProgressFile, l, err)
+		}
+		if p.Sent != 0 || p.Echoed != 0 || p.Rate != 0 {
+			t.Errorf("progress at %v: sent %d echoed %d, %.0f frames/s of data in a run of PINGs alone", p.Elapsed, p.Sent, p.Echoed, p.Rate)
+		}
+		last = p
+	}
+	if len(lines) < 3 || last.ControlEchoed == 0 {
+		t.Errorf("%d progress lines, last %+v: want the PINGs counted apart", len(lines), last)
+	}
+}
+
+// TestRunHelpOnStdout: run, serve and loadgen print their help on stdout:
+// the synopsis first, a paragraph with the exit codes, the flags.
+func TestRunHelpOnStdout(t *testing.T) {
+	for _, name := range []string{"run", "serve", "loadgen"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{name, "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Errorf("%s --help: exit %d, stderr %q", name, code, stderr.String())
+		}
+		help := stdout.String()
+		if !strings.HasPrefix(help, "usage: reactorlab "+name+" ") || !strings.Contains(help, "Exit 0") || !strings.Contains(help, "\nflags:\n  --") {
+			t.Errorf("%s --help:\n%s", name, help)
+		}
+	}
+}
+
+// TestRunInterrupted: SIGINT during a run winds it down: the summary of
+// what was measured is printed and written, and the exit status is 130.
+func TestRunInterrupted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cell")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childArgsEnv+"=run --reactor lt --hot 1 --inflight 4 --duration 30s --warmup 0s --interval 200ms --lab off --out "+dir)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	measuring := make(chan struct{})
+	var errText strings.Builder
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(stderr)
+		once := false
+		for sc.Scan() {
+			errText.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "measuring") {
+				once = true
+				close(measuring)
+			}
+		}
+	}()
+	select {
+	case <-measuring:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no progress line in 20 s")
+	}
+	t0 := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	code := waitExit(t, cmd)
+	<-copied
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Errorf("exited %v after SIGINT", el)
+	}
+	if code != 130 {
+		t.Errorf("exit %d, want 130\nstderr:\n%s", code, errText.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"Throughput", "Verdict      INVALID", "interrupted", "Ledger"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, harness.CellSummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res harness.CellResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.Load == nil || res.Load.Totals.Echoed == 0 || !res.Load.Interrupted {
+		t.Errorf("summary.json: %v, load %+v", err, res.Load)
+	}
 }

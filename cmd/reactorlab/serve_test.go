@@ -77,12 +77,39 @@ func TestServeRefusesBadFlags(t *testing.T) {
 
 func TestServeHelpListsDefaults(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"serve", "--help"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("--help exit %d", code)
+	if code := run([]string{"serve", "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("--help exit %d, stderr %q", code, stderr.String())
 	}
-	for _, want := range []string{"-budget-input int", "(default 32)", "-out-high", "(default 1048576)", "-timer", "-callback", "-workers", "-prio-data-budget", "(default 500µs)"} {
-		if !strings.Contains(stderr.String(), want) {
+	help := stdout.String()
+	if !strings.HasPrefix(help, "usage: reactorlab serve ") {
+		t.Errorf("--help does not begin with the synopsis:\n%s", help)
+	}
+	for _, want := range []string{"--budget-input int", "(default 32)", "--out-high", "(default 1048576)", "--timer mode", "--callback cost", "--workers", "--prio-data-budget", "(default 500µs)", "Exit 0"} {
+		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+// TestServeDurationsSayTheirUnit: every duration flag of serve, the
+// reactor's configuration included, refuses a bare number saying what it
+// wants; so does each flag of a form of its own.
+func TestServeDurationsSayTheirUnit(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--tick", "3", "want a number with a unit"},
+		{"--lifetime", "3", "want a number with a unit"},
+		{"--budget-time", "3", "want a number with a unit"},
+		{"--stop-grace", "3", "want a number with a unit"},
+		{"--callback", "50", "accepted forms"},
+		{"--wait", "spin", "want poll-first or block"},
+		{"--stats", "maybe", "want on or off"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"serve", tc.flag, tc.value}, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != exitUsage || stdout.Len() != 0 || len(lines) != 2 ||
+			!strings.HasPrefix(lines[0], "reactorlab serve: "+tc.flag+" ") || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("serve %s %s: exit %d, stderr:\n%s\nwant one line naming %s and %q, then the pointer to --help", tc.flag, tc.value, code, stderr.String(), tc.flag, tc.want)
 		}
 	}
 }

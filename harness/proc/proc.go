@@ -66,6 +66,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -95,6 +96,39 @@ var ErrExited = errors.New("process exited")
 // ErrNotReady reports that an address did not accept a connection within
 // Spec.Ready; the error from Start wraps it and context.DeadlineExceeded.
 var ErrNotReady = errors.New("target not ready")
+
+// StartError is Start's error for a process that was started but never
+// became ready: it exited first (Err wraps ErrExited), an address did not
+// accept within Spec.Ready (Err wraps ErrNotReady and
+// context.DeadlineExceeded), or Start's context ended (Err wraps its
+// error). When Start returns it, the process and every process of its
+// group have been killed and reaped: Exit says how the process ended and
+// holds what it printed, its stderr tail included. Its text is the
+// underlying error followed by the stderr tail, so a person sees why.
+type StartError struct {
+	// Name is the command's Argv[0].
+	Name string
+	// Addrs are the addresses Start waited for, in order.
+	Addrs []string
+	// Exit is how the process ended: by itself (Err wraps ErrExited), or
+	// killed by Start.
+	Exit Exit
+	// Err is what went wrong.
+	Err error
+}
+
+// Error is "start NAME: ERR", then "; stderr:" and the stderr tail, if the
+// process wrote any.
+func (e *StartError) Error() string {
+	msg := "start " + e.Name + ": " + e.Err.Error()
+	if t := strings.TrimSpace(e.Exit.StderrTail); t != "" {
+		msg += "; stderr:\n" + t
+	}
+	return msg
+}
+
+// Unwrap returns Err.
+func (e *StartError) Unwrap() error { return e.Err }
 
 // ErrNoListenAddr reports a Spec with NoListen and an Addr.
 var ErrNoListenAddr = errors.New("NoListen with an Addr")

@@ -64,8 +64,9 @@ type Process struct {
 // Spec.WaitAddrs) accepts a TCP connection; each probe connection is closed
 // at once. It returns an error instead if the process exits first (with its
 // exit status and the tail of its stderr), if Spec.Ready passes, or if ctx
-// ends; the process is then killed and reaped before Start returns. ctx
-// bounds only Start: use Stop to end the process.
+// ends; the process is then killed and reaped before Start returns, and the
+// error is a *StartError. ctx bounds only Start: use Stop to end the
+// process.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("start: empty Argv")
@@ -163,10 +164,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		if errors.Is(err, ErrExited) {
 			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, strings.Join(waitAddrs, " and "))
 		}
-		if t := strings.TrimSpace(exit.StderrTail); t != "" {
-			err = fmt.Errorf("%w; stderr:\n%s", err, t)
-		}
-		return fail(err)
+		return nil, &StartError{Name: name, Addrs: waitAddrs, Exit: exit, Err: err}
 	}
 	// The group as it was before the dial that found the target ready: a
 	// server that forks a child per connection has forked one for that

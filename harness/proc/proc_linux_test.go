@@ -525,16 +525,19 @@ func TestStartFails(t *testing.T) {
 		max   time.Duration // Start must fail within this
 		is    []error
 		wants []string
+		code  int    // the *StartError's exit code; -2: no *StartError (nothing was started)
+		tail  string // in its stderr tail
 	}{
 		{"exits at once", Spec{Argv: []string{"false"}}, time.Second,
-			[]error{ErrExited}, []string{"start false:", "exit status 1"}},
+			[]error{ErrExited}, []string{"start false:", "exit status 1"}, 1, ""},
 		{"exits with stderr", Spec{Argv: []string{"sh", "-c", "echo boom >&2; exit 3"}}, time.Second,
-			[]error{ErrExited}, []string{"start sh:", "exit status 3", "boom"}},
+			[]error{ErrExited}, []string{"start sh:", "exit status 3", "boom"}, 3, "boom"},
 		{"never listens", Spec{Argv: []string{"sleep", "60"}, Addr: never, Ready: 300 * time.Millisecond}, 1500 * time.Millisecond,
-			[]error{ErrNotReady, context.DeadlineExceeded}, []string{"start sleep:", never, "300ms"}},
+			[]error{ErrNotReady, context.DeadlineExceeded}, []string{"start sleep:", never, "300ms"}, -1, ""},
+		// The launcher cannot exec it: it exits 127, as a shell does.
 		{"not found", Spec{Argv: []string{"/nonexistent/target"}}, time.Second,
-			nil, []string{"start /nonexistent/target:"}},
-		{"empty argv", Spec{}, time.Second, nil, []string{"empty Argv"}},
+			[]error{ErrExited}, []string{"start /nonexistent/target:", "exit status 127"}, launcherFailed, "/nonexistent/target"},
+		{"empty argv", Spec{}, time.Second, nil, []string{"empty Argv"}, -2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
@@ -558,6 +561,18 @@ func TestStartFails(t *testing.T) {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error lacks %q", s)
 				}
+			}
+			var se *StartError
+			switch {
+			case !errors.As(err, &se):
+				if tc.code != -2 {
+					t.Errorf("error is no *StartError")
+				}
+			case tc.code == -2:
+				t.Errorf("a *StartError though nothing was started: %+v", se)
+			case se.Exit.Code != tc.code || !strings.Contains(se.Exit.StderrTail, tc.tail) || len(se.Addrs) == 0:
+				t.Errorf("StartError exit %d, stderr tail %q, addrs %v; want exit %d, a tail with %q, the addresses",
+					se.Exit.Code, se.Exit.StderrTail, se.Addrs, tc.code, tc.tail)
 			}
 		})
 	}

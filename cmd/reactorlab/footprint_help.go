@@ -1,0 +1,16 @@
+package main
+
+const footprintSynopsis = `reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--json] [flags]`
+
+const footprintDescription = `Measures a server's resident memory per idle connection. The target runs
+as a process of its own (a reference reactor under this tool's serve
+command, or any byte-echo server given as cmd:'COMMAND') with a descriptor
+limit that fits the connections; --conns connections on loopback each send
+one 64-byte frame and read its echo, then stay open and idle, and the
+growth of the server's RSS (its whole process group) is divided by the
+connections. A program that is missing, exits at once or does not listen
+within --start-timeout is refused, with the end of its stderr. Prints one
+line, or the result as JSON with --json. Exit 0: measured; 1: the
+measurement failed (a connection refused or not echoed, --timeout passed);
+2: bad flags, or the target could not be started; 130: interrupted by
+SIGINT or SIGTERM.`

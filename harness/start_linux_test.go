@@ -1,0 +1,135 @@
+//go:build linux
+
+package harness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// A server that cannot be started is one of three causes, each with the
+// server's stderr tail, in the result and in Run's error, within Ready
+// (plus the lab's start and stop), in the lab and on loopback.
+func TestStartFailureCauses(t *testing.T) {
+	const ready = 500 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		cause  StartCause
+		code   int
+		stderr string
+	}{
+		{"missing program", []string{"/bin/sh", "-c", "exec /nonexistent/server"}, StartMissing, 127, "not found"},
+		{"exits at once", []string{"/bin/sh", "-c", "echo going >&2; exit 3"}, StartExited, 3, "going"},
+		{"never listens", []string{"@test-echo", "--no-listen"}, StartNoListener, -1, ""},
+	} {
+		for _, mode := range []Mode{ModeLoopback, ModeAuto} {
+			t.Run(tc.name+" "+string(mode), func(t *testing.T) {
+				spec := echoSpec(mode, Unpinned)
+				spec.Server.Argv = tc.argv
+				spec.Ready = ready
+				t0 := time.Now()
+				res, err := Run(context.Background(), spec)
+				el := time.Since(t0)
+				var sf *StartFailure
+				if !errors.As(err, &sf) {
+					t.Fatalf("err %v: no *StartFailure", err)
+				}
+				if res == nil || res.StartFailure == nil || *res.StartFailure != *sf {
+					t.Fatalf("result's start failure %+v, error's %+v", res, sf)
+				}
+				if sf.Cause != tc.cause || sf.Code != tc.code || !strings.Contains(sf.StderrTail, tc.stderr) {
+					t.Errorf("start failure %+v: want cause %q, code %d, stderr with %q", sf, tc.cause, tc.code, tc.stderr)
+				}
+				if strings.Contains(sf.Detail, "stderr") || !strings.Contains(sf.Error(), string(tc.cause)) {
+					t.Errorf("detail %q / error %q", sf.Detail, sf.Error())
+				}
+				if res.Valid || res.Client != nil || len(res.Audit.Diffs) != 0 {
+					t.Errorf("result %s", dump(res))
+				}
+				if el > ready+time.Second {
+					t.Errorf("took %v with Ready %v", el, ready)
+				}
+			})
+		}
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	for _, ok := range []string{"true", "/bin/sh -c 'exit 0'", "cd / && /nonexistent", "exec /nonexistent", "X=1 /nonexistent"} {
+		if err := CheckCommand(ok); err != nil {
+			t.Errorf("CheckCommand(%q) = %v, want it left to the shell or accepted", ok, err)
+		}
+	}
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "server")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"/nonexistent/server --listen {addr}", "no-such-program-here {addr}", notExec, dir} {
+		err := CheckCommand(bad)
+		var sf *StartFailure
+		if !errors.As(err, &sf) || sf.Cause != StartMissing || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
+			t.Errorf("CheckCommand(%q) = %v, want a missing program named", bad, err)
+		}
+	}
+}
+
+func TestCheckCellDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckCellDir(filepath.Join(dir, "new")); err != nil {
+		t.Errorf("a new directory: %v", err)
+	}
+	if err := CheckCellDir(dir); err != nil {
+		t.Errorf("an empty directory: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
+	if err := CheckCellDir(dir); err != nil {
+		t.Errorf("a directory without a run's file: %v", err)
+	}
+	for _, name := range CellFiles {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, name), nil, 0o644)
+		if err := CheckCellDir(d); !errors.Is(err, ErrCellDirInUse) || !strings.Contains(err.Error(), name) {
+			t.Errorf("a directory holding %s: %v", name, err)
+		}
+	}
+}
+
+// CheckServe and CheckLoad word the refusals as serve's and loadgen's
+// flags, wrapping the packages' errors.
+func TestCheckMessages(t *testing.T) {
+	cfg := reactors.DefaultConfig()
+	cfg.Budgets.Input = 0
+	if err := CheckServe(reactors.LT, cfg); err == nil || err.Error() != "--budget-input = 0 (accepted: 1..1048576)" || !errors.Is(err, reactors.ErrConfig) {
+		t.Errorf("CheckServe: %v", err)
+	}
+	cfg = reactors.DefaultConfig()
+	cfg.Workers = 2
+	if err := CheckServe(reactors.OneShot, cfg); err == nil || !strings.HasPrefix(err.Error(), "--workers = 2: oneshot") {
+		t.Errorf("CheckServe oneshot workers: %v", err)
+	}
+	cfg.Callback = "50"
+	if err := CheckServe(reactors.LT, cfg); err == nil || !strings.HasPrefix(err.Error(), "--callback: cost: parse") {
+		t.Errorf("CheckServe callback: %v", err)
+	}
+	if err := CheckServe(reactors.LT, reactors.DefaultConfig()); err != nil {
+		t.Errorf("CheckServe default: %v", err)
+	}
+	err := CheckLoad(loadgen.Config{Hot: 1, Duration: time.Second, Steady: 1})
+	if err == nil || !errors.Is(err, loadgen.ErrConfig) || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "--inflight = 0") || !strings.Contains(err.Error(), "--rate = 0") {
+		t.Errorf("CheckLoad: %v", err)
+	}
+	if err := CheckLoad(loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second, DataAddr: "{addr}"}); err != nil {
+		t.Errorf("CheckLoad with placeholders: %v", err)
+	}
+}
