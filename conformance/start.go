@@ -15,22 +15,19 @@ import (
 // connections.
 const DefaultStartTimeout = 10 * time.Second
 
-// StartCause says why a target could not be started.
-type StartCause string
+// StartCause says why a target could not be started: for a process
+// target (Command, Process), proc's classification of its failed start;
+// StartFailed for any other error of Target.Start.
+type StartCause = proc.StartCause
 
-// The causes of a failed start. The first three are a process target's
-// (Command, Process); StartFailed is any other error of Target.Start.
+// The causes of a failed start. The first three are a process target's,
+// classified by proc.StartError.Cause: the program could not be run (exit
+// status 127 or 126), it exited before it accepted connections, or nothing
+// accepted on its address within the start timeout (it was killed).
 const (
-	// StartMissing: the program could not be run: it exited with status
-	// 127 or 126, a shell's "command not found" and "not executable" (and
-	// the launcher's, harness/proc, when it cannot exec the program).
-	StartMissing StartCause = "missing program"
-	// StartExited: the program ran and exited before it accepted
-	// connections.
-	StartExited StartCause = "exited before listening"
-	// StartNoListener: the program ran, but nothing accepted connections
-	// on its address within the start timeout; it was killed.
-	StartNoListener StartCause = "no listener"
+	StartMissing    = proc.StartMissing
+	StartExited     = proc.StartExited
+	StartNoListener = proc.StartNoListener
 	// StartFailed: Target.Start returned another error (an in-process
 	// reactor refusing its configuration, no free port).
 	StartFailed StartCause = "failed"
@@ -119,15 +116,15 @@ func StartInstance(ctx context.Context, target Target, setup Setup, timeout time
 	if errors.As(err, &pe) {
 		se.Addr = strings.Join(pe.Addrs, " and ")
 		se.StderrTail = lastLines(pe.Exit.StderrTail, stderrTailLines)
-		switch {
-		case errors.Is(err, proc.ErrExited) && (pe.Exit.Code == 127 || pe.Exit.Code == 126):
-			se.Cause, se.Exit = StartMissing, pe.Exit.String()
-		case errors.Is(err, proc.ErrExited):
-			se.Cause, se.Exit = StartExited, pe.Exit.String()
-		case errors.Is(err, proc.ErrNotReady) || errors.Is(err, context.DeadlineExceeded):
-			se.Cause = StartNoListener
+		switch cause := pe.Cause(); cause {
+		case StartMissing, StartExited:
+			se.Cause, se.Exit = cause, pe.Exit.String()
+		case StartNoListener:
+			se.Cause = cause
 		}
-	} else if errors.Is(startCtx.Err(), context.DeadlineExceeded) {
+	}
+	// Start's own bound (this timeout) ending the wait is no listener too.
+	if se.Cause == StartFailed && errors.Is(startCtx.Err(), context.DeadlineExceeded) {
 		se.Cause = StartNoListener
 	}
 	return nil, se

@@ -8,22 +8,16 @@ import (
 	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
-// StartCause says why a run's server could not be started.
-type StartCause string
+// StartCause says why a run's server could not be started: proc's
+// classification of a failed start, StartMissing, StartExited or
+// StartNoListener.
+type StartCause = proc.StartCause
 
-// The causes of a StartFailure: the three ways a server fails before it
-// serves anything.
+// The causes of a StartFailure (proc.StartError.Cause's).
 const (
-	// StartMissing: the program is not there or cannot be executed (the
-	// shell or the launcher exited 127 or 126, as a shell does for a
-	// command not found or not executable).
-	StartMissing StartCause = "missing program"
-	// StartExited: it ran, and exited before every address it must serve
-	// accepted a connection.
-	StartExited StartCause = "exited before listening"
-	// StartNoListener: it ran, but no address accepted within
-	// LabSpec.Ready (from its own namespace, or from the client's).
-	StartNoListener StartCause = "no listener"
+	StartMissing    = proc.StartMissing
+	StartExited     = proc.StartExited
+	StartNoListener = proc.StartNoListener
 )
 
 // StartFailure is why a run's server could not be started: nothing was
@@ -62,16 +56,12 @@ func startFailure(err error) *StartFailure {
 		return nil
 	}
 	detail, _, _ := strings.Cut(err.Error(), "; stderr:\n")
-	f := &StartFailure{Detail: strings.TrimSpace(detail), Code: se.Exit.Code, StderrTail: strings.TrimSpace(se.Exit.StderrTail)}
-	switch {
-	case errors.Is(se.Err, proc.ErrExited) && (se.Exit.Code == 127 || se.Exit.Code == 126):
-		f.Cause = StartMissing
-	case errors.Is(se.Err, proc.ErrExited):
-		f.Cause = StartExited
-	case errors.Is(se.Err, proc.ErrNotReady):
-		f.Cause, f.Code = StartNoListener, -1
-	default:
+	f := &StartFailure{Cause: se.Cause(), Detail: strings.TrimSpace(detail), Code: se.Exit.Code, StderrTail: strings.TrimSpace(se.Exit.StderrTail)}
+	switch f.Cause {
+	case "":
 		return nil
+	case StartNoListener:
+		f.Code = -1
 	}
 	return f
 }

@@ -130,6 +130,42 @@ func (e *StartError) Error() string {
 // Unwrap returns Err.
 func (e *StartError) Unwrap() error { return e.Err }
 
+// StartCause says why a process that was started did not become ready:
+// one of the three ways a server fails before it serves anything.
+type StartCause string
+
+// The causes StartError.Cause returns.
+const (
+	// StartMissing: the program is not there or cannot be executed: it
+	// exited with status 127 or 126, as a shell does for a command not
+	// found or not executable (and as the launcher does when it cannot
+	// exec the program).
+	StartMissing StartCause = "missing program"
+	// StartExited: it ran, and exited before every address it must serve
+	// accepted a connection.
+	StartExited StartCause = "exited before listening"
+	// StartNoListener: it ran, but an address did not accept within
+	// Spec.Ready; it has been killed.
+	StartNoListener StartCause = "no listener"
+)
+
+// Cause classifies the failure: StartMissing or StartExited when the
+// process exited first (by its status), StartNoListener when an address
+// did not accept within Spec.Ready, and "" when Start's context ended
+// first: not the process's failure but the caller's bound, which the
+// caller judges.
+func (e *StartError) Cause() StartCause {
+	switch {
+	case errors.Is(e.Err, ErrExited) && (e.Exit.Code == 127 || e.Exit.Code == 126):
+		return StartMissing
+	case errors.Is(e.Err, ErrExited):
+		return StartExited
+	case errors.Is(e.Err, ErrNotReady):
+		return StartNoListener
+	}
+	return ""
+}
+
 // ErrNoListenAddr reports a Spec with NoListen and an Addr.
 var ErrNoListenAddr = errors.New("NoListen with an Addr")
 

@@ -527,17 +527,20 @@ func TestStartFails(t *testing.T) {
 		wants []string
 		code  int    // the *StartError's exit code; -2: no *StartError (nothing was started)
 		tail  string // in its stderr tail
+		cause StartCause
 	}{
 		{"exits at once", Spec{Argv: []string{"false"}}, time.Second,
-			[]error{ErrExited}, []string{"start false:", "exit status 1"}, 1, ""},
+			[]error{ErrExited}, []string{"start false:", "exit status 1"}, 1, "", StartExited},
 		{"exits with stderr", Spec{Argv: []string{"sh", "-c", "echo boom >&2; exit 3"}}, time.Second,
-			[]error{ErrExited}, []string{"start sh:", "exit status 3", "boom"}, 3, "boom"},
+			[]error{ErrExited}, []string{"start sh:", "exit status 3", "boom"}, 3, "boom", StartExited},
 		{"never listens", Spec{Argv: []string{"sleep", "60"}, Addr: never, Ready: 300 * time.Millisecond}, 1500 * time.Millisecond,
-			[]error{ErrNotReady, context.DeadlineExceeded}, []string{"start sleep:", never, "300ms"}, -1, ""},
+			[]error{ErrNotReady, context.DeadlineExceeded}, []string{"start sleep:", never, "300ms"}, -1, "", StartNoListener},
 		// The launcher cannot exec it: it exits 127, as a shell does.
 		{"not found", Spec{Argv: []string{"/nonexistent/target"}}, time.Second,
-			[]error{ErrExited}, []string{"start /nonexistent/target:", "exit status 127"}, launcherFailed, "/nonexistent/target"},
-		{"empty argv", Spec{}, time.Second, nil, []string{"empty Argv"}, -2, ""},
+			[]error{ErrExited}, []string{"start /nonexistent/target:", "exit status 127"}, launcherFailed, "/nonexistent/target", StartMissing},
+		{"not found by the shell", Spec{Argv: []string{"sh", "-c", "/nonexistent/target"}}, time.Second,
+			[]error{ErrExited}, []string{"start sh:", "exit status 127"}, 127, "not found", StartMissing},
+		{"empty argv", Spec{}, time.Second, nil, []string{"empty Argv"}, -2, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
@@ -573,6 +576,8 @@ func TestStartFails(t *testing.T) {
 			case se.Exit.Code != tc.code || !strings.Contains(se.Exit.StderrTail, tc.tail) || len(se.Addrs) == 0:
 				t.Errorf("StartError exit %d, stderr tail %q, addrs %v; want exit %d, a tail with %q, the addresses",
 					se.Exit.Code, se.Exit.StderrTail, se.Addrs, tc.code, tc.tail)
+			case se.Cause() != tc.cause:
+				t.Errorf("StartError cause %q, want %q", se.Cause(), tc.cause)
 			}
 		})
 	}
