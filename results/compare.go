@@ -61,6 +61,11 @@ type Comparison struct {
 	// Notes are warnings for the reader, above all when the sample sizes
 	// make significance, and so the gate, impossible.
 	Notes []string
+	// CannotFire are the compared cells where the gate cannot fire: with
+	// their valid runs a side, no p-value can be significant after Holm's
+	// correction, so no regression can be found there (Notes says how
+	// many runs they would need).
+	CannotFire []string
 }
 
 // CompareRow is one metric of one cell, old against new.
@@ -271,6 +276,7 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 			impossible = append(impossible, row.Cell)
 		}
 	}
+	c.CannotFire = impossible
 	if len(impossible) > 0 {
 		smallest := math.MaxInt
 		for _, ri := range tested {

@@ -185,6 +185,22 @@ func (rc *RunComparison) NotComparedCounts() (specs, cells, metrics int) {
 	return specs, cells, metrics
 }
 
+// CannotFire lists the compared cells, as "SPEC/CELL" (just CELL for a
+// lone spec), where the gate cannot fire: too few valid runs a side for
+// any change to be significant (Comparison.CannotFire).
+func (rc *RunComparison) CannotFire() []string {
+	var out []string
+	for _, s := range rc.Specs {
+		for _, cell := range s.CannotFire {
+			if s.Spec != "" {
+				cell = s.Spec + "/" + cell
+			}
+			out = append(out, cell)
+		}
+	}
+	return out
+}
+
 // NotComparedText is NotComparedCounts in words: "1 spec, 2 cells, 1
 // metric", zero counts left out ("" when everything was compared).
 func (rc *RunComparison) NotComparedText() string { return notComparedText(rc.NotComparedCounts()) }
@@ -325,6 +341,7 @@ type (
 		Rows        []rowJSON         `json:"rows"`
 		Failures    []failureJSON     `json:"failures"`
 		Notes       []string          `json:"notes"`
+		CannotFire  []string          `json:"cannot_fire"`
 	}
 	rowJSON struct {
 		Cell       string   `json:"cell"`
@@ -362,7 +379,8 @@ type (
 // directories, threshold, alpha and metrics; the outcome, the summary
 // line, the number of regressions, of cells compared and of things not
 // compared (specs, cells and metrics); the specs on one side only; and per
-// spec, its cells compared, what was not compared (cell, metric for a
+// spec, its cells compared, the cells where the gate cannot fire, what was
+// not compared (cell, metric for a
 // one-sided metric, why, the reason in words, the configuration changes
 // with null for an absent key), every row (a median, ratio or p-value
 // that does not exist is null), the failures and the notes. Lists are
@@ -378,7 +396,7 @@ func (rc *RunComparison) WriteJSON(w io.Writer) error {
 	for _, s := range rc.Specs {
 		sj := specJSON{Spec: s.Spec, OldSpec: s.OldSpec, NewSpec: s.NewSpec, OldCommit: s.OldCommit, NewCommit: s.NewCommit,
 			Summary: s.Summary(), Regressions: s.Regressions(), Compared: nonNil(s.Compared), NotCompared: []notComparedJSON{},
-			Rows: []rowJSON{}, Failures: []failureJSON{}, Notes: nonNil(s.Notes)}
+			Rows: []rowJSON{}, Failures: []failureJSON{}, Notes: nonNil(s.Notes), CannotFire: nonNil(s.CannotFire)}
 		for _, nc := range s.NotCompared {
 			nj := notComparedJSON{Cell: nc.Cell, Metric: nc.Metric, Why: nc.Why, Reason: nc.Reason}
 			for _, ch := range nc.Changes {

@@ -36,9 +36,9 @@ match; --json still writes the comparison).`
 // outputs and maps the outcome to the exit code.
 func compareCmd(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("reactorlab compare", compareSynopsis, compareDescription)
-	threshold := c.Flags.String("threshold", "10%", "smallest relative `CHANGE` of a metric, in its bad direction, that counts as a regression, e.g. 5% or 0.05")
+	threshold := c.Flags.String("threshold", "10%", "smallest relative `CHANGE` of a metric, in its bad direction, that counts as a regression: a percentage (5%) or a fraction up to 1 (0.05)")
 	metricList := c.Flags.String("metrics", "", "comma-separated `METRICS` to judge (default: the headline metrics: "+strings.Join(gateMetrics(), ",")+")")
-	requireAll := c.Flags.Bool("require-all", false, "exit 1 when any spec, cell or metric could not be compared, even without a regression")
+	requireAll := c.Flags.Bool("require-all", false, "exit 1 when any spec, cell or metric could not be compared, or a compared cell has too few valid runs for the gate to fire, even without a regression")
 	jsonOut := c.Flags.String("json", "", "also write the comparison as JSON to `FILE`; - writes it alone on stdout, and the table on stderr")
 	pos, done, code := c.Parse(args, stdout, stderr)
 	if done {
@@ -100,6 +100,8 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 		return cli.ExitFail
 	case outcome == results.OutcomeIncomplete && *requireAll:
 		return c.Errorf(stderr, cli.ExitFail, "--require-all: not everything was compared (%s; listed under \"not compared\")", rc.NotComparedText())
+	case len(rc.CannotFire()) > 0 && *requireAll:
+		return c.Errorf(stderr, cli.ExitFail, "--require-all: the gate cannot fire for %s: too few valid runs a side for any change to be significant (the table's WARNING says how many are needed)", strings.Join(rc.CannotFire(), ", "))
 	}
 	return cli.ExitOK
 }
@@ -135,10 +137,14 @@ func gateMetrics() []string {
 	return out
 }
 
-// parseThreshold reads "10%" or "0.1": a fraction in (0, 10].
+// parseThreshold reads "10%" or "0.1": a fraction in (0, 10] with "%",
+// in (0, 1] without (a bare "5" is refused: 5% or 500%?).
 func parseThreshold(s string) (float64, error) {
 	text, percent := strings.CutSuffix(strings.TrimSpace(s), "%")
 	v, err := strconv.ParseFloat(text, 64)
+	if err == nil && !percent && v > 1 {
+		return 0, fmt.Errorf("%q: a fraction above 1 (%v%%) is more likely a percentage without its sign: write %s%% (or %v for %v%%)", s, v*100, text, v/100, v)
+	}
 	if percent {
 		v /= 100
 	}

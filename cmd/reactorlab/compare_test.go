@@ -296,3 +296,51 @@ func TestCompareJSON(t *testing.T) {
 		t.Errorf("unwritable --json: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestCompareRequireAllRefusesAGateThatCannotFire: with 2 repeats a side
+// no change can be significant; without --require-all the table warns and
+// exits 0, with it the gate fails (exit 1) naming the cells.
+func TestCompareRequireAllRefusesAGateThatCannotFire(t *testing.T) {
+	tmp := t.TempDir()
+	old, next := filepath.Join(tmp, "old"), filepath.Join(tmp, "new")
+	base := fakeCell{"baseline", cfg("reactor=lt", "hot=4"), 1}
+	et := fakeCell{"reactor=et", cfg("reactor=et", "hot=4"), 1}
+	fabricateRun(t, old, "few", 2, base, et)
+	fabricateRun(t, next, "few", 2, base, et)
+	code, stdout, stderr := runCompare(old, next)
+	if code != 0 || !strings.Contains(stdout, "THE GATE CANNOT FIRE") {
+		t.Errorf("without --require-all: exit %d (want 0), stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCompare(old, next, "--require-all")
+	if code != 1 || !strings.Contains(stderr, "--require-all: the gate cannot fire for") || !strings.Contains(stderr, "reactor=et") {
+		t.Errorf("with --require-all: exit %d (want 1), stderr:\n%s", code, stderr)
+	}
+	// With enough repeats the same comparison passes --require-all.
+	old10, next10 := filepath.Join(tmp, "old10"), filepath.Join(tmp, "new10")
+	fabricateRun(t, old10, "many", 10, base, et)
+	fabricateRun(t, next10, "many", 10, base, et)
+	if code, stdout, stderr := runCompare(old10, next10, "--require-all"); code != 0 {
+		t.Errorf("10 repeats, --require-all: exit %d (want 0), stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+func TestCompareRefusesABareThresholdAboveOne(t *testing.T) {
+	tmp := t.TempDir()
+	base := fakeCell{"baseline", cfg("reactor=lt"), 1}
+	fabricateRun(t, tmp, "one", 2, base, fakeCell{"reactor=et", cfg("reactor=et"), 1})
+	for _, tc := range []struct {
+		threshold string
+		code      int
+		want      string
+	}{
+		{"5", 2, `--threshold "5": a fraction above 1 (500%) is more likely a percentage without its sign: write 5% (or 0.05 for 5%)`},
+		{"5%", 0, ""},
+		{"0.05", 0, ""},
+		{"1", 0, ""},
+	} {
+		code, _, stderr := runCompare(tmp, tmp, "--threshold", tc.threshold)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--threshold %s: exit %d (want %d), stderr:\n%s", tc.threshold, code, tc.code, stderr)
+		}
+	}
+}

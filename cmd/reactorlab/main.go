@@ -94,6 +94,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // helpCmd is `reactorlab help [COMMAND]`: the top-level help, or the
 // command's own (what COMMAND --help prints), on stdout.
 func helpCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		usage(stdout)
+		return 0
+	}
 	switch len(args) {
 	case 0:
 		usage(stdout)

@@ -16,7 +16,7 @@ type buildVersion struct {
 	Version  string `json:"version"`            // "(devel)" for a build from a checkout
 	Revision string `json:"revision,omitempty"` // the VCS commit, when the build stamped one
 	Time     string `json:"time,omitempty"`     // the commit's time
-	Modified bool   `json:"modified"`           // the working tree had uncommitted changes
+	Modified *bool  `json:"modified,omitempty"` // the working tree had uncommitted changes; absent when the build stamped no VCS state
 	Go       string `json:"go"`
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
@@ -45,7 +45,8 @@ func readBuildVersion() buildVersion {
 		case "vcs.time":
 			v.Time = s.Value
 		case "vcs.modified":
-			v.Modified = s.Value == "true"
+			modified := s.Value == "true"
+			v.Modified = &modified
 		}
 	}
 	return v
@@ -59,7 +60,7 @@ func (v buildVersion) String() string {
 		if v.Time != "" {
 			rev += " (" + v.Time + ")"
 		}
-		if v.Modified {
+		if v.Modified != nil && *v.Modified {
 			rev += " with uncommitted changes"
 		}
 	}
@@ -69,9 +70,9 @@ func (v buildVersion) String() string {
 // versionCmd is `reactorlab version` (and `reactorlab --version`).
 func versionCmd(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("reactorlab version", "reactorlab version [--json]\nreactorlab --version",
-		"Prints the module version, the VCS revision the build stamped (go build and go install\n"+
-			"in a checkout stamp it; go run does not) and the Go version, on one line, or as one\n"+
-			"JSON object with --json.")
+		"Prints the module version, the VCS revision the build stamped (go build and\n"+
+			"go install in a checkout stamp it; go run, go test and -buildvcs=false do\n"+
+			"not) and the Go version, on one line, or as one JSON object with --json.")
 	asJSON := c.Flags.Bool("json", false, "print one JSON object: module, version, revision, time, modified, go, os, arch")
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code

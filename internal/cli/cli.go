@@ -145,14 +145,20 @@ func (c *Command) Parse(args []string, stdout, stderr io.Writer) (pos []string, 
 }
 
 // ParseNoArgs is Parse for a command that takes flags only: a positional
-// argument is a usage error, with a hint to quote a cmd: target's command.
+// argument is a usage error; for a command with a --target flag, with a
+// hint to quote a cmd: target's command (its words are the likeliest
+// stray arguments).
 func (c *Command) ParseNoArgs(args []string, stdout, stderr io.Writer) (done bool, code int) {
 	pos, done, code := c.Parse(args, stdout, stderr)
 	if done {
 		return done, code
 	}
 	if len(pos) > 0 {
-		return true, c.Usagef(stderr, "unexpected argument %q (flags only; quote a cmd: target's command as one argument)", pos[0])
+		hint := "the command takes flags only"
+		if c.Flags.Lookup("target") != nil {
+			hint = "flags only; quote a cmd: target's command as one argument"
+		}
+		return true, c.Usagef(stderr, "unexpected argument %q (%s)", pos[0], hint)
 	}
 	return false, ExitOK
 }

@@ -85,7 +85,13 @@ func TestParseNoArgsRefusesArguments(t *testing.T) {
 	c, _, _, _ := newTestCommand()
 	var stdout, stderr bytes.Buffer
 	done, code := c.ParseNoArgs([]string{"--hot", "2", "./server"}, &stdout, &stderr)
-	if !done || code != ExitUsage || !strings.HasPrefix(stderr.String(), `reactorlab try: unexpected argument "./server"`) {
+	if !done || code != ExitUsage || !strings.HasPrefix(stderr.String(), `reactorlab try: unexpected argument "./server" (the command takes flags only)`) {
 		t.Errorf("done %v code %d stderr %q", done, code, stderr.String())
+	}
+	c.Flags.String("target", "", "what to test")
+	stderr.Reset()
+	done, code = c.ParseNoArgs([]string{"--target", "cmd:./server", "9000"}, &stdout, &stderr)
+	if !done || code != ExitUsage || !strings.Contains(stderr.String(), `unexpected argument "9000" (flags only; quote a cmd: target's command as one argument)`) {
+		t.Errorf("with --target: done %v code %d stderr %q", done, code, stderr.String())
 	}
 }
