@@ -35,7 +35,8 @@ func (t Process) Name() string { return "process:" + refName(t.Design, t.Config)
 
 // Start runs `reactorlab serve` with the case's configuration and waits
 // until both its addresses accept connections, at most until ctx's
-// deadline (10 s when it has none).
+// deadline: StartInstance, which starts every target of the suite, sets
+// one (its start timeout); a ctx without one waits DefaultStartTimeout.
 func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	cfg := refConfig(t.Design, t.Config, setup)
 	dataAddr, ctlAddr, err := twoFreeAddrs()
@@ -53,7 +54,7 @@ func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	}
 	argv = append(append([]string(nil), argv...), "serve", "--reactor", string(t.Design), "--lifetime", "10m")
 	argv = append(argv, cfg.Args()...)
-	p, err := proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit, Ready: readyBound(ctx, proc.DefaultReady)})
+	p, err := proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
@@ -105,15 +106,18 @@ func (t Command) Name() string {
 }
 
 // Start runs the command and waits until it accepts connections, at most
-// until ctx's deadline (30 s when it has none: `go run` may compile
-// first). The command's process group is watched from then on: any of its
-// processes that exits before the case stops it makes the case fail with
-// cause target.
+// until ctx's deadline: StartInstance, which starts every target of the
+// suite, sets one (its start timeout, DefaultStartTimeout unless the
+// caller gives another: a command that compiles first, as `go run` does,
+// may need more); a ctx without one waits DefaultStartTimeout. The
+// command's process group is watched from then on: any of its processes
+// that exits before the case stops it makes the case fail with cause
+// target.
 func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
 	if len(t.Argv) == 0 {
 		return nil, errors.New("command target: empty command")
 	}
-	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, Dir: t.Dir, FdLimit: setup.FdLimit, Ready: readyBound(ctx, 30*time.Second), Grace: t.Grace})
+	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, Dir: t.Dir, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout), Grace: t.Grace})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
@@ -12,8 +11,9 @@ import (
 
 // DefaultStartTimeout bounds a target's start when the caller gives no
 // bound: from starting the instance to its addresses accepting
-// connections.
-const DefaultStartTimeout = 10 * time.Second
+// connections. It is proc.DefaultReady, the bound of every start in
+// reactorlab (harness.DefaultStartTimeout is the same constant).
+const DefaultStartTimeout = proc.DefaultReady
 
 // StartCause says why a target could not be started: for a process
 // target (Command, Process), proc's classification of its failed start;
@@ -33,14 +33,11 @@ const (
 	StartFailed StartCause = "failed"
 )
 
-// stderrTailLines is how many lines of a target's stderr a StartError
-// keeps.
-const stderrTailLines = 20
-
 // StartError is why a target could not be started: which of the causes,
-// and what the target said. Its text is one line naming the target and the
-// cause, followed by the end of the target's stderr (indented), or a note
-// that it wrote nothing there.
+// and what the target said. Its text is proc.StartReport's, the wording
+// every reactorlab command gives a failed start: one line naming the
+// target and the cause, followed by the end of the target's stderr
+// (indented), or a note that it wrote nothing there.
 type StartError struct {
 	// Target is the target's name.
 	Target string
@@ -49,37 +46,33 @@ type StartError struct {
 	// Timeout is the bound the start was given (StartNoListener: the time
 	// it was waited for).
 	Timeout time.Duration
-	// Addr is the address, or addresses joined by " and ", it was to
-	// listen on; "" for a target without a process.
-	Addr string
+	// Addrs are the addresses it was to listen on, in order; nil for a
+	// target without a process.
+	Addrs []string
 	// Exit is how the process ended ("exit status 3"); "" for
 	// StartNoListener (it was killed) and StartFailed.
 	Exit string
-	// StderrTail is the end of the process's stderr (at most 20 lines,
-	// trimmed); "" if it wrote nothing there or has no process.
+	// StderrTail is the end of the process's stderr (at most
+	// proc.StderrLines lines, trimmed); "" if it wrote nothing there or
+	// has no process.
 	StderrTail string
 	// Err is Target.Start's error.
 	Err error
 }
 
-// Error names the target and the cause, then the stderr tail.
-func (e *StartError) Error() string {
-	var msg string
-	switch e.Cause {
-	case StartMissing:
-		msg = fmt.Sprintf("%s: the program could not be run (%s: not found, or not executable)", e.Target, e.Exit)
-	case StartExited:
-		msg = fmt.Sprintf("%s: exited (%s) before it listened on %s", e.Target, e.Exit, e.Addr)
-	case StartNoListener:
-		msg = fmt.Sprintf("%s: nothing accepted connections on %s within %v (the program was running; it has been killed)", e.Target, e.Addr, e.Timeout)
-	default:
-		return fmt.Sprintf("%s: did not start: %v", e.Target, e.Err)
+// Report is the error as proc words a failed start (StartFailed: "did not
+// start" and Err); Report().Hint gives the advice that may follow it.
+func (e *StartError) Report() proc.StartReport {
+	r := proc.StartReport{Target: e.Target, Cause: e.Cause, Exit: e.Exit, Addrs: e.Addrs, Timeout: e.Timeout, StderrTail: e.StderrTail}
+	if e.Cause != StartMissing && e.Cause != StartExited && e.Cause != StartNoListener && e.Err != nil {
+		r.Note = e.Err.Error()
 	}
-	if e.StderrTail == "" {
-		return msg + "; it wrote nothing on stderr"
-	}
-	return msg + "; its stderr ends:\n    " + strings.ReplaceAll(e.StderrTail, "\n", "\n    ")
+	return r
 }
+
+// Error names the target and the cause, then the stderr tail: Report's
+// text.
+func (e *StartError) Error() string { return e.Report().String() }
 
 // Unwrap returns Target.Start's error.
 func (e *StartError) Unwrap() error { return e.Err }
@@ -114,13 +107,10 @@ func StartInstance(ctx context.Context, target Target, setup Setup, timeout time
 	se := &StartError{Target: target.Name(), Cause: StartFailed, Timeout: timeout, Err: err}
 	var pe *proc.StartError
 	if errors.As(err, &pe) {
-		se.Addr = strings.Join(pe.Addrs, " and ")
-		se.StderrTail = lastLines(pe.Exit.StderrTail, stderrTailLines)
-		switch cause := pe.Cause(); cause {
-		case StartMissing, StartExited:
-			se.Cause, se.Exit = cause, pe.Exit.String()
-		case StartNoListener:
-			se.Cause = cause
+		r := pe.Report(se.Target, timeout)
+		se.Addrs, se.StderrTail = r.Addrs, r.StderrTail
+		if r.Cause != "" {
+			se.Cause, se.Exit = r.Cause, r.Exit
 		}
 	}
 	// Start's own bound (this timeout) ending the wait is no listener too.
@@ -144,13 +134,4 @@ func CheckStart(ctx context.Context, target Target, timeout time.Duration) error
 	}
 	_, _ = inst.Stop()
 	return nil
-}
-
-// lastLines is the last n lines of s, trimmed.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

@@ -66,10 +66,31 @@ var ErrCellDirInUse = errors.New("holds a run already")
 
 // CheckCellDir refuses a directory that already holds a run: one of
 // CellFiles is there (the error, wrapping ErrCellDirInUse, names the
-// first found). A directory that does not exist, or holds none of them, is
-// accepted; so is one that cannot be read, whose error is left for the
-// run to meet when it writes.
+// first found). It refuses too a dir that is not a directory, or whose
+// nearest existing parent is not one, so that the run could not create
+// it: the error wraps syscall.ENOTDIR ("DIR: not a directory", or "DIR:
+// PARENT is not a directory"). A directory that does not exist, or holds
+// none of them, is accepted; so is one that cannot be read, whose error is
+// left for the run to meet when it writes.
 func CheckCellDir(dir string) error {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			switch {
+			case st.IsDir():
+			case d == filepath.Clean(dir):
+				return fmt.Errorf("%s: %w", dir, syscall.ENOTDIR)
+			default:
+				return fmt.Errorf("%s: %s is %w", dir, d, syscall.ENOTDIR)
+			}
+			break
+		}
+		// Missing, or below a file (ENOTDIR): look further up. Any other
+		// error (unreadable) is left for the run.
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || d == filepath.Dir(d) {
+			break
+		}
+	}
 	for _, name := range CellFiles {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return fmt.Errorf("%s %w: %s is there (choose another directory, or remove it)", dir, ErrCellDirInUse, filepath.Join(dir, name))
@@ -218,6 +239,9 @@ func RunCell(ctx context.Context, cell Cell, progress func(loadgen.Progress)) (*
 	if lab == nil {
 		return nil, fmt.Errorf("cell: %w", runErr)
 	}
+	if lab.StartFailure != nil {
+		lab.StartFailure.Target = cell.Label()
+	}
 	// A run that failed midway (interrupted, a process that would not
 	// start) still has a record, with the error among its reasons: it is
 	// written and summarised like any other, as invalid.
@@ -313,6 +337,15 @@ func (cell Cell) serveArgs() []string {
 	cfg := cell.Config
 	cfg.Listen, cfg.ControlListen = reactors.DefaultConfig().Listen, reactors.DefaultConfig().ControlListen
 	return cfg.Args()
+}
+
+// Label names the cell's server as its user named it: the reference
+// design ("lt"), or "cmd:" and the target command.
+func (cell Cell) Label() string {
+	if cell.Reactor != "" {
+		return string(cell.Reactor)
+	}
+	return "cmd:" + cell.Target
 }
 
 // serveConfig is the configuration the serve role gets: the cell's, with

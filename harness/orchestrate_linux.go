@@ -81,7 +81,7 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 	if err != nil {
 		// The server's own failure, not the run's end: the three causes a
 		// caller refuses the target for.
-		if sf := startFailure(err); sf != nil && ctx.Err() == nil {
+		if sf := startFailure(err, strings.Join(s.Server.Argv, " "), s.Ready); sf != nil && ctx.Err() == nil {
 			err = sf
 		}
 		return nil, nil, err
@@ -106,7 +106,9 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 			if ctx.Err() == nil {
 				// It listens in its own namespace only (on 127.0.0.1, say):
 				// no listener the client can reach.
-				err = &StartFailure{Cause: StartNoListener, Detail: err.Error(), Code: -1, StderrTail: srv.p.StderrTail()}
+				err = &StartFailure{Cause: StartNoListener, Target: strings.Join(s.Server.Argv, " "), Addrs: addrs, Timeout: ready, Code: -1,
+					Detail:     "dialled from the load generator's network namespace (a server that listens on 127.0.0.1 only is not reachable there)",
+					StderrTail: strings.TrimSpace(srv.p.StderrTail())}
 			}
 			return srv.res, nil, errors.Join(err, srv.stop())
 		}

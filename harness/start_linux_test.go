@@ -4,10 +4,13 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,10 +29,14 @@ func TestStartFailureCauses(t *testing.T) {
 		cause  StartCause
 		code   int
 		stderr string
+		words  string // in the error, after the server's argv and ": "
 	}{
-		{"missing program", []string{"/bin/sh", "-c", "exec /nonexistent/server"}, StartMissing, 127, "not found"},
-		{"exits at once", []string{"/bin/sh", "-c", "echo going >&2; exit 3"}, StartExited, 3, "going"},
-		{"never listens", []string{"@test-echo", "--no-listen"}, StartNoListener, -1, ""},
+		{"missing program", []string{"/bin/sh", "-c", "exec /nonexistent/server"}, StartMissing, 127, "not found",
+			"the program could not be run (exit status 127: not found, or not executable); its stderr ends:\n    "},
+		{"exits at once", []string{"/bin/sh", "-c", "echo going >&2; exit 3"}, StartExited, 3, "going",
+			"exited (exit status 3) before it listened on "},
+		{"never listens", []string{"@test-echo", "--no-listen"}, StartNoListener, -1, "",
+			"nothing accepted connections on "},
 	} {
 		for _, mode := range []Mode{ModeLoopback, ModeAuto} {
 			t.Run(tc.name+" "+string(mode), func(t *testing.T) {
@@ -43,14 +50,28 @@ func TestStartFailureCauses(t *testing.T) {
 				if !errors.As(err, &sf) {
 					t.Fatalf("err %v: no *StartFailure", err)
 				}
-				if res == nil || res.StartFailure == nil || *res.StartFailure != *sf {
+				if res == nil || res.StartFailure == nil || !reflect.DeepEqual(*res.StartFailure, *sf) {
 					t.Fatalf("result's start failure %+v, error's %+v", res, sf)
 				}
 				if sf.Cause != tc.cause || sf.Code != tc.code || !strings.Contains(sf.StderrTail, tc.stderr) {
 					t.Errorf("start failure %+v: want cause %q, code %d, stderr with %q", sf, tc.cause, tc.code, tc.stderr)
 				}
-				if strings.Contains(sf.Detail, "stderr") || !strings.Contains(sf.Error(), string(tc.cause)) {
-					t.Errorf("detail %q / error %q", sf.Detail, sf.Error())
+				// proc.StartReport's words: the server, the cause, then its
+				// stderr; no detail of the starter's.
+				msg := sf.Error()
+				if sf.Detail != "" || len(sf.Addrs) == 0 || !strings.HasPrefix(msg, strings.Join(tc.argv, " ")+": "+tc.words) {
+					t.Errorf("detail %q, addrs %v, error %q: want it to begin %q", sf.Detail, sf.Addrs, msg, strings.Join(tc.argv, " ")+": "+tc.words)
+				}
+				if tc.stderr == "" && !strings.HasSuffix(msg, "; it wrote nothing on stderr") || tc.stderr != "" && !strings.Contains(msg, "; its stderr ends:\n    ") {
+					t.Errorf("error %q does not end with the server's stderr", msg)
+				}
+				if tc.cause == StartNoListener && (sf.Timeout != ready || !strings.Contains(msg, "within 500ms")) {
+					t.Errorf("timeout %v, error %q: want %v", sf.Timeout, msg, ready)
+				}
+				raw, err := json.Marshal(sf)
+				var back StartFailure
+				if err != nil || json.Unmarshal(raw, &back) != nil || !reflect.DeepEqual(back, *sf) || !strings.Contains(string(raw), `"timeout_s"`) != (sf.Timeout == 0) {
+					t.Errorf("JSON %s (%v) reads back as %+v, want %+v", raw, err, back, *sf)
 				}
 				if res.Valid || res.Client != nil || len(res.Audit.Diffs) != 0 {
 					t.Errorf("result %s", dump(res))
@@ -94,6 +115,16 @@ func TestCheckCellDir(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
 	if err := CheckCellDir(dir); err != nil {
 		t.Errorf("a directory without a run's file: %v", err)
+	}
+	// A file where the directory, or one of its parents, would be.
+	file := filepath.Join(dir, "notes.txt")
+	for path, want := range map[string]string{
+		file:                            file + ": not a directory",
+		filepath.Join(file, "a", "run"): filepath.Join(file, "a", "run") + ": " + file + " is not a directory",
+	} {
+		if err := CheckCellDir(path); !errors.Is(err, syscall.ENOTDIR) || err.Error() != want {
+			t.Errorf("CheckCellDir(%s) = %v, want %q", path, err, want)
+		}
 	}
 	for _, name := range CellFiles {
 		d := t.TempDir()

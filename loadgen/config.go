@@ -188,7 +188,7 @@ func (c Config) Validate() error {
 		bad("window", c.Window, fmt.Sprintf("1..%d frames", MaxWindow))
 	}
 	if c.Payload < 1 || c.Payload > wire.DefaultMaxFrame-wire.HeaderSize {
-		bad("payload", c.Payload, fmt.Sprintf("1..%d bytes (0 means %d)", wire.DefaultMaxFrame-wire.HeaderSize, DefaultPayload))
+		bad("payload", c.Payload, fmt.Sprintf("1..%d bytes, or 0 for the default %d", wire.DefaultMaxFrame-wire.HeaderSize, DefaultPayload))
 	} else {
 		frame := wire.HeaderSize + c.Payload
 		if c.Steady > 0 && c.Window*frame > MaxBatchBytes {
@@ -214,13 +214,13 @@ func (c Config) Validate() error {
 		bad("stop-at", c.StopAt, fmt.Sprintf("0 (no STOP probe) or in (0, duration = %v)", c.Duration))
 	}
 	if c.Drain < 0 || c.Drain > time.Hour {
-		bad("drain", c.Drain, "(0, 1h] (0 means 1s)")
+		bad("drain", c.Drain, "(0, 1h], or 0 for the default 1s")
 	}
 	if c.Interval < time.Millisecond || c.Interval > time.Hour {
-		bad("interval", c.Interval, "[1ms, 1h] (0 means 1s)")
+		bad("interval", c.Interval, "[1ms, 1h], or 0 for the default 1s")
 	}
 	if c.ConnectTimeout < 0 || c.ConnectTimeout > time.Minute {
-		bad("connect-timeout", c.ConnectTimeout, "(0, 1m] (0 means 2s)")
+		bad("connect-timeout", c.ConnectTimeout, "(0, 1m], or 0 for the default 2s")
 	}
 	for _, spec := range c.Faults {
 		if _, err := faults.ParseWire(spec); err != nil {

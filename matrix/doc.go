@@ -29,7 +29,8 @@
 // every value the server or the load generator would refuse at the start
 // of a run (with their message). YAML syntax errors name the line counted
 // from 1, as the others do (an unclosed '{' its own line). A black-box
-// target's program that is not there is refused by CheckTargets at the
+// target's program that is not there (a path, or a name not on $PATH; a
+// compound shell command is the shell's) is refused by CheckTargets at the
 // line and field that name it.
 //
 // A file may hold several specs as YAML documents: ParseSuite reads them

@@ -9,10 +9,12 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -101,7 +103,14 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 	case shard.Index != sh.Index || shard.Count != sh.Count:
 		return refuse("holds shard %d/%d, not %s", shard.Index, shard.Count, sh)
 	case shard.Placement != opt.CPUs.String() || shard.Mode != string(orMode(opt.Mode)):
-		return refuse("was run with --cpus %s --lab %s, not --cpus %s --lab %s: a resumed run is placed as it was", shard.Placement, shard.Mode, opt.CPUs, orMode(opt.Mode))
+		var was, asked []string
+		if shard.Placement != opt.CPUs.String() {
+			was, asked = append(was, "--cpus "+cpusFlag(shard.Placement)), append(asked, "--cpus "+cpusFlag(opt.CPUs.String()))
+		}
+		if shard.Mode != string(orMode(opt.Mode)) {
+			was, asked = append(was, "--lab "+labFlag(shard.Mode)), append(asked, "--lab "+labFlag(string(orMode(opt.Mode))))
+		}
+		return refuse("was run with %s, not %s: a resumed run is placed as it was (resume with no --cpus or --lab to use what was recorded)", strings.Join(was, " "), strings.Join(asked, " "))
 	}
 	if why := otherBuild(m.Tool, ToolInfo()); why != "" {
 		return refuse("was run by another build (%s): resume it with the build that made it", why)
@@ -135,6 +144,27 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 	shard.Finished = time.Time{}
 	shard.Resumed = append(shard.Resumed, results.Resume{At: time.Now().UTC(), Kept: res.Kept, Dropped: res.Dropped})
 	return m, res, nil
+}
+
+// cpusFlag is a recorded placement (harness.CPUs.String) as the --cpus
+// flag takes it: "none" when neither side is pinned.
+func cpusFlag(placement string) string {
+	if placement == harness.Unpinned.String() {
+		return "none"
+	}
+	return placement
+}
+
+// labFlag is a recorded lab mode (harness.Mode) as the --lab flag takes
+// it: auto, on (the lab) or off (loopback).
+func labFlag(mode string) string {
+	switch harness.Mode(mode) {
+	case harness.ModeLab:
+		return "on"
+	case harness.ModeLoopback:
+		return "off"
+	}
+	return mode
 }
 
 // sameCells reports whether the manifest's cells are the spec's.

@@ -209,8 +209,15 @@ func TestResumeRefuses(t *testing.T) {
 		{"another text", base, func(o *Options) { o.Text += "\n# changed\n" }, "different text", ErrResume},
 		{"other cells", base, func(o *Options) { o.Spec.Factors[0].Cells[0].Hot = 3 }, "other cells", ErrResume},
 		{"another shard", base, func(o *Options) { o.Shard = Shard{Index: 1, Count: 2} }, "holds shard 1/1, not 1/2", ErrResume},
-		{"another placement", base, func(o *Options) { o.CPUs = harness.CPUs{Server: 0, Client: 1} }, "placed as it was", ErrResume},
-		{"another lab mode", base, func(o *Options) { o.Mode = harness.ModeLoopback }, "--lab loopback", ErrResume},
+		// The flags as a person types them: --cpus none (not
+		// server=none,loadgen=none), --lab on or off (not lab, loopback);
+		// only what differs.
+		{"another placement", base, func(o *Options) { o.CPUs = harness.CPUs{Server: 0, Client: 1} },
+			"was run with --cpus none, not --cpus server=0,loadgen=1: a resumed run is placed as it was (resume with no --cpus or --lab to use what was recorded)", ErrResume},
+		{"another lab mode", base, func(o *Options) { o.Mode = harness.ModeLoopback }, "was run with --lab auto, not --lab off: a resumed", ErrResume},
+		{"the lab", base, func(o *Options) { o.Mode = harness.ModeLab }, "was run with --lab auto, not --lab on: a resumed", ErrResume},
+		{"both", base, func(o *Options) { o.CPUs, o.Mode = harness.CPUs{Server: 1, Client: -1}, harness.ModeLab },
+			"was run with --cpus none --lab auto, not --cpus server=1,loadgen=none --lab on: a resumed", ErrResume},
 		{"another build", variant("build", func(m *results.Manifest) { m.Tool.Commit = "0123456789abcdef" }), nil, "another build (version", ErrResume},
 		{"another machine", variant("machine", func(m *results.Manifest) { m.Shards[0].Machine.CPUs = 99 }), nil, "was run on 99 CPUs", ErrResume},
 		{"runs out of plan", variant("order", func(m *results.Manifest) { m.Runs[1].Repeat = 2 }), nil, "is not the plan's run 2", ErrResume},

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -259,37 +260,55 @@ func underPeers(program string) bool {
 }
 
 // CheckTargets refuses, before anything runs, shard sh of s when a
-// black-box command starts with a path (it contains a '/') that is not an
-// executable file: a peer not built yet would otherwise make every one of
-// its runs invalid, one by one. The error names the line and field of the
-// spec that gives the command (and, for a program under PeersDir, how to
-// build the peers) and wraps ErrTarget and ErrSpec. Commands found through
-// $PATH or shell builtins are left to the shell. Run calls it; a suite's
-// runner calls it for every spec first.
+// black-box command's program is not an executable file, found as given
+// (a path) or on $PATH: the same check as reactorlab run's
+// (harness.CheckCommand), so that a peer not built yet, or a program not
+// installed, does not make every one of its runs invalid, one by one. The
+// error names the line and field of the spec that gives the command (and,
+// for a program under PeersDir, how to build the peers) and wraps
+// ErrTarget and ErrSpec. A compound command (a pipe, "cd x && ...", a
+// redirection: see harness.ShellArgv) is left to the shell, as
+// harness.CheckCommand leaves it. Run calls it; a suite's runner calls it
+// for every spec first.
 func (s *Spec) CheckTargets(sh Shard) error {
 	seen := map[string]bool{}
 	for _, p := range s.Plan(sh) {
-		words := strings.Fields(p.Cell.Target.Cmd)
-		if len(words) == 0 || seen[words[0]] || !strings.Contains(words[0], "/") {
+		cmd := p.Cell.Target.Cmd
+		if cmd == "" || seen[cmd] {
 			continue
 		}
-		seen[words[0]] = true
-		st, err := os.Stat(words[0])
-		switch {
-		case err != nil:
-			why := err.Error()
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				why = pe.Err.Error()
-			}
-			return &targetError{at: p.Cell.at, program: words[0], why: why}
-		case st.IsDir():
-			return &targetError{at: p.Cell.at, program: words[0], why: "a directory, not an executable file"}
-		case st.Mode()&0o111 == 0:
-			return &targetError{at: p.Cell.at, program: words[0], why: "not executable (no x permission)"}
+		seen[cmd] = true
+		if err := harness.CheckCommand(cmd); err != nil {
+			prog := strings.Fields(cmd)[0]
+			return &targetError{at: p.Cell.at, program: prog, why: missingWhy(prog, err)}
 		}
 	}
 	return nil
+}
+
+// missingWhy says why prog, which harness.CheckCommand refused with err,
+// cannot run: for a path, what is there instead of an executable file;
+// else err's words less the "exec: \"prog\": " os/exec puts before them
+// ("executable file not found in $PATH").
+func missingWhy(prog string, err error) string {
+	if strings.Contains(prog, "/") {
+		st, serr := os.Stat(prog)
+		var pe *fs.PathError
+		switch {
+		case errors.As(serr, &pe):
+			return pe.Err.Error()
+		case serr == nil && st.IsDir():
+			return "a directory, not an executable file"
+		case serr == nil && st.Mode()&0o111 == 0:
+			return "not executable (no x permission)"
+		}
+	}
+	why := err.Error()
+	var sf *harness.StartFailure
+	if errors.As(err, &sf) {
+		why = sf.Detail
+	}
+	return strings.TrimPrefix(why, "exec: "+strconv.Quote(prog)+": ")
 }
 
 func orMode(m harness.Mode) harness.Mode {

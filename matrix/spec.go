@@ -670,72 +670,84 @@ func Parse(data []byte) (*Spec, error) {
 }
 
 // yamlError puts the line of yaml.v3's "yaml: line N: problem" first, as
-// every other error does, counting lines from 1 as every other error does.
-// A few of its errors (bad encoding) have no line.
+// every other error does, counted from 1 as every other error does. A few
+// of its errors (bad encoding) have no line: they wrap ErrSpec as they are.
 //
-// yaml.v3 counts lines from 0 inside and adds 1 for its scanner's errors
-// only: a parser error is reported one line early, at the line before the
-// construct it names, and with no line at all when that is the first. The
-// construct is where the mapping or list the parser was in began: for an
-// unclosed '{' or '[', that bracket. So for a parser error the stream is
-// parsed again behind one more line, and the same error then names that
-// line counted from 1. For the other parser errors (a block mapping or
-// list broken further down), the line where the problem shows is the
-// first line at which data's beginning stops parsing with that problem:
-// that one is named, and the construct's line after it.
+// yaml.v3 (v3.0.1, parser.fail in decode.go) names the line of the
+// problem's context when it has one (where the mapping, list or quoted
+// scalar it was in began), else the line of the problem; counts it from 0,
+// adding 1 for its scanner's errors only; and names no line when that
+// number is 0. So the error is read from data parsed again behind one
+// empty line: every mark is then on a line counted from 1 (from 2 for the
+// scanner, less one here), never 0. For an unclosed '{' or '[' that is the
+// bracket's line. A block mapping or list broken further down (a key or
+// '-' where none fits) names its context, where the mapping or list
+// begins; the line where the problem shows is found by parsing data once
+// more from the context's line on: the context is then on the stream's
+// first line, whose number yaml.v3 does not name, so it names the
+// problem's, counted from the context's. Three parses at most, each linear
+// in data. TestParseErrors pins every case's line, so a yaml.v3 that
+// counts otherwise fails it rather than misreport.
 func yamlError(data []byte, err error) error {
-	m := yamlLineRE.FindStringSubmatch(err.Error())
-	problem := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m != nil {
-		problem = m[2]
+	line, problem := yamlLine(err)
+	parser := slices.Contains(parserProblems, problem)
+	at, again := yamlLine(decodeAll(behindNewline(data)))
+	if again != problem {
+		// Parsed behind a newline, data fails otherwise (an encoding that
+		// one byte more breaks): yaml.v3's own count, as it is.
+		if line == 0 {
+			return fmt.Errorf("%w: %v", ErrSpec, err)
+		}
+		if parser {
+			line++
+		}
+		return &posError{line: line, field: "yaml", err: errors.New(problem)}
 	}
-	if slices.Contains(parserProblems, problem) {
-		context := 0
-		if m2 := yamlLineRE.FindStringSubmatch(errText(decodeAll(append([]byte("\n"), data...)))); m2 != nil && m2[2] == problem {
-			context, _ = strconv.Atoi(m2[1])
-		}
-		flow := strings.HasPrefix(problem, "did not find expected ',' or ")
-		if at := problemLine(data, problem); !flow && at > context && context > 0 {
-			return &posError{line: at, field: "yaml", err: fmt.Errorf("%s (in the mapping or list that begins at line %d)", problem, context)}
-		}
-		if context > 0 {
-			return &posError{line: context, field: "yaml", err: errors.New(problem)}
-		}
-		if m != nil { // counted from 0
-			l, _ := strconv.Atoi(m[1])
-			return &posError{line: l + 1, field: "yaml", err: errors.New(problem)}
+	if !parser {
+		at--
+	}
+	if at < 1 {
+		return fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	if slices.Contains(blockProblems, problem) {
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		if at <= len(lines) {
+			if n, p := yamlLine(decodeAll(bytes.Join(lines[at-1:], nil))); p == problem && n > 0 {
+				return &posError{line: at + n, field: "yaml", err: fmt.Errorf("%s (in the mapping or list that begins at line %d)", problem, at)}
+			}
 		}
 	}
-	if m != nil {
-		l, _ := strconv.Atoi(m[1])
-		return &posError{line: l, field: "yaml", err: errors.New(m[2])}
-	}
-	return fmt.Errorf("%w: %v", ErrSpec, err)
+	return &posError{line: at, field: "yaml", err: errors.New(problem)}
 }
 
-// problemLine is the first line n (counted from 1) such that data's first
-// n lines fail to parse with problem; 0 if none does (or data is too long
-// to look).
-func problemLine(data []byte, problem string) int {
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) > 2000 {
-		return 0
-	}
-	var prefix []byte
-	for i, l := range lines {
-		prefix = append(prefix, l...)
-		if m := yamlLineRE.FindStringSubmatch(errText(decodeAll(prefix))); m != nil && m[2] == problem {
-			return i + 1
-		}
-	}
-	return 0
-}
-
-func errText(err error) string {
+// yamlLine splits a yaml.v3 error into the line it names (0: none) and
+// its problem, without "yaml: "; nil is 0, "".
+func yamlLine(err error) (int, string) {
 	if err == nil {
-		return ""
+		return 0, ""
 	}
-	return err.Error()
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, m[2]
+	}
+	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// behindNewline is data with an empty line before it (after its UTF-8
+// byte order mark, if it has one).
+func behindNewline(data []byte) []byte {
+	bom := []byte("\xef\xbb\xbf")
+	if bytes.HasPrefix(data, bom) {
+		return slices.Concat(bom, []byte("\n"), data[len(bom):])
+	}
+	return slices.Concat([]byte("\n"), data)
+}
+
+// blockProblems are the parser's problems whose context is a block
+// mapping or list that began before the line where the problem shows.
+var blockProblems = []string{
+	"did not find expected key",
+	"did not find expected '-' indicator",
 }
 
 // parserProblems are the problems yaml.v3's parser (not its scanner)

@@ -16,8 +16,8 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/cost"
 )
 
-// TestCheckTargetsNamesTheLine: a target program that is not there is
-// refused at the line and field of the spec that names it: the baseline's
+// TestCheckTargetsNamesTheLine: a target program that is not there (as a
+// path, or on $PATH) is refused at the line and field of the spec that names it: the baseline's
 // for the cells that keep its command, the factor value's for a command
 // a factor gives; a program under reactorlab-peers/ says how to build the
 // peers.
@@ -43,6 +43,10 @@ func TestCheckTargetsNamesTheLine(t *testing.T) {
 			"line 8: factors[0].values[2] (reactor): ./reactorlab-peers/gnet: no such file or directory", true},
 		{"factor on a target's other field", "name: x\nbaseline:\n  target: {cmd: " + exe + "}\n  hot: 1\n  inflight: 1\n  duration: 1s\nfactors:\n  - name: target\n    values:\n      - {cmd: '" + missing + " --fast'}\n",
 			"line 10: factors[0].values[0] (target): " + missing + ": no such file or directory", false},
+		{"factor value not on $PATH", "name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - name: reactor\n    values: [et, {cmd: nosuchprog-xyz --x}]\n",
+			"line 5: factors[0].values[1] (reactor): nosuchprog-xyz: executable file not found in $PATH", false},
+		{"baseline target not on $PATH", "name: x\nbaseline: {target: {cmd: 'nosuchprog-xyz --listen {addr}'}, hot: 1, inflight: 1, duration: 1s}\n",
+			"line 2: target.cmd: nosuchprog-xyz: executable file not found in $PATH", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(tc.spec))
@@ -60,6 +64,17 @@ func TestCheckTargetsNamesTheLine(t *testing.T) {
 				t.Errorf("peers hint %v, want %v: %q", hint, tc.peers, err)
 			}
 		})
+	}
+	// A program found on $PATH passes; a compound command is the shell's
+	// to run (and to find missing), as reactorlab run leaves it.
+	for _, cmd := range []string{"sh -c 'exit 0'", "cd / && nosuchprog-xyz {addr}", "nosuchprog-xyz {addr} | cat"} {
+		s, err := Parse([]byte("name: x\nbaseline: {target: {cmd: \"" + cmd + "\"}, hot: 1, inflight: 1, duration: 1s}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckTargets(Shard{}); err != nil {
+			t.Errorf("%s: %v, want nil", cmd, err)
+		}
 	}
 	// A shard that does not run the cell does not need its program.
 	s, err := Parse([]byte("name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - {name: reactor, values: [et, {cmd: " + missing + "}]}\n"))

@@ -258,8 +258,10 @@ var errorCases = []struct {
 	want       string // the message after "line N: "
 }{
 	{"yaml syntax", "name: [x\n", 1, "yaml: did not find expected"},
-	// yaml.v3 counts its parser's lines from 0: these name the line of
-	// the '{' or '[' left open, counted from 1.
+	// yaml.v3 counts its parser's lines from 0, and names none for line
+	// 0: these name the line of the '{' or '[' left open, counted from 1.
+	// Each pins the exact line (yamlError's reading of yaml.v3's count):
+	// a yaml.v3 that counts otherwise fails here.
 	{"unclosed {", okBase + "factors:\n  - {name: hot, values: [1]\n", 9, "yaml: did not find expected ',' or '}'"},
 	{"unclosed [", okBase + "factors:\n  - name: hot\n    values: [1, 3\n", 10, "yaml: did not find expected ',' or ']'"},
 	{"unclosed { on line 2", "name: e\nbaseline: {reactor: lt, hot: 2,\n  inflight: 4\n  duration: 1s\n", 2, "yaml: did not find expected ',' or '}'"},
@@ -267,6 +269,10 @@ var errorCases = []struct {
 	{"unclosed { alone", "{name: e", 1, "yaml: did not find expected ',' or '}'"},
 	{"block mapping broken", okBase + "  - hot: 3\n", 8, "yaml: did not find expected key (in the mapping or list that begins at line 3)"},
 	{"yaml tab", "name: x\nbaseline:\n\treactor: lt\n", 3, "yaml: found character that cannot start any token"},
+	{"list broken", "name: x\nfactors:\n  - name: hot\n    values: [1]\n  - name: x\n   values: [2]\n", 6, "yaml: did not find expected '-' indicator (in the mapping or list that begins at line 3)"},
+	{"yaml scanner error on line 1", "name: x: y\n", 1, "yaml: mapping values are not allowed in this context"},
+	{"unclosed quote", "name: x\nbaseline: \"{reactor: lt}\nfactors: []\n", 2, "yaml: found unexpected end of stream"},
+	{"yaml after a byte order mark", "\xef\xbb\xbfname: x\nbaseline: {reactor: lt\n", 2, "yaml: did not find expected ',' or '}'"},
 	{"empty", "", 1, "spec: empty"},
 	{"not a mapping", "- a\n", 1, "spec: a list"},
 	{"unknown top key", okBase + "repeat: 3\n", 8, "repeat: unknown key (accepted: name, baseline, repeats, factors)"},
@@ -398,4 +404,21 @@ func FuzzParse(f *testing.F) {
 		}
 		checkCells(t, s)
 	})
+}
+
+// TestParseSuiteYAMLLine: a YAML error in a suite's second spec names its
+// line counted from the start of the suite, as every other error does.
+func TestParseSuiteYAMLLine(t *testing.T) {
+	for _, tc := range []struct{ name, second, want string }{
+		{"unclosed {", "name: f\nbaseline: {reactor: lt, hot: 2,\n  inflight: 4\n", "line 10: yaml: did not find expected ',' or '}'"},
+		{"block mapping broken", "name: f\nbaseline:\n  reactor: lt\n  - hot: 3\n", "line 12: yaml: did not find expected key (in the mapping or list that begins at line 11)"},
+		{"tab", "name: f\nbaseline:\n\treactor: lt\n", "line 11: yaml: found character that cannot start any token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSuite([]byte(okBase + "---\n" + tc.second))
+			if err == nil || !errors.Is(err, ErrSpec) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("err = %v, want ErrSpec and prefix %q", err, tc.want)
+			}
+		})
+	}
 }

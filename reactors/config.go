@@ -3,6 +3,8 @@ package reactors
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -329,8 +331,40 @@ func (c Config) Validate() error {
 	if c.Listen == "" {
 		return rangeErr("listen", `""`, "host:port")
 	}
+	for _, a := range []struct{ name, addr string }{{"listen", c.Listen}, {"control-listen", c.ControlListen}} {
+		if a.addr == "" {
+			continue // control-listen: none (Listen's is refused above)
+		}
+		if err := checkListenAddr(a.addr); err != nil {
+			return fmt.Errorf("%w: %s = %q: %s (accepted: IP:port or localhost:port, port 0 picks one)", ErrConfig, a.name, a.addr, err)
+		}
+	}
 	if _, err := cost.Parse(c.Callback); err != nil {
 		return fmt.Errorf("%w: callback: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// checkListenAddr refuses what New would when it resolves addr to listen
+// on: not host:port, a host that is neither an IP address nor localhost
+// (or empty), or a port that is no port number (or service name). It
+// resolves nothing but the port: the host must be a literal.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return errors.New(ae.Err)
+		}
+		return err
+	}
+	if host != "" && host != "localhost" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return fmt.Errorf("host %q is not an IP address", host)
+		}
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is not a port number", port)
 	}
 	return nil
 }

@@ -16,18 +16,32 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
-// listFlag is a repeatable flag that also splits on commas.
+// listFlag is a repeatable flag that also splits on commas. A value that
+// names nothing ("", ",") is refused: a selection given but empty must not
+// read as no selection (the default, everything).
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
 
 func (l *listFlag) Set(s string) error {
+	n := len(*l)
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*l = append(*l, p)
 		}
 	}
+	if len(*l) == n {
+		return errors.New("names nothing (give one or more, comma-separated, or leave the flag out)")
+	}
 	return nil
+}
+
+// countOf is "1 case", "2 cases": n and noun, plural unless n is 1.
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 const conformSynopsis = `reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID,...] [--json FILE|-] [--junit FILE|-] [flags]
@@ -46,10 +60,6 @@ goes to stderr. Exit 0: nothing failed (nor was inconclusive, with
 --strict); 1: a case failed; 2: bad flags, or the target could not be
 started; 130: interrupted by SIGINT or SIGTERM (the case then running is
 reported interrupted, the others not run, and the reports say so).`
-
-// conformStartHint follows a refusal for a target that did not listen in
-// time.
-const conformStartHint = "A program that compiles or loads first (go run, a JIT) may need a longer --start-timeout."
 
 func conform(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("reactorlab conform", conformSynopsis, conformDescription)
@@ -96,7 +106,13 @@ func conform(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if *inLab {
-		return conformInLab(ctx, withoutFlag(args, "lab"), stdout, stderr)
+		var files []string
+		for _, p := range []string{*jsonPath, *junitPath} {
+			if p != "" && p != cli.StdoutPath {
+				files = append(files, p)
+			}
+		}
+		return conformInLab(ctx, withoutFlag(args, "lab"), *grace, files, stdout, stderr)
 	}
 	// The table is for a person: on stderr when stdout holds a document.
 	human := stdout
@@ -142,8 +158,8 @@ func conform(args []string, stdout, stderr io.Writer) int {
 		}
 		return conformRefusal(stderr, "reactorlab conform", "no case was run", err)
 	}
-	fmt.Fprintf(stderr, "reactorlab conform: %s started and listening (checked in %v); %d cases\n",
-		target.Name(), time.Since(t0).Round(time.Millisecond), len(selected))
+	fmt.Fprintf(stderr, "reactorlab conform: %s started and listening (checked in %v); %s\n",
+		target.Name(), time.Since(t0).Round(time.Millisecond), countOf(len(selected), "case"))
 	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: cases, Timeout: *timeout,
 		StartTimeout: *startTimeout, NoStartCheck: true,
 		Progress: func(r conformance.Result) {
@@ -153,8 +169,8 @@ func conform(args []string, stdout, stderr io.Writer) int {
 		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
 	if sum := conformance.Summarize(results); sum.WasInterrupted() {
-		fmt.Fprintf(stderr, "reactorlab conform: interrupted: %d cases finished, %d interrupted, %d not run\n",
-			len(results)-sum.Interrupted-sum.NotRun, sum.Interrupted, sum.NotRun)
+		fmt.Fprintf(stderr, "reactorlab conform: interrupted: %s finished, %d interrupted, %d not run\n",
+			countOf(len(results)-sum.Interrupted-sum.NotRun, "case"), sum.Interrupted, sum.NotRun)
 	}
 	return report(results)
 }
@@ -165,8 +181,10 @@ func conform(args []string, stdout, stderr io.Writer) int {
 func conformRefusal(stderr io.Writer, name, nothing string, err error) int {
 	msg := fmt.Sprintf("%s: the target could not be started, so %s: %v", name, nothing, err)
 	var se *conformance.StartError
-	if errors.As(err, &se) && se.Cause == conformance.StartNoListener {
-		msg += "\n" + conformStartHint
+	if errors.As(err, &se) {
+		if hint := se.Report().Hint("--start-timeout"); hint != "" {
+			msg += "\n" + hint
+		}
 	}
 	fmt.Fprintln(stderr, msg)
 	return cli.ExitUsage

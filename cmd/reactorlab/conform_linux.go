@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -57,65 +58,209 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 // runs the suite as this role inside the lab.
 const cliRole = "cli"
 
-func init() {
-	harness.RegisterRole(cliRole, func(args []string) int { return run(args, os.Stdout, os.Stderr) })
+func init() { harness.RegisterRole(cliRole, cliRoleMain) }
+
+// cliRoleMain runs `reactorlab ARGS...` as the cli role. Leading
+// --stdout=FILE and --stderr=FILE (existing files, appended to) take the
+// command's stdout and stderr in place of the process's: the harness keeps
+// only the end of a child's stderr (and a bounded stdout), while a file in
+// a directory the lab shares keeps all of it. The process's own stderr
+// still gets what the command does not write (a runtime crash).
+func cliRoleMain(args []string) int {
+	stdout, stderr := io.Writer(os.Stdout), io.Writer(os.Stderr)
+	for len(args) > 0 {
+		name, path, ok := strings.Cut(args[0], "=")
+		if !ok || name != "--stdout" && name != "--stderr" {
+			break
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "reactorlab: role %s: %s: %v\n", cliRole, name, err)
+			return cli.ExitFail
+		}
+		defer f.Close()
+		if name == "--stdout" {
+			stdout = f
+		} else {
+			stderr = f
+		}
+		args = args[1:]
+	}
+	return run(args, stdout, stderr)
 }
 
 // conformLabBound bounds a whole suite run in the lab: the catalogue takes
 // about 3 minutes on 2 cores; a case's own watchdog bounds each case.
 const conformLabBound = 30 * time.Minute
 
+// conformLabStopReserve is the time the suite in the lab has, beyond
+// --grace (its wait for a cmd target to exit after SIGTERM), to wind down
+// when interrupted: end the case then running, stop its target and write
+// its reports. Past it the lab kills the suite, and its report is lost.
+// A variable so that a test can make the suite miss it.
+var conformLabStopReserve = 10 * time.Second
+
+// conformTailEvery is how often the suite's stderr file is copied on.
+const conformTailEvery = 100 * time.Millisecond
+
 // conformInLab runs `reactorlab conform args...` as the only process of a
 // lab (harness.LabSpec.Alone): in network, PID and mount namespaces of its
 // own, so its traffic is on the lab's loopback and nothing it starts can
-// outlive it. Its output is shown when it ends. The exit status is the
-// suite's (0, 1 or 2), 130 when interrupted (the suite, sent SIGTERM,
-// reports what it had done), or 1 if the lab run itself was not clean.
-func conformInLab(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "reactorlab conform: running the suite inside a lab of its own; its output follows when it ends")
-	res, err := harness.Run(ctx, harness.LabSpec{
-		Client:  harness.Proc{Argv: append([]string{harness.RolePrefix + cliRole, "conform"}, args...)},
-		CPUs:    harness.Unpinned,
-		Mode:    harness.ModeLab,
-		Timeout: conformLabBound,
-	})
-	if err != nil && res == nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "reactorlab conform: --lab: interrupted: %v\n", err)
-			return cli.ExitInterrupted
-		}
-		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
-		return 1
-	}
-	code := 1
-	if c := res.Client; c != nil {
-		stdout.Write(c.Stdout)
-		io.WriteString(stderr, c.StderrTail)
-		if !c.TimedOut && c.Signal == "" {
-			code = c.Code
-		}
-	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "reactorlab conform: --lab: interrupted")
-		return cli.ExitInterrupted
-	}
+// outlive it. Its stderr (progress, notes, and the table with --json - or
+// --junit -) is copied to stderr as it runs, all of it, through a file in
+// a directory of its own; its stdout, also a file, is copied to stdout
+// when it ends.
+//
+// When ctx ends (SIGINT or SIGTERM) the suite is sent SIGTERM
+// (LabSpec.Interrupt): it reports what it had done, as outside the lab,
+// if it does so within grace plus conformLabStopReserve; otherwise it is
+// killed and this says its report was lost, and that reportFiles (the
+// --json and --junit files it was to write) may not hold it.
+//
+// The exit status is the suite's (0 or 1; 2, its refusal alone, when the
+// target could not be started; 130 when it was interrupted), 130 whenever
+// ctx ended and the suite did not finish, or 1 if the lab run itself went
+// wrong: its audit found something left behind, the suite crashed or ran
+// out of conformLabBound. "ran in the lab ...; audit clean" is said only
+// after the suite ran.
+func conformInLab(ctx context.Context, args []string, grace time.Duration, reportFiles []string, stdout, stderr io.Writer) int {
+	dir, err := os.MkdirTemp("", "reactorlab-conform-lab-")
 	if err != nil {
 		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
-		return 1
+		return cli.ExitFail
 	}
-	var labProblems []string
-	for _, why := range res.Invalid {
-		// The suite's own verdict (exit status 1: a case failed) is not a
-		// problem of the lab's.
-		if !strings.HasPrefix(why, "client: exit status") {
-			labProblems = append(labProblems, why)
+	defer os.RemoveAll(dir)
+	outPath, errPath := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+	var errFile *os.File
+	for _, p := range []string{outPath, errPath} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
+			return cli.ExitFail
+		}
+		if p == errPath {
+			errFile = f // read from as the suite writes; open across the run, so the audit sees it before and after
+			defer f.Close()
+		} else {
+			f.Close()
 		}
 	}
-	if len(labProblems) > 0 {
-		fmt.Fprintf(stderr, "reactorlab conform: --lab: the run was not clean:\n  %s\n", strings.Join(labProblems, "\n  "))
-		return 1
+	stopTail, tailed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(tailed)
+		copyNew := func() { io.Copy(stderr, onlyReader{errFile}) }
+		t := time.NewTicker(conformTailEvery)
+		defer t.Stop()
+		for {
+			copyNew()
+			select {
+			case <-stopTail:
+				copyNew()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	labGrace := grace + conformLabStopReserve
+	// Run's own context only bounds it: cancelling it would kill the suite
+	// at once, before it could report. A signal winds the suite down.
+	res, err := harness.Run(context.Background(), harness.LabSpec{
+		Client: harness.Proc{Argv: append([]string{harness.RolePrefix + cliRole,
+			"--stdout=" + outPath, "--stderr=" + errPath, "conform"}, args...)},
+		CPUs:      harness.Unpinned,
+		Mode:      harness.ModeLab,
+		Timeout:   conformLabBound,
+		Grace:     labGrace,
+		Interrupt: ctx.Done(),
+	})
+	close(stopTail)
+	<-tailed
+	if out, rerr := os.ReadFile(outPath); rerr != nil {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: the suite's stdout: %v\n", rerr)
+	} else {
+		stdout.Write(out)
+	}
+	interrupted := ctx.Err() != nil
+	if res == nil {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
+		return cli.ExitFail
+	}
+	c := res.Client
+	if c != nil && c.StderrTail != "" {
+		// What the suite did not write itself: a crash's trace, say.
+		io.WriteString(stderr, c.StderrTail)
+	}
+	var problems []string
+	for _, d := range res.Audit.Diffs {
+		problems = append(problems, "leak audit: "+d)
+	}
+	lost := ""
+	code := cli.ExitFail
+	switch {
+	case c == nil && interrupted:
+		lost = "interrupted before the suite started: no case was run, and no report was written"
+		code = cli.ExitInterrupted
+	case c == nil:
+		// The lab could not be set up (or refused): the suite never ran.
+		if err == nil {
+			err = errors.New("the suite was never started")
+		}
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
+	case c.TimedOut:
+		problems = append([]string{fmt.Sprintf("the suite did not finish within %v and was stopped (%s): its report is incomplete or lost", conformLabBound, exitText(c))}, problems...)
+		if interrupted {
+			code = cli.ExitInterrupted
+		}
+	case c.Signal != "" && interrupted:
+		lost = fmt.Sprintf("interrupted: the suite did not wind down within %v of SIGTERM and was killed (%s): its report is lost", labGrace, exitText(c))
+		if len(reportFiles) > 0 {
+			lost += fmt.Sprintf(" (%s may be missing, incomplete or an earlier run's)", strings.Join(reportFiles, " and "))
+		}
+		code = cli.ExitInterrupted
+	case c.Signal != "":
+		problems = append([]string{fmt.Sprintf("the suite was ended by a signal (%s): its report is incomplete or lost", exitText(c))}, problems...)
+	default:
+		// The suite ended by itself: its report is whole, and its status
+		// agrees with it (130 if it was interrupted, else its verdict, even
+		// if a signal came after its last case).
+		code = c.Code
+		// The suite's own verdict and an interruption it reported are not
+		// problems of the lab's; anything else Run failed with is.
+		if err != nil && !interrupted {
+			problems = append([]string{err.Error()}, problems...)
+		}
+	}
+	if lost != "" {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: %s\n", lost)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: the run was not clean:\n  %s\n", strings.Join(problems, "\n  "))
+		if code == cli.ExitInterrupted {
+			return code
+		}
+		return cli.ExitFail
+	}
+	if c == nil || lost != "" || code == cli.ExitUsage {
+		// Said already; and a refusal is the suite's one message: no case
+		// ran, so the lab has nothing to add.
+		return code
 	}
 	fmt.Fprintf(stderr, "reactorlab conform: ran in the lab (%d namespaces%s), %v; audit clean\n",
 		len(res.Namespaces), map[bool]string{true: ", rootless", false: ""}[res.UserNS], res.Elapsed.Round(time.Second))
 	return code
 }
+
+// exitText says how a process ended: "exit status 1", "signal: killed".
+func exitText(p *harness.ProcResult) string {
+	if p.Signal != "" {
+		return "signal: " + p.Signal
+	}
+	return fmt.Sprintf("exit status %d", p.Code)
+}
+
+// onlyReader hides an *os.File's WriteTo, so that io.Copy reads it with
+// plain reads from its offset to its current end.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }

@@ -19,7 +19,7 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 }
 
 // conformInLab: the lab is Linux only.
-func conformInLab(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func conformInLab(ctx context.Context, args []string, grace time.Duration, reportFiles []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "reactorlab conform: --lab runs on Linux only")
 	return 1
 }

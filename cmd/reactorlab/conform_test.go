@@ -13,9 +13,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +37,9 @@ func TestConformRefusesBadUsage(t *testing.T) {
 		{[]string{"--target", "cmd:true", "--fault", "no-drain"}, "reference targets only"},
 		{[]string{"--target", "lt", "--fault", "gremlins"}, "gremlins"},
 		{[]string{"--target", "lt", "--case", "Q9"}, "Q9"},
+		{[]string{"--target", "lt", "--case", ","}, `--case ",": names nothing`},
+		{[]string{"--target", "lt", "--case", ""}, `--case "": names nothing`},
+		{[]string{"--target", "lt", "--case", "F1", "--case", " "}, `--case " ": names nothing`},
 		{[]string{"--target", "lt", "extra"}, "extra"},
 		{[]string{"--target", "lt", "--timeout", "soon"}, "timeout"},
 		{[]string{"--target", "lt", "--timeout", "-1s"}, "--timeout"},
@@ -94,6 +99,9 @@ func TestConformReferenceProcess(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout.String(), "F2") || !strings.Contains(stdout.String(), "fail") {
 		t.Fatalf("et + no-drain: exit %d, want 1 with F2 failing\n%s\n%s", code, stdout.String(), stderr.String())
 	}
+	if !strings.Contains(stderr.String(), "; 1 case\n") {
+		t.Errorf("the start line does not count one case in the singular:\n%s", stderr.String())
+	}
 }
 
 // The suite inside a lab of its own (--lab asks for the lab, never
@@ -125,6 +133,30 @@ func TestConformInLab(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout.String(), "F1") || !strings.Contains(stdout.String(), "fail") ||
 		!strings.Contains(stderr.String(), "audit clean") {
 		t.Fatalf("lt + drop-partial in the lab: exit %d, want 1 with F1 failing and a clean lab\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+
+	// --json -: the JSON alone on stdout, the table on stderr.
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"conform", "--lab", "--target", "lt", "--case", "F1,R3", "-v", "--json", "-"}, &stdout, &stderr)
+	rep = conformance.Report{}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); code != 0 || err != nil || rep.Summary.Pass != 2 ||
+		!strings.Contains(stderr.String(), "process:lt: 2 passed, 0 failed") || !strings.Contains(stderr.String(), "audit clean") {
+		t.Fatalf("--json - in the lab: exit %d (%v)\n%s\n%s", code, err, stdout.String(), stderr.String())
+	}
+
+	// A refusal inside the lab is the suite's one message, all of it
+	// (more than the 4 KiB of a child's stderr the harness keeps), and
+	// exit 2: no word of the lab's.
+	label := "echo boom >&2; exit 3 # " + strings.Repeat("x", 5000)
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"conform", "--lab", "--target", "cmd:" + label, "--json", "-"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != exitUsage || stdout.Len() != 0 || len(msg) <= 4<<10 ||
+		!strings.HasPrefix(msg, "reactorlab conform: the target could not be started, so no case was run: cmd:"+label+": exited (exit status 3)") ||
+		strings.Count(msg, "reactorlab conform") != 1 || !strings.HasSuffix(msg, "\n    boom\n") {
+		t.Fatalf("a target that cannot start, in the lab: exit %d, stdout %q, %d bytes of stderr; want exit 2 and the one refusal, whole:\n%s", code, stdout.String(), len(msg), msg)
 	}
 }
 
@@ -271,7 +303,21 @@ func TestConformMachineOutputOnStdout(t *testing.T) {
 // target that starts well and then stalls every case.
 const hangEnv = "REACTORLAB_TEST_HANG_SERVER"
 
+// hangIgnoreTermEnv makes that server ignore SIGTERM once a client has
+// sent it a byte (it reads one from each connection), so a case's stop of
+// it takes the whole grace while the start check's stop (the readiness
+// probe sends nothing) does not.
+const hangIgnoreTermEnv = "REACTORLAB_TEST_HANG_IGNORE_TERM"
+
+// labStopReserveEnv sets conformLabStopReserve in this binary run as the
+// command, so that a test can make the suite in the lab miss its time to
+// wind down.
+const labStopReserveEnv = "REACTORLAB_TEST_LAB_STOP_RESERVE"
+
 func init() {
+	if d, err := time.ParseDuration(os.Getenv(labStopReserveEnv)); err == nil {
+		conformLabStopReserve = d
+	}
 	if os.Getenv(hangEnv) != "1" {
 		return
 	}
@@ -287,6 +333,13 @@ func init() {
 			os.Exit(1)
 		}
 		held = append(held, c)
+		if os.Getenv(hangIgnoreTermEnv) == "1" {
+			go func() {
+				if n, _ := c.Read(make([]byte, 1)); n > 0 {
+					signal.Ignore(syscall.SIGTERM)
+				}
+			}()
+		}
 	}
 }
 
@@ -326,15 +379,78 @@ func TestConformTimeoutBoundsAStalledCase(t *testing.T) {
 // not run; exit 130; the JSON on stdout says the run was interrupted; the
 // target is gone.
 func TestConformInterrupted(t *testing.T) {
+	target, token := hangTarget(t)
+	code, stdout, stderr := interruptConform(t, nil, "conform", "--target", target, "--case", "F1,F2,F3", "--json", "-")
+	if code != cli.ExitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", code, cli.ExitInterrupted, stderr)
+	}
+	checkInterruptedReport(t, stdout, stderr)
+	if pids := processesMatching(token); len(pids) > 0 {
+		t.Errorf("the target is still there: %v", pids)
+	}
+}
+
+// The same in the lab: the suite is told to stop (SIGTERM) and reports
+// what it had done, exit 130, its progress shown while it ran; one that
+// does not stop in its time is killed, and then the run still exits 130
+// and says the report was lost. Either way nothing is left behind.
+func TestConformInterruptedInLab(t *testing.T) {
+	if err := harness.CheckLab(context.Background()); err != nil {
+		if required, why := harness.LabRequired(); required || !errors.Is(err, harness.ErrLabUnavailable) {
+			t.Fatalf("the lab must work here (%s): %v", why, err)
+		}
+		t.Skipf("no lab here: %v", err)
+	}
+	t.Run("reported", func(t *testing.T) {
+		target, token := hangTarget(t)
+		code, stdout, stderr := interruptConform(t, nil, "conform", "--lab", "--target", target, "--case", "F1,F2,F3", "--json", "-")
+		if code != cli.ExitInterrupted {
+			t.Errorf("exit %d, want %d\n%s", code, cli.ExitInterrupted, stderr)
+		}
+		checkInterruptedReport(t, stdout, stderr)
+		if !strings.Contains(stderr, "audit clean") || strings.Contains(stderr, "lost") {
+			t.Errorf("want a clean lab and the report:\n%s", stderr)
+		}
+		if pids := processesMatching(token); len(pids) > 0 {
+			t.Errorf("the target is still there: %v", pids)
+		}
+	})
+	t.Run("killed", func(t *testing.T) {
+		// The target ignores SIGTERM once F1 has sent it a byte, so the
+		// suite's stop of it takes the whole --grace (3 s); the lab gives
+		// the suite 0.5 s to wind down.
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := fmt.Sprintf("hang-%d-%d", os.Getpid(), time.Now().UnixNano())
+		target := "cmd:env " + hangEnv + "=1 " + hangIgnoreTermEnv + "=1 " + exe + " " + token
+		env := []string{labStopReserveEnv + "=-2.5s"}
+		code, stdout, stderr := interruptConform(t, env, "conform", "--lab", "--grace", "3s", "--target", target, "--case", "F1,F2", "--json", "-")
+		if code != cli.ExitInterrupted || !strings.Contains(stderr, "was killed (signal: killed): its report is lost") ||
+			strings.Contains(stderr, "audit clean") {
+			t.Errorf("exit %d, want %d saying the report was lost\nstdout: %s\nstderr: %s", code, cli.ExitInterrupted, stdout, stderr)
+		}
+		if pids := processesMatching(token); len(pids) > 0 {
+			t.Errorf("the target is still there: %v", pids)
+		}
+	})
+}
+
+// interruptConform runs this test binary as the command with args (and
+// env added), waits for its cases to start (the line "started and
+// listening" on stderr, as it comes), sends it SIGINT and returns its exit
+// code, stdout and stderr.
+func interruptConform(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, token := hangTarget(t)
-	cmd := exec.Command(exe, "conform", "--target", target, "--case", "F1,F2,F3", "--json", "-")
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -343,14 +459,14 @@ func TestConformInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	var stderr strings.Builder
+	var errText strings.Builder
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		sc := bufio.NewScanner(errPipe)
 		once := false
 		for sc.Scan() {
-			stderr.WriteString(sc.Text() + "\n")
+			errText.WriteString(sc.Text() + "\n")
 			if !once && strings.Contains(sc.Text(), "started and listening") {
 				once = true
 				close(started)
@@ -361,8 +477,9 @@ func TestConformInterrupted(t *testing.T) {
 	case <-started:
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
+		<-copied
 		cmd.Wait()
-		t.Fatalf("conform did not start its cases")
+		t.Fatalf("conform did not start its cases\n%s", errText.String())
 	}
 	time.Sleep(300 * time.Millisecond) // F1 is waiting for an echo
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -375,14 +492,19 @@ func TestConformInterrupted(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
 		<-exited
-		t.Fatalf("conform did not end after SIGINT\n%s", stderr.String())
+		t.Fatalf("conform did not end after SIGINT\n%s", errText.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != cli.ExitInterrupted {
-		t.Errorf("exit %d, want %d\n%s", code, cli.ExitInterrupted, stderr.String())
-	}
+	t.Logf("exit %d; stderr:\n%s", cmd.ProcessState.ExitCode(), errText.String())
+	return cmd.ProcessState.ExitCode(), out.String(), errText.String()
+}
+
+// checkInterruptedReport checks the JSON report on stdout and the table
+// on stderr of a run of F1,F2,F3 interrupted during F1.
+func checkInterruptedReport(t *testing.T, stdout, stderr string) {
+	t.Helper()
 	var rep conformance.Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout.String())
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
 	}
 	var verdicts []string
 	for _, r := range rep.Results {
@@ -391,11 +513,12 @@ func TestConformInterrupted(t *testing.T) {
 	if got := strings.Join(verdicts, ", "); !rep.Interrupted || got != "F1 interrupted, F2 not-run, F3 not-run" || rep.Summary.Fail != 0 {
 		t.Errorf("report: interrupted %v, %s, summary %+v", rep.Interrupted, got, rep.Summary)
 	}
-	if regexp.MustCompile(`\bfail\b`).MatchString(stderr.String()) {
-		t.Errorf("an interrupted case reads as a failure:\n%s", stderr.String())
+	if !strings.Contains(stderr, ": 0 passed, 0 failed, 0 skipped, 1 interrupted, 2 not run: the run was interrupted") ||
+		!strings.Contains(stderr, "interrupted: 0 cases finished, 1 interrupted, 2 not run") {
+		t.Errorf("the table's counts do not agree with the report's:\n%s", stderr)
 	}
-	if pids := processesMatching(token); len(pids) > 0 {
-		t.Errorf("the target is still there: %v", pids)
+	if regexp.MustCompile(`\bfail\b`).MatchString(stderr) {
+		t.Errorf("an interrupted case reads as a failure:\n%s", stderr)
 	}
 }
 

@@ -25,7 +25,7 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	conns := fs.Int("conns", 10000, "idle connections to open, each echoing one 64-byte frame first (1..1000000)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole measurement, the start included")
 	startTimeout := fs.Duration("start-timeout", conformance.DefaultStartTimeout, "bound on the target's start, until it accepts connections")
-	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (which then holds only the JSON)")
+	jsonOut := fs.String("json", "", "also write the result as JSON to `FILE`; - writes it alone on stdout, and the line on stderr")
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
@@ -53,13 +53,18 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
-	if *asJSON {
-		if err := writeJSON(stdout, res); err != nil {
-			return c.Errorf(stderr, cli.ExitFail, "%v", err)
-		}
-		return cli.ExitOK
+	// The line on stdout, or with --json - the JSON there and the line on
+	// stderr.
+	human := stdout
+	if *jsonOut == cli.StdoutPath {
+		human = stderr
 	}
-	fmt.Fprintf(stdout, "%s: %d idle connections: RSS %.1f → %.1f MiB, %.0f bytes per connection (%d descriptors open; %v)\n",
+	if *jsonOut != "" {
+		if err := cli.WriteTo(*jsonOut, stdout, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+			return c.Errorf(stderr, cli.ExitFail, "--json: %v", err)
+		}
+	}
+	fmt.Fprintf(human, "%s: %d idle connections: RSS %.1f → %.1f MiB, %.0f bytes per connection (%d descriptors open; %v)\n",
 		res.Target, res.Conns, float64(res.Before)/(1<<20), float64(res.After)/(1<<20), res.PerConn, res.ServerFds, res.Elapsed.Round(time.Millisecond))
 	return cli.ExitOK
 }

@@ -16,7 +16,7 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	c.Flags.Int("conns", 10000, "idle connections to open")
 	c.Flags.Duration("timeout", 0, "bound on the whole measurement")
 	c.Flags.Duration("start-timeout", 0, "bound on the target's start")
-	c.Flags.Bool("json", false, "print the result as JSON")
+	c.Flags.String("json", "", "also write the result as JSON to `FILE` (- for stdout alone)")
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}

@@ -127,13 +127,13 @@ func TestVersionNamesTheRevisionTheBuildStamped(t *testing.T) {
 	if err != nil || string(again) != string(line) {
 		t.Errorf("version: %v, %q differs from --version's %q", err, again, line)
 	}
-	raw, err := exec.Command(bin, "version", "--json").Output()
+	raw, err := exec.Command(bin, "version", "--json", "-").Output()
 	if err != nil {
-		t.Fatalf("version --json: %v", err)
+		t.Fatalf("version --json -: %v", err)
 	}
 	var v buildVersion
 	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("version --json is not one JSON object: %v\n%s", err, raw)
+		t.Fatalf("version --json - is not one JSON object: %v\n%s", err, raw)
 	}
 	if v.Module != "github.com/reactorlab/reactorlab" || !strings.HasPrefix(v.Go, "go1.") || v.Version == "" || (v.Revision == "") != (v.Modified == nil) {
 		t.Errorf("version --json = %+v", v)

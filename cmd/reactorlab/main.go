@@ -6,12 +6,12 @@
 //	reactorlab merge OUT SHARD_DIR... [--json FILE|-]
 //	reactorlab report DIR [--json FILE|-]
 //	reactorlab compare OLD NEW [--threshold 10%] [--metrics m1,m2] [--require-all] [--json FILE|-]
-//	reactorlab run --reactor DESIGN|--target cmd:'COMMAND' [load flags] [--start-timeout 10s] [--out DIR] [--json]
+//	reactorlab run --reactor DESIGN|--target cmd:'COMMAND' [load flags] [--start-timeout 10s] [--out DIR] [--json FILE|-]
 //	reactorlab serve --reactor DESIGN [flags]
 //	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID] [--start-timeout 10s] [--json FILE|-] [--junit FILE|-]
-//	reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--start-timeout 10s] [--json]
-//	reactorlab version [--json]
+//	reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--start-timeout 10s] [--json FILE|-]
+//	reactorlab version [--json FILE|-]
 //	reactorlab help [COMMAND]
 //
 // Every subcommand prints its help on stdout for --help (or `reactorlab

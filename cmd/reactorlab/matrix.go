@@ -169,6 +169,16 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 			dir += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
 		}
 	}
+	if *resume == "" {
+		// A file where the run directory goes (or above it) is the
+		// --out value's fault, as reactorlab run says of its own.
+		if err := harness.CheckCellDir(dir); errors.Is(err, syscall.ENOTDIR) {
+			if set["out"] {
+				return c.Usagef(stderr, "--out %v (accepted: a new or empty directory)", err)
+			}
+			return c.Errorf(stderr, cli.ExitUsage, "%v (accepted: a new or empty directory; choose one with --out)", err)
+		}
+	}
 	opts := func(j *matrixJob) matrix.Options {
 		return matrix.Options{
 			Spec: j.spec, Source: source, Text: text, Dir: j.dir, Shard: shard,
@@ -283,9 +293,16 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 		// The signal came between two specs, or as the last one ended.
 		code, stopped = cli.ExitInterrupted, true
 	}
+	// --resume continues a run whose manifest was written: a matrix that
+	// stopped before it wrote one has nothing to continue.
+	resumable := false
 	if stopped {
+		_, err := firstManifest(dir)
+		resumable = err == nil
 		result.Interrupted = code == cli.ExitInterrupted
-		result.Resume = resumeLine
+		if resumable {
+			result.Resume = resumeLine
+		}
 	}
 	result.Complete = !stopped
 	for _, j := range jobs {
@@ -303,6 +320,10 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 		what := "stopped"
 		if code == cli.ExitInterrupted {
 			what = "interrupted"
+		}
+		if !resumable {
+			fmt.Fprintf(stderr, "reactorlab matrix: %s after %s; nothing recorded in %s\n", what, time.Since(started).Round(time.Second), dir)
+			return code
 		}
 		fmt.Fprintf(stderr, "reactorlab matrix: %s after %s; results so far in %s\nto continue: %s\n", what, time.Since(started).Round(time.Second), dir, resumeLine)
 		return code

@@ -24,8 +24,9 @@ type matrixResult struct {
 	Dir   string `json:"dir"`
 	Shard string `json:"shard,omitempty"`
 	// Complete: every spec's plan ran to its end. Interrupted: SIGINT or
-	// SIGTERM stopped the matrix; Resume is then the command that
-	// continues it (also when it stopped on an error).
+	// SIGTERM stopped the matrix. Resume is the command that continues a
+	// matrix that stopped (interrupted, or on an error) after it wrote a
+	// manifest; "" when it did not stop, or had recorded nothing.
 	Complete    bool         `json:"complete"`
 	Interrupted bool         `json:"interrupted"`
 	Resume      string       `json:"resume,omitempty"`

@@ -42,6 +42,8 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 	full := filepath.Join(tmp, "full")
 	os.MkdirAll(full, 0o755)
 	os.WriteFile(filepath.Join(full, "keep"), nil, 0o644)
+	afile := filepath.Join(tmp, "afile")
+	os.WriteFile(afile, nil, 0o644)
 	for _, tc := range []struct {
 		args  []string
 		want  []string
@@ -59,6 +61,9 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 			matrix.PeersBuild}, 1},
 		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}, 1},
 		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}, 1}, // a suite writes into subdirectories
+		// A file where the run directory goes: the --out value's fault.
+		{[]string{"matrix", "quick", "--out", afile}, []string{"--out " + afile + ": not a directory (accepted: a new or empty directory)"}, 2},
+		{[]string{"matrix", "quick", "--out", filepath.Join(afile, "sub")}, []string{"--out " + filepath.Join(afile, "sub") + ": " + afile + " is not a directory"}, 2},
 		{[]string{"matrix", "quick", "--cpus", "server=0,loadgen=0"}, []string{"embedded:quick: spec quick: cell baseline: cpus server=0,loadgen=0: both sides on CPU 0"}, 1},
 		{[]string{"matrix", "--resume", full, "--out", full}, []string{"no --out"}, 2},
 		{[]string{"matrix", "--resume", full}, []string{"--resume " + full, "not a run directory"}, 1},
@@ -457,6 +462,9 @@ func TestMatrixInterruptedAndResumed(t *testing.T) {
 		{[]string{"matrix", other, "--resume", dir}, "whose text differs from " + other + "'s"},
 		{[]string{"matrix", "--resume", partial}, "not a run directory"},
 		{[]string{"matrix", "--resume", dir, "--shard", "2/2"}, "holds shard 1/1, not 2/2"},
+		// The flags as they are typed, only those that differ.
+		{[]string{"matrix", "--resume", dir, "--cpus", "server=0,loadgen=1"}, "was run with --cpus none, not --cpus server=0,loadgen=1: a resumed run is placed as it was (resume with no --cpus or --lab to use what was recorded)"},
+		{[]string{"matrix", "--resume", dir, "--lab", "off"}, "was run with --lab auto, not --lab off: a resumed run is placed as it was"},
 	} {
 		stdout.Reset()
 		stderr.Reset()
@@ -499,4 +507,86 @@ func matrixFakeCell(c harness.Cell) (*harness.CellResult, error) {
 	return &harness.CellResult{Cell: c, Valid: true, Load: sum,
 		Lab: &harness.LabResult{Mode: harness.ModeLab, Valid: true,
 			Server: &harness.ProcResult{UserNs: 1e8, SysNs: 5e7, MaxRSS: 10 << 20, Elapsed: total}}}, nil
+}
+
+// TestMatrixRefusesMissingProgram: a program that is not on $PATH, named
+// by a factor's value or by the baseline's target, is refused as
+// reactorlab run refuses it, before anything runs: exit 2, one line naming
+// the file, line and field, nothing run and no directory made.
+func TestMatrixRefusesMissingProgram(t *testing.T) {
+	tmp := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ran := 0
+	matrixRunCell = func(context.Context, harness.Cell) (*harness.CellResult, error) {
+		ran++
+		return nil, errors.New("a refused matrix ran a cell")
+	}
+	defer func() { matrixRunCell = nil }()
+	for _, tc := range []struct{ name, file, want string }{
+		{"factor value", write("value.yaml", "name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - name: reactor\n    values: [et, {cmd: \"nosuchprog-xyz --x\"}]\n"),
+			"value.yaml: line 5: factors[0].values[1] (reactor): nosuchprog-xyz: executable file not found in $PATH"},
+		{"baseline target", write("target.yaml", "name: x\nbaseline:\n  target: {cmd: \"nosuchprog-xyz {addr}\"}\n  hot: 1\n  inflight: 1\n  duration: 1s\n"),
+			"target.yaml: line 3: target.cmd: nosuchprog-xyz: executable file not found in $PATH"},
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := run([]string{"matrix", tc.file, "--out", filepath.Join(tmp, "never"), "--cpus", "none", "--json", "-"}, &stdout, &stderr)
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("%s: refused after %v", tc.name, el)
+		}
+		if want := "reactorlab matrix: " + filepath.Join(tmp, tc.want); code != exitUsage || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr\n %q\nwant exit %d, one line beginning\n %q", tc.name, code, stdout.String(), stderr.String(), exitUsage, want)
+		}
+	}
+	if ran != 0 {
+		t.Errorf("%d cells ran", ran)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "never")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused matrix made its directory: %v", err)
+	}
+}
+
+// TestMatrixResumeLineOnlyWithManifest: a matrix that stops on an error
+// prints the --resume command (and sets the result's resume field) when
+// it wrote a manifest to resume, and neither when it wrote nothing.
+func TestMatrixResumeLineOnlyWithManifest(t *testing.T) {
+	tmp := t.TempDir()
+	spec := filepath.Join(tmp, "tiny.yaml")
+	os.WriteFile(spec, []byte(tinySpec), 0o644)
+	matrixRunCell = func(context.Context, harness.Cell) (*harness.CellResult, error) {
+		return nil, errors.New("the fake cell failed")
+	}
+	defer func() { matrixRunCell = nil }()
+	for _, tc := range []struct {
+		name, dir string
+		resume    bool
+	}{
+		// Its manifest is written before the first run, which fails.
+		{"stopped after the manifest", filepath.Join(tmp, "run"), true},
+		// Nothing can be made under /proc: no manifest, nothing to resume.
+		{"stopped before it", "/proc/reactorlab-test-no-such-dir", false},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"matrix", spec, "--out", tc.dir, "--cpus", "none", "--json", "-"}, &stdout, &stderr)
+		r := parseResult(t, stdout.Bytes())
+		want := ""
+		if tc.resume {
+			want = "reactorlab matrix --resume " + tc.dir + " --json -"
+		}
+		if code != cli.ExitFail || r.Complete || r.Interrupted || r.Resume != want {
+			t.Errorf("%s: exit %d, result %+v; want exit %d, resume %q", tc.name, code, r, cli.ExitFail, want)
+		}
+		if got := strings.Contains(stderr.String(), "to continue: "+want+"\n"); got != tc.resume || !tc.resume && strings.Contains(stderr.String(), "--resume") {
+			t.Errorf("%s: stderr (resume line %v, want %v):\n%s", tc.name, got, tc.resume, stderr.String())
+		}
+		if !tc.resume && !strings.Contains(stderr.String(), "nothing recorded in "+tc.dir) {
+			t.Errorf("%s: stderr does not say nothing was recorded:\n%s", tc.name, stderr.String())
+		}
+	}
 }

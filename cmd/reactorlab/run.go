@@ -30,8 +30,8 @@ import (
 // labModes maps --lab to the harness's modes.
 var labModes = map[string]harness.Mode{"auto": harness.ModeAuto, "on": harness.ModeLab, "off": harness.ModeLoopback}
 
-const runSynopsis = `reactorlab run --reactor DESIGN [load flags] [reactor flags] [--out DIR]
-reactorlab run --target cmd:'COMMAND' [load flags] [--out DIR]`
+const runSynopsis = `reactorlab run --reactor DESIGN [load flags] [reactor flags] [--out DIR] [--json FILE|-]
+reactorlab run --target cmd:'COMMAND' [load flags] [--out DIR] [--json FILE|-]`
 
 const runDescription = `Measures one cell: a reference reactor (--reactor, configured by the
 reactor flags, as serve takes them) or a black-box server (--target,
@@ -42,13 +42,14 @@ progress and then a wrk2-style summary (latency percentiles, throughput,
 CPU and memory per side, the frame ledger, the verdict) and writes the
 run's files into --out: summary.txt, summary.json, loadgen.hlog,
 loadgen.json, loadgen-config.json, progress.jsonl; a directory that
-holds a run already is refused. With --json the whole result goes to
-stdout as JSON, and every human line to stderr. Exit 0 for a valid run,
-1 for an invalid one (a frame lost, placement broken, something left
-behind) or one that could not finish, 2 when refused before anything
-ran (a bad flag or value; a target whose program is missing, that exits
-at once or does not listen within --start-timeout), 130 when
-interrupted (what was measured is reported).`
+holds a run already, or an --out that is no directory, is refused.
+--json FILE also writes the whole result as JSON to FILE; --json -
+writes it alone on stdout, and the summary and every other human line on
+stderr. Exit 0 for a valid run, 1 for an invalid one (a frame lost,
+placement broken, something left behind) or one that could not finish, 2
+when refused before anything ran (a bad flag or value; a target whose
+program is missing, that exits at once or does not listen within
+--start-timeout), 130 when interrupted (what was measured is reported).`
 
 // runCell is `reactorlab run`: one measured cell.
 func runCell(args []string, stdout, stderr io.Writer) int {
@@ -84,7 +85,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	startTimeout := fs.Duration("start-timeout", harness.DefaultStartTimeout, "how long the server may take to accept on its addresses; one that does not is refused (exit 2)")
 	out := fs.String("out", "", "directory for the run's files, new or without a run in it (default reactorlab-runs/NAME-TIME)")
 	spectrum := fs.Bool("spectrum", false, "also print the detailed percentile spectrum of each latency class")
-	jsonOut := fs.Bool("json", false, "print the whole result as JSON on stdout (and the text summary on stderr)")
+	jsonOut := fs.String("json", "", "also write the whole result as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
@@ -174,6 +175,9 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	}
 	if cell.Target != "" {
 		if err := harness.CheckCommand(cell.Target); err != nil {
+			if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) {
+				return runRefusal(c, stderr, cell, sf)
+			}
 			return c.Errorf(stderr, cli.ExitUsage, "--target: %v", err)
 		}
 	}
@@ -192,15 +196,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) && !interrupted {
 		// Nothing was run: leave nothing behind, and refuse the target.
 		removeRun(cell.Dir, created)
-		what := "--target"
-		if cell.Reactor != "" {
-			what = "--reactor " + string(cell.Reactor)
-		}
-		msg := fmt.Sprintf("%s: %v; nothing was measured", what, sf)
-		if sf.StderrTail != "" {
-			msg += "\nthe server's stderr ends:\n    " + strings.ReplaceAll(lastLines(sf.StderrTail, 10), "\n", "\n    ")
-		}
-		return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
+		return runRefusal(c, stderr, cell, sf)
 	}
 	if res == nil {
 		code := cli.ExitFail
@@ -210,12 +206,14 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 		return c.Errorf(stderr, code, "%v", err)
 	}
 	// The result is reported whatever happened: the summary on stdout, or
-	// the JSON there and the summary on stderr.
+	// with --json - the JSON there and the summary on stderr.
 	summaryTo := stdout
-	if *jsonOut {
+	if *jsonOut == cli.StdoutPath {
 		summaryTo = stderr
-		if werr := writeJSON(stdout, res); werr != nil {
-			return c.Errorf(stderr, cli.ExitFail, "%v", werr)
+	}
+	if *jsonOut != "" {
+		if werr := cli.WriteTo(*jsonOut, stdout, func(w io.Writer) error { return writeJSON(w, res) }); werr != nil {
+			return c.Errorf(stderr, cli.ExitFail, "--json: %v", werr)
 		}
 	}
 	if werr := res.WriteSummary(summaryTo, *spectrum); werr != nil {
@@ -300,10 +298,19 @@ func removeRun(dir string, created []string) {
 	}
 }
 
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+// runRefusal refuses the cell's server, which could not be started (sf,
+// from RunCell or harness.CheckCommand), as conform and footprint refuse a
+// target: one message in proc.StartReport's words, with the hint a longer
+// --start-timeout may help where it may; it returns cli.ExitUsage.
+func runRefusal(c *cli.Command, stderr io.Writer, cell harness.Cell, sf *harness.StartFailure) int {
+	if sf.Target == "" {
+		sf.Target = cell.Label()
+	}
+	msg := "the target could not be started, so nothing was measured: " + sf.Error()
+	if hint := sf.Report().Hint("--start-timeout"); hint != "" {
+		msg += "\n" + hint
+	}
+	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
 }
 
 func designList() string {

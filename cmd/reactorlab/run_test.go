@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,10 +169,19 @@ func TestRunBlackBoxCPU(t *testing.T) {
 	bin := buildEcho(t)
 	var stdout, stderr bytes.Buffer
 	out := filepath.Join(t.TempDir(), "cell")
+	jsonPath := filepath.Join(t.TempDir(), "result.json")
 	code := run([]string{"run", "--target", "cmd:" + bin + " --listen {addr}", "--hot", "2", "--inflight", "8",
-		"--control-every", "0", "--duration", "1s", "--warmup", "200ms", "--cpus", "none", "--json", "--out", out}, &stdout, &stderr)
+		"--control-every", "0", "--duration", "1s", "--warmup", "200ms", "--cpus", "none", "--json", jsonPath, "--out", out}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	// --json FILE: the result in the file, the summary on stdout still.
+	if !strings.Contains(stdout.String(), "Verdict      VALID") {
+		t.Errorf("stdout lacks the summary:\n%s", stdout.String())
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var res struct {
 		Lab struct {
@@ -186,7 +196,7 @@ func TestRunBlackBoxCPU(t *testing.T) {
 			} `json:"totals"`
 		} `json:"load"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
 	cpu := res.Lab.Server.UserNs + res.Lab.Server.SysNs
@@ -367,7 +377,7 @@ func TestRunRefusesADirectoryWithARun(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
 	msg := refusal(t, 2*time.Second, "run", "--target", "cmd:true", "--lab", "off", "--out", dir)
-	if !strings.Contains(msg, string(harness.StartExited)) {
+	if !strings.Contains(msg, "cmd:true: exited (exit status 0) before it listened on ") {
 		t.Errorf("a directory without a run: %q, want it accepted and the target refused", msg)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
@@ -378,48 +388,99 @@ func TestRunRefusesADirectoryWithARun(t *testing.T) {
 // TestRunRefusesATargetThatDoesNotStart: a missing program (a simple
 // command, checked before anything starts, or behind a shell), one that
 // exits at once, and one that never listens are each one refusal, exit 2,
-// within --start-timeout + 1 s, naming the cause and the server's stderr;
-// nothing is left in --out.
+// within --start-timeout + 1 s, naming the target (as the user wrote it),
+// the cause and the server's stderr, with a hint to wait longer where that
+// may help; nothing is left in --out. On loopback the refusal is word for
+// word footprint's (and so conform's: the same conformance.StartError),
+// but for what was not done and the port.
 func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
 	const startTimeout = 500 * time.Millisecond
 	lab := "auto" // one case in the lab, where it works: it costs ~50 ms
+	// Unique to this process: another go test of this package may be
+	// running the same test.
+	sleep := fmt.Sprintf("sleep 1000.%d", os.Getpid())
+	const head = "reactorlab run: the target could not be started, so nothing was measured: cmd:"
 	for _, tc := range []struct {
 		target, lab string
 		want        []string
+		likeOthers  bool // worded as footprint words it
 	}{
-		{"/nonexistent/server --listen {addr}", "off", []string{string(harness.StartMissing), "/nonexistent/server"}},
-		{"cd / && /nonexistent/server", "off", []string{string(harness.StartMissing), "exit status 127", "stderr ends:", "not found"}},
-		{"echo going away >&2; exit 3", "off", []string{string(harness.StartExited), "exit status 3", "stderr ends:", "going away"}},
-		{"true", lab, []string{string(harness.StartExited), "exit status 0"}},
-		{"sleep 1000", "off", []string{string(harness.StartNoListener), "500ms"}},
-		{"sleep 1000", lab, []string{string(harness.StartNoListener), "500ms"}},
+		{"/nonexistent/server --listen {addr}", "off", []string{": the program could not be run (not found, or not executable); ", "/nonexistent/server"}, false},
+		{"cd / && /nonexistent/server", "off", []string{": the program could not be run (exit status 127: not found, or not executable); its stderr ends:\n    ", "not found"}, true},
+		{"echo going away >&2; exit 3", "off", []string{": exited (exit status 3) before it listened on 127.0.0.1:", "; its stderr ends:\n    going away\n"}, true},
+		{"true", lab, []string{": exited (exit status 0) before it listened on ", "; it wrote nothing on stderr\n"}, false},
+		{sleep, "off", []string{": nothing accepted connections on 127.0.0.1:", " within 500ms (the program was running; it has been killed); it wrote nothing on stderr\n",
+			"may need a longer --start-timeout.\n"}, true},
+		{sleep, lab, []string{": nothing accepted connections on ", " within 500ms (", "--start-timeout.\n"}, false},
 	} {
 		out := filepath.Join(t.TempDir(), "cell")
 		msg := refusal(t, startTimeout+time.Second, "run", "--target", "cmd:"+tc.target, "--lab", tc.lab,
 			"--start-timeout", startTimeout.String(), "--duration", "1s", "--out", out)
+		if !strings.HasPrefix(msg, head+tc.target+": ") {
+			t.Errorf("%q (lab %s): %q does not begin %q", tc.target, tc.lab, msg, head+tc.target+": ")
+		}
 		for _, w := range tc.want {
 			if !strings.Contains(msg, w) {
 				t.Errorf("%q (lab %s): %q does not say %q", tc.target, tc.lab, msg, w)
 			}
 		}
-		if strings.Contains(msg, "--help") {
-			t.Errorf("%q: a target's refusal points to --help: %q", tc.target, msg)
+		if first, _, _ := strings.Cut(msg, "\n"); strings.Contains(msg, "--help") || strings.Contains(first, "/bin/sh") {
+			t.Errorf("%q: a target's refusal points to --help, or names the shell (not the target): %q", tc.target, msg)
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%q: refused, yet %s is there", tc.target, out)
 		}
+		if tc.likeOthers {
+			theirs := refusal(t, startTimeout+time.Second, "footprint", "--target", "cmd:"+tc.target, "--conns", "10",
+				"--start-timeout", startTimeout.String())
+			norm := func(m, prefix string) string {
+				return port.ReplaceAllString(strings.TrimPrefix(m, prefix), ":PORT")
+			}
+			if mine, other := norm(msg, "reactorlab run: the target could not be started, so nothing was measured: "),
+				norm(theirs, "reactorlab footprint: the target could not be started, so nothing was measured: "); mine != other {
+				t.Errorf("%q: run and footprint word the refusal differently:\nrun:       %q\nfootprint: %q", tc.target, mine, other)
+			}
+		}
+	}
+	if pids := processesMatching(strings.Replace(sleep, " ", "\x00", 1) + "\x00"); len(pids) > 0 {
+		t.Errorf("the target's process is still there: %v", pids)
 	}
 }
 
-// TestRunJSONIsAllOfStdout: with --json, stdout is the result and nothing
-// else (progress and the summary go to stderr). The run is control probes
+// port matches the port of a loopback address.
+var port = regexp.MustCompile(`(127\.0\.0\.1):[0-9]+`)
+
+// TestRunRefusesAnOutThatIsNoDirectory: --out naming a file, or a path
+// under one, is refused before anything starts (exit 2, one message, the
+// file untouched).
+func TestRunRefusesAnOutThatIsNoDirectory(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for out, want := range map[string]string{
+		file:                        "reactorlab run: --out " + file + ": not a directory\n",
+		filepath.Join(file, "cell"): "reactorlab run: --out " + filepath.Join(file, "cell") + ": " + file + " is not a directory\n",
+	} {
+		msg := refusal(t, time.Second, "run", "--reactor", "lt", "--out", out)
+		if !strings.HasPrefix(msg, want) {
+			t.Errorf("--out %s: %q, want it to begin %q", out, msg, want)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "mine\n" {
+		t.Errorf("the file was touched: %q", b)
+	}
+}
+
+// TestRunJSONIsAllOfStdout: with --json -, stdout is the result and
+// nothing else (progress and the summary go to stderr). The run is control probes
 // alone (--hot 0): its progress lines and progress.jsonl count no data
 // frame, as its summary does, and the PINGs apart.
 func TestRunJSONIsAllOfStdout(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cell")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"run", "--reactor", "lt", "--hot", "0", "--control-every", "10ms", "--duration", "1s", "--warmup", "200ms",
-		"--interval", "200ms", "--json", "--out", dir}, &stdout, &stderr)
+		"--interval", "200ms", "--json", "-", "--out", dir}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
 	}
@@ -458,6 +519,44 @@ func TestRunJSONIsAllOfStdout(t *testing.T) {
 	}
 	if len(lines) < 3 || last.ControlEchoed == 0 {
 		t.Errorf("%d progress lines, last %+v: want the PINGs counted apart", len(lines), last)
+	}
+}
+
+// TestFootprintJSON: footprint's --json takes FILE|- as every command's
+// does: with -, stdout is the result and nothing else (the line goes to
+// stderr); with a FILE, the result is in it and the line on stdout.
+func TestFootprintJSON(t *testing.T) {
+	t.Setenv(asMainEnv, "1") // the reactor is this binary's serve
+	jsonPath := filepath.Join(t.TempDir(), "footprint.json")
+	for _, to := range []string{"-", jsonPath} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"footprint", "--target", "lt", "--conns", "100", "--json", to}, &stdout, &stderr); code != 0 {
+			t.Fatalf("--json %s: exit %d\nstderr:\n%s", to, code, stderr.String())
+		}
+		human, raw := stdout.String(), stdout.Bytes()
+		if to != "-" {
+			human, raw = stdout.String(), nil
+			var err error
+			if raw, err = os.ReadFile(jsonPath); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			human = stderr.String()
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		var res struct {
+			Target string `json:"target"`
+			Conns  int    `json:"conns"`
+		}
+		if err := dec.Decode(&res); err != nil || res.Conns != 100 || res.Target == "" {
+			t.Fatalf("--json %s: not the result (%v): %+v\n%s", to, err, res, raw)
+		}
+		if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimSpace(rest)) != 0 || dec.More() {
+			t.Errorf("--json %s: more than the JSON: %q", to, rest)
+		}
+		if !strings.HasPrefix(human, res.Target+": 100 idle connections: RSS ") || strings.Count(human, "\n") != 1 {
+			t.Errorf("--json %s: the line is not where it should be: %q", to, human)
+		}
 	}
 }
 

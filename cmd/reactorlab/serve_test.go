@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 	"github.com/reactorlab/reactorlab/wire"
 )
@@ -110,6 +111,32 @@ func TestServeDurationsSayTheirUnit(t *testing.T) {
 		if code != exitUsage || stdout.Len() != 0 || len(lines) != 2 ||
 			!strings.HasPrefix(lines[0], "reactorlab serve: "+tc.flag+" ") || !strings.Contains(lines[0], tc.want) {
 			t.Errorf("serve %s %s: exit %d, stderr:\n%s\nwant one line naming %s and %q, then the pointer to --help", tc.flag, tc.value, code, stderr.String(), tc.flag, tc.want)
+		}
+	}
+}
+
+// TestServeRefusesABadAddress: a listen or control-listen address the
+// reactor could not listen on is refused before anything starts: exit 2,
+// one message naming the flag and what is wrong, nothing on stdout; run
+// (which sets both itself) refuses the same values in a --reactor's
+// configuration as CheckServe words them.
+func TestServeRefusesABadAddress(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--listen", "notanaddr", `--listen = "notanaddr": missing port in address (accepted: IP:port or localhost:port, port 0 picks one)`},
+		{"--listen", "example.com:0", `--listen = "example.com:0": host "example.com" is not an IP address`},
+		{"--listen", "127.0.0.1:65536", `--listen = "127.0.0.1:65536": port "65536" is not a port number`},
+		{"--control-listen", "127.0.0.1", `--control-listen = "127.0.0.1": missing port in address`},
+	} {
+		msg := refusal(t, time.Second, "serve", tc.flag, tc.value)
+		if lines := strings.Split(strings.TrimSpace(msg), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "reactorlab serve: "+tc.want) {
+			t.Errorf("serve %s %s:\n%s\nwant %q, then the pointer to --help", tc.flag, tc.value, msg, tc.want)
+		}
+	}
+	for _, ok := range []string{"127.0.0.1:0", "localhost:0", ":0", "[::1]:0"} {
+		cfg := reactors.DefaultConfig()
+		cfg.Listen = ok
+		if err := cfg.ValidateFor(reactors.LT); err != nil {
+			t.Errorf("listen %q: %v", ok, err)
 		}
 	}
 }

@@ -69,19 +69,29 @@ func (v buildVersion) String() string {
 
 // versionCmd is `reactorlab version` (and `reactorlab --version`).
 func versionCmd(args []string, stdout, stderr io.Writer) int {
-	c := cli.New("reactorlab version", "reactorlab version [--json]\nreactorlab --version",
+	c := cli.New("reactorlab version", "reactorlab version [--json FILE|-]\nreactorlab --version",
 		"Prints the module version, the VCS revision the build stamped (go build and\n"+
 			"go install in a checkout stamp it; go run, go test and -buildvcs=false do\n"+
-			"not) and the Go version, on one line, or as one JSON object with --json.")
-	asJSON := c.Flags.Bool("json", false, "print one JSON object: module, version, revision, time, modified, go, os, arch")
+			"not) and the Go version, on one line; --json writes them as one JSON object.")
+	jsonOut := c.Flags.String("json", "", "write one JSON object (module, version, revision, time, modified, go, os, arch) to `FILE`; - writes it alone on stdout instead of the line")
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
 	v := readBuildVersion()
-	if *asJSON {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(stdout, "%s\n", b)
-		return 0
+	if *jsonOut != "" {
+		err := cli.WriteTo(*jsonOut, stdout, func(w io.Writer) error {
+			b, err := json.Marshal(v)
+			if err == nil {
+				_, err = fmt.Fprintf(w, "%s\n", b)
+			}
+			return err
+		})
+		if err != nil {
+			return c.Errorf(stderr, cli.ExitFail, "--json: %v", err)
+		}
+		if *jsonOut == cli.StdoutPath {
+			return 0
+		}
 	}
 	fmt.Fprintln(stdout, v)
 	return 0

@@ -3,9 +3,12 @@
 // Command echo is reactorlab's example black-box target: a plain TCP
 // byte-echo server. Reference reactors echo DATA and PING frames unchanged,
 // so a byte-echo server is a valid target for the cases a black box can be
-// held to. Run the conformance suite against it with
+// held to. Build it, then run the conformance suite against the binary
+// (go run would compile it on every start, which on a cold build cache
+// can take longer than the 10 s start timeout):
 //
-//	go run ./cmd/reactorlab conform --target cmd:'go run ./examples/echo'
+//	go build -o reactorlab ./cmd/reactorlab && go build -o echo ./examples/echo
+//	./reactorlab conform --target cmd:'./echo'
 //
 // It listens on --listen, else $REACTORLAB_LISTEN, else 127.0.0.1:7070, and
 // prints "echo: listening on ADDR" on stderr once listening. Each connection
