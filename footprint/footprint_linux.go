@@ -215,8 +215,15 @@ func connect(fd int, sa unix.Sockaddr, timeout time.Duration) error {
 	}
 }
 
+// ErrFdLimit reports that this process may not open the descriptors a
+// measurement needs: its hard RLIMIT_NOFILE is below them and it may not
+// raise it. Nothing was started.
+var ErrFdLimit = errors.New("descriptor limit too low")
+
 // raiseFdLimit makes sure this process may open need descriptors, raising
-// its soft limit up to the hard one.
+// its soft limit up to the hard one, and the hard one too where it may
+// (CAP_SYS_RESOURCE, up to fs.nr_open); otherwise it fails with an error
+// wrapping ErrFdLimit.
 func raiseFdLimit(need uint64) error {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
@@ -226,7 +233,11 @@ func raiseFdLimit(need uint64) error {
 		return nil
 	}
 	if lim.Max < need {
-		return fmt.Errorf("RLIMIT_NOFILE hard limit %d is below the %d descriptors needed (ulimit -Hn)", lim.Max, need)
+		raised := unix.Rlimit{Cur: need, Max: need}
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &raised); err != nil {
+			return fmt.Errorf("%w: RLIMIT_NOFILE hard limit %d is below the %d descriptors %d connections need, and raising it failed (%v): raise ulimit -Hn, or ask for fewer --conns", ErrFdLimit, lim.Max, need, need-fdSlack, err)
+		}
+		return nil
 	}
 	lim.Cur = lim.Max
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {

@@ -50,6 +50,8 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 		return c.Errorf(stderr, cli.ExitInterrupted, "interrupted, nothing measured: %v", err)
 	case errors.As(err, &se):
 		return conformRefusal(stderr, "reactorlab footprint", "nothing was measured", se)
+	case errors.Is(err, footprint.ErrFdLimit):
+		return c.Errorf(stderr, cli.ExitUsage, "%v", err)
 	case err != nil:
 		return c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
