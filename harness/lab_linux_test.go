@@ -903,8 +903,10 @@ func TestFailuresAreBounded(t *testing.T) {
 		spec.Ready = 300 * time.Millisecond
 		t0 := time.Now()
 		res, err := Run(context.Background(), spec)
-		if err == nil || !strings.Contains(err.Error(), "server: start") || !strings.Contains(err.Error(), "not ready") {
-			t.Fatalf("err %v, want the server's start named", err)
+		var sf *StartFailure
+		if !errors.As(err, &sf) || sf.Cause != StartNoListener || !strings.Contains(err.Error(), "@test-echo --no-listen") ||
+			!strings.Contains(err.Error(), "nothing accepted connections on") || !strings.Contains(err.Error(), "within 300ms") {
+			t.Fatalf("err %v, want a StartFailure naming the server, the cause (no listener) and the wait", err)
 		}
 		if el := time.Since(t0); el > 5*time.Second {
 			t.Errorf("took %v with Ready %v", el, spec.Ready)
