@@ -218,7 +218,7 @@ func TestResumeRefuses(t *testing.T) {
 		{"the lab", base, func(o *Options) { o.Mode = harness.ModeLab }, "was run with --lab auto, not --lab on: a resumed", ErrResume},
 		{"both", base, func(o *Options) { o.CPUs, o.Mode = harness.CPUs{Server: 1, Client: -1}, harness.ModeLab },
 			"was run with --cpus none --lab auto, not --cpus server=1,loadgen=none --lab on: a resumed", ErrResume},
-		{"another build", variant("build", func(m *results.Manifest) { m.Tool.Commit = "0123456789abcdef" }), nil, "another build (version", ErrResume},
+		{"another build", variant("build", func(m *results.Manifest) { m.Tool.Commit, m.Tool.Executable = "0123456789abcdef", "00" }), nil, "another build (version", ErrResume},
 		{"another machine", variant("machine", func(m *results.Manifest) { m.Shards[0].Machine.CPUs = 99 }), nil, "was run on 99 CPUs", ErrResume},
 		{"runs out of plan", variant("order", func(m *results.Manifest) { m.Runs[1].Repeat = 2 }), nil, "is not the plan's run 2", ErrResume},
 		{"complete", complete, nil, "complete, all 16 planned runs recorded (16 valid)", ErrComplete},
@@ -249,8 +249,9 @@ func TestResumeRefuses(t *testing.T) {
 	}
 }
 
-// TestOtherBuild: a clean commit names the build; without a commit, or
-// with local changes, only the same executable is the same build.
+// TestOtherBuild: the same executable is the same build, whatever git
+// said of the checkout; otherwise a clean commit names the build, and
+// without a commit, or with local changes, it is another build.
 func TestOtherBuild(t *testing.T) {
 	clean := results.Tool{Version: "(devel)", Commit: "abc", Go: "go1.26.8", Executable: "11"}
 	for _, tc := range []struct {
@@ -260,8 +261,10 @@ func TestOtherBuild(t *testing.T) {
 	}{
 		{"same", clean, clean, true},
 		{"clean commit, another executable", clean, with(clean, func(t *results.Tool) { t.Executable = "22" }), true},
-		{"another commit", clean, with(clean, func(t *results.Tool) { t.Commit = "def" }), false},
-		{"another Go", clean, with(clean, func(t *results.Tool) { t.Go = "go1.27" }), false},
+		{"another commit", clean, with(clean, func(t *results.Tool) { t.Commit, t.Executable = "def", "22" }), false},
+		{"another Go", clean, with(clean, func(t *results.Tool) { t.Go, t.Executable = "go1.27", "22" }), false},
+		{"a checkout edited since, same executable", clean, with(clean, func(t *results.Tool) { t.Modified = true }), true},
+		{"a checkout edited since, another executable", clean, with(clean, func(t *results.Tool) { t.Modified, t.Executable = true, "22" }), false},
 		{"changes, same executable", with(clean, func(t *results.Tool) { t.Modified = true }), with(clean, func(t *results.Tool) { t.Modified = true }), true},
 		{"changes, another executable", with(clean, func(t *results.Tool) { t.Modified = true }), with(clean, func(t *results.Tool) { t.Modified, t.Executable = true, "22" }), false},
 		{"no commit, another executable", with(clean, func(t *results.Tool) { t.Commit = "" }), with(clean, func(t *results.Tool) { t.Commit, t.Executable = "", "22" }), false},
