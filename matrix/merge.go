@@ -75,8 +75,8 @@ func mergeManifests(srcs []string, ms []*results.Manifest) (*results.Manifest, e
 			return a.ID == b.ID && maps.Equal(a.Config, b.Config)
 		}):
 			return nil, bad(i, "different cells")
-		case m.Tool.Commit != first.Tool.Commit || m.Tool.Modified != first.Tool.Modified:
-			return nil, bad(i, "different builds (commit %q, %q)", first.Tool.Commit, m.Tool.Commit)
+		case otherBuild(first.Tool, m.Tool) != "":
+			return nil, bad(i, "different builds (%s)", otherBuild(first.Tool, m.Tool))
 		}
 		for _, s := range m.Shards {
 			if count == 0 {

@@ -300,15 +300,38 @@ func TestMergeRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb.Tool.Commit = "0123456789abcdef"
+	mb.Tool.Commit, mb.Tool.Executable = "0123456789abcdef", "00"
 	if err := results.WriteManifest(otherBuild, mb); err != nil {
 		t.Fatal(err)
+	}
+	// Without a commit, only the executable names the build: the same
+	// one merges, another does not.
+	unstamped := func(name, executable string, src string) string {
+		dir := filepath.Join(tmp, name)
+		if err := copyTree(src, dir); err != nil {
+			t.Fatal(err)
+		}
+		m, err := results.ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tool.Commit, m.Tool.Executable = "", executable
+		if err := results.WriteManifest(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	u1, u2 := unstamped("unstamped-1", "aa", s1), unstamped("unstamped-2", "aa", s2)
+	u2other := unstamped("unstamped-2-other", "bb", s2)
+	if _, err := Merge(filepath.Join(tmp, "out-unstamped"), []string{u1, u2}); err != nil {
+		t.Errorf("shards of one unstamped executable: %v", err)
 	}
 	cases := []struct {
 		name string
 		srcs []string
 		want string
 	}{
+		{"unstamped, another executable", []string{u1, u2other}, "different builds"},
 		{"missing shard", []string{s1}, "shard 2/2 missing"},
 		{"same shard twice", []string{s1, s1}, "is in both"},
 		{"different spec", []string{s1, other}, "different specs"},
