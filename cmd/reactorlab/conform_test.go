@@ -309,6 +309,10 @@ const hangEnv = "REACTORLAB_TEST_HANG_SERVER"
 // probe sends nothing) does not.
 const hangIgnoreTermEnv = "REACTORLAB_TEST_HANG_IGNORE_TERM"
 
+// hangMarkEnv names a file that server creates when a client has sent it
+// a byte: a case (not the start check, which only connects) is under way.
+const hangMarkEnv = "REACTORLAB_TEST_HANG_MARK"
+
 // labStopReserveEnv sets conformLabStopReserve in this binary run as the
 // command, so that a test can make the suite in the lab miss its time to
 // wind down.
@@ -333,25 +337,34 @@ func init() {
 			os.Exit(1)
 		}
 		held = append(held, c)
-		if os.Getenv(hangIgnoreTermEnv) == "1" {
-			go func() {
-				if n, _ := c.Read(make([]byte, 1)); n > 0 {
+		go func() {
+			if n, _ := c.Read(make([]byte, 1)); n > 0 {
+				if os.Getenv(hangIgnoreTermEnv) == "1" {
 					signal.Ignore(syscall.SIGTERM)
 				}
-			}()
-		}
+				if mark := os.Getenv(hangMarkEnv); mark != "" {
+					os.WriteFile(mark, nil, 0o644)
+				}
+			}
+		}()
 	}
 }
 
 // hangTarget is the --target of a hanging server, with a token in its
-// command line that processesMatching finds.
-func hangTarget(t *testing.T) (target, token string) {
+// command line that processesMatching finds, and the file it creates once
+// a case has sent it a byte; ignoreTerm makes it ignore SIGTERM from then.
+func hangTarget(t *testing.T, ignoreTerm bool) (target, token, mark string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	token = fmt.Sprintf("hang-%d-%d", os.Getpid(), time.Now().UnixNano())
-	return "cmd:" + hangEnv + "=1 " + exe + " " + token, token
+	mark = filepath.Join(t.TempDir(), "case-started")
+	env := hangEnv + "=1 " + hangMarkEnv + "=" + mark
+	if ignoreTerm {
+		env += " " + hangIgnoreTermEnv + "=1"
+	}
+	return "cmd:env " + env + " " + exe + " " + token, token, mark
 }
 
 // --timeout bounds a case whose target started well and then stalls: it
@@ -359,7 +372,7 @@ func hangTarget(t *testing.T) (target, token string) {
 // target on a busy machine).
 // (F1's own bound on an echo is 2 s: 1 s is the watchdog's.)
 func TestConformTimeoutBoundsAStalledCase(t *testing.T) {
-	target, token := hangTarget(t)
+	target, token, _ := hangTarget(t, false)
 	var stdout, stderr bytes.Buffer
 	t0 := time.Now()
 	code := run([]string{"conform", "--target", target, "--case", "F1", "--timeout", "1s"}, &stdout, &stderr)
@@ -379,8 +392,8 @@ func TestConformTimeoutBoundsAStalledCase(t *testing.T) {
 // not run; exit 130; the JSON on stdout says the run was interrupted; the
 // target is gone.
 func TestConformInterrupted(t *testing.T) {
-	target, token := hangTarget(t)
-	code, stdout, stderr := interruptConform(t, nil, "conform", "--target", target, "--case", "F1,F2,F3", "--json", "-")
+	target, token, mark := hangTarget(t, false)
+	code, stdout, stderr := interruptConform(t, mark, nil, "conform", "--target", target, "--case", "F1,F2,F3", "--json", "-")
 	if code != cli.ExitInterrupted {
 		t.Errorf("exit %d, want %d\n%s", code, cli.ExitInterrupted, stderr)
 	}
@@ -402,8 +415,8 @@ func TestConformInterruptedInLab(t *testing.T) {
 		t.Skipf("no lab here: %v", err)
 	}
 	t.Run("reported", func(t *testing.T) {
-		target, token := hangTarget(t)
-		code, stdout, stderr := interruptConform(t, nil, "conform", "--lab", "--target", target, "--case", "F1,F2,F3", "--json", "-")
+		target, token, mark := hangTarget(t, false)
+		code, stdout, stderr := interruptConform(t, mark, nil, "conform", "--lab", "--target", target, "--case", "F1,F2,F3", "--json", "-")
 		if code != cli.ExitInterrupted {
 			t.Errorf("exit %d, want %d\n%s", code, cli.ExitInterrupted, stderr)
 		}
@@ -419,14 +432,9 @@ func TestConformInterruptedInLab(t *testing.T) {
 		// The target ignores SIGTERM once F1 has sent it a byte, so the
 		// suite's stop of it takes the whole --grace (3 s); the lab gives
 		// the suite 0.5 s to wind down.
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		token := fmt.Sprintf("hang-%d-%d", os.Getpid(), time.Now().UnixNano())
-		target := "cmd:env " + hangEnv + "=1 " + hangIgnoreTermEnv + "=1 " + exe + " " + token
+		target, token, mark := hangTarget(t, true)
 		env := []string{labStopReserveEnv + "=-2.5s"}
-		code, stdout, stderr := interruptConform(t, env, "conform", "--lab", "--grace", "3s", "--target", target, "--case", "F1,F2", "--json", "-")
+		code, stdout, stderr := interruptConform(t, mark, env, "conform", "--lab", "--grace", "3s", "--target", target, "--case", "F1,F2", "--json", "-")
 		if code != cli.ExitInterrupted || !strings.Contains(stderr, "was killed (signal: killed): its report is lost") ||
 			strings.Contains(stderr, "audit clean") {
 			t.Errorf("exit %d, want %d saying the report was lost\nstdout: %s\nstderr: %s", code, cli.ExitInterrupted, stdout, stderr)
@@ -439,9 +447,10 @@ func TestConformInterruptedInLab(t *testing.T) {
 
 // interruptConform runs this test binary as the command with args (and
 // env added), waits for its cases to start (the line "started and
-// listening" on stderr, as it comes), sends it SIGINT and returns its exit
-// code, stdout and stderr.
-func interruptConform(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+// listening" on stderr, as it comes) and for the hang server to have
+// created mark (F1 has sent it a byte and waits for its echo), sends it
+// SIGINT and returns its exit code, stdout and stderr.
+func interruptConform(t *testing.T, mark string, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -481,7 +490,17 @@ func interruptConform(t *testing.T, env []string, args ...string) (code int, std
 		cmd.Wait()
 		t.Fatalf("conform did not start its cases\n%s", errText.String())
 	}
-	time.Sleep(300 * time.Millisecond) // F1 is waiting for an echo
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-copied
+			cmd.Wait()
+			t.Fatalf("no case sent the hang server a byte within 20 s\n%s", errText.String())
+		}
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
