@@ -11,6 +11,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // InProcess is a reference reactor run inside the calling process: the
@@ -61,7 +62,7 @@ func (t InProcess) Start(ctx context.Context, setup Setup) (Instance, error) {
 	}
 	cfg := refConfig(t.Design, t.Config, setup)
 	cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := reactors.New(t.Design, cfg)
+	r, err := designs.New(t.Design, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}

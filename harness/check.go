@@ -7,6 +7,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // checkError is a refusal in the words of a role's usage error, wrapping
@@ -20,13 +21,13 @@ func (e *checkError) Error() string { return e.msg }
 func (e *checkError) Unwrap() error { return e.err }
 
 // CheckServe reports what the serve role (ServeMain) would refuse of
-// design with cfg before it starts anything (reactors.Config.ValidateFor),
+// design with cfg before it starts anything (designs.ValidateFor),
 // in the words of serve's usage error: the flag named with two dashes
 // ("--budget-input = 0 (accepted: 1..1048576)"). The error wraps
 // reactors.ErrConfig. ServeMain prints exactly this message, so a caller
 // that checks first refuses with the message the child would give.
 func CheckServe(design reactors.Design, cfg reactors.Config) error {
-	err := cfg.ValidateFor(design)
+	err := designs.ValidateFor(design, cfg)
 	if err == nil {
 		return nil
 	}

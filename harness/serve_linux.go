@@ -17,6 +17,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // serveFlags binds every Config field to a flag, defaults from
@@ -108,7 +109,7 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	r, err := reactors.New(design, cfg)
+	r, err := designs.New(design, cfg)
 	if err != nil {
 		if errors.Is(err, reactors.ErrConfig) { // CheckServe's, should it ever miss one
 			return c.Usagef(stderr, "%s", serveMessage(err))

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // childEnv makes the test binary serve a reference reactor instead of
@@ -39,7 +40,7 @@ func serveChild(design reactors.Design) int {
 	ensureProcs()
 	cfg := reactors.DefaultConfig()
 	cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := reactors.New(design, cfg)
+	r, err := designs.New(design, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1

@@ -21,6 +21,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/cost"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // ErrSpec is wrapped by every error Parse returns. Each such error reads
@@ -992,7 +993,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		// What the design does not take (workers with oneshot), as the
 		// serve role checks it, with both addresses the harness sets.
 		rc.Listen, rc.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
-		if err := rc.ValidateFor(s.Reactor); err != nil {
+		if err := designs.ValidateFor(s.Reactor, rc); err != nil {
 			return fail("workers", err)
 		}
 	}

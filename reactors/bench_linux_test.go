@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -217,7 +218,7 @@ func benchPingPong(b *testing.B, design reactors.Design, cfg reactors.Config) {
 // goroutines share both CPUs and the figures are bimodal (2.2M against
 // 3.0M frames/s for lt from one run to the next).
 func startBench(tb testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
-	r, err := reactors.New(design, cfg)
+	r, err := designs.New(design, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 	"github.com/reactorlab/reactorlab/wire"
 )
@@ -25,7 +26,7 @@ func TestOffloadEchoInOrder(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.Workers = 2
 			cfg.Callback = "uniform:0us-10us"
-			reactortest.EndToEnd(t, func(c reactors.Config) (*reactors.Reactor, error) { return reactors.New(d, c) }, cfg)
+			reactortest.EndToEnd(t, func(c reactors.Config) (*reactors.Reactor, error) { return designs.New(d, c) }, cfg)
 		})
 	}
 }
@@ -39,7 +40,7 @@ func TestStopUnderLoad(t *testing.T) {
 			before := reactortest.TakeLeaks()
 			cfg := reactors.DefaultConfig()
 			cfg.Callback = "2us"
-			r, err := reactors.New(d, cfg)
+			r, err := designs.New(d, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 	"github.com/reactorlab/reactorlab/wire"
 )
@@ -143,7 +144,7 @@ func TestFaultHooksChangeBehaviour(t *testing.T) {
 // stopped (or closed, if it never started) when the test ends.
 func newUnstarted(t testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
 	t.Helper()
-	r, err := reactors.New(design, cfg)
+	r, err := designs.New(design, cfg)
 	if err != nil {
 		t.Fatalf("new %s: %v", design, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 const pollerChildEnv = "REACTORLAB_TEST_POLLER_CHILD"
@@ -33,7 +34,7 @@ func pollerChild() int {
 		fmt.Println("setrlimit:", err)
 		return 1
 	}
-	r, err := reactors.New(reactors.LT, reactors.DefaultConfig())
+	r, err := designs.New(reactors.LT, reactors.DefaultConfig())
 	if err != nil {
 		fmt.Println("new:", err)
 		return 1

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 	"github.com/reactorlab/reactorlab/wire"
 )
@@ -135,7 +136,7 @@ func TestServeRefusesABadAddress(t *testing.T) {
 	for _, ok := range []string{"127.0.0.1:0", "localhost:0", ":0", "[::1]:0"} {
 		cfg := reactors.DefaultConfig()
 		cfg.Listen = ok
-		if err := cfg.ValidateFor(reactors.LT); err != nil {
+		if err := designs.ValidateFor(reactors.LT, cfg); err != nil {
 			t.Errorf("listen %q: %v", ok, err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -66,7 +67,7 @@ func CheckNoLeaks(t testing.TB, before Leaks) {
 // test ends.
 func Start(t testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
 	t.Helper()
-	r, err := reactors.New(design, cfg)
+	r, err := designs.New(design, cfg)
 	if err != nil {
 		t.Fatalf("new %s: %v", design, err)
 	}
