@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors/cost"
@@ -32,7 +33,11 @@ func ParseDesign(s string) (Design, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("unknown reactor %q (accepted: lt, et, oneshot, prio, prio-thread)", s)
+	names := make([]string, len(Designs))
+	for i, d := range Designs {
+		names[i] = string(d)
+	}
+	return "", fmt.Errorf("unknown reactor %q (accepted: %s)", s, strings.Join(names, ", "))
 }
 
 // TimerMode selects how the owner loop wakes for timers.
@@ -183,8 +188,8 @@ func rangeErr(field string, v any, accepted string) error {
 
 // Validate reports the first field outside its accepted range (the
 // callback cost included, as cost.Parse reads it), naming it by its
-// reactorlab serve flag name. It does not know the design: ValidateFor
-// adds what depends on it.
+// reactorlab serve flag name. It does not know the design: the design's
+// Blueprint.Check adds what depends on it (designs.ValidateFor does both).
 func (c Config) Validate() error {
 	type intField struct {
 		name   string
@@ -291,29 +296,6 @@ func checkListenAddr(addr string) error {
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
 		return fmt.Errorf("port %q is not a port number", port)
-	}
-	return nil
-}
-
-// ValidateFor reports what New would refuse of design with c before it
-// opens anything: an unknown design, any field Validate refuses, and the
-// combinations a design does not take (workers with oneshot, no control
-// address with prio-thread). Every error wraps ErrConfig and names the
-// field by its reactorlab serve flag name; New returns exactly these
-// errors, so a caller that checks first (reactorlab run, before it starts
-// a serve child) gives the same message the child would.
-func (c Config) ValidateFor(design Design) error {
-	if _, err := ParseDesign(string(design)); err != nil {
-		return fmt.Errorf("%w: reactor: %w", ErrConfig, err)
-	}
-	if err := c.Validate(); err != nil {
-		return err
-	}
-	if design == OneShot && c.Workers > 0 {
-		return fmt.Errorf("%w: workers = %d: oneshot runs callbacks on its own worker threads (set threads instead, and workers = 0)", ErrConfig, c.Workers)
-	}
-	if design == PrioThread && c.ControlListen == "" {
-		return fmt.Errorf("%w: control-listen is empty: prio-thread serves control on its own thread and needs a control address", ErrConfig)
 	}
 	return nil
 }

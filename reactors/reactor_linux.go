@@ -25,30 +25,32 @@ import (
 // final statistics from Wait. All methods are safe for concurrent use.
 type Reactor struct {
 	design Design
+	policy Policy
+	layout Layout
 	cfg    Config
 	dist   cost.Dist
 
 	dataAddr, ctlAddr netip.AddrPort
 
-	loops []*loop
+	loops []*Loop
 	pool  *pool
 
 	// Stop coordination, shared by every loop.
 	stopClaimed   atomic.Bool  // the first STOP request took it
 	stopRequested atomic.Bool  // set once the request is fully recorded
 	stopAt        atomic.Int64 // CLOCK_MONOTONIC ns the STOP was issued
-	stopObserved  atomic.Int32 // loops that have seen the request (oneshot stopfd)
+	stopObserved  atomic.Int32 // loops that have seen the request (shared layout's stopfd)
 	quiesced      atomic.Int32 // loops whose ledger is final
 	acked         atomic.Bool
 	graceDeadline atomic.Int64
 	outPending    atomic.Int64 // connections with a non-empty out-queue
-	stopfd        int          // oneshot only: level-triggered eventfd written once on stop
+	stopfd        int          // shared layout only: level-triggered eventfd written once on stop
 	stopfdMu      sync.Mutex   // stopfd is written by requestStop and closed at exit
 
 	ledgerMu    sync.Mutex
 	ledger      Ledger
 	ledgerReady chan struct{}
-	stopOwner   atomic.Pointer[loop]        // loop that read the STOP frame
+	stopOwner   atomic.Pointer[Loop]        // loop that read the STOP frame
 	stopRef     atomic.Uint64               // its control connection
 	stopHdr     atomic.Pointer[wire.Header] // the STOP frame, answered by STOP_ACK
 
@@ -91,14 +93,19 @@ func startRuntimePoller() error {
 	return pollerErr
 }
 
-// New validates cfg (Config.ValidateFor, whose errors it returns), opens the listeners, epoll fds, eventfds and timerfds of
-// design, and returns a reactor that serves nothing until Start. On error
-// every descriptor opened so far is closed.
-func New(design Design, cfg Config) (*Reactor, error) {
-	if err := cfg.ValidateFor(design); err != nil {
+// New checks cfg (Config.Validate, then the design's Check, whose errors it
+// returns), opens the listeners, epoll fds, eventfds and timerfds of the
+// design's layout, and returns a reactor that serves nothing until Start.
+// On error every descriptor opened so far is closed. Callers holding a
+// design's name build it through package reactors/designs.
+func New(design Policy, cfg Config) (*Reactor, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	dist, err := cost.Parse(cfg.Callback) // accepted by ValidateFor
+	if err := design.Check(cfg); err != nil {
+		return nil, err
+	}
+	dist, err := cost.Parse(cfg.Callback) // accepted by Validate
 	if err != nil {
 		return nil, fmt.Errorf("%w: callback: %w", ErrConfig, err)
 	}
@@ -108,8 +115,12 @@ func New(design Design, cfg Config) (*Reactor, error) {
 	if cfg.Faults.UnboundedOutQueue {
 		cfg.OutHigh, cfg.OutLow, cfg.OutCap = 1<<62, 0, 0
 	}
-	r := &Reactor{design: design, cfg: cfg, dist: dist, stopfd: -1, reserveFd: -1,
+	r := &Reactor{design: design.Name(), policy: design, cfg: cfg, dist: dist, stopfd: -1, reserveFd: -1,
 		ledgerReady: make(chan struct{}), done: make(chan struct{})}
+	r.layout = design.Layout(&r.cfg)
+	if err := r.layout.check(); err != nil {
+		return nil, fmt.Errorf("design %s: %w", r.design, err)
+	}
 	if err := r.build(); err != nil {
 		r.closeAll()
 		return nil, err
@@ -117,6 +128,20 @@ func New(design Design, cfg Config) (*Reactor, error) {
 	return r, nil
 }
 
+// check refuses a layout that breaks Layout's invariants.
+func (lay Layout) check() error {
+	if lay.Loops < 1 || lay.Loops > 256 {
+		return fmt.Errorf("layout: %d loops (accepted: 1..256)", lay.Loops)
+	}
+	if lay.ControlLoop < 0 || lay.ControlLoop >= lay.Loops {
+		return fmt.Errorf("layout: control loop %d of %d", lay.ControlLoop, lay.Loops)
+	}
+	return nil
+}
+
+// build opens the reserve descriptor and the listeners, then the layout's
+// loops, and hands the data listener to loop 0 and the control listener to
+// Layout.ControlLoop.
 func (r *Reactor) build() error {
 	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -147,8 +172,11 @@ func (r *Reactor) build() error {
 			}
 		}
 	}()
+	if err := r.buildLoops(); err != nil {
+		return err
+	}
 	// handOff gives fd to loop l as a listener; afterwards it is l's.
-	handOff := func(l *loop, fd *int, control bool) error {
+	handOff := func(l *Loop, fd *int, control bool) error {
 		f := *fd
 		*fd = -1
 		if f < 0 {
@@ -156,71 +184,43 @@ func (r *Reactor) build() error {
 		}
 		return l.addListener(f, control)
 	}
-
-	switch r.design {
-	case OneShot:
-		// N loops share one epoll fd and one slot table.
-		first, err := newLoop(r, 0, nil, nil)
-		if err != nil {
-			return err
-		}
-		r.loops = append(r.loops, first)
-		for i := 1; i < r.cfg.Threads; i++ {
-			l, err := newLoop(r, i, first, first.table)
-			if err != nil {
-				return err
-			}
-			r.loops = append(r.loops, l)
-		}
-		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-		if err != nil {
-			return os.NewSyscallError("eventfd", err)
-		}
-		r.stopfd = efd
-		if _, err := first.addSpecial(efd, kindStop, unix.EPOLLIN); err != nil {
-			return err
-		}
-		if err := handOff(first, &dataFd, false); err != nil {
-			return err
-		}
-		if err := handOff(first, &ctlFd, true); err != nil {
-			return err
-		}
-	case PrioThread:
-		// A data loop and a control loop, each with its own thread and epoll fd.
-		data, err := newLoop(r, 0, nil, nil)
-		if err != nil {
-			return err
-		}
-		r.loops = append(r.loops, data)
-		ctl, err := newLoop(r, 1, nil, nil)
-		if err != nil {
-			return err
-		}
-		r.loops = append(r.loops, ctl)
-		if err := handOff(data, &dataFd, false); err != nil {
-			return err
-		}
-		if err := handOff(ctl, &ctlFd, true); err != nil {
-			return err
-		}
-	default:
-		l, err := newLoop(r, 0, nil, nil)
-		if err != nil {
-			return err
-		}
-		r.loops = append(r.loops, l)
-		if err := handOff(l, &dataFd, false); err != nil {
-			return err
-		}
-		if err := handOff(l, &ctlFd, true); err != nil {
-			return err
-		}
+	if err := handOff(r.loops[0], &dataFd, false); err != nil {
+		return err
+	}
+	if err := handOff(r.loops[r.layout.ControlLoop], &ctlFd, true); err != nil {
+		return err
 	}
 	if r.cfg.Workers > 0 {
 		r.pool = newPool(r.cfg.Workers, r.cfg.WorkerQueue)
 	}
 	return nil
+}
+
+// buildLoops creates the layout's loops: each with its own epoll fd, or,
+// in a shared layout, all on loop 0's, with the level-triggered stop
+// eventfd that wakes every one of them for STOP.
+func (r *Reactor) buildLoops() error {
+	var first *Loop
+	for i := range r.layout.Loops {
+		l, err := newLoop(r, i, first)
+		if err != nil {
+			return err
+		}
+		r.loops = append(r.loops, l)
+		if r.layout.Shared && first == nil {
+			first = l
+		}
+	}
+	if !r.layout.Shared {
+		return nil
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return os.NewSyscallError("eventfd", err)
+	}
+	r.stopfd = efd
+	_, err = first.addSpecial(efd, kindStop, unix.EPOLLIN)
+	return err
 }
 
 // Design reports which reference design r runs.
@@ -357,7 +357,7 @@ func (r *Reactor) Stats() Stats {
 // requestStop is the single entry of a stop, from a frame (by is the loop
 // that read it, on connection ref, frame hdr) or from Stop (by nil). The
 // first request wins and wakes every loop; it reports whether this one won.
-func (r *Reactor) requestStop(at int64, by *loop, ref slots.Ref, hdr *wire.Header) bool {
+func (r *Reactor) requestStop(at int64, by *Loop, ref slots.Ref, hdr *wire.Header) bool {
 	if !r.stopClaimed.CompareAndSwap(false, true) {
 		return false
 	}
@@ -389,7 +389,7 @@ func (r *Reactor) requestStop(at int64, by *loop, ref slots.Ref, hdr *wire.Heade
 
 // quiesce records that loop l's ledger is final. The last loop to quiesce
 // completes the stop: it publishes the ledger and has STOP_ACK sent.
-func (r *Reactor) quiesce(l *loop) {
+func (r *Reactor) quiesce(l *Loop) {
 	r.ledgerMu.Lock()
 	r.ledger.add(l.ledger)
 	r.ledgerMu.Unlock()
@@ -402,7 +402,7 @@ func (r *Reactor) quiesce(l *loop) {
 	switch {
 	case owner == nil: // Stop(): the ledger is the answer
 		r.acked.Store(true)
-	case owner == l || r.design == OneShot:
+	case owner == l || r.layout.Shared: // a shared table: any loop can queue it
 		l.sendStopAck(slots.Ref(r.stopRef.Load()))
 		r.acked.Store(true)
 	default:

@@ -1,4 +1,4 @@
-// Package prio is the single-loop priority reference reactor: one loop, two
+// Package prio is the single-loop priority reference design: one loop, two
 // buckets.
 //
 // Each epoll batch is classified: control sources (control connections and
@@ -14,4 +14,18 @@
 // round, which starts with a zero-timeout wait. Control latency is then
 // bounded by one data budget plus ClockEvery frames, instead of by the
 // whole batch.
+//
+// Its hooks (loop_linux.go): one loop; connections level-triggered; a
+// control connection's event is served at once, a data connection's is
+// queued (OnEvent); a turn cut by a budget is requeued only with complete
+// frames buffered (Requeue); a round serves every control source queued
+// (its own ready queue, the control bucket), then the data queue under the
+// time budget (Consume, through Loop.SetDeadline / PastDeadline). Its state
+// is the control bucket's queue.
+//
+// It promises what every reference reactor promises (package reactors),
+// and that a control frame waits for at most one data bucket plus
+// ClockEvery frames' callbacks once its event is seen. It does not promise
+// anything while a single callback runs (it cannot be pre-empted), nor
+// fairness between data sources beyond the queue's order.
 package prio

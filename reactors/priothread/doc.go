@@ -1,4 +1,4 @@
-// Package priothread is the reference reactor with a separate control
+// Package priothread is the reference design with a separate control
 // reactor: the control address is served by its own loop on its own locked
 // OS thread with its own epoll fd, the data address by another.
 //
@@ -7,4 +7,15 @@
 // STOP (the data loop quiesces through its ingress). The process must run
 // with GOMAXPROCS of at least loops + 1, or the Go scheduler, not the design,
 // decides the control latency.
+//
+// Its hooks (loop_linux.go): two loops, each with its own epoll fd, slot
+// table, timers and ingress; the data listener on loop 0, the control
+// listener on loop 1 (Layout.ControlLoop); each loop runs lt's flat policy
+// (lt.NewFlat). Its state is the layout; Check refuses a configuration
+// without a control address.
+//
+// It promises what every reference reactor promises (package reactors),
+// and that control frames never wait for a data callback or a data round:
+// only for the control loop's own. It does not promise anything about
+// the data loop beyond lt's.
 package priothread

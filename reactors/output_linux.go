@@ -1,0 +1,179 @@
+//go:build linux
+
+package reactors
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+
+)
+
+func (l *Loop) flushAndClose(s *Source) {
+	if s.state == stateClosed {
+		return
+	}
+	if !s.out.Empty() {
+		n, _, _ := s.out.Flush(s.fd)
+		l.stats.BytesOut += uint64(n)
+	}
+	l.closeSource(s)
+}
+
+// flush writes the out-queue and updates epoll interest. It returns false
+// if s was closed (write error, or EOF with nothing left to send).
+func (l *Loop) flush(s *Source) bool {
+	if s.state == stateClosed {
+		return false
+	}
+	if !s.out.Empty() {
+		var n int
+		var err error
+		if l.cfg.Faults.DropShortWrite {
+			n, err = l.flushIgnoringCount(s)
+		} else {
+			n, _, err = s.out.Flush(s.fd)
+		}
+		l.stats.BytesOut += uint64(n)
+		if err != nil {
+			l.closeSource(s)
+			return false
+		}
+	}
+	if s.state == stateClosing && s.out.Empty() && s.tasks == 0 {
+		l.closeSource(s)
+		return false
+	}
+	l.updateInterest(s)
+	l.takeOut(s)
+	return true
+}
+
+// spinFlush is the FlushSpinAtEOF mutant's flush at EOF (flush, with
+// EPOLLOUT, is the correct one): it writes s's out-queue until it is
+// empty, retrying at once when the socket would block, so while the peer
+// does not read, the loop's thread serves nothing else. It ends when a
+// write fails (the peer closed or reset: s is closed) or a stop is
+// requested, so the reactor can still be stopped.
+func (l *Loop) spinFlush(s *Source) {
+	for !s.out.Empty() && !l.r.stopRequested.Load() {
+		n, _, err := s.out.Flush(s.fd)
+		l.stats.BytesOut += uint64(n)
+		if err != nil {
+			l.closeSource(s)
+			return
+		}
+	}
+}
+
+// flushIgnoringCount is the DropShortWrite mutant's out-queue flush
+// (outq.Queue.Flush is the correct one): it writes until the queue is empty
+// or the socket would block, and reports the bytes the kernel took.
+func (l *Loop) flushIgnoringCount(s *Source) (int, error) {
+	total := 0
+	for !s.out.Empty() {
+		p := s.out.Pending()
+		n, e := rawWrite(s.fd, p)
+		switch {
+		case e == unix.EAGAIN:
+			return total, nil
+		case e != 0:
+			return total, os.NewSyscallError("write", e)
+		}
+		total += n
+		// The mutant: write(2)'s count is checked for errors only; the whole
+		// offer is consumed, so the unwritten tail of a short write is lost.
+		s.out.Consume(len(p))
+	}
+	return total, nil
+}
+
+// wantEvents is the interest s should have now: EPOLLIN unless paused,
+// waiting, finished or quiesced; EPOLLOUT only while the out-queue is
+// non-empty (the PermanentEPOLLOUT mutant keeps it always).
+func (l *Loop) wantEvents(s *Source) uint32 {
+	ev := l.connFlags
+	if s.state == stateReading && !l.quiesced {
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if !s.out.Empty() || l.cfg.Faults.PermanentEPOLLOUT {
+		ev |= unix.EPOLLOUT
+	}
+	return ev
+}
+
+// updateInterest applies the out-queue's watermark state and re-registers s
+// if its interest changed (ONESHOT sources are re-registered by rearm).
+func (l *Loop) updateInterest(s *Source) {
+	switch paused := s.out.Paused(); {
+	case paused && s.state == stateReading:
+		l.setState(s, statePaused)
+		l.stats.BackpressureOn++
+	case !paused && s.state == statePaused:
+		l.setState(s, stateReading)
+		if s.in != nil && l.hasFrame(s) {
+			l.enqueue(l.policy.QueueFor(s), s, 0)
+		}
+	}
+	if has := !s.out.Empty(); has != s.hadOut {
+		s.hadOut = has
+		if has {
+			l.r.outPending.Add(1)
+		} else {
+			l.r.outPending.Add(-1)
+		}
+	}
+	if l.oneShot {
+		return // applied when the design rearms it
+	}
+	if want := l.wantEvents(s); want != s.interest {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, want, s.ref); err != nil {
+			l.closeSource(s)
+			return
+		}
+		s.interest = want
+	}
+}
+
+// closeSource closes a connection and revokes its identity: later events,
+// queued turns and worker results carrying its Ref are stale.
+func (l *Loop) closeSource(s *Source) {
+	if s.state == stateClosed {
+		return
+	}
+	if l.cfg.Faults.LeakPending && (!s.out.Empty() || s.tasks > 0) {
+		// The mutant: a connection that dies with work pending is forgotten
+		// instead of closed. It stops being watched, but its fd stays open
+		// and its slot allocated (both leak until the reactor exits), and
+		// ConnsClosed misses it.
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+		for _, q := range l.queues {
+			q.Remove(s.ref.Slot())
+		}
+		if s.hadOut {
+			s.hadOut = false
+			l.r.outPending.Add(-1) // nobody will drain it
+		}
+		return
+	}
+	unix.Close(s.fd) // also removes it from the epoll set (no dups exist)
+	if s.fd < len(l.fdIndex) && l.fdIndex[s.fd] == s.ref {
+		l.fdIndex[s.fd] = 0
+	}
+	s.fd = -1
+	l.setState(s, stateClosed)
+	l.table.Free(s.ref)
+	for _, q := range l.queues {
+		q.Remove(s.ref.Slot())
+	}
+	if s.hadOut {
+		s.hadOut = false
+		l.r.outPending.Add(-1)
+	}
+	if s.in != nil {
+		l.putBuf(s)
+	}
+	s.out.Release()
+	l.stats.ConnsClosed++
+	l.progress++
+}

@@ -1,0 +1,15 @@
+package reactors
+
+// Blueprint is a reference design as every platform knows it: its name and
+// the configurations it refuses. A design's package implements it on a
+// type of its own (its Policy, on Linux); the registry (package
+// reactors/designs) lists one value per design.
+type Blueprint interface {
+	// Name is the design's name, as ParseDesign reads it and Stats reports it.
+	Name() Design
+	// Check reports the configurations the design does not take (beyond
+	// what Config.Validate refuses for every design), as an error wrapping
+	// ErrConfig that names the field by its reactorlab serve flag name; nil
+	// when it takes cfg. It opens nothing.
+	Check(cfg Config) error
+}
