@@ -150,10 +150,10 @@ func (l *Loop) addSpecial(fd int, kind sourceKind, events uint32) (slots.Ref, er
 
 // listenerEvents is the interest a listener is registered and rearmed with:
 // level-triggered, so connections left in the backlog after the accept
-// budget are reported again (ONESHOT: one-shot, rearmed after each turn).
+// budget are reported again (shared layout: one-shot, rearmed after each turn).
 func (l *Loop) listenerEvents() uint32 {
 	if l.cfg.Faults.AcceptOnceET {
-		// The mutant: edge-triggered, every design (ONESHOT too: a rearm
+		// The mutant: edge-triggered, every design (a shared layout too: a rearm
 		// would re-report the backlog), with one accept per edge (accept).
 		return unix.EPOLLIN | unix.EPOLLET
 	}

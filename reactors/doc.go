@@ -48,41 +48,35 @@
 // between a connection's PINGs and its offloaded DATA echoes, or delivery of
 // echoes queued for a peer that does not read before the grace period ends.
 //
-// # The designs
+// # Designs and the shared loop
 //
-// lt: level-triggered, dispatched in the kernel's batch order (the flat
-// design). A source turn is bounded by the budgets; unread socket data is
-// reported again by the kernel, so only frames already buffered go on the
-// ready queue.
+// This package is the mechanism every design shares; a design is a type of
+// its own, in its own package, implementing Policy: how many loops and on
+// which epoll fds (Layout), and per loop (LoopPolicy) how connections are
+// registered, what an event does, what happens when a turn's budget runs
+// out, and which sources a round consumes in what order. The shared loop
+// holds no design's name; it keeps two mechanism switches that follow from
+// epoll itself: a shared layout (several loops on one epoll fd, where every
+// event must go to one loop only) and one-shot registration (where interest
+// changes wait for the design's rearm). The designs, each with its contract
+// and its hooks in its package documentation:
 //
-// et: edge-triggered with an application ready queue. An event only puts the
-// source on the queue (dedup on enqueue); each round serves Consume sources
-// from the head, round-robin; a source whose budget ran out before EAGAIN
-// goes back to the tail, since no new edge will come for data already
-// there; the loop waits with timeout 0 while the queue is non-empty.
+//	lt           level-triggered, flat: events served in the kernel's batch order
+//	et           edge-triggered with an application ready queue
+//	oneshot      EPOLLONESHOT, Config.Threads workers on one shared epoll fd
+//	prio         one loop, two buckets: control first, data under a time budget
+//	prio-thread  a separate control loop on its own thread and epoll fd
 //
-// oneshot: EPOLLONESHOT with Config.Threads worker threads on one epoll fd.
-// An event gives one worker exclusive ownership of the source until that
-// worker rearms it (EPOLL_CTL_MOD) after the turn; forgetting to rearm
-// silences the connection forever. ONESHOT gives no rotation, reference
-// management or fairness by itself. Callbacks run inline on the workers.
-//
-// prio: one loop, two buckets. Control sources (control connections,
-// listeners, ingress, timers) run first, unconditionally; data sources then
-// run from the ready queue under Config.PrioDataBudget (500 µs), the clock
-// read after every source turn and every Budgets.ClockEvery (16) frames
-// within one.
-//
-// prio-thread: a separate control reactor on its own thread and epoll fd, so
-// control latency no longer depends on the data loop's rounds at all.
+// Package reactors/designs maps each name to its design; adding a design is
+// one package and one line there (and its name in Designs).
 //
 // # Source states
 //
-// A connection is reading (EPOLLIN registered), ready-queued (work left
-// after a turn), paused (out-queue above the high watermark, or a frame
-// waiting for room in the worker pool: EPOLLIN removed), closing (EOF read;
-// closes when its out-queue and offloaded work are done), or held (ONESHOT:
-// it carried the STOP and stays unarmed until STOP_ACK is queued).
+// A connection is reading, paused (out-queue above its high watermark),
+// waiting for room in the worker pool, held (shared layout: it carried the
+// STOP), closing (EOF read) or closed; the transitions are listed, and
+// checked, in one place (sourceState in source_linux.go). Ready-queued is
+// membership of a ready queue, not a state.
 //
 // # Faults
 //

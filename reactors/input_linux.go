@@ -41,6 +41,14 @@ func (l *Loop) turn(s *Source, q *readyq.Queue) bool {
 	return false
 }
 
+// turnSpent is what one turn has used of its budgets so far.
+type turnSpent struct {
+	frames, bytes, reads int
+	start                int64 // clock at the turn's start when a time budget is in force, else 0
+	maxFrame             int   // the frame limit in force (the mutants move it)
+	unbounded            bool  // the NoBudget mutant: no count, byte or time budget
+}
+
 // serveInput parses complete frames already buffered, then reads more, until
 // EAGAIN, EOF, backpressure or a budget (frames, bytes, time) is spent.
 // more: a budget ended the turn with input possibly left; buffered: complete
@@ -53,128 +61,165 @@ func (l *Loop) serveInput(s *Source) (more, buffered bool) {
 	// buffer; the flush that ends the turn takes it back once drained.
 	l.lendOut(s)
 	b := &l.cfg.Budgets
-	noBudget := l.cfg.Faults.NoBudget
-	maxFrame := l.cfg.MaxFrame
-	if l.cfg.Faults.NoFrameLimit {
-		maxFrame = math.MaxInt32 // the mutant trusts whatever the header says
-	}
-	if l.cfg.Faults.FrameLimitOffByOne {
-		maxFrame-- // the mutant: refuses size >= MaxFrame, where only > is over
-	}
+	spent := turnSpent{maxFrame: l.frameLimit(), unbounded: l.cfg.Faults.NoBudget}
 	if s.in == nil {
 		l.getBuf(s)
 	}
-	frames, bytes, reads := 0, 0, 0
-	drained := false // a short read emptied the socket
-	var start int64
-	if b.Time > 0 && !noBudget {
-		start = nanotime()
+	if b.Time > 0 && !spent.unbounded {
+		spent.start = nanotime()
 	}
+	drained := false // a short read emptied the socket
 	for {
-		for {
-			avail := s.in[s.r:]
-			if len(avail) < wire.HeaderSize {
-				break
-			}
-			h, err := wire.ParseHeader(avail, maxFrame)
-			if err != nil {
-				l.protocolError(s, h, err)
-				return false, false
-			}
-			size := h.FrameSize()
-			if len(avail) < size {
-				if cap(s.in) < size {
-					l.growIn(s, size) // else compaction below makes room
-				}
-				break
-			}
-			if !l.handle(s, h, avail[:size]) {
-				return false, false // closed, or waiting for the pool (frame kept)
-			}
-			s.r += size
-			frames++
-			if s.state == stateHeld {
-				// ONESHOT: held unarmed until STOP_ACK. Frames that came in
-				// the same read behind the STOP are answered now (DATA with
-				// REJECT: admission is closed), as the other designs do by
-				// reading on; nothing more is read.
-				l.answerBuffered(s, maxFrame)
-				return false, false
-			}
-			if s.out.Paused() {
-				// The flush at the end of the turn may drain the queue below
-				// the low watermark at once: then nothing else would bring
-				// this source back (ET: no new edge), so report work left.
-				return true, l.hasFrame(s)
-			}
-			if noBudget {
-				continue
-			}
-			if frames >= b.Input {
-				l.stats.InputBudgetHits++
-				return true, l.hasFrame(s)
-			}
-			if (start != 0 || l.deadline != 0) && frames%b.ClockEvery == 0 {
-				// One clock read serves both bounds: this turn's, and the
-				// consume pass's (Loop.SetDeadline).
-				now := nanotime()
-				if start != 0 && now-start > int64(b.Time) || l.deadline != 0 && now > l.deadline {
-					l.stats.TimeBudgetHits++
-					return true, l.hasFrame(s)
-				}
-			}
+		if ended, more, buffered := l.serveBuffered(s, &spent); ended {
+			return more, buffered
 		}
-		if s.r == len(s.in) {
-			s.in, s.r = s.in[:0], 0
-		} else if s.r > 0 {
-			n := copy(s.in, s.in[s.r:])
-			s.in, s.r = s.in[:n], 0
-		}
-		if !noBudget && bytes >= b.Bytes {
+		compactIn(s)
+		if !spent.unbounded && spent.bytes >= b.Bytes {
 			l.stats.ByteBudgetHits++
 			return true, false
 		}
-		if l.maxReads > 0 && reads >= l.maxReads {
+		if l.maxReads > 0 && spent.reads >= l.maxReads {
 			return false, false // the NoDrain mutant's one read per edge
 		}
 		if drained && !s.rdhup {
 			// A stream socket that returned less than asked is empty now;
-			// data arriving later raises a new event (a new edge under ET),
+			// data arriving later raises a new event (a new edge under EPOLLET),
 			// so the read that would return EAGAIN is saved. A FIN queued
 			// behind the data raised its edge before this read (EPOLLRDHUP
 			// said so): then read on to the 0.
 			return false, false
 		}
-		room := s.in[len(s.in):cap(s.in)]
-		if !noBudget && len(room) > b.Bytes-bytes {
-			room = room[:b.Bytes-bytes]
-		}
-		n, e := rawRead(s.fd, room)
-		reads++
-		switch {
-		case e == unix.EAGAIN:
-			return false, false
-		case e != 0:
-			l.closeSource(s)
-			return false, false
-		case n == 0:
-			if l.cfg.Faults.FreeAtEOF {
-				// The mutant: the peer is done sending, so the connection is
-				// freed at once, before the flush that ends the turn: echoes
-				// still queued (this turn's included) are dropped.
-				l.closeSource(s)
-				return false, false
-			}
-			l.setState(s, stateClosing)
-			if l.cfg.Faults.FlushSpinAtEOF && !s.out.Empty() {
-				l.spinFlush(s) // the mutant: may close s
-			}
+		var ok bool
+		if drained, ok = l.readMore(s, &spent); !ok {
 			return false, false
 		}
-		drained = n < len(room)
-		s.in = s.in[:len(s.in)+n]
-		bytes += n
-		l.stats.BytesIn += uint64(n)
+	}
+}
+
+// frameLimit is the largest whole frame accepted: Config.MaxFrame, unless
+// a mutant moves it.
+func (l *Loop) frameLimit() int {
+	switch {
+	case l.cfg.Faults.NoFrameLimit:
+		return math.MaxInt32 // the mutant trusts whatever the header says
+	case l.cfg.Faults.FrameLimitOffByOne:
+		return l.cfg.MaxFrame - 1 // the mutant: refuses size >= MaxFrame, where only > is over
+	}
+	return l.cfg.MaxFrame
+}
+
+// serveBuffered handles the complete frames in s's input buffer, under the
+// turn's frame and time budgets. ended says the turn is over (then more
+// and buffered are serveInput's answer); otherwise every complete frame
+// was handled and the turn may read more.
+func (l *Loop) serveBuffered(s *Source, spent *turnSpent) (ended, more, buffered bool) {
+	b := &l.cfg.Budgets
+	for {
+		avail := s.in[s.r:]
+		if len(avail) < wire.HeaderSize {
+			return false, false, false
+		}
+		h, err := wire.ParseHeader(avail, spent.maxFrame)
+		if err != nil {
+			l.protocolError(s, h, err)
+			return true, false, false
+		}
+		size := h.FrameSize()
+		if len(avail) < size {
+			if cap(s.in) < size {
+				l.growIn(s, size) // else compaction makes room
+			}
+			return false, false, false
+		}
+		if !l.handle(s, h, avail[:size]) {
+			return true, false, false // closed, or waiting for the pool (frame kept)
+		}
+		s.r += size
+		spent.frames++
+		if s.state == stateHeld {
+			// Shared layout: held unarmed until STOP_ACK. Frames that came in
+			// the same read behind the STOP are answered now (DATA with
+			// REJECT: admission is closed), as a loop of its own would by
+			// reading on; nothing more is read.
+			l.answerBuffered(s, spent.maxFrame)
+			return true, false, false
+		}
+		if s.out.Paused() {
+			// The flush at the end of the turn may drain the queue below
+			// the low watermark at once: then nothing else would bring
+			// this source back (edge-triggered: no new edge), so report work left.
+			return true, true, l.hasFrame(s)
+		}
+		if spent.unbounded {
+			continue
+		}
+		if spent.frames >= b.Input {
+			l.stats.InputBudgetHits++
+			return true, true, l.hasFrame(s)
+		}
+		if (spent.start != 0 || l.deadline != 0) && spent.frames%b.ClockEvery == 0 {
+			// One clock read serves both bounds: this turn's, and the
+			// consume pass's (Loop.SetDeadline).
+			now := nanotime()
+			if spent.start != 0 && now-spent.start > int64(b.Time) || l.deadline != 0 && now > l.deadline {
+				l.stats.TimeBudgetHits++
+				return true, true, l.hasFrame(s)
+			}
+		}
+	}
+}
+
+// compactIn moves the unparsed bytes of s's input buffer to its start.
+func compactIn(s *Source) {
+	if s.r == len(s.in) {
+		s.in, s.r = s.in[:0], 0
+	} else if s.r > 0 {
+		n := copy(s.in, s.in[s.r:])
+		s.in, s.r = s.in[:n], 0
+	}
+}
+
+// readMore reads once into the room left in s's input buffer (at most the
+// bytes the turn may still read). ok is false when the turn is over:
+// EAGAIN, an error (s closed) or EOF (s closing, or closed by the FreeAtEOF
+// mutant). drained says the read returned less than asked: the socket is
+// empty now.
+func (l *Loop) readMore(s *Source, spent *turnSpent) (drained, ok bool) {
+	room := s.in[len(s.in):cap(s.in)]
+	if left := l.cfg.Budgets.Bytes - spent.bytes; !spent.unbounded && len(room) > left {
+		room = room[:left]
+	}
+	n, e := rawRead(s.fd, room)
+	spent.reads++
+	switch {
+	case e == unix.EAGAIN:
+		return false, false
+	case e != 0:
+		l.closeSource(s)
+		return false, false
+	case n == 0:
+		l.onEOF(s)
+		return false, false
+	}
+	s.in = s.in[:len(s.in)+n]
+	spent.bytes += n
+	l.stats.BytesIn += uint64(n)
+	return n < len(room), true
+}
+
+// onEOF: the peer has finished sending. s reads no more and closes once
+// its out-queue and offloaded work are done (flush).
+func (l *Loop) onEOF(s *Source) {
+	if l.cfg.Faults.FreeAtEOF {
+		// The mutant: the peer is done sending, so the connection is
+		// freed at once, before the flush that ends the turn: echoes
+		// still queued (this turn's included) are dropped.
+		l.closeSource(s)
+		return
+	}
+	l.setState(s, stateClosing)
+	if l.cfg.Faults.FlushSpinAtEOF && !s.out.Empty() {
+		l.spinFlush(s) // the mutant: may close s
 	}
 }
 
@@ -189,7 +234,7 @@ func (l *Loop) hasFrame(s *Source) bool {
 }
 
 // answerBuffered handles the complete frames left in s's input buffer
-// without reading more (ONESHOT, behind a STOP).
+// without reading more (a held source, behind its STOP).
 func (l *Loop) answerBuffered(s *Source, maxFrame int) {
 	for s.state != stateClosed && len(s.in)-s.r >= wire.HeaderSize {
 		avail := s.in[s.r:]

@@ -257,7 +257,7 @@ func (l *Loop) run() {
 	l.publish(nanotime(), true)
 	l.cpuAtExit.Store(threadCPU(0))
 	// Descriptors are closed by the reactor once every loop has exited:
-	// ONESHOT workers share theirs.
+	// a shared layout's loops share theirs.
 }
 
 // schedulerYieldEvery is how often, at most, a loop about to block passes

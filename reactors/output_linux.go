@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
-
 )
 
 func (l *Loop) flushAndClose(s *Source) {
@@ -88,9 +87,10 @@ func (l *Loop) flushIgnoringCount(s *Source) (int, error) {
 	return total, nil
 }
 
-// wantEvents is the interest s should have now: EPOLLIN unless paused,
-// waiting, finished or quiesced; EPOLLOUT only while the out-queue is
-// non-empty (the PermanentEPOLLOUT mutant keeps it always).
+// wantEvents is the interest s should have now: the design's trigger
+// flags; EPOLLIN (and EPOLLRDHUP) only while s is reading and the loop has
+// not quiesced; EPOLLOUT only while the out-queue is non-empty (the
+// PermanentEPOLLOUT mutant keeps it always).
 func (l *Loop) wantEvents(s *Source) uint32 {
 	ev := l.connFlags
 	if s.state == stateReading && !l.quiesced {
@@ -103,7 +103,7 @@ func (l *Loop) wantEvents(s *Source) uint32 {
 }
 
 // updateInterest applies the out-queue's watermark state and re-registers s
-// if its interest changed (ONESHOT sources are re-registered by rearm).
+// if its interest changed (a one-shot source gets it when the design rearms it).
 func (l *Loop) updateInterest(s *Source) {
 	switch paused := s.out.Paused(); {
 	case paused && s.state == stateReading:

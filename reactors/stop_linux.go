@@ -16,7 +16,7 @@ func isTooLarge(err error) bool { return errors.Is(err, wire.ErrTooLarge) }
 // onStopFrame handles STOP on a control connection. The first STOP (frame
 // or Stop) wins; a later or concurrent one is answered with REJECT. The
 // winner's connection is answered by STOP_ACK once every loop has
-// quiesced; under ONESHOT it is held unarmed until then. It reports whether
+// quiesced; in a shared layout it is held unarmed until then. It reports whether
 // s is still open.
 func (l *Loop) onStopFrame(s *Source, h wire.Header) bool {
 	now := nanotime()

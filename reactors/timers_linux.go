@@ -15,7 +15,6 @@ const (
 	timerAcceptPause                   // EMFILE fallback: resume accepting
 )
 
-
 func (l *Loop) scheduleTimer(kind uint16, due int64, arg uint64) {
 	if l.timersMu != nil {
 		l.timersMu.Lock()
