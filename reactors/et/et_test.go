@@ -4,6 +4,7 @@ package et_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/et"
@@ -14,4 +15,39 @@ func TestEndToEnd(t *testing.T) {
 	cfg := reactors.DefaultConfig()
 	stats := reactortest.EndToEnd(t, et.New, cfg)
 	t.Logf("counters: %+v", stats.Counters)
+}
+
+// TestBudgetCutSourceIsServedWithoutANewEdge sends 200 frames in one write
+// (one edge) to a reactor whose turn serves 2 frames: the rest must be
+// served from the ready queue, with no further edge, or they wait forever.
+// The NoDrain mutant (one read per edge, never requeued) must stall.
+func TestBudgetCutSourceIsServedWithoutANewEdge(t *testing.T) {
+	const burst = 200
+	run := func(t *testing.T, noDrain bool) (int, reactors.Counters) {
+		cfg := reactors.DefaultConfig()
+		cfg.Budgets.Input = 2
+		cfg.Faults.NoDrain = noDrain
+		r := reactortest.Start(t, reactors.ET, cfg)
+		c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.SendBurst(1, burst, make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		// 1 s without an echo is a stall: a turn of 2 frames takes µs.
+		got, _ := c.RecvCount(burst, time.Second)
+		return got, r.Stats().Counters
+	}
+	got, st := run(t, false)
+	if got != burst {
+		t.Fatalf("correct et echoed %d of %d frames sent in one edge (requeues %d)", got, burst, st.Requeues)
+	}
+	if st.Requeues == 0 || st.InputBudgetHits == 0 {
+		t.Fatalf("the input budget never cut a turn (hits %d, requeues %d): the test did not test the queue", st.InputBudgetHits, st.Requeues)
+	}
+	if got, _ := run(t, true); got == burst {
+		t.Fatalf("the no-drain mutant echoed all %d frames: the test cannot tell a missing requeue", burst)
+	}
 }

@@ -101,3 +101,29 @@ func Settled(r *reactors.Reactor, settle, timeout time.Duration) bool {
 	}
 	return false
 }
+
+// SendBurst writes n DATA frames of payload (token, seq 1..n) in one write,
+// so they reach the reactor together: one readiness event (one edge) for
+// all of them.
+func (c *Client) SendBurst(token uint64, n int, payload []byte) error {
+	c.out = c.out[:0]
+	for seq := 1; seq <= n; seq++ {
+		c.out = wire.AppendFrame(c.out, wire.KindData, 0, token, uint64(seq), MonoNow(), payload)
+	}
+	c.Conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Conn.Write(c.out); err != nil {
+		return fmt.Errorf("send a burst of %d frames: %w", n, err)
+	}
+	return nil
+}
+
+// RecvCount receives frames until n have come or none comes for idle, and
+// returns how many came; the error is nil only when all n did.
+func (c *Client) RecvCount(n int, idle time.Duration) (int, error) {
+	for got := 0; got < n; got++ {
+		if _, _, err := c.Recv(idle); err != nil {
+			return got, fmt.Errorf("after %d of %d frames: %w", got, n, err)
+		}
+	}
+	return n, nil
+}
