@@ -191,6 +191,22 @@ func rangeErr(field string, v any, accepted string) error {
 // reactorlab serve flag name. It does not know the design: the design's
 // Blueprint.Check adds what depends on it (designs.ValidateFor does both).
 func (c Config) Validate() error {
+	for _, check := range []func() error{c.validateCounts, c.validateOutQueue, c.validateModes, c.validateDurations, c.validateAddrs} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if c.Faults.MissedRearmEvery < 0 {
+		return rangeErr("fault missed-rearm every", c.Faults.MissedRearmEvery, ">= 0")
+	}
+	if _, err := cost.Parse(c.Callback); err != nil {
+		return fmt.Errorf("%w: callback: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// validateCounts checks the integer fields against their ranges.
+func (c Config) validateCounts() error {
 	type intField struct {
 		name   string
 		v      int
@@ -215,20 +231,29 @@ func (c Config) Validate() error {
 			return rangeErr(f.name, f.v, fmt.Sprintf("%d..%d", f.lo, f.hi))
 		}
 	}
-	if c.Budgets.Time < 0 {
-		return rangeErr("budget-time", c.Budgets.Time, ">= 0 (0 disables)")
+	return nil
+}
+
+// validateOutQueue checks the watermarks against each other and the cap
+// (none apply under the UnboundedOutQueue mutant).
+func (c Config) validateOutQueue() error {
+	if c.Faults.UnboundedOutQueue {
+		return nil
 	}
-	if !c.Faults.UnboundedOutQueue {
-		if c.OutLow < 0 || c.OutLow >= c.OutHigh {
-			return rangeErr("out-low", c.OutLow, fmt.Sprintf("0..out-high-1 (out-high = %d)", c.OutHigh))
-		}
-		if c.OutHigh > c.OutCap {
-			return rangeErr("out-high", c.OutHigh, fmt.Sprintf("<= out-cap (%d)", c.OutCap))
-		}
-		if c.OutCap < c.MaxFrame {
-			return rangeErr("out-cap", c.OutCap, fmt.Sprintf(">= max-frame (%d), or no frame could be echoed", c.MaxFrame))
-		}
+	if c.OutLow < 0 || c.OutLow >= c.OutHigh {
+		return rangeErr("out-low", c.OutLow, fmt.Sprintf("0..out-high-1 (out-high = %d)", c.OutHigh))
 	}
+	if c.OutHigh > c.OutCap {
+		return rangeErr("out-high", c.OutHigh, fmt.Sprintf("<= out-cap (%d)", c.OutCap))
+	}
+	if c.OutCap < c.MaxFrame {
+		return rangeErr("out-cap", c.OutCap, fmt.Sprintf(">= max-frame (%d), or no frame could be echoed", c.MaxFrame))
+	}
+	return nil
+}
+
+// validateModes checks the enumerated fields.
+func (c Config) validateModes() error {
 	switch c.Wait {
 	case WaitPollFirst, WaitBlock:
 	default:
@@ -244,6 +269,14 @@ func (c Config) Validate() error {
 	default:
 		return rangeErr("timer", c.Timer, "periodic, deadline")
 	}
+	return nil
+}
+
+// validateDurations checks the time fields against their ranges.
+func (c Config) validateDurations() error {
+	if c.Budgets.Time < 0 {
+		return rangeErr("budget-time", c.Budgets.Time, ">= 0 (0 disables)")
+	}
 	if c.Tick < 10*time.Microsecond || c.Tick > time.Second {
 		return rangeErr("tick", c.Tick, "10µs..1s")
 	}
@@ -256,9 +289,11 @@ func (c Config) Validate() error {
 	if c.StopGrace <= 0 || c.StopGrace > time.Hour {
 		return rangeErr("stop-grace", c.StopGrace, "(0, 1h]")
 	}
-	if c.Faults.MissedRearmEvery < 0 {
-		return rangeErr("fault missed-rearm every", c.Faults.MissedRearmEvery, ">= 0")
-	}
+	return nil
+}
+
+// validateAddrs checks the listen addresses as New would resolve them.
+func (c Config) validateAddrs() error {
 	if c.Listen == "" {
 		return rangeErr("listen", `""`, "host:port")
 	}
@@ -269,9 +304,6 @@ func (c Config) Validate() error {
 		if err := checkListenAddr(a.addr); err != nil {
 			return fmt.Errorf("%w: %s = %q: %s (accepted: IP:port or localhost:port, port 0 picks one)", ErrConfig, a.name, a.addr, err)
 		}
-	}
-	if _, err := cost.Parse(c.Callback); err != nil {
-		return fmt.Errorf("%w: callback: %w", ErrConfig, err)
 	}
 	return nil
 }
