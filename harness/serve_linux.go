@@ -20,6 +20,14 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
+// serveRole is the role a cell's reference reactor plays: this program,
+// as ServeMain.
+const serveRole = "serve"
+
+func init() {
+	RegisterRole(serveRole, func(args []string) int { return ServeMain(args, os.Stdout, os.Stderr) })
+}
+
 // serveFlags binds every Config field to a flag, defaults from
 // reactors.DefaultConfig.
 func serveFlags(fs *flag.FlagSet, cfg *reactors.Config, design *string, faults *[]string, lifetime *time.Duration) {

@@ -12,9 +12,3 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "reactorlab serve: the reference reactors run on Linux only")
 	return 1
 }
-
-// LoadgenMain: the load generator is Linux only.
-func LoadgenMain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "reactorlab loadgen: Linux only")
-	return 1
-}

@@ -9,19 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/harness"
-	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
@@ -51,15 +46,32 @@ when refused before anything ran (a bad flag or value; a target whose
 program is missing, that exits at once or does not listen within
 --start-timeout), 130 when interrupted (what was measured is reported).`
 
-// runCell is `reactorlab run`: one measured cell.
-func runCell(args []string, stdout, stderr io.Writer) int {
+// runFlags are the values of `reactorlab run`'s flags.
+type runFlags struct {
+	reactor, target string
+	cfg             reactors.Config // the reactor's configuration, --callback among it
+	load            loadgen.Config
+	faults          []string // every --fault, in order
+	cpus            harness.CPUs
+	serverCPU       float64
+	lab             string
+	grace           time.Duration
+	startTimeout    time.Duration
+	out             string
+	spectrum        bool
+	json            string
+}
+
+// newRunCommand is `reactorlab run`'s help and flags, bound to the
+// runFlags it returns.
+func newRunCommand() (*cli.Command, *runFlags) {
 	c := cli.New("reactorlab run", runSynopsis, runDescription)
 	fs := c.Flags
-	reactorName := fs.String("reactor", "", "reference reactor to measure: "+designList())
-	targetSpec := fs.String("target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
-	cfg := reactors.DefaultConfig()
-	cfg.Flags(fs) // the reactor's configuration, --callback among it
-	load := loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}
+	f := &runFlags{cfg: reactors.DefaultConfig(), load: loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}}
+	fs.StringVar(&f.reactor, "reactor", "", "reference reactor to measure: "+designList())
+	fs.StringVar(&f.target, "target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
+	f.cfg.Flags(fs)
+	load := &f.load
 	fs.IntVar(&load.Hot, "hot", 1, "hot sources: closed loop, --inflight frames in flight each")
 	fs.IntVar(&load.InFlight, "inflight", 16, "frames in flight per hot source (K)")
 	fs.IntVar(&load.Steady, "steady", 0, "steady sources: open loop at --rate in all")
@@ -73,105 +85,30 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&load.Warmup, "warmup", load.Warmup, "load sent before measuring")
 	fs.DurationVar(&load.Drain, "drain", loadgen.DefaultDrain, "time outstanding frames may still be answered after sending stops")
 	fs.DurationVar(&load.Interval, "interval", loadgen.DefaultInterval, "interval of the HDR log and of progress reports")
-	var faultSpecs []string
-	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(wireFaultNames(), ", ")+
+	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
-		func(s string) error { faultSpecs = append(faultSpecs, s); return nil })
-	cpus := defaultCPUs()
-	fs.Var(&cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none; default: the first two CPUs this process may use)")
-	serverCPU := fs.Float64("server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
-	labMode := fs.String("lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
-	grace := fs.Duration("grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
-	startTimeout := fs.Duration("start-timeout", harness.DefaultStartTimeout, "how long the server may take to accept on its addresses; one that does not is refused (exit 2)")
-	out := fs.String("out", "", "directory for the run's files, new or without a run in it (default reactorlab-runs/NAME-TIME)")
-	spectrum := fs.Bool("spectrum", false, "also print the detailed percentile spectrum of each latency class")
-	jsonOut := fs.String("json", "", "also write the whole result as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
+		func(s string) error { f.faults = append(f.faults, s); return nil })
+	f.cpus = defaultCPUs()
+	fs.Var(&f.cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none; default: the first two CPUs this process may use)")
+	fs.Float64Var(&f.serverCPU, "server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
+	fs.StringVar(&f.lab, "lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
+	fs.DurationVar(&f.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
+	fs.DurationVar(&f.startTimeout, "start-timeout", harness.DefaultStartTimeout, "how long the server may take to accept on its addresses; one that does not is refused (exit 2)")
+	fs.StringVar(&f.out, "out", "", "directory for the run's files, new or without a run in it (default reactorlab-runs/NAME-TIME)")
+	fs.BoolVar(&f.spectrum, "spectrum", false, "also print the detailed percentile spectrum of each latency class")
+	fs.StringVar(&f.json, "json", "", "also write the whole result as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
+	return c, f
+}
+
+// runCell is `reactorlab run`: one measured cell.
+func runCell(args []string, stdout, stderr io.Writer) int {
+	c, f := newRunCommand()
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
-	refuse := func(format string, a ...any) int { return c.Usagef(stderr, format, a...) }
-	set := c.Set()
-	for _, name := range []string{"listen", "control-listen"} {
-		if set[name] {
-			return refuse("--%s: the harness chooses the server's addresses", name)
-		}
-	}
-	if c := *serverCPU; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > proc.MaxCPUShare || c > 0 && c < proc.MinCPUShare {
-		return refuse("--server-cpu %v: want a number of CPUs, %v..%d, or 0 for no cap", c, proc.MinCPUShare, proc.MaxCPUShare)
-	}
-	if *startTimeout <= 0 || *startTimeout > harness.MaxStartTimeout {
-		return refuse("--start-timeout = %v (accepted: (0, %v])", *startTimeout, harness.MaxStartTimeout)
-	}
-	cell := harness.Cell{Load: load, CPUs: cpus, Grace: *grace, ServerCPU: *serverCPU, StartTimeout: *startTimeout}
-	mode, ok := labModes[*labMode]
-	if !ok {
-		return refuse("--lab %q (accepted: auto, on, off)", *labMode)
-	}
-	cell.Mode = mode
-	var name string
-	switch {
-	case (*reactorName == "") == (*targetSpec == ""):
-		return refuse("give one of --reactor (%s) and --target cmd:'COMMAND'", designList())
-	case *reactorName != "":
-		d, err := reactors.ParseDesign(*reactorName)
-		if err != nil {
-			return refuse("--reactor: %v", err)
-		}
-		cell.Reactor, name = d, string(d)
-	default:
-		command, ok := strings.CutPrefix(*targetSpec, "cmd:")
-		if !ok || strings.TrimSpace(command) == "" {
-			return refuse("--target %q: want cmd:'COMMAND'", *targetSpec)
-		}
-		cell.Target, name = command, "cmd"
-		// A black box has no configuration of ours: refuse the reactor's
-		// flags rather than ignore them.
-		var reactorFlags []string
-		probe := flag.NewFlagSet("", flag.ContinueOnError)
-		def := reactors.DefaultConfig()
-		def.Flags(probe)
-		probe.VisitAll(func(f *flag.Flag) {
-			if set[f.Name] {
-				reactorFlags = append(reactorFlags, "--"+f.Name)
-			}
-		})
-		if len(reactorFlags) > 0 {
-			return refuse("%s: reference reactors only (--target is a black box)", strings.Join(reactorFlags, ", "))
-		}
-	}
-	for _, spec := range faultSpecs {
-		_, wireErr := faults.ParseWire(spec)
-		if wireErr == nil {
-			cell.Load.Faults = append(cell.Load.Faults, spec)
-			continue
-		}
-		if cell.Reactor == "" {
-			return refuse("--fault: %v (reactor faults apply to --reactor only)", wireErr)
-		}
-		if err := reactors.ParseFault(spec, &cfg.Faults); err != nil {
-			return refuse("--fault %q: neither a wire fault (%s) nor a reactor fault (%v)", spec, strings.Join(wireFaultNames(), ", "), err)
-		}
-	}
-	cell.Config = cfg
-	// What the serve child and the load generator would refuse, refused
-	// here first, in their words.
-	if cell.Reactor != "" {
-		if err := harness.CheckServe(cell.Reactor, cfg); err != nil {
-			return refuse("%v", err)
-		}
-	}
-	if err := harness.CheckLoad(cell.Load); err != nil {
-		return refuse("%v", err)
-	}
-	cell.Dir = *out
-	if cell.Dir == "" {
-		cell.Dir = filepath.Join("reactorlab-runs", name+"-"+time.Now().Format("20060102-150405"))
-	}
-	if err := cell.Validate(); err != nil {
-		return refuse("%v", strings.TrimPrefix(err.Error(), "cell: "))
-	}
-	if err := harness.CheckCellDir(cell.Dir); err != nil {
-		return refuse("--out %v", err)
+	cell, err := f.cellSpec(c.Set())
+	if err != nil {
+		return c.Usagef(stderr, "%v", err)
 	}
 	if cell.Target != "" {
 		if err := harness.CheckCommand(cell.Target); err != nil {
@@ -181,7 +118,130 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 			return c.Errorf(stderr, cli.ExitUsage, "--target: %v", err)
 		}
 	}
+	return f.measure(c, cell, stdout, stderr)
+}
 
+// cellSpec is the cell the flags describe (set: the flags given), checked
+// as the harness will check it; the error is a usage error's message.
+func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
+	cell, err := f.placement(set)
+	if err != nil {
+		return cell, err
+	}
+	name, err := f.server(&cell, set)
+	if err != nil {
+		return cell, err
+	}
+	if err := f.splitFaults(&cell); err != nil {
+		return cell, err
+	}
+	cell.Config = f.cfg
+	// What the serve child and the load generator would refuse, refused
+	// here first, in their words.
+	if cell.Reactor != "" {
+		if err := harness.CheckServe(cell.Reactor, cell.Config); err != nil {
+			return cell, err
+		}
+	}
+	if err := harness.CheckLoad(cell.Load); err != nil {
+		return cell, err
+	}
+	cell.Dir = f.out
+	if cell.Dir == "" {
+		cell.Dir = filepath.Join("reactorlab-runs", name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if err := cell.Validate(); err != nil {
+		return cell, errors.New(strings.TrimPrefix(err.Error(), "cell: "))
+	}
+	if err := harness.CheckCellDir(cell.Dir); err != nil {
+		return cell, fmt.Errorf("--out %v", err)
+	}
+	return cell, nil
+}
+
+// placement is the cell's load and where it runs: the CPUs, the server's
+// CPU cap, the lab mode, the grace and the start timeout; the server's
+// addresses are the harness's to choose.
+func (f *runFlags) placement(set map[string]bool) (harness.CellSpec, error) {
+	for _, name := range []string{"listen", "control-listen"} {
+		if set[name] {
+			return harness.CellSpec{}, fmt.Errorf("--%s: the harness chooses the server's addresses", name)
+		}
+	}
+	if err := harness.CheckServerCPU(f.serverCPU); err != nil {
+		return harness.CellSpec{}, fmt.Errorf("--server-cpu %v: %w", f.serverCPU, err)
+	}
+	if f.startTimeout <= 0 || f.startTimeout > harness.MaxStartTimeout {
+		return harness.CellSpec{}, fmt.Errorf("--start-timeout = %v (accepted: (0, %v])", f.startTimeout, harness.MaxStartTimeout)
+	}
+	cell := harness.CellSpec{Load: f.load, CPUs: f.cpus, Grace: f.grace, ServerCPU: f.serverCPU, StartTimeout: f.startTimeout}
+	mode, ok := labModes[f.lab]
+	if !ok {
+		return cell, fmt.Errorf("--lab %q (accepted: auto, on, off)", f.lab)
+	}
+	cell.Mode = mode
+	return cell, nil
+}
+
+// server sets the cell's server: a reference reactor (--reactor) or a
+// black box (--target), never both, and a black box with none of the
+// reactor's flags. It returns the name the default directory starts with.
+func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name string, err error) {
+	switch {
+	case (f.reactor == "") == (f.target == ""):
+		return "", fmt.Errorf("give one of --reactor (%s) and --target cmd:'COMMAND'", designList())
+	case f.reactor != "":
+		d, err := reactors.ParseDesign(f.reactor)
+		if err != nil {
+			return "", fmt.Errorf("--reactor: %w", err)
+		}
+		cell.Reactor = d
+		return string(d), nil
+	}
+	command, ok := strings.CutPrefix(f.target, "cmd:")
+	if !ok || strings.TrimSpace(command) == "" {
+		return "", fmt.Errorf("--target %q: want cmd:'COMMAND'", f.target)
+	}
+	cell.Target = command
+	// A black box has no configuration of ours: refuse the reactor's
+	// flags rather than ignore them.
+	var reactorFlags []string
+	probe := flag.NewFlagSet("", flag.ContinueOnError)
+	def := reactors.DefaultConfig()
+	def.Flags(probe)
+	probe.VisitAll(func(fl *flag.Flag) {
+		if set[fl.Name] {
+			reactorFlags = append(reactorFlags, "--"+fl.Name)
+		}
+	})
+	if len(reactorFlags) > 0 {
+		return "", fmt.Errorf("%s: reference reactors only (--target is a black box)", strings.Join(reactorFlags, ", "))
+	}
+	return "cmd", nil
+}
+
+// splitFaults places each --fault (harness.SplitFault): a wire fault in
+// the cell's load, as given, a reactor fault in the reactor's
+// configuration.
+func (f *runFlags) splitFaults(cell *harness.CellSpec) error {
+	for _, spec := range f.faults {
+		wire, err := harness.SplitFault(spec, cell.Reactor != "", &f.cfg.Faults)
+		var fe *harness.FaultError
+		switch {
+		case errors.As(err, &fe) && fe.Reactor == nil:
+			return fmt.Errorf("--fault: %v (reactor faults apply to --reactor only)", fe.Wire)
+		case err != nil:
+			return fmt.Errorf("--fault %v", err)
+		case wire != "":
+			cell.Load.Faults = append(cell.Load.Faults, spec)
+		}
+	}
+	return nil
+}
+
+// measure runs the cell, printing progress on stderr, and reports its
+// result; it returns the exit code.
+func (f *runFlags) measure(c *cli.Command, cell harness.CellSpec, stdout, stderr io.Writer) int {
 	// The first SIGINT or SIGTERM winds the run down: the load generator
 	// stops and reports what it measured. A second one ends this process
 	// (and with it the lab) at once.
@@ -205,19 +265,8 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 		}
 		return c.Errorf(stderr, code, "%v", err)
 	}
-	// The result is reported whatever happened: the summary on stdout, or
-	// with --json - the JSON there and the summary on stderr.
-	summaryTo := stdout
-	if *jsonOut == cli.StdoutPath {
-		summaryTo = stderr
-	}
-	if *jsonOut != "" {
-		if werr := cli.WriteTo(*jsonOut, stdout, func(w io.Writer) error { return writeJSON(w, res) }); werr != nil {
-			return c.Errorf(stderr, cli.ExitFail, "--json: %v", werr)
-		}
-	}
-	if werr := res.WriteSummary(summaryTo, *spectrum); werr != nil {
-		return c.Errorf(stderr, cli.ExitFail, "%v", werr)
+	if code, failed := f.report(c, res, stdout, stderr); failed {
+		return code
 	}
 	switch {
 	case interrupted:
@@ -231,46 +280,23 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-// interrupt is closed by the first SIGINT or SIGTERM, after which the
-// signals' default action (ending the process) is restored.
-type interrupt struct {
-	c    chan struct{}
-	sigs chan os.Signal
-	end  chan struct{}
-	done chan struct{}
-}
-
-// onInterrupt catches SIGINT and SIGTERM until stop.
-func onInterrupt() *interrupt {
-	i := &interrupt{c: make(chan struct{}), sigs: make(chan os.Signal, 1), end: make(chan struct{}), done: make(chan struct{})}
-	signal.Notify(i.sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		defer close(i.done)
-		select {
-		case <-i.sigs:
-			signal.Stop(i.sigs)
-			close(i.c)
-		case <-i.end:
-		}
-	}()
-	return i
-}
-
-// happened reports whether a signal came.
-func (i *interrupt) happened() bool {
-	select {
-	case <-i.c:
-		return true
-	default:
-		return false
+// report writes the result whatever happened: the summary on stdout, or
+// with --json - the JSON there and the summary on stderr. failed says it
+// could not, and code is then the exit code.
+func (f *runFlags) report(c *cli.Command, res *harness.CellResult, stdout, stderr io.Writer) (code int, failed bool) {
+	summaryTo := stdout
+	if f.json == cli.StdoutPath {
+		summaryTo = stderr
 	}
-}
-
-// stop stops catching the signals and ends the goroutine.
-func (i *interrupt) stop() {
-	signal.Stop(i.sigs)
-	close(i.end)
-	<-i.done
+	if f.json != "" {
+		if werr := cli.WriteTo(f.json, stdout, func(w io.Writer) error { return writeJSON(w, res) }); werr != nil {
+			return c.Errorf(stderr, cli.ExitFail, "--json: %v", werr), true
+		}
+	}
+	if werr := res.WriteSummary(summaryTo, f.spectrum); werr != nil {
+		return c.Errorf(stderr, cli.ExitFail, "%v", werr), true
+	}
+	return 0, false
 }
 
 // missingDirs lists dir and those of its parents that do not exist yet,
@@ -302,7 +328,7 @@ func removeRun(dir string, created []string) {
 // from RunCell or harness.CheckCommand), as conform and footprint refuse a
 // target: one message in proc.StartReport's words, with the hint a longer
 // --start-timeout may help where it may; it returns cli.ExitUsage.
-func runRefusal(c *cli.Command, stderr io.Writer, cell harness.Cell, sf *harness.StartFailure) int {
+func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *harness.StartFailure) int {
 	if sf.Target == "" {
 		sf.Target = cell.Label()
 	}
@@ -319,68 +345,6 @@ func designList() string {
 		names[i] = string(d)
 	}
 	return strings.Join(names, ", ")
-}
-
-func wireFaultNames() []string {
-	var names []string
-	for _, f := range faults.Wires() {
-		names = append(names, f.Name())
-	}
-	return names
-}
-
-// progressPrinter shows the load generator's progress: one line rewritten
-// in place on a terminal, plain lines otherwise. Data frames and control
-// PINGs are shown apart, each only when the load has them.
-type progressPrinter struct {
-	w             io.Writer
-	terminal      bool
-	total         time.Duration
-	data, control bool
-	printed       bool
-}
-
-func newProgressPrinter(w io.Writer, load loadgen.Config) *progressPrinter {
-	p := &progressPrinter{w: w, total: load.Warmup + load.Duration,
-		data: load.Hot+load.Steady > 0, control: load.ControlEvery > 0}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.terminal = true
-		}
-	}
-	return p
-}
-
-func (p *progressPrinter) report(r loadgen.Progress) {
-	if line := p.line(r); p.terminal {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-	} else {
-		fmt.Fprintln(p.w, line)
-	}
-	p.printed = true
-}
-
-// line is the progress line of report r: data frames (sent, echoed, the
-// rate) and control PINGs apart.
-func (p *progressPrinter) line(r loadgen.Progress) string {
-	phase := "warm-up"
-	if r.Measuring {
-		phase = "measuring"
-	}
-	line := fmt.Sprintf("%5.1fs/%.1fs %-9s", r.Elapsed.Seconds(), p.total.Seconds(), phase)
-	if p.data {
-		line += fmt.Sprintf("  data: sent %d echoed %d, %.0f frames/s, p99 %v", r.Sent, r.Echoed, r.Rate, r.DataP99.Round(time.Microsecond))
-	}
-	if p.control {
-		line += fmt.Sprintf("  control: %d PINGs echoed, p99 %v", r.ControlEchoed, r.ControlP99.Round(time.Microsecond))
-	}
-	return line
-}
-
-func (p *progressPrinter) done() {
-	if p.terminal && p.printed {
-		fmt.Fprintln(p.w)
-	}
 }
 
 // defaultCPUs is the default placement: the first two CPUs this process

@@ -1,0 +1,92 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// The rules of a cell that every front end applies alike, `reactorlab
+// run`'s flags and a matrix spec's fields: the range of a server CPU cap,
+// and where a fault spec acts. Each is decided here once; a front end
+// only names the flag or the field.
+
+// CheckServerCPU refuses a server CPU cap (CellSpec.ServerCPU,
+// LabSpec.ServerCPU, in CPUs) outside proc.MinCPUShare..proc.MaxCPUShare,
+// 0 (no cap) aside: NaN and infinities too. The error says what is
+// accepted and leaves naming the value to the caller ("--server-cpu
+// 0.01: " + the error).
+func CheckServerCPU(share float64) error {
+	if math.IsNaN(share) || math.IsInf(share, 0) || share < 0 || share > proc.MaxCPUShare || share > 0 && share < proc.MinCPUShare {
+		return fmt.Errorf("want a number of CPUs, %v..%d, or 0 for no cap", proc.MinCPUShare, proc.MaxCPUShare)
+	}
+	return nil
+}
+
+// WireFaultNames are the names of the wire faults faults.ParseWire
+// accepts, in faults.Wires' order.
+func WireFaultNames() []string {
+	var names []string
+	for _, f := range faults.Wires() {
+		names = append(names, f.Name())
+	}
+	return names
+}
+
+// FaultError is a fault spec SplitFault refuses. Wire is why
+// faults.ParseWire refused it; Reactor why reactors.ParseFault did, nil
+// when it was not asked: the cell has no reference reactor, and a spec
+// that is not a wire fault has no place there.
+type FaultError struct {
+	Spec    string
+	Wire    error
+	Reactor error
+}
+
+// Error names the spec and both refusals, in the words of `reactorlab
+// run --fault`: "\"gremlins\": neither a wire fault (half-packets, ...)
+// nor a reactor fault (...)"; without a reactor, the wire fault's refusal
+// and that reactor faults need one.
+func (e *FaultError) Error() string {
+	if e.Reactor == nil {
+		return fmt.Sprintf("%v (reactor faults apply to a reference reactor only)", e.Wire)
+	}
+	return fmt.Sprintf("%q: neither a wire fault (%s) nor a reactor fault (%v)", e.Spec, strings.Join(WireFaultNames(), ", "), e.Reactor)
+}
+
+// Unwrap is both refusals (faults.ErrSpec's and reactors.ErrConfig's).
+func (e *FaultError) Unwrap() []error {
+	if e.Reactor == nil {
+		return []error{e.Wire}
+	}
+	return []error{e.Wire, e.Reactor}
+}
+
+// SplitFault places one fault spec of a cell: a wire fault, acted out by
+// the load generator on every data connection, when faults.ParseWire
+// accepts it (wire is then its canonical text, which ParseWire reads
+// back as an equal fault); else, for a cell with a reference reactor
+// (reactor true), a reactor fault (a mutant), when reactors.ParseFault
+// accepts it, and it is switched on in rf (wire ""). Anything else is a
+// *FaultError. No name is both a wire and a reactor fault, so the order
+// in which the two are tried decides nothing but the words of a refusal.
+func SplitFault(spec string, reactor bool, rf *reactors.Faults) (wire string, err error) {
+	f, wireErr := faults.ParseWire(spec)
+	if wireErr == nil {
+		if st, ok := f.(fmt.Stringer); ok {
+			return st.String(), nil
+		}
+		return spec, nil
+	}
+	if !reactor {
+		return "", &FaultError{Spec: spec, Wire: wireErr}
+	}
+	if err := reactors.ParseFault(spec, rf); err != nil {
+		return "", &FaultError{Spec: spec, Wire: wireErr, Reactor: err}
+	}
+	return "", nil
+}

@@ -1,0 +1,308 @@
+//go:build linux
+
+package harness
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// WriteSummary prints the cell's result for a person, wrk2-style: the
+// setting, the latency distribution of data and control, throughput, CPU
+// and memory per side, the ledger and the verdict. spectrum adds the
+// detailed percentile spectrum of each latency class (read back from the
+// cell's loadgen.hlog).
+func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
+	var b strings.Builder
+	load := r.Cell.Load.WithDefaults()
+	r.writeSetting(&b, load)
+	hists, cols := r.latencyColumns(&b, load)
+	writeLatencyTable(&b, hists, cols, load.Steady > 0)
+	b.WriteString("\n")
+	if s := r.Load; s != nil {
+		r.writeFigures(&b, s)
+	}
+	r.writeVerdict(&b)
+	if spectrum {
+		for _, name := range cols {
+			b.WriteString("\n")
+			var sb strings.Builder
+			if err := results.WriteSpectrum(&sb, "Latency: "+name, hists[name]); err != nil {
+				return err
+			}
+			b.WriteString(sb.String())
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSetting prints what ran: the server, the load (with its defaults,
+// load), and where each side ran.
+func (r *CellResult) writeSetting(b *strings.Builder, load loadgen.Config) {
+	c := r.Cell
+	what := c.Target + " (black box)"
+	if c.Reactor != "" {
+		what = string(c.Reactor) + " (reference reactor)"
+		if len(c.ServeArgs) > 0 {
+			what += " " + strings.Join(c.ServeArgs, " ")
+		}
+	}
+	fmt.Fprintf(b, "reactorlab run: %s\n", what)
+	fmt.Fprintf(b, "  %v measured after %v warm-up; %s\n", load.Duration, load.Warmup, describeLoad(load))
+	if lab := r.Lab; lab != nil {
+		where := "lab: server " + lab.Addr + ", load generator in its own namespace over veth"
+		if lab.Mode != ModeLab {
+			where = "loopback: server " + lab.Addr
+			if lab.Fallback != "" {
+				where += " (no lab: " + lab.Fallback + ")"
+			}
+		}
+		if lab.UserNS {
+			where += ", rootless (user namespace)"
+		}
+		fmt.Fprintf(b, "  %s; %s\n", where, describePlacement(lab))
+	}
+}
+
+// latencyColumns reads the measured period's histograms back from the
+// cell's loadgen.hlog (printing why, when it cannot) and returns them with
+// the classes worth a column: those with values, data-uncorrected only
+// with a steady source.
+func (r *CellResult) latencyColumns(b *strings.Builder, load loadgen.Config) (map[string]*hdrhistogram.Histogram, []string) {
+	var hists map[string]*hdrhistogram.Histogram
+	if r.Load != nil {
+		var err error
+		hists, err = results.MeasuredHistograms(filepath.Join(r.Cell.Dir, loadgen.HlogFile), r.Load.StartTime.Add(load.Warmup))
+		if err != nil {
+			fmt.Fprintf(b, "  (latency: %v)\n", err)
+		}
+	}
+	var cols []string
+	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassStop} {
+		// Without a steady source both data classes are measured from the
+		// write: the second column would repeat the first.
+		if name == loadgen.ClassDataUncorrected && load.Steady == 0 {
+			continue
+		}
+		if h := hists[name]; h != nil && h.TotalCount() > 0 {
+			cols = append(cols, name)
+		}
+	}
+	return hists, cols
+}
+
+// writeLatencyTable prints the percentiles of each column's histogram,
+// and, with a steady source, what the two data columns measure from.
+func writeLatencyTable(b *strings.Builder, hists map[string]*hdrhistogram.Histogram, cols []string, steady bool) {
+	if len(cols) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n  Latency distribution (HdrHistogram, measured period)\n  %9s", "")
+	for _, name := range cols {
+		fmt.Fprintf(b, " %16s", name)
+	}
+	b.WriteString("\n")
+	for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99, 99.999, 100} {
+		fmt.Fprintf(b, "  %8.3f%%", p)
+		for _, name := range cols {
+			fmt.Fprintf(b, " %16s", fmtDuration(time.Duration(hists[name].ValueAtPercentile(p))))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "  %9s", "count")
+	for _, name := range cols {
+		fmt.Fprintf(b, " %16d", hists[name].TotalCount())
+	}
+	b.WriteString("\n")
+	if steady {
+		b.WriteString("  data is measured from each frame's intended send time (corrected for coordinated omission);\n" +
+			"  data-uncorrected from its actual write. Hot sources have no schedule: both from the write.\n")
+	}
+}
+
+// writeFigures prints the load generator's figures (summary s):
+// throughput, the ledger, CPU and memory per side, the reactor's own
+// ledger, the STOP probe and the self-check.
+func (r *CellResult) writeFigures(b *strings.Builder, s *loadgen.Summary) {
+	fmt.Fprintf(b, "  %-12s %s frames/s answered intact (data, measured period)\n", "Throughput", groupDigits(uint64(s.EchoRate+0.5)))
+	writeLedger(b, s)
+	if r.Lab != nil {
+		// Both per-frame figures divide by every frame of the run
+		// (warm-up and drain included): the server's CPU over its
+		// whole life (it idles before and after the load), the load
+		// generator's over its run (its start-up left out).
+		if p := r.Lab.Server; p != nil {
+			writeCPU(b, "CPU, memory", "server", time.Duration(p.UserNs), time.Duration(p.SysNs), p.Elapsed, "its life", s.Totals.Echoed, p.MaxRSS)
+		}
+		if p := r.Lab.Client; p != nil {
+			sc := s.SelfCheck
+			user, sys := time.Duration(sc.CPUUserS*1e9), time.Duration(sc.CPUSysS*1e9)
+			writeCPU(b, "", "loadgen", user, sys, time.Duration(sc.RunS*1e9), "its run", s.Totals.Echoed, p.MaxRSS)
+		}
+	}
+	if r.Server != nil {
+		l := r.Server.Ledger
+		fmt.Fprintf(b, "  %-12s accepted %s, completed %s, rejected %s (reactor's final statistics, stopped by %s)\n", "Server",
+			groupDigits(l.Accepted), groupDigits(l.Completed), groupDigits(l.Rejected), r.Server.StoppedBy)
+	}
+	if st := s.Stop; st != nil {
+		fmt.Fprintf(b, "  %-12s %s", "STOP probe", st.Status)
+		if st.LatencyUs > 0 {
+			fmt.Fprintf(b, " after %s", fmtDuration(time.Duration(st.LatencyUs*1e3)))
+		}
+		if st.Ledger != nil {
+			fmt.Fprintf(b, "; ledger accepted %d, completed %d, rejected %d, balanced %v", st.Ledger.Accepted, st.Ledger.Completed, st.Ledger.Rejected, st.Balanced)
+		}
+		b.WriteString("\n")
+	}
+	writeSelfCheck(b, s.SelfCheck)
+}
+
+// writeLedger prints the frame ledger of data and of control.
+func writeLedger(b *strings.Builder, s *loadgen.Summary) {
+	t := s.Totals
+	fmt.Fprintf(b, "  %-12s data: sent %s = echoed %s + rejected %s + lost %s + corrupted %s + abandoned by fault %s + unanswered %s;\n"+
+		"  %-12s       duplicated %s, unexpected %s, wrong connection %s\n",
+		"Ledger", groupDigits(t.Sent), groupDigits(t.Echoed), groupDigits(t.Rejected), groupDigits(t.Lost), groupDigits(t.CorruptedAnswers),
+		groupDigits(t.Abandoned), groupDigits(t.Unanswered), "", groupDigits(t.Duplicated), groupDigits(t.Unexpected), groupDigits(t.WrongConn))
+	if !t.Balanced() {
+		fmt.Fprintf(b, "  %-12s       (the sum does not balance: a bug of the load generator's)\n", "")
+	}
+	if ct := s.ControlTotals; ct.Sent > 0 {
+		fmt.Fprintf(b, "  %-12s control: sent %s, echoed %s, lost %s\n", "", groupDigits(ct.Sent), groupDigits(ct.Echoed), groupDigits(ct.Lost))
+	}
+}
+
+// writeSelfCheck prints what limited the load generator, and its steady
+// rate against the target's.
+func writeSelfCheck(b *strings.Builder, sc loadgen.SelfCheck) {
+	fmt.Fprintf(b, "  %-12s limit: %s", "Self-check", sc.Limit)
+	if sc.TargetRate > 0 {
+		fmt.Fprintf(b, "; steady rate %.0f of %.0f frames/s (%.2f%%), send lag p99 %s", sc.AchievedRate, sc.TargetRate, 100*sc.RateRatio,
+			fmtDuration(time.Duration(sc.SendLagP99Us*1e3)))
+	}
+	b.WriteString("\n")
+	for _, why := range sc.Reasons {
+		fmt.Fprintf(b, "  %-12s   %s\n", "", why)
+	}
+}
+
+// writeVerdict prints VALID, or INVALID with every reason, and where the
+// files are.
+func (r *CellResult) writeVerdict(b *strings.Builder) {
+	if r.Valid {
+		fmt.Fprintf(b, "  %-12s VALID\n", "Verdict")
+	} else {
+		fmt.Fprintf(b, "  %-12s INVALID\n", "Verdict")
+		for _, why := range r.Invalid {
+			fmt.Fprintf(b, "  %-12s   - %s\n", "", why)
+		}
+	}
+	fmt.Fprintf(b, "  %-12s %s\n", "Files", r.Cell.Dir)
+}
+
+// describeLoad says what the load generator did, in a line.
+func describeLoad(c loadgen.Config) string {
+	var parts []string
+	if c.Hot > 0 {
+		parts = append(parts, fmt.Sprintf("%s × %d in flight", plural(c.Hot, "hot source"), c.InFlight))
+	}
+	if c.Steady > 0 {
+		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all (window %d)", plural(c.Steady, "steady source"), c.Rate, c.Window))
+	}
+	if c.ControlEvery > 0 {
+		parts = append(parts, fmt.Sprintf("PING every %v on %s", c.ControlEvery, plural(c.Control, "control connection")))
+	}
+	if c.StopAt > 0 {
+		parts = append(parts, fmt.Sprintf("STOP at %v", c.StopAt))
+	}
+	parts = append(parts, fmt.Sprintf("%d-byte frames", c.Payload+32))
+	if len(c.Faults) > 0 {
+		parts = append(parts, "wire faults "+strings.Join(c.Faults, " "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describePlacement says where each side ran and whether every thread
+// stayed there.
+func describePlacement(lab *LabResult) string {
+	side := func(name string, p *ProcResult) string {
+		if p == nil {
+			return name + ": no record"
+		}
+		s := name + " unpinned"
+		if p.CPU >= 0 {
+			ok := "every thread verified"
+			if !p.AffinityOK {
+				ok = "a thread was seen off it"
+			}
+			s = fmt.Sprintf("%s on CPU %d (%s)", name, p.CPU, ok)
+		}
+		if l := p.CPULimit; l != nil {
+			s += fmt.Sprintf(", capped at %g CPU (throttled in %d of %d periods of %g ms)", l.Share, l.Throttled, l.Periods, l.PeriodMs)
+		}
+		return s
+	}
+	return side("server", lab.Server) + ", " + side("loadgen", lab.Client)
+}
+
+// writeCPU prints one side's CPU time over a period, its share of a CPU
+// (when the period's length over is known, > 0) and its cost per echoed
+// frame.
+func writeCPU(b *strings.Builder, label, name string, user, sys, over time.Duration, period string, frames uint64, maxRSS int64) {
+	share := 0.0
+	if over > 0 {
+		share = (user + sys).Seconds() / over.Seconds()
+	}
+	perFrame := "-"
+	if frames > 0 {
+		perFrame = fmtDuration((user + sys) / time.Duration(frames))
+	}
+	shareText := ""
+	if over > 0 {
+		shareText = fmt.Sprintf("%.2f CPU ", share)
+		period += fmt.Sprintf(", %.1f s", over.Seconds())
+	}
+	fmt.Fprintf(b, "  %-12s %-7s %s(user %.2f s + sys %.2f s over %s), %s per echoed frame, peak RSS %.1f MiB\n",
+		label, name, shareText, user.Seconds(), sys.Seconds(), period, perFrame, float64(maxRSS)/(1<<20))
+}
+
+// fmtDuration prints d with three significant digits in a unit a person
+// reads at a glance.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.3gs", d.Seconds())
+}
+
+// plural prints "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// groupDigits prints n with thousands separated by commas.
+func groupDigits(n uint64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,356 @@
+package matrix
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/cost"
+)
+
+// Fields lists the baseline fields a factor may name, in the order Parse
+// reads them.
+var Fields = []string{
+	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "stop_at",
+	"callback", "workers", "budgets", "timer", "app_timer", "faults", "server_cpu", "duration", "warmup",
+}
+
+// field decodes, compares and prints one baseline field.
+type field struct {
+	decode func(n *yaml.Node, s *Settings) error
+	equal  func(a, b *Settings) bool
+	text   func(s *Settings) string
+}
+
+var fields = map[string]field{
+	// reactor is what serves: a reference design, or (a mapping {cmd: …},
+	// as target takes) a black-box command in its place, so that one
+	// factor can set reference reactors and third-party servers side by
+	// side.
+	"reactor": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			if n.Kind == yaml.MappingNode {
+				if err := decodeTarget(n, s); err != nil {
+					return err
+				}
+				s.Reactor = ""
+				return nil
+			}
+			v, err := scalar(n)
+			if err != nil {
+				return fmt.Errorf("%w (or a mapping {cmd: '...'} for a black-box server)", err)
+			}
+			d, err := reactors.ParseDesign(v)
+			s.Reactor, s.Target = d, Target{}
+			return err
+		},
+		equal: func(a, b *Settings) bool { return a.Reactor == b.Reactor && a.Target == b.Target },
+		text: func(s *Settings) string {
+			if s.Reactor == "" && s.Target != (Target{}) {
+				return "cmd:" + s.Target.Cmd
+			}
+			return string(s.Reactor)
+		},
+	},
+	"target": {
+		decode: decodeTarget,
+		equal:  func(a, b *Settings) bool { return a.Target == b.Target },
+		text:   func(s *Settings) string { return "cmd:" + s.Target.Cmd },
+	},
+	"hot":      intField(func(s *Settings) *int { return &s.Hot }),
+	"inflight": intField(func(s *Settings) *int { return &s.InFlight }),
+	"steady":   intField(func(s *Settings) *int { return &s.Steady }),
+	"rate": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+				return fmt.Errorf("%q is not a rate (accepted: a number >= 0 of frames/s)", v)
+			}
+			s.Rate = r
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.Rate == b.Rate },
+		text:  func(s *Settings) string { return strconv.FormatFloat(s.Rate, 'g', -1, 64) },
+	},
+	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
+	"server_cpu": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			c, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, %v..%d, e.g. 0.5; 0 for none)", v, proc.MinCPUShare, proc.MaxCPUShare)
+			}
+			if err := harness.CheckServerCPU(c); err != nil {
+				return fmt.Errorf("%q: %w", v, err)
+			}
+			s.ServerCPU = c
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.ServerCPU == b.ServerCPU },
+		text:  func(s *Settings) string { return strconv.FormatFloat(s.ServerCPU, 'g', -1, 64) },
+	},
+	"stop_at": durField(func(s *Settings) *time.Duration { return &s.StopAt }),
+	"callback": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			if v == "" {
+				return errors.New("empty (accepted: a cost spec as reactorlab serve --callback takes, e.g. 0, 50us, uniform:10us-90us)")
+			}
+			if _, err := cost.Parse(v); err != nil {
+				return err
+			}
+			s.Callback = v
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return orDefault(a.Callback, "0") == orDefault(b.Callback, "0") },
+		text:  func(s *Settings) string { return orDefault(s.Callback, "0") },
+	},
+	"budgets": {
+		decode: decodeBudgets,
+		equal:  func(a, b *Settings) bool { return maps.Equal(a.Budgets, b.Budgets) },
+		text: func(s *Settings) string {
+			var kv []string
+			for _, k := range slices.Sorted(maps.Keys(s.Budgets)) {
+				kv = append(kv, k+"="+s.Budgets[k])
+			}
+			return orDefault(strings.Join(kv, ","), "default")
+		},
+	},
+	"timer": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			switch m := reactors.TimerMode(v); m {
+			case reactors.TimerPeriodic, reactors.TimerDeadline:
+				s.Timer = m
+				return nil
+			}
+			return fmt.Errorf("unknown timer mode %q (accepted: periodic, deadline)", v)
+		},
+		equal: func(a, b *Settings) bool {
+			return orDefault(string(a.Timer), string(reactors.DefaultConfig().Timer)) == orDefault(string(b.Timer), string(reactors.DefaultConfig().Timer))
+		},
+		text: func(s *Settings) string { return orDefault(string(s.Timer), string(reactors.DefaultConfig().Timer)) },
+	},
+	"faults": {
+		decode: decodeFaults,
+		equal: func(a, b *Settings) bool {
+			return slices.Equal(a.WireFaults, b.WireFaults) && slices.Equal(a.ReactorFaults, b.ReactorFaults)
+		},
+		text: func(s *Settings) string {
+			return orDefault(strings.Join(append(slices.Clone(s.WireFaults), s.ReactorFaults...), "+"), "none")
+		},
+	},
+	"app_timer": durField(func(s *Settings) *time.Duration { return &s.AppTimer }),
+	"workers":   intField(func(s *Settings) *int { return &s.Workers }),
+	"duration":  durField(func(s *Settings) *time.Duration { return &s.Duration }),
+	"warmup":    durField(func(s *Settings) *time.Duration { return &s.Warmup }),
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func intField(p func(*Settings) *int) field {
+	return field{
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return fmt.Errorf("%q is not a count (accepted: an integer >= 0)", v)
+			}
+			*p(s) = i
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return *p(a) == *p(b) },
+		text:  func(s *Settings) string { return strconv.Itoa(*p(s)) },
+	}
+}
+
+func durField(p func(*Settings) *time.Duration) field {
+	return field{
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("%q is not a duration (accepted: >= 0 with a unit, e.g. 500us, 2s)", v)
+			}
+			*p(s) = d
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return *p(a) == *p(b) },
+		text:  func(s *Settings) string { return strings.ReplaceAll((*p(s)).String(), "µ", "u") },
+	}
+}
+
+// scalar returns n's value if n is a scalar.
+func scalar(n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("a %s where a single value belongs (accepted: a scalar)", kindName(n))
+	}
+	return strings.TrimSpace(n.Value), nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "scalar"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "document"
+}
+
+func decodeTarget(n *yaml.Node, s *Settings) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("a %s (accepted: a mapping {cmd: '...'})", kindName(n))
+	}
+	var t Target
+	seen := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value != "cmd" {
+			return lineErr(k, "target."+k.Value, errors.New("unknown key (accepted: cmd)"))
+		}
+		if seen {
+			return lineErr(k, "target.cmd", errors.New("given twice"))
+		}
+		seen = true
+		c, err := scalar(v)
+		if err != nil {
+			return lineErr(v, "target.cmd", err)
+		}
+		if c == "" {
+			return lineErr(v, "target.cmd", errors.New("empty (accepted: a shell command)"))
+		}
+		t.Cmd = c
+	}
+	if !seen {
+		return errors.New("no cmd (accepted: a mapping {cmd: '...'})")
+	}
+	s.Target = t
+	return nil
+}
+
+// budgetNames are reactors.Config's flags of reactors.Budgets: those
+// starting "budget-", and clock-every; sorted.
+var budgetNames = func() []string {
+	var out []string
+	rc := reactors.DefaultConfig()
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	rc.Flags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "budget-") || f.Name == "clock-every" {
+			out = append(out, f.Name)
+		}
+	})
+	return out
+}()
+
+func decodeBudgets(n *yaml.Node, s *Settings) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("a %s (accepted: a mapping of %s)", kindName(n), strings.Join(budgetNames, ", "))
+	}
+	// Merge over what s has, so a factor's value changes the budgets it
+	// names and keeps the baseline's others.
+	b := maps.Clone(s.Budgets)
+	if b == nil {
+		b = map[string]string{}
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := "budgets." + k.Value
+		if !slices.Contains(budgetNames, k.Value) {
+			return lineErr(k, name, fmt.Errorf("unknown budget (accepted: %s)", strings.Join(budgetNames, ", ")))
+		}
+		if seen[k.Value] {
+			return lineErr(k, name, errors.New("given twice"))
+		}
+		seen[k.Value] = true
+		val, err := scalar(v)
+		if err != nil {
+			return lineErr(v, name, err)
+		}
+		rc := reactors.DefaultConfig()
+		fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+		rc.Flags(fs)
+		if err := fs.Set(k.Value, val); err != nil {
+			return lineErr(v, name, fmt.Errorf("%q: %v (accepted: %s)", val, err, fs.Lookup(k.Value).Usage))
+		}
+		// Canonical text, so "8" and "08" compare equal.
+		b[k.Value] = fs.Lookup(k.Value).Value.String()
+	}
+	s.Budgets = b
+	return nil
+}
+
+func decodeFaults(n *yaml.Node, s *Settings) error {
+	var items []*yaml.Node
+	switch n.Kind {
+	case yaml.SequenceNode:
+		items = n.Content
+	case yaml.ScalarNode:
+		items = []*yaml.Node{n}
+	default:
+		return fmt.Errorf("a %s (accepted: a fault spec or a list of them)", kindName(n))
+	}
+	var wire, react []string
+	for i, it := range items {
+		name := fmt.Sprintf("faults[%d]", i)
+		v, err := scalar(it)
+		if err != nil {
+			return lineErr(it, name, err)
+		}
+		// Placed as reactorlab run places a --fault; a reactor fault with
+		// a target is refused by check, which sees the whole cell.
+		var rf reactors.Faults
+		w, err := harness.SplitFault(v, true, &rf)
+		switch {
+		case err != nil:
+			return lineErr(it, name, err)
+		case w != "":
+			wire = append(wire, w) // canonical, so equal faults compare equal
+		default:
+			react = append(react, v)
+		}
+	}
+	s.WireFaults, s.ReactorFaults = wire, react
+	return nil
+}
