@@ -91,6 +91,39 @@ func TestCatalogueMatchesFaults(t *testing.T) {
 	}
 }
 
+// Every entry of the mutant registry (reactors.Mutants) has its rows in the
+// mutation table: it is a reactor fault, it must be caught on at least one
+// design, and each case it names is in the catalogue, which names it back.
+// A new mutant cannot skip TestEveryMutantIsCaught.
+func TestEveryMutantHasConformanceRows(t *testing.T) {
+	cases := map[string]conformance.Case{}
+	for _, c := range conformance.Catalogue() {
+		cases[c.ID] = c
+	}
+	rows := map[string]int{}
+	for _, f := range faults.Reactors() {
+		for _, d := range reactors.Designs {
+			if len(f.CasesFor(d)) > 0 {
+				rows[f.Name()]++
+			}
+		}
+	}
+	for _, m := range reactors.Mutants {
+		if rows[m.Name] == 0 {
+			t.Errorf("mutant %s has no row in the mutation table (no design with cases among faults.Reactors)", m.Name)
+		}
+		for _, id := range m.Cases {
+			c, ok := cases[id]
+			switch {
+			case !ok:
+				t.Errorf("mutant %s names case %s, which is not in the catalogue", m.Name, id)
+			case !slices.Contains(c.Mutants, m.Name):
+				t.Errorf("mutant %s names case %s, whose catalogue entry lists mutants %v", m.Name, id, c.Mutants)
+			}
+		}
+	}
+}
+
 // TestEveryMutantIsCaught is the mutation table: for every reactor fault
 // and every reference design it applies to, the cases the fault names all
 // fail, and fail on their claim (not because the mutant did not start,

@@ -9,9 +9,9 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
-// Every reactor fault the reactors accept has a type here, and each type
-// switches on exactly its own hook, round-trips through its spec, and
-// applies to at least one design.
+// Every entry of the reactors' mutant registry is a reactor fault here,
+// and each switches on exactly its own hook, round-trips through its spec,
+// and applies to at least one design.
 func TestReactorFaults(t *testing.T) {
 	names := map[string]bool{}
 	for _, f := range faults.Reactors() {
@@ -32,6 +32,9 @@ func TestReactorFaults(t *testing.T) {
 		if err != nil || g.Spec() != f.Spec() {
 			t.Errorf("ParseReactor(%q) = %v, %v", f.Spec(), g, err)
 		}
+		if m, ok := f.(faults.Mutant); !ok || m.Doc() == "" {
+			t.Errorf("%s: %T with no doc line", f.Name(), f)
+		}
 		applies := 0
 		for _, d := range reactors.Designs {
 			if f.AppliesTo(d) {
@@ -47,13 +50,33 @@ func TestReactorFaults(t *testing.T) {
 			t.Errorf("%s applies to %d designs, names %v", f.Name(), applies, f.Cases())
 		}
 	}
-	for _, n := range reactors.FaultNames {
-		n, _, _ = strings.Cut(n, "[")
-		if !names[n] {
-			t.Errorf("reactor fault %q has no type in package faults", n)
+	for _, m := range reactors.Mutants {
+		if !names[m.Name] {
+			t.Errorf("registry entry %q is not among faults.Reactors", m.Name)
 		}
+	}
+	if len(names) != len(reactors.Mutants) {
+		t.Errorf("faults.Reactors has %d faults, the registry %d entries", len(names), len(reactors.Mutants))
+	}
+	if g, err := faults.ParseReactor("missed-rearm:every=3"); err != nil || g.Spec() != "missed-rearm:every=3" {
+		t.Errorf("ParseReactor(missed-rearm:every=3) = %v, %v: the parameter is lost", g, err)
 	}
 	if _, err := faults.ParseReactor("gremlins"); err == nil || !strings.Contains(err.Error(), "no-drain") {
 		t.Errorf("ParseReactor(gremlins) = %v, want an error listing the accepted names", err)
+	}
+}
+
+// The zero Mutant is no fault: it switches nothing and applies nowhere.
+func TestZeroMutant(t *testing.T) {
+	var m faults.Mutant
+	var f reactors.Faults
+	m.Switch(&f)
+	if f.Any() || m.Name() != "" || len(m.Cases()) != 0 {
+		t.Errorf("zero Mutant: switched %+v, name %q, cases %v", f, m.Name(), m.Cases())
+	}
+	for _, d := range reactors.Designs {
+		if m.AppliesTo(d) || m.CasesFor(d) != nil {
+			t.Errorf("zero Mutant applies to %s (cases %v)", d, m.CasesFor(d))
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/reactorlab/reactorlab/reactors/cost"
@@ -121,25 +120,13 @@ func (v *callbackValue) Set(s string) error {
 // Get returns the cost specification as a string (flag.Getter).
 func (v *callbackValue) Get() any { return v.String() }
 
-// Specs returns the ParseFault specs that switch on exactly f's faults.
+// Specs returns the ParseFault specs that switch on exactly f's faults, in
+// the registry's order ([Mutants]).
 func (f Faults) Specs() []string {
 	var out []string
-	if f.MissedRearmEvery > 0 {
-		out = append(out, "missed-rearm:every="+strconv.Itoa(f.MissedRearmEvery))
-	}
-	for _, b := range []struct {
-		on   bool
-		name string
-	}{
-		{f.NoDrain, "no-drain"}, {f.FdIdentity, "fd-identity"}, {f.PermanentEPOLLOUT, "permanent-epollout"},
-		{f.NoBudget, "no-budget"}, {f.UnboundedOutQueue, "unbounded-outq"}, {f.LostWakeup, "lost-wakeup"},
-		{f.NoFrameLimit, "no-frame-limit"}, {f.DropPartial, "drop-partial"}, {f.FrameLimitOffByOne, "limit-off-by-one"},
-		{f.DropShortWrite, "drop-short-write"}, {f.AcceptOnceET, "accept-once-et"}, {f.NoEMFILEShed, "no-emfile-shed"},
-		{f.LeakPending, "leak-pending"}, {f.SilentAfterStop, "silent-after-stop"}, {f.StopWhenIdle, "stop-when-idle"},
-		{f.FreeAtEOF, "free-at-eof"}, {f.FlushSpinAtEOF, "flush-spin-at-eof"},
-	} {
-		if b.on {
-			out = append(out, b.name)
+	for _, m := range Mutants {
+		if n := m.Value(f); n > 0 {
+			out = append(out, m.Spec(n))
 		}
 	}
 	return out

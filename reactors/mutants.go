@@ -2,13 +2,16 @@ package reactors
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // Faults switch a reference reactor into a known-buggy mutant. Each field is
 // read at one hook point; all false/zero is the correct reactor. They exist
-// so the conformance suite can prove it catches each bug.
+// so the conformance suite can prove it catches each bug. Every field is
+// the hook of exactly one entry of the registry, [Mutants], which says how
+// a spec switches it on and where it must be caught.
 type Faults struct {
 	// MissedRearmEvery makes ONESHOT skip the rearm on every Nth turn (0: off).
 	MissedRearmEvery int
@@ -78,65 +81,265 @@ type Faults struct {
 // Any reports whether any fault is switched on.
 func (f Faults) Any() bool { return f != Faults{} }
 
-// FaultNames lists the reactor faults ParseFault accepts.
-var FaultNames = []string{"missed-rearm[:every=N]", "no-drain", "fd-identity", "permanent-epollout", "no-budget", "unbounded-outq", "lost-wakeup", "no-frame-limit",
-	"drop-partial", "limit-off-by-one", "drop-short-write", "accept-once-et", "no-emfile-shed", "leak-pending", "silent-after-stop", "stop-when-idle",
-	"free-at-eof", "flush-spin-at-eof"}
+// Mutant is one entry of the mutant registry ([Mutants]): a reactor
+// fault, the [Faults] field (its hook) it switches on, where the
+// conformance suite must catch it and with which cases. The registry is
+// the one place a mutant is described: [FaultNames], [ParseFault],
+// [Faults.Specs], package faults' reactor faults and the fault-hook test's
+// rows all come from it. The loop never reads a Mutant: it reads the
+// Faults fields, a plain branch on its own copy of the configuration.
+//
+// Only the entries of Mutants switch anything: the field accessors are
+// unexported, so a Mutant built elsewhere switches nothing.
+type Mutant struct {
+	// Name is the mutant's name as ParseFault takes it ("no-drain").
+	Name string
+	// Hook names the Faults field it switches on ("NoDrain").
+	Hook string
+	// Param names its one parameter ("every"), or is empty when it takes
+	// none; a spec gives it as "name:param=N" with N >= 1.
+	Param string
+	// Default is the parameter's value when a spec gives none (>= 1;
+	// unused without a Param).
+	Default int
+	// Designs are the designs the conformance suite must catch it on, in
+	// the order of [Designs]; nil means every design.
+	Designs []Design
+	// Cases are the conformance cases that must fail on each design in
+	// Designs, apart from Holds.
+	Cases []string
+	// Holds lists, per design, the cases of Cases that the mutant leaves
+	// standing there by design (Scope says why).
+	Holds map[Design][]string
+	// Doc is its one-line description.
+	Doc string
+	// Scope says why the mutant is not caught everywhere (designs left out
+	// of Designs, cases in Holds), or is empty when it is caught on every
+	// design with every case.
+	Scope string
+
+	flag  func(*Faults) *bool // the hook of a mutant without a parameter
+	count func(*Faults) *int  // the hook of a mutant with one (Param)
+}
+
+// Usage is the mutant's name with its parameter's form, as FaultNames
+// lists it ("missed-rearm[:every=N]").
+func (m Mutant) Usage() string {
+	if m.Param == "" {
+		return m.Name
+	}
+	return m.Name + "[:" + m.Param + "=N]"
+}
+
+// Spec is the ParseFault spec that switches the mutant on with parameter
+// n (n <= 0: the default; n is ignored without a Param).
+func (m Mutant) Spec(n int) string {
+	if m.Param == "" {
+		return m.Name
+	}
+	return m.Name + ":" + m.Param + "=" + strconv.Itoa(m.param(n))
+}
+
+// Switch turns the mutant on in f, with parameter n (n <= 0: the
+// default; n is ignored without a Param).
+func (m Mutant) Switch(f *Faults, n int) {
+	switch {
+	case m.count != nil:
+		*m.count(f) = m.param(n)
+	case m.flag != nil:
+		*m.flag(f) = true
+	}
+}
+
+// Value reports the mutant's state in f: 0 when off, its parameter when
+// on with one, and 1 when on without.
+func (m Mutant) Value(f Faults) int {
+	switch {
+	case m.count != nil:
+		return max(*m.count(&f), 0)
+	case m.flag != nil && *m.flag(&f):
+		return 1
+	}
+	return 0
+}
+
+// AppliesTo reports whether the conformance suite must catch the mutant
+// on design d.
+func (m Mutant) AppliesTo(d Design) bool {
+	return m.Designs == nil || slices.Contains(m.Designs, d)
+}
+
+// CasesFor lists the cases that must fail on design d: Cases less d's
+// Holds, or nil when the mutant does not apply to d. The slice is the
+// caller's.
+func (m Mutant) CasesFor(d Design) []string {
+	if !m.AppliesTo(d) {
+		return nil
+	}
+	holds := m.Holds[d]
+	return slices.DeleteFunc(slices.Clone(m.Cases), func(c string) bool { return slices.Contains(holds, c) })
+}
+
+func (m Mutant) param(n int) int {
+	if n <= 0 {
+		return m.Default
+	}
+	return n
+}
+
+// parse switches the mutant on in f from a spec's parameters (the text
+// after "name:"; empty: the default).
+func (m Mutant) parse(params string, f *Faults) error {
+	if params == "" {
+		m.Switch(f, 0)
+		return nil
+	}
+	k, v, _ := strings.Cut(params, "=")
+	n, err := strconv.Atoi(v)
+	if k != m.Param || err != nil || n < 1 {
+		return fmt.Errorf("%w: fault %s: parameter %q (accepted: %s=N with N >= 1)", ErrConfig, m.Name, params, m.Param)
+	}
+	m.Switch(f, n)
+	return nil
+}
+
+// The designs with an offload pool (ONESHOT runs callbacks on its own
+// worker threads), those that register sources level-triggered, and those
+// with a loop that serves sources one turn at a time (not ONESHOT, whose
+// worker threads share the sources).
+var (
+	pooledDesigns    = []Design{LT, ET, Prio, PrioThread}
+	levelTrigDesigns = []Design{LT, OneShot, Prio, PrioThread}
+	turnDesigns      = []Design{LT, ET, Prio, PrioThread}
+)
+
+// Mutants is the mutant registry: every reactor fault, one entry each, in
+// the order FaultNames lists them. Each names a distinct Faults field, and
+// every Faults field has its entry (TestMutantRegistry). Read-only.
+var Mutants = []Mutant{{
+	Name: "missed-rearm", Hook: "MissedRearmEvery", Param: "every", Default: 7,
+	count:   func(f *Faults) *int { return &f.MissedRearmEvery },
+	Designs: []Design{OneShot}, Cases: []string{"R2"},
+	Doc:   "ONESHOT skips the rearm every N-th turn (default 7): the source never reports again and its connection stalls",
+	Scope: "only ONESHOT rearms a source",
+}, {
+	Name: "no-drain", Hook: "NoDrain", flag: func(f *Faults) *bool { return &f.NoDrain },
+	Designs: []Design{ET}, Cases: []string{"F2", "R1"},
+	Doc:   "ET reads once per edge and never requeues: work left after a budget waits for an edge that never comes",
+	Scope: "only ET depends on its ready queue to serve what is left after a budget",
+}, {
+	Name: "fd-identity", Hook: "FdIdentity", flag: func(f *Faults) *bool { return &f.FdIdentity },
+	Designs: pooledDesigns, Cases: []string{"I1"},
+	Doc:   "offloaded results are routed by fd number, ignoring generations: a result reaches whichever connection now has that fd",
+	Scope: "ONESHOT has no offload pool: its callbacks run inline, so no result outlives its connection",
+}, {
+	Name: "permanent-epollout", Hook: "PermanentEPOLLOUT", flag: func(f *Faults) *bool { return &f.PermanentEPOLLOUT },
+	Designs: levelTrigDesigns, Cases: []string{"W2"},
+	Doc:   "EPOLLOUT stays registered with an empty out-queue: a level-triggered loop spins while idle",
+	Scope: "under ET an EPOLLOUT fires once: harmless",
+}, {
+	Name: "no-budget", Hook: "NoBudget", flag: func(f *Faults) *bool { return &f.NoBudget },
+	Designs: turnDesigns, Cases: []string{"S1", "S2", "T1"}, Holds: map[Design][]string{PrioThread: {"S2"}},
+	Doc: "a source is served until EAGAIN or backpressure, ignoring the count, byte and time budgets: one hot source holds the loop for seconds",
+	Scope: "where control has a thread of its own (prio-thread), a PING is read at once, so S2 holds there. " +
+		"Under oneshot any idle worker thread serves the light sources, the control connection and its timers between two hot turns, " +
+		"whose length varies with where a read first finds the socket empty: the mutant escaped S1/S2 in 3 of 6 runs and T1 in 1 of 4 under load, " +
+		"so it is not counted there. (A STOP is caught mid-turn, since admission closes at once: no-budget delays STOP only by chance, " +
+		"so X1 has its own mutant, stop-when-idle.)",
+}, {
+	Name: "unbounded-outq", Hook: "UnboundedOutQueue", flag: func(f *Faults) *bool { return &f.UnboundedOutQueue },
+	Cases: []string{"W1"},
+	Doc:   "the out-queue has no watermarks and no hard cap: a client that does not read makes the server buffer everything it sends",
+}, {
+	Name: "lost-wakeup", Hook: "LostWakeup", flag: func(f *Faults) *bool { return &f.LostWakeup },
+	Designs: pooledDesigns, Cases: []string{"S3"},
+	Doc:   "one ingress budget is drained per eventfd wakeup and the loop sleeps with items left: results from the pool are stranded",
+	Scope: "ONESHOT has no offload pool, so no ingress of results",
+}, {
+	Name: "no-frame-limit", Hook: "NoFrameLimit", flag: func(f *Faults) *bool { return &f.NoFrameLimit },
+	Cases: []string{"F4"},
+	Doc:   "whatever a frame header declares is allocated",
+}, {
+	Name: "drop-partial", Hook: "DropPartial", flag: func(f *Faults) *bool { return &f.DropPartial },
+	Cases: []string{"F1"},
+	Doc:   "an incomplete frame left in the input buffer at the end of a turn is discarded",
+}, {
+	Name: "limit-off-by-one", Hook: "FrameLimitOffByOne", flag: func(f *Faults) *bool { return &f.FrameLimitOffByOne },
+	Cases: []string{"F3"},
+	Doc:   "a frame of exactly the maximum size is refused",
+}, {
+	Name: "drop-short-write", Hook: "DropShortWrite", flag: func(f *Faults) *bool { return &f.DropShortWrite },
+	Cases: []string{"W3"},
+	Doc:   "the unwritten tail of a short write is dropped as if it had been sent",
+}, {
+	Name: "accept-once-et", Hook: "AcceptOnceET", flag: func(f *Faults) *bool { return &f.AcceptOnceET },
+	Cases: []string{"R3"},
+	Doc:   "listeners are registered edge-triggered and accept one connection per event: a storm leaves connections in the backlog",
+}, {
+	Name: "no-emfile-shed", Hook: "NoEMFILEShed", flag: func(f *Faults) *bool { return &f.NoEMFILEShed },
+	Cases: []string{"R4"},
+	Doc:   "EMFILE ends the accept turn and nothing more: the level-triggered listener stays readable and the loop spins while the descriptor table is full",
+}, {
+	Name: "leak-pending", Hook: "LeakPending", flag: func(f *Faults) *bool { return &f.LeakPending },
+	Cases: []string{"I2"},
+	Doc:   "a connection that goes away with work pending is forgotten, leaking its descriptor and slot",
+}, {
+	Name: "silent-after-stop", Hook: "SilentAfterStop", flag: func(f *Faults) *bool { return &f.SilentAfterStop },
+	Cases: []string{"X2"},
+	Doc:   "DATA frames read after a STOP are dropped, without REJECT and uncounted",
+}, {
+	Name: "stop-when-idle", Hook: "StopWhenIdle", flag: func(f *Faults) *bool { return &f.StopWhenIdle },
+	Designs: turnDesigns, Cases: []string{"X1"},
+	Doc: "a requested stop is looked for only after a round that did no work, and admission stays open until then: under steady load STOP is never observed",
+	Scope: "ONESHOT's worker threads share the sources, so each has idle rounds under load and sees the stop anyway " +
+		"(measured: the mutant escaped X1 in 1 of 10 runs): it is not counted there",
+}, {
+	Name: "free-at-eof", Hook: "FreeAtEOF", flag: func(f *Faults) *bool { return &f.FreeAtEOF },
+	Cases: []string{"I3"},
+	Doc: "a connection is closed as soon as a read returns EOF, dropping the echoes still queued for it and those read in the same turn " +
+		"(as the libevent book's echo server frees its bufferevent at EOF)",
+}, {
+	Name: "flush-spin-at-eof", Hook: "FlushSpinAtEOF", flag: func(f *Faults) *bool { return &f.FlushSpinAtEOF },
+	Designs: turnDesigns, Cases: []string{"W4"},
+	Doc: "a read that returns EOF with echoes queued writes the out-queue in a loop, retrying at once on EAGAIN (gnet issue #341): " +
+		"while the half-closed peer does not read, its loop serves no other connection",
+	Scope: "under oneshot the worker threads share one epoll set, so while one spins the others go on serving every other connection " +
+		"(with the default two threads the hook's detector saw no freeze in 5 of 5 runs; with one thread, a freeze in 3 of 3). " +
+		"Under prio-thread the data loop, which every data connection shares, freezes (its control loop does not)",
+}}
+
+// LookupMutant returns the registry entry named name (a name, not a
+// spec), and whether there is one.
+func LookupMutant(name string) (Mutant, bool) {
+	i := slices.IndexFunc(Mutants, func(m Mutant) bool { return m.Name == name })
+	if i < 0 {
+		return Mutant{}, false
+	}
+	return Mutants[i], true
+}
+
+// FaultNames lists the reactor faults ParseFault accepts, each with its
+// parameter's form (Mutant.Usage), in the registry's order.
+var FaultNames = mutantUsages()
+
+func mutantUsages() []string {
+	names := make([]string, len(Mutants))
+	for i, m := range Mutants {
+		names[i] = m.Usage()
+	}
+	return names
+}
 
 // ParseFault switches on the reactor fault named by spec ("name" or
 // "name:k=v") in f. The error lists the accepted names.
 func ParseFault(spec string, f *Faults) error {
 	name, params, _ := strings.Cut(spec, ":")
-	if name != "missed-rearm" && params != "" {
+	m, ok := LookupMutant(name)
+	if params != "" && (!ok || m.Param == "") {
 		return fmt.Errorf("%w: fault %q takes no parameters", ErrConfig, name)
 	}
-	switch name {
-	case "missed-rearm":
-		f.MissedRearmEvery = 7
-		if params != "" {
-			k, v, _ := strings.Cut(params, "=")
-			n, err := strconv.Atoi(v)
-			if k != "every" || err != nil || n < 1 {
-				return fmt.Errorf("%w: fault missed-rearm: parameter %q (accepted: every=N with N >= 1)", ErrConfig, params)
-			}
-			f.MissedRearmEvery = n
-		}
-	case "no-drain":
-		f.NoDrain = true
-	case "fd-identity":
-		f.FdIdentity = true
-	case "permanent-epollout":
-		f.PermanentEPOLLOUT = true
-	case "no-budget":
-		f.NoBudget = true
-	case "unbounded-outq":
-		f.UnboundedOutQueue = true
-	case "lost-wakeup":
-		f.LostWakeup = true
-	case "no-frame-limit":
-		f.NoFrameLimit = true
-	case "drop-partial":
-		f.DropPartial = true
-	case "limit-off-by-one":
-		f.FrameLimitOffByOne = true
-	case "drop-short-write":
-		f.DropShortWrite = true
-	case "accept-once-et":
-		f.AcceptOnceET = true
-	case "no-emfile-shed":
-		f.NoEMFILEShed = true
-	case "leak-pending":
-		f.LeakPending = true
-	case "silent-after-stop":
-		f.SilentAfterStop = true
-	case "stop-when-idle":
-		f.StopWhenIdle = true
-	case "free-at-eof":
-		f.FreeAtEOF = true
-	case "flush-spin-at-eof":
-		f.FlushSpinAtEOF = true
-	default:
+	if !ok {
 		return fmt.Errorf("%w: unknown fault %q (accepted: %s)", ErrConfig, spec, strings.Join(FaultNames, ", "))
 	}
-	return nil
+	return m.parse(params, f)
 }
