@@ -38,7 +38,7 @@ func TestBudgetCutSourceIsServedWithoutANewEdge(t *testing.T) {
 		}
 		// 1 s without an echo is a stall: a turn of 2 frames takes µs.
 		got, _ := c.RecvCount(burst, time.Second)
-		return got, r.Stats().Counters
+		return got, reactortest.SettledCounters(r, uint64(got), 5*time.Second)
 	}
 	got, st := run(t, false)
 	if got != burst {

@@ -38,7 +38,7 @@ func TestUnreadSocketDataIsReportedAgain(t *testing.T) {
 	if _, err := c.RecvCount(burst, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	st := r.Stats().Counters
+	st := reactortest.SettledCounters(r, burst, 5*time.Second)
 	if st.ByteBudgetHits < burst {
 		t.Fatalf("%d byte-budget hits for %d frames of 96 bytes under a 64-byte budget: turns were not cut", st.ByteBudgetHits, burst)
 	}

@@ -33,7 +33,7 @@ func TestWorkersRearmWhatTheyServe(t *testing.T) {
 	if err := reactortest.Echo(r.Addr().String(), 12, reactortest.Sizes(rand.New(rand.NewPCG(1, 2)), 200), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	st := r.Stats().Counters
+	st := reactortest.SettledCounters(r, 12*200, 5*time.Second)
 	if st.Rearms == 0 || st.MissedRearms != 0 {
 		t.Fatalf("rearms %d, missed %d: want rearms and none missed", st.Rearms, st.MissedRearms)
 	}

@@ -127,3 +127,16 @@ func (c *Client) RecvCount(n int, idle time.Duration) (int, error) {
 	}
 	return n, nil
 }
+
+// SettledCounters returns r's counters once they show at least echoed
+// frames echoed (a loop publishes its counters at most a millisecond late,
+// so a client can see its last echo before the counters count it), or
+// after timeout, whichever comes first.
+func SettledCounters(r *reactors.Reactor, echoed uint64, timeout time.Duration) reactors.Counters {
+	var c reactors.Counters
+	WaitFor(timeout, func() bool {
+		c = r.Stats().Counters
+		return c.FramesEchoed >= echoed
+	})
+	return c
+}
