@@ -31,7 +31,7 @@ func init() {
 // serveFlags binds every Config field to a flag, defaults from
 // reactors.DefaultConfig.
 func serveFlags(fs *flag.FlagSet, cfg *reactors.Config, design *string, faults *[]string, lifetime *time.Duration) {
-	fs.StringVar(design, "reactor", "lt", "reference reactor: lt, et, oneshot, prio, prio-thread")
+	fs.StringVar(design, "reactor", "lt", "reference reactor: "+reactors.DesignNames())
 	cfg.Flags(fs)
 	fs.Func("fault", "reactor fault (mutant), repeatable: "+strings.Join(reactors.FaultNames, ", "), func(s string) error {
 		*faults = append(*faults, s)
@@ -43,7 +43,7 @@ func serveFlags(fs *flag.FlagSet, cfg *reactors.Config, design *string, faults *
 // ServeOutput is the one JSON object ServeMain prints on stdout at the end:
 // the reactor's final stats, its addresses, why it stopped, and the
 // GOMAXPROCS it ran with (at least its loop threads + 1, see
-// ARCHITECTURE.md, "Harness").
+// docs/ARCHITECTURE.md, "Harness").
 type ServeOutput struct {
 	reactors.Stats
 	Data       string `json:"data_addr"`
@@ -106,12 +106,6 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	if err := CheckServe(design, cfg); err != nil {
 		return c.Usagef(stderr, "%v", err)
 	}
-	// A locked loop thread needs a P of its own, or the Go scheduler, not
-	// the design, decides its latency: loops + 1.
-	loops := map[reactors.Design]int{reactors.PrioThread: 2, reactors.OneShot: cfg.Threads}[design]
-	if need := max(loops, 1) + 1; runtime.GOMAXPROCS(0) < need {
-		runtime.GOMAXPROCS(need)
-	}
 	// Catch the signals before listening: a supervisor may send SIGTERM as
 	// soon as the port accepts, and the final JSON must still be written.
 	sigs := make(chan os.Signal, 1)
@@ -123,6 +117,11 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 			return c.Usagef(stderr, "%s", serveMessage(err))
 		}
 		return c.Errorf(stderr, cli.ExitFail, "%v", err)
+	}
+	// A locked loop thread needs a P of its own, or the Go scheduler, not
+	// the design, decides its latency: loops + 1.
+	if need := r.Loops() + 1; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
 	}
 	out := ServeOutput{Data: r.Addr().String(), GoMaxProcs: runtime.GOMAXPROCS(0)}
 	if r.ControlAddr().IsValid() {

@@ -24,9 +24,9 @@ const DefaultSuite = "quick"
 var embedded = []Embedded{
 	{Name: "quick", Summary: "the default: the reference reactors side by side and 1 vs 4 hot sources",
 		files: []string{"quick.yaml"}},
-	{Name: "design-notes", Summary: "the notes' four comparisons: 1 vs 8 hot sources, fast vs slow callback (inline, offloaded), LT vs ET, periodic vs deadline timer",
+	{Name: "design-notes", Summary: "the four comparisons the design began with: 1 vs 8 hot sources, fast vs slow callback (inline, offloaded), LT vs ET, periodic vs deadline timer",
 		files: []string{"design-notes.yaml"}},
-	{Name: "priority", Summary: "flat lt vs prio vs prio-thread under saturating data with 10 ms control probes (the notes' measured table)",
+	{Name: "priority", Summary: "flat lt vs prio vs prio-thread under saturating data with 10 ms control probes (the priority split's table)",
 		files: []string{"priority.yaml"}},
 	{Name: "peers", Summary: "lt, et, prio-thread beside gnet, netpoll and stdlib servers (build examples/peers first): ping-pong on 1 and 64 connections, pipelined, hot + control",
 		files: []string{"peers.yaml"}},

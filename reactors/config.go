@@ -33,11 +33,17 @@ func ParseDesign(s string) (Design, error) {
 			return d, nil
 		}
 	}
+	return "", fmt.Errorf("unknown reactor %q (accepted: %s)", s, DesignNames())
+}
+
+// DesignNames is the names of Designs, comma-separated, for help texts and
+// errors.
+func DesignNames() string {
 	names := make([]string, len(Designs))
 	for i, d := range Designs {
 		names[i] = string(d)
 	}
-	return "", fmt.Errorf("unknown reactor %q (accepted: %s)", s, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // TimerMode selects how the owner loop wakes for timers.
@@ -81,12 +87,12 @@ const (
 // Budgets bound the work of one round. Count budgets become time bounds only
 // when each item's cost is bounded: round ≤ C_fixed + Σ B_i × C_i.
 type Budgets struct {
-	// Ingress is the number of cross-thread items drained per round (notes: 64).
+	// Ingress is the number of cross-thread items drained per round (default 64).
 	Ingress int
-	// Input is the number of frames served per source turn (notes: 32).
+	// Input is the number of frames served per source turn (default 32).
 	Input int
 	// Consume is the number of ready sources served per round before the loop
-	// returns to STOP, ingress and timers (notes: 8).
+	// returns to STOP, ingress and timers (default 8).
 	Consume int
 	// Bytes is the number of bytes read per source turn (64 KiB).
 	Bytes int
@@ -96,11 +102,11 @@ type Budgets struct {
 	// Accept is the number of connections accepted per listener turn.
 	Accept int
 	// ClockEvery is how many frames pass between clock reads when a time
-	// budget is in force (notes: 16).
+	// budget is in force (default 16).
 	ClockEvery int
 }
 
-// DefaultBudgets returns the design notes' budgets.
+// DefaultBudgets returns the default budgets, as documented on each field.
 func DefaultBudgets() Budgets {
 	return Budgets{Ingress: 64, Input: 32, Consume: 8, Bytes: 64 << 10, Time: time.Millisecond, Accept: 64, ClockEvery: 16}
 }

@@ -17,8 +17,10 @@
 // Each loop runs on its own locked OS thread and repeats, every round:
 //
 //	check STOP → drain ingress (Budgets.Ingress) → run due timers →
-//	consume ready sources (Budgets.Consume sources; per source turn
-//	Budgets.Input frames, Budgets.Bytes bytes, Budgets.Time) →
+//	consume ready sources (as the design orders them: lt, et, oneshot
+//	serve Budgets.Consume sources; prio its control bucket, then data
+//	under PrioDataBudget; per source turn Budgets.Input frames,
+//	Budgets.Bytes bytes, Budgets.Time) →
 //	publish stats → epoll_wait → dispatch the batch
 //
 // and waits with timeout 0 while ready work remains, else until an event
@@ -36,9 +38,11 @@
 // declared size exists; other connections go on.
 //
 // STOP (a STOP frame on a control connection, or Reactor.Stop) closes
-// admission: listeners close (ONESHOT: accepted connections are closed at
-// once), DATA read afterwards is answered with REJECT, every offloaded
-// callback is waited for. Then each loop quiesces (reads no more; its
+// admission: listeners close (in a shared layout, oneshot's, accepted
+// connections are closed at once instead), DATA read afterwards is
+// answered with REJECT, every offloaded callback is waited for (for at
+// most Config.StopGrace: one not back by then is counted rejected and
+// abandoned, QuiesceTimeouts). Then each loop quiesces (reads no more; its
 // ledger is final) and STOP_ACK carries the ledger, in which
 // accepted = completed + rejected. Out-queues drain for at most
 // Config.StopGrace and the reactor exits.

@@ -199,7 +199,7 @@ func (l *Loop) closeResources() {
 	l.epfd = -1
 }
 
-// run is the owner loop: every round, in the design notes' order,
+// run is the owner loop: every round, in this order,
 // check STOP → drain ingress → run due timers → consume ready sources →
 // publish stats → epoll_wait → dispatch the events.
 func (l *Loop) run() {

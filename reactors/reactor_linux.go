@@ -226,6 +226,10 @@ func (r *Reactor) buildLoops() error {
 // Design reports which reference design r runs.
 func (r *Reactor) Design() Design { return r.design }
 
+// Loops is the number of loop threads r runs (its design's Layout.Loops),
+// known from New on: each needs a P of its own once started.
+func (r *Reactor) Loops() int { return len(r.loops) }
+
 // Addr is the bound data address; ControlAddr the control address (invalid
 // when none was configured).
 func (r *Reactor) Addr() netip.AddrPort        { return r.dataAddr }

@@ -20,5 +20,5 @@
 //
 // A Queue is owned by the one loop that owns its connection; it is not safe for
 // concurrent use. EPOLLOUT should be registered only while the queue is not
-// empty (see the design notes: a permanent EPOLLOUT burns CPU on empty queues).
+// empty (a permanent EPOLLOUT burns CPU on empty queues: the PermanentEPOLLOUT mutant).
 package outq

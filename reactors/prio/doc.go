@@ -8,8 +8,8 @@
 // clock is read after every source turn and, within a turn, every
 // Budgets.ClockEvery (16) frames, where the turn reads it for its own time
 // budget: the bucket ends within ClockEvery frames of its budget, however
-// many frames a turn holds. (Reading it every 16 sources, as the design
-// notes put it, let a heavy callback carry the bucket through a whole
+// many frames a turn holds. (Reading it every 16 sources instead, as a
+// first sketch of this design did, let a heavy callback carry the bucket through a whole
 // round: 16 turns × 32 frames × 50 µs.) Data left over waits for the next
 // round, which starts with a zero-timeout wait. Control latency is then
 // bounded by one data budget plus ClockEvery frames, instead of by the

@@ -1,6 +1,7 @@
-// Package readyq is the application ready queue that an edge-triggered reactor
-// needs: the FIFO of sources that still have work after their budget ran out,
-// or that got an edge and have not been served yet.
+// Package readyq is the application ready queue every design's loop keeps,
+// and the one an edge-triggered reactor cannot do without: the FIFO of
+// sources that still have work after their budget ran out, or that got an
+// edge (or a data event prio defers) and have not been served yet.
 //
 // With EPOLLET a source that is still readable when its turn ends gets no new
 // edge, so the reactor must remember it; this queue is that memory. Invariants:
