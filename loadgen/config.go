@@ -145,89 +145,141 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks c after WithDefaults and returns every problem found,
 // joined, each wrapping ErrConfig and naming the field (by its reactorlab
-// run flag name) and its accepted values; nil means Run will accept c.
+// run flag name) and its accepted values; nil means Run will accept c. The
+// problems come in the order of the steps below.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var errs []error
-	bad := func(field string, v any, accepted string) {
-		errs = append(errs, fmt.Errorf("%w: %s = %v (accepted: %s)", ErrConfig, field, v, accepted))
-	}
+	var p problems
+	c.checkAddrs(&p)
+	c.checkSources(&p)
+	c.checkRate(&p)
+	c.checkBatches(&p)
+	c.checkControl(&p)
+	c.checkTimes(&p)
+	c.checkFaults(&p)
+	return errors.Join(p...)
+}
+
+// problems collects what Validate finds, in order.
+type problems []error
+
+// bad notes that field has value v, outside what is accepted.
+func (p *problems) bad(field string, v any, accepted string) {
+	*p = append(*p, fmt.Errorf("%w: %s = %v (accepted: %s)", ErrConfig, field, v, accepted))
+}
+
+// add notes a problem that is not one field's value (format is after
+// "loadgen: bad configuration: ").
+func (p *problems) add(format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+}
+
+// checkAddrs checks the data address, and the control address where it
+// differs.
+func (c Config) checkAddrs(p *problems) {
 	checkAddr := func(field, addr string) {
 		host, port, err := net.SplitHostPort(addr)
-		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 || host == "" {
-			bad(field, strconv.Quote(addr), "host:port with a port in 1..65535")
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || host == "" {
+			p.bad(field, strconv.Quote(addr), "host:port with a port in 1..65535")
 		}
 	}
 	checkAddr("addr", c.DataAddr)
 	if c.ControlAddr != c.DataAddr {
 		checkAddr("control-addr", c.ControlAddr)
 	}
+}
+
+// checkSources checks the source counts, that there is one to drive, and
+// the hot sources' frames in flight.
+func (c Config) checkSources(p *problems) {
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"hot", c.Hot}, {"steady", c.Steady}, {"control", c.Control}} {
 		if f.v < 0 || f.v > MaxSources {
-			bad(f.name, f.v, fmt.Sprintf("0..%d", MaxSources))
+			p.bad(f.name, f.v, fmt.Sprintf("0..%d", MaxSources))
 		}
 	}
 	if c.Hot+c.Steady == 0 && c.ControlEvery == 0 {
-		errs = append(errs, fmt.Errorf("%w: no source: hot = 0, steady = 0 and control-every = 0 (accepted: at least one hot or steady source, or control probes)", ErrConfig))
+		p.add("no source: hot = 0, steady = 0 and control-every = 0 (accepted: at least one hot or steady source, or control probes)")
 	}
 	if c.Hot > 0 && (c.InFlight < 1 || c.InFlight > MaxInFlight) {
-		bad("inflight", c.InFlight, fmt.Sprintf("1..%d frames in flight per hot source (closed loop)", MaxInFlight))
+		p.bad("inflight", c.InFlight, fmt.Sprintf("1..%d frames in flight per hot source (closed loop)", MaxInFlight))
 	}
+}
+
+// checkRate checks the open loop's rate against its steady sources.
+func (c Config) checkRate(p *problems) {
 	switch {
 	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 || c.Rate > MaxRate:
-		bad("rate", c.Rate, fmt.Sprintf("0 < rate <= %g frames/s", MaxRate))
+		p.bad("rate", c.Rate, fmt.Sprintf("0 < rate <= %g frames/s", MaxRate))
 	case c.Steady > 0 && c.Rate == 0:
-		errs = append(errs, fmt.Errorf("%w: rate = 0: an open loop (steady = %d) refuses to run without a rate (accepted: rate > 0 frames/s across the steady sources)", ErrConfig, c.Steady))
+		p.add("rate = 0: an open loop (steady = %d) refuses to run without a rate (accepted: rate > 0 frames/s across the steady sources)", c.Steady)
 	case c.Steady == 0 && c.Rate > 0:
-		errs = append(errs, fmt.Errorf("%w: rate = %g without steady sources (accepted: steady >= 1 with a rate, or rate = 0)", ErrConfig, c.Rate))
+		p.add("rate = %g without steady sources (accepted: steady >= 1 with a rate, or rate = 0)", c.Rate)
 	}
+}
+
+// checkBatches checks the window, the payload, and the bytes of the largest
+// write batch they make (MaxBatchBytes).
+func (c Config) checkBatches(p *problems) {
 	if c.Window < 1 || c.Window > MaxWindow {
-		bad("window", c.Window, fmt.Sprintf("1..%d frames", MaxWindow))
+		p.bad("window", c.Window, fmt.Sprintf("1..%d frames", MaxWindow))
 	}
 	if c.Payload < 1 || c.Payload > wire.DefaultMaxFrame-wire.HeaderSize {
-		bad("payload", c.Payload, fmt.Sprintf("1..%d bytes, or 0 for the default %d", wire.DefaultMaxFrame-wire.HeaderSize, DefaultPayload))
-	} else {
-		frame := wire.HeaderSize + c.Payload
-		if c.Steady > 0 && c.Window*frame > MaxBatchBytes {
-			bad("window", c.Window, fmt.Sprintf("window x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
-		}
-		if c.Hot > 0 && c.InFlight*frame > MaxBatchBytes {
-			bad("inflight", c.InFlight, fmt.Sprintf("inflight x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
-		}
+		p.bad("payload", c.Payload, fmt.Sprintf("1..%d bytes, or 0 for the default %d", wire.DefaultMaxFrame-wire.HeaderSize, DefaultPayload))
+		return
 	}
+	frame := wire.HeaderSize + c.Payload
+	if c.Steady > 0 && c.Window*frame > MaxBatchBytes {
+		p.bad("window", c.Window, fmt.Sprintf("window x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
+	}
+	if c.Hot > 0 && c.InFlight*frame > MaxBatchBytes {
+		p.bad("inflight", c.InFlight, fmt.Sprintf("inflight x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
+	}
+}
+
+// checkControl checks the control probes' period, and that a control
+// connection has something to carry.
+func (c Config) checkControl(p *problems) {
 	if c.ControlEvery < 0 || (c.ControlEvery > 0 && c.ControlEvery < 10*time.Microsecond) {
-		bad("control-every", c.ControlEvery, "0 (no control probes) or >= 10µs")
+		p.bad("control-every", c.ControlEvery, "0 (no control probes) or >= 10µs")
 	}
 	if c.Control > 0 && c.ControlEvery == 0 && c.StopAt == 0 {
-		bad("control", c.Control, "0 when neither control-every nor stop-at is set (a control connection would carry nothing)")
+		p.bad("control", c.Control, "0 when neither control-every nor stop-at is set (a control connection would carry nothing)")
 	}
+}
+
+// checkTimes checks the run's durations: duration, warm-up, STOP probe
+// time, drain, interval and connect timeout.
+func (c Config) checkTimes(p *problems) {
 	if c.Duration <= 0 || c.Duration > 24*time.Hour {
-		bad("duration", c.Duration, "(0, 24h]")
+		p.bad("duration", c.Duration, "(0, 24h]")
 	}
 	if c.Warmup < 0 || c.Warmup > 24*time.Hour {
-		bad("warmup", c.Warmup, "[0, 24h]")
+		p.bad("warmup", c.Warmup, "[0, 24h]")
 	}
 	if c.StopAt < 0 || (c.StopAt > 0 && c.StopAt >= c.Duration) {
-		bad("stop-at", c.StopAt, fmt.Sprintf("0 (no STOP probe) or in (0, duration = %v)", c.Duration))
+		p.bad("stop-at", c.StopAt, fmt.Sprintf("0 (no STOP probe) or in (0, duration = %v)", c.Duration))
 	}
 	if c.Drain < 0 || c.Drain > time.Hour {
-		bad("drain", c.Drain, "(0, 1h], or 0 for the default 1s")
+		p.bad("drain", c.Drain, "(0, 1h], or 0 for the default 1s")
 	}
 	if c.Interval < time.Millisecond || c.Interval > time.Hour {
-		bad("interval", c.Interval, "[1ms, 1h], or 0 for the default 1s")
+		p.bad("interval", c.Interval, "[1ms, 1h], or 0 for the default 1s")
 	}
 	if c.ConnectTimeout < 0 || c.ConnectTimeout > time.Minute {
-		bad("connect-timeout", c.ConnectTimeout, "(0, 1m], or 0 for the default 2s")
+		p.bad("connect-timeout", c.ConnectTimeout, "(0, 1m], or 0 for the default 2s")
 	}
+}
+
+// checkFaults checks that every wire fault spec parses.
+func (c Config) checkFaults(p *problems) {
 	for _, spec := range c.Faults {
 		if _, err := faults.ParseWire(spec); err != nil {
-			errs = append(errs, fmt.Errorf("%w: fault: %w", ErrConfig, err))
+			*p = append(*p, fmt.Errorf("%w: fault: %w", ErrConfig, err))
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // wireFaults parses c.Faults (already validated).

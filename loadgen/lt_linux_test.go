@@ -41,6 +41,16 @@ func TestLT(t *testing.T) {
 	if bound := cfg.Warmup + cfg.Duration + cfg.Drain + cfg.Drain; took > bound {
 		t.Errorf("Run took %v, more than warm-up + duration + drain (+ %v to connect and close)", took, cfg.Drain)
 	}
+	checkLTAccounting(t, res, cfg)
+	checkLTSelfCheck(t, res.SelfCheck, cfg, took)
+	checkLTClasses(t, res)
+	checkLTFiles(t, res, cfg)
+}
+
+// checkLTAccounting: every frame echoed, everything balanced, a hot source
+// at exactly K in flight at its peak, a steady one within its window.
+func checkLTAccounting(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
+	t.Helper()
 	tot := res.Totals
 	if tot.Sent == 0 || tot.Echoed != tot.Sent || tot.Lost+tot.CorruptedAnswers+tot.Unexpected+tot.Duplicated+tot.WrongConn+tot.Abandoned+tot.Unanswered+tot.Rejected != 0 {
 		t.Errorf("totals %+v: want every frame echoed", tot)
@@ -57,14 +67,20 @@ func TestLT(t *testing.T) {
 		}
 	}
 	for _, c := range res.Conns {
-		if c.Kind == "hot" && c.MaxInFlight != k {
-			t.Errorf("%s: max in flight %d, want exactly K = %d", c.Name, c.MaxInFlight, k)
+		if c.Kind == "hot" && c.MaxInFlight != cfg.InFlight {
+			t.Errorf("%s: max in flight %d, want exactly K = %d", c.Name, c.MaxInFlight, cfg.InFlight)
 		}
 		if c.Kind == "steady" && c.MaxInFlight > cfg.WithDefaults().Window {
 			t.Errorf("%s: %d in flight, above the window", c.Name, c.MaxInFlight)
 		}
 	}
-	sc := res.SelfCheck
+}
+
+// checkLTSelfCheck: the steady rate within 1%, the target (or a saturated
+// loop) the limit, and a run time and CPU that make sense for a Run that
+// took took.
+func checkLTSelfCheck(t *testing.T, sc loadgen.SelfCheck, cfg loadgen.Config, took time.Duration) {
+	t.Helper()
 	if sc.RateRatio < 0.99 || sc.RateRatio > 1.01 {
 		t.Errorf("steady rate ratio %.4f (achieved %.1f of %.0f frames/s): outside 1%%", sc.RateRatio, sc.AchievedRate, sc.TargetRate)
 	}
@@ -75,13 +91,17 @@ func TestLT(t *testing.T) {
 		t.Errorf("self-check run %.3f s (CPU %.3f + %.3f s): want the sending and draining time, within Run's %v", sc.RunS, sc.CPUUserS, sc.CPUSysS, took)
 	}
 	t.Logf("self-check: %+v", sc)
+}
 
-	// Classes: counts match the accounting of the measured part.
+// checkLTClasses: the classes' counts match the accounting of the measured
+// part, and every class is filled.
+func checkLTClasses(t *testing.T, res *loadgen.Result) {
+	t.Helper()
 	rec := res.Recorder
 	data, _ := rec.Histogram(loadgen.ClassData)
 	raw, _ := rec.Histogram(loadgen.ClassDataUncorrected)
-	if data.TotalCount() == 0 || data.TotalCount() != raw.TotalCount() || data.TotalCount() > int64(tot.Echoed) {
-		t.Errorf("data %d, data-uncorrected %d, echoed %d", data.TotalCount(), raw.TotalCount(), tot.Echoed)
+	if data.TotalCount() == 0 || data.TotalCount() != raw.TotalCount() || data.TotalCount() > int64(res.Totals.Echoed) {
+		t.Errorf("data %d, data-uncorrected %d, echoed %d", data.TotalCount(), raw.TotalCount(), res.Totals.Echoed)
 	}
 	for _, name := range []string{loadgen.ClassControl, loadgen.ClassSendLag, "service/hot-0", "service/hot-1", "service/steady-0", "service/steady-1"} {
 		if h, ok := rec.Histogram(name); !ok || h.TotalCount() == 0 {
@@ -91,7 +111,14 @@ func TestLT(t *testing.T) {
 	if p99 := data.ValueAtPercentile(99); p99 <= 0 || p99 > int64(500*time.Millisecond) {
 		t.Errorf("data p99 %v", time.Duration(p99))
 	}
+}
 
+// checkLTFiles: the files written read back: the interval log's measured
+// data intervals merge to the data class's total, and the summary decodes
+// to what Summary returns.
+func checkLTFiles(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
+	t.Helper()
+	data, _ := res.Recorder.Histogram(loadgen.ClassData)
 	dir := t.TempDir()
 	if err := res.WriteFiles(dir); err != nil {
 		t.Fatal(err)

@@ -6,76 +6,22 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"unsafe"
-	_ "unsafe" // go:linkname
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/internal/epollsys"
 )
 
-// The loop's hot syscalls go through unix.RawSyscall: a read or write on a
-// non-blocking socket and an epoll_wait with timeout 0 never block, so the
-// runtime's entersyscall/exitsyscall bookkeeping is pure overhead on them.
-// Only a wait that may block goes through unix.EpollWait (the Syscall path),
-// so that the runtime can run other goroutines and stop the world meanwhile.
+// The loop's system calls around epoll (reads, writes, waits, epoll_ctl,
+// the eventfd, the clocks) are package epollsys's, shared with the
+// reference reactors: see its doc for which skip the runtime's syscall
+// hand-off and why. What only the generator needs is here: resolving and
+// dialling the target, closing with an RST, the timerfd, draining a
+// counter fd.
 
-// nanotime is runtime.nanotime: CLOCK_MONOTONIC through the vDSO.
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
-
-// threadCPU is the CPU time (user + system, ns) of the calling thread.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
-
-func rawRead(fd int, p []byte) (int, unix.Errno) {
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == unix.EINTR {
-			continue
-		}
-		return int(n), e
-	}
-}
-
-func rawWrite(fd int, p []byte) (int, unix.Errno) {
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == unix.EINTR {
-			continue
-		}
-		return int(n), e
-	}
-}
-
-// pollNow is epoll_wait with timeout 0.
-func pollNow(epfd int, evs []unix.EpollEvent) (int, unix.Errno) {
-	for {
-		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
-		return int(n), e
-	}
-}
-
-// waitBlocking is epoll_wait through the runtime's syscall path.
-func waitBlocking(epfd int, evs []unix.EpollEvent, msec int) (int, error) {
-	for {
-		n, err := unix.EpollWait(epfd, evs, msec)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, os.NewSyscallError("epoll_wait", err)
-		}
-		return n, nil
-	}
-}
+// threadCPU is the CPU time (user + system, ns) of the calling thread, 0 if
+// its clock cannot be read.
+func threadCPU() int64 { return max(epollsys.ThreadCPU(0), 0) }
 
 // resolve turns "host:port" into a socket address.
 func resolve(addr string) (unix.Sockaddr, error) {
@@ -161,16 +107,5 @@ func armTimer(fd int, d int64) error {
 // longer readable.
 func drainFd(fd int) {
 	var b [8]byte
-	rawRead(fd, b[:])
-}
-
-// writeEventfd adds 1 to an eventfd counter.
-func writeEventfd(fd int) {
-	one := [8]byte{1}
-	for {
-		_, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&one[0])), 8)
-		if e != unix.EINTR {
-			return // EAGAIN: the counter is saturated, the fd readable anyway
-		}
-	}
+	epollsys.Read(fd, b[:])
 }

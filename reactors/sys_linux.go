@@ -7,20 +7,20 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reactorlab/reactorlab/internal/epollsys"
 	"github.com/reactorlab/reactorlab/reactors/slots"
 	"github.com/reactorlab/reactorlab/reactors/timers"
 )
 
-// The loop's hot syscalls go through unix.RawSyscall*: a read, write or
-// accept4 on a non-blocking socket and an epoll_wait with timeout 0 never
-// block, so the runtime's entersyscall/exitsyscall bookkeeping (and the P
-// hand-off it can trigger) is pure overhead on them. Only a wait that may
-// block goes through unix.EpollWait (the Syscall path), so that the runtime
-// can run other goroutines and stop the world for GC meanwhile.
+// The loop's system calls around epoll are package epollsys's (see its
+// doc for which go through unix.RawSyscall, skipping the runtime's syscall
+// hand-off, and why; EINTR is retried there): the functions below are the
+// names this package calls them by, each small enough to inline, adding the
+// error context in this package's words. Only accept4, which the load
+// generator does not make, is written here.
 
 // nanotime is the loop's clock: CLOCK_MONOTONIC ns through the vDSO, the
 // clock timerfd deadlines are armed in.
@@ -30,50 +30,19 @@ func nanotime() int64 { return timers.Now() }
 // process, 0 meaning the calling thread, through the kernel's per-thread CPU
 // clock (ns resolution, unlike /proc's clock ticks). It returns -1 if the
 // thread is gone.
-func threadCPU(tid int) int64 {
-	clock := int32(unix.CLOCK_THREAD_CPUTIME_ID)
-	if tid != 0 {
-		// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): ^tid<<3 | PERTHREAD(4) | SCHED(2)
-		clock = int32(^uint32(tid)<<3 | 6)
-	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(clock, &ts); err != nil {
-		return -1
-	}
-	return ts.Nano()
-}
+func threadCPU(tid int) int64 { return epollsys.ThreadCPU(tid) }
 
-// rawRead reads into p from a non-blocking fd.
-func rawRead(fd int, p []byte) (int, unix.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == unix.EINTR {
-			continue
-		}
-		return int(n), e
-	}
-}
+// rawRead reads into p from a non-blocking fd (never blocks).
+func rawRead(fd int, p []byte) (int, unix.Errno) { return epollsys.Read(fd, p) }
 
 // rawWrite writes p to a non-blocking fd (the DropShortWrite mutant's
 // flush; the correct one is outq.Queue.Flush).
-func rawWrite(fd int, p []byte) (int, unix.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == unix.EINTR {
-			continue
-		}
-		return int(n), e
-	}
-}
+func rawWrite(fd int, p []byte) (int, unix.Errno) { return epollsys.Write(fd, p) }
 
 // rawAccept accepts one connection from a non-blocking listener, creating
-// the new fd non-blocking and close-on-exec.
+// the new fd non-blocking and close-on-exec. It never blocks, so it goes
+// through unix.RawSyscall6 like epollsys's calls; EINTR and ECONNABORTED
+// (a connection reset before it was accepted) are retried.
 func rawAccept(fd int) (int, unix.Errno) {
 	for {
 		n, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
@@ -85,48 +54,31 @@ func rawAccept(fd int) (int, unix.Errno) {
 }
 
 // pollNow is epoll_wait with timeout 0: it never blocks.
-func pollNow(epfd int, evs []unix.EpollEvent) (int, unix.Errno) {
-	for {
-		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
-		return int(n), e
-	}
-}
+func pollNow(epfd int, evs []unix.EpollEvent) (int, unix.Errno) { return epollsys.PollNow(epfd, evs) }
 
 // waitBlocking is epoll_wait through the runtime's syscall path; msec -1
 // waits until an event arrives.
 func waitBlocking(epfd int, evs []unix.EpollEvent, msec int) (int, error) {
-	for {
-		n, err := unix.EpollWait(epfd, evs, msec)
-		if err == unix.EINTR {
-			continue
-		}
-		return n, err
+	n, e := epollsys.WaitBlocking(epfd, evs, msec)
+	if e != 0 {
+		return n, e
 	}
+	return n, nil
 }
 
-// writeEventfd adds 1 to an eventfd counter.
+// writeEventfd adds 1 to an eventfd counter (a saturated counter is
+// success: the fd is readable anyway).
 func writeEventfd(fd int) error {
-	var one = [8]byte{1}
-	for {
-		_, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&one[0])), 8)
-		switch e {
-		case 0, unix.EAGAIN: // EAGAIN: the counter is saturated, the fd is readable anyway
-			return nil
-		case unix.EINTR:
-			continue
-		default:
-			return os.NewSyscallError("write eventfd", e)
-		}
+	if err := epollsys.WriteEventfd(fd); err != nil {
+		return os.NewSyscallError("write eventfd", err)
 	}
+	return nil
 }
 
+// epollCtl registers, changes or removes (op) fd in epfd for events, with
+// ref in the event's data word; the error names the operation.
 func epollCtl(epfd, op, fd int, events uint32, ref slots.Ref) error {
-	ev := unix.EpollEvent{Events: events}
-	slots.PutRef(&ev, ref)
-	if err := unix.EpollCtl(epfd, op, fd, &ev); err != nil {
+	if err := epollsys.Ctl(epfd, op, fd, events, ref); err != nil {
 		return os.NewSyscallError(epollOpName(op), err)
 	}
 	return nil

@@ -1,0 +1,300 @@
+//go:build linux
+
+package loadgen
+
+// The sending side of a source: the schedule, building a batch of frames,
+// writing it directly or as a wire fault's plan, marking frames sent.
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/internal/epollsys"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// start begins sending at the start of the run.
+func (c *conn) start() {
+	if c.kind != kindHot && c.endSeq != 0 {
+		c.endSeq = c.firstSeqFrom(c.l.sendEnd)
+	}
+	c.resume()
+}
+
+// resume sends whatever the source may send now.
+func (c *conn) resume() {
+	switch c.kind {
+	case kindHot:
+		c.refill()
+	default:
+		c.sendDue()
+	}
+}
+
+// intended returns the intended send time of seq (steady, control).
+func (c *conn) intended(seq uint64) int64 {
+	return c.phase + int64(float64(seq)*c.period)
+}
+
+// firstSeqFrom returns the first seq intended at or after t.
+func (c *conn) firstSeqFrom(t int64) uint64 {
+	if t <= c.phase {
+		return 0
+	}
+	k := uint64(float64(t-c.phase) / c.period)
+	for k > 0 && c.intended(k-1) >= t {
+		k--
+	}
+	for c.intended(k) < t {
+		k++
+	}
+	return k
+}
+
+// scheduledIn counts the seqs intended in [from, to).
+func (c *conn) scheduledIn(from, to int64) uint64 {
+	if to <= from {
+		return 0
+	}
+	return c.firstSeqFrom(to) - c.firstSeqFrom(from)
+}
+
+// busy reports whether a batch is still being written.
+func (c *conn) busy() bool { return c.plan != nil || c.outOff < len(c.out) }
+
+// sentOutstanding counts frames written in full and not settled.
+func (c *conn) sentOutstanding() int { return c.live - int(c.nextSeq-c.sentSeq) }
+
+// block notes that due frames wait, for cause (the first cause is kept
+// until the wait ends). The wait began when the first of them was due.
+func (c *conn) block(cause blockCause) {
+	if c.blockedSince < 0 {
+		c.blockedSince, c.blockedWhy = min(c.l.now, c.intended(c.nextSeq)), cause
+	}
+}
+
+// unblock ends a wait.
+func (c *conn) unblock() {
+	if c.blockedSince >= 0 {
+		c.blocked[c.blockedWhy] += c.l.now - c.blockedSince
+		c.blockedSince = -1
+	}
+}
+
+// refill tops a hot source up to K frames in flight, in one batch.
+func (c *conn) refill() {
+	if c.state != stOpen || c.busy() || c.l.phase != phaseSending {
+		return
+	}
+	n := min(c.limit-c.live, len(c.ring)-int(c.nextSeq-c.lowSeq))
+	if n <= 0 {
+		return
+	}
+	c.out = slices.Grow(c.out[:0], n*c.frameSize)
+	now := c.l.now
+	for range n {
+		c.appendFrame(c.nextSeq, now)
+	}
+	c.send()
+}
+
+// sendDue writes every frame of a steady or control source that is due,
+// as far as the window allows, in one batch.
+func (c *conn) sendDue() {
+	l := c.l
+	if l.phase != phaseSending || c.nextSeq >= c.endSeq {
+		c.unblock()
+		return
+	}
+	now := l.now
+	if c.intended(c.nextSeq) > now {
+		c.unblock()
+		return // nothing due
+	}
+	switch {
+	case c.state != stOpen:
+		c.block(blockFault) // reconnecting or closing after a fault
+		return
+	case c.plan != nil:
+		c.block(blockFault)
+		return
+	case c.outOff < len(c.out):
+		c.block(blockSocket)
+		return
+	}
+	last := min(c.firstSeqFrom(now+1), c.endSeq) // first seq not due
+	count := int(last - c.nextSeq)
+	room := c.limit - int(c.nextSeq-c.lowSeq)
+	n := min(count, room)
+	if n > 0 {
+		if c.blockedSince >= 0 {
+			c.unblockedAt = now // the connection could take frames again from now
+		}
+		c.out = slices.Grow(c.out[:0], n*c.frameSize)
+		lags := l.scratch[2][:0]
+		for range n {
+			intended := c.intended(c.nextSeq)
+			if c.kind == kindSteady {
+				lags = append(lags, now-max(intended, c.unblockedAt))
+			}
+			c.appendFrame(c.nextSeq, intended)
+		}
+		if len(lags) > 0 {
+			l.cLag.RecordBatch(lags)
+		}
+		l.scratch[2] = lags
+	}
+	if n < count {
+		c.block(blockWindow)
+	} else {
+		c.unblock()
+	}
+	if n > 0 {
+		c.send()
+	}
+}
+
+// appendFrame builds frame seq at the end of c.out (which has room) and
+// records it in the ring.
+func (c *conn) appendFrame(seq uint64, stamp int64) {
+	off := len(c.out)
+	c.out = c.out[:off+c.frameSize]
+	b := c.out[off:]
+	wire.PutHeader(b, wire.Header{Length: uint32(c.frameSize - 4), Kind: c.frameKind, Token: c.token, Seq: seq, SendNs: uint64(stamp)})
+	d := fillPattern(b[wire.HeaderSize:], c.token, seq) // wire.FillPattern's bytes
+	c.built += uint64(c.frameSize)
+	c.ring[seq&c.mask] = slot{seq: seq, stamp: stamp, end: c.built, digest: d, state: slotBuilt}
+	c.nextSeq = seq + 1
+	c.live++
+	c.maxInFlight = max(c.maxInFlight, c.live)
+}
+
+// queueStop appends the STOP frame to the control connection's stream.
+func (c *conn) queueStop() {
+	if !c.busy() {
+		c.out, c.outOff = c.out[:0], 0
+	}
+	c.out = wire.AppendFrame(c.out, wire.KindStop, 0, c.token, stopSeq, uint64(c.l.now), nil)
+	c.built += wire.HeaderSize
+	c.flush()
+}
+
+// send writes the batch in c.out: directly, or as a faulted plan on a data
+// connection.
+func (c *conn) send() {
+	if len(c.l.faults) > 0 && c.kind != kindControl {
+		frames := make([][]byte, 0, len(c.out)/c.frameSize)
+		for off := 0; off < len(c.out); off += c.frameSize {
+			frames = append(frames, c.out[off:off+c.frameSize:off+c.frameSize])
+		}
+		plan := faults.Writes(frames...)
+		for _, f := range c.l.faults {
+			plan = f.Apply(plan)
+		}
+		c.plan, c.planPos, c.stepOff = plan, 0, 0
+		c.runPlan()
+		return
+	}
+	c.flush()
+}
+
+// flush writes what is left of c.out (no plan).
+func (c *conn) flush() {
+	if !c.writeFrom(c.out, &c.outOff) {
+		return
+	}
+	c.out, c.outOff = c.out[:0], 0
+	c.wantWrite(false)
+}
+
+// writeFrom writes b[*off:], advancing *off and marking what went out as
+// sent. It reports whether all of b is written; if not, the socket is full
+// (EPOLLOUT is asked for) or the target has gone (the connection is
+// closed).
+func (c *conn) writeFrom(b []byte, off *int) bool {
+	for *off < len(b) {
+		n, e := epollsys.Write(c.fd, b[*off:])
+		if e == unix.EAGAIN {
+			c.wantWrite(true)
+			return false
+		}
+		if e != 0 {
+			c.targetClosed(os.NewSyscallError("write", e))
+			return false
+		}
+		*off += n
+		c.written += uint64(n)
+		c.markSent()
+	}
+	return true
+}
+
+// runPlan plays the plan from where it stopped, until it ends or must wait
+// (socket full, a sleep).
+func (c *conn) runPlan() {
+	for c.planPos < len(c.plan) {
+		s := c.plan[c.planPos]
+		switch s.Op {
+		case faults.OpWrite:
+			if !c.writeFrom(s.Data, &c.stepOff) {
+				return
+			}
+			c.wantWrite(false)
+		case faults.OpSleep:
+			if s.For > 0 {
+				c.planPos++
+				c.stepOff = 0
+				c.planWait = c.l.now + int64(s.For)
+				return
+			}
+		case faults.OpPauseReading:
+			c.pauseReading(c.l.now + int64(s.For))
+		case faults.OpCloseWrite:
+			if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+				c.targetClosed(os.NewSyscallError("shutdown", err))
+				return
+			}
+			c.halfClosed = true
+		case faults.OpClose, faults.OpReset, faults.OpReconnect:
+			c.faultClose(s.Op == faults.OpReset)
+			return
+		default:
+			c.die(fmt.Sprintf("fault plan step %d: undefined op %v", c.planPos, s.Op), &c.acct.Lost)
+			return
+		}
+		c.planPos++
+		c.stepOff = 0
+	}
+	c.plan = nil
+	c.out, c.outOff = c.out[:0], 0
+	switch {
+	case c.halfClosed:
+		c.beginClosing(closingHalfClose)
+	case c.l.overSize:
+		c.beginClosing(closingOverSize)
+	}
+}
+
+// markSent settles the frames whose last byte has been written as sent.
+func (c *conn) markSent() {
+	now := c.l.now
+	for c.sentSeq < c.nextSeq {
+		s := &c.ring[c.sentSeq&c.mask]
+		if s.end > c.written {
+			break
+		}
+		s.state, s.actual = slotSent, now
+		c.acct.Sent++
+		if c.kind == kindSteady && s.stamp >= c.l.measureFrom && s.stamp < c.l.sendEnd {
+			c.measuredSent++
+		}
+		c.sentSeq++
+	}
+	if c.serviceFrom < 0 && c.sentOutstanding() > 0 {
+		c.serviceFrom = now
+	}
+}
