@@ -151,7 +151,7 @@ func startOn(cmd *exec.Cmd, cpu int) error {
 }
 
 // ensureProcs gives a child at least two Ps whatever CPUs it is pinned to,
-// as the lab does (ARCHITECTURE.md, "Harness"): its locked loop thread needs
+// as the lab does (docs/ARCHITECTURE.md, "Harness"): its locked loop thread needs
 // a P, and the rest of the process another.
 func ensureProcs() {
 	if runtime.GOMAXPROCS(0) < 2 {
