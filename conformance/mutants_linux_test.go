@@ -17,6 +17,7 @@ import (
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 var (
@@ -102,7 +103,7 @@ func TestEveryMutantHasConformanceRows(t *testing.T) {
 	}
 	rows := map[string]int{}
 	for _, f := range faults.Reactors() {
-		for _, d := range reactors.Designs {
+		for _, d := range designs.Names() {
 			if len(f.CasesFor(d)) > 0 {
 				rows[f.Name()]++
 			}
@@ -135,7 +136,7 @@ func TestEveryMutantHasConformanceRows(t *testing.T) {
 func TestEveryMutantIsCaught(t *testing.T) {
 	var table []string
 	for _, f := range faults.Reactors() {
-		for _, d := range reactors.Designs {
+		for _, d := range designs.Names() {
 			want := f.CasesFor(d)
 			if len(want) == 0 {
 				continue
@@ -178,7 +179,7 @@ func TestEveryMutantIsCaught(t *testing.T) {
 
 func TestProcessReference(t *testing.T) {
 	exe := built(t, "reactorlab", "")
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
 			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, conformance.Options{Strict: true})
 		})

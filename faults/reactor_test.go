@@ -7,6 +7,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // Every entry of the reactors' mutant registry is a reactor fault here,
@@ -36,7 +37,7 @@ func TestReactorFaults(t *testing.T) {
 			t.Errorf("%s: %T with no doc line", f.Name(), f)
 		}
 		applies := 0
-		for _, d := range reactors.Designs {
+		for _, d := range designs.Names() {
 			if f.AppliesTo(d) {
 				applies++
 				if len(f.CasesFor(d)) == 0 {
@@ -74,7 +75,7 @@ func TestZeroMutant(t *testing.T) {
 	if f.Any() || m.Name() != "" || len(m.Cases()) != 0 {
 		t.Errorf("zero Mutant: switched %+v, name %q, cases %v", f, m.Name(), m.Cases())
 	}
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		if m.AppliesTo(d) || m.CasesFor(d) != nil {
 			t.Errorf("zero Mutant applies to %s (cases %v)", d, m.CasesFor(d))
 		}

@@ -31,7 +31,7 @@ func init() {
 // serveFlags binds every Config field to a flag, defaults from
 // reactors.DefaultConfig.
 func serveFlags(fs *flag.FlagSet, cfg *reactors.Config, design *string, faults *[]string, lifetime *time.Duration) {
-	fs.StringVar(design, "reactor", "lt", "reference reactor: "+reactors.DesignNames())
+	fs.StringVar(design, "reactor", "lt", "reference reactor: "+designs.NameList())
 	cfg.Flags(fs)
 	fs.Func("fault", "reactor fault (mutant), repeatable: "+strings.Join(reactors.FaultNames, ", "), func(s string) error {
 		*faults = append(*faults, s)
@@ -91,7 +91,7 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
-	design, err := reactors.ParseDesign(designName)
+	design, err := designs.Parse(designName)
 	if err != nil {
 		return c.Usagef(stderr, "--reactor: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/cost"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // Fields lists the baseline fields a factor may name, in the order Parse
@@ -51,7 +52,7 @@ var fields = map[string]field{
 			if err != nil {
 				return fmt.Errorf("%w (or a mapping {cmd: '...'} for a black-box server)", err)
 			}
-			d, err := reactors.ParseDesign(v)
+			d, err := designs.Parse(v)
 			s.Reactor, s.Target = d, Target{}
 			return err
 		},

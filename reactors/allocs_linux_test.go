@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // TestNoAllocationsPerEchoedFrame: in steady state no reference reactor
@@ -28,7 +29,7 @@ func TestNoAllocationsPerEchoedFrame(t *testing.T) {
 		cfg    func(*reactors.Config)
 	}
 	var variants []variant
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		variants = append(variants, variant{string(d), d, nil})
 	}
 	variants = append(variants,

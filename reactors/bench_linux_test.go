@@ -29,7 +29,7 @@ import (
 // process per echoed frame in steady state (the client allocates nothing
 // per frame, so this bounds the reactor's from above).
 func BenchmarkEcho64(b *testing.B) {
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		b.Run(string(d), func(b *testing.B) { benchEcho(b, d, reactors.DefaultConfig()) })
 	}
 }
@@ -148,7 +148,7 @@ func (ec *echoClient) pump(n int) error {
 // side for each design. Compare frames/s and loop-cpu-ns/frame of the pairs
 // (docs/PERFORMANCE.md: the target is ≤ 3% of throughput).
 func BenchmarkStatsCost(b *testing.B) {
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		for _, st := range []reactors.StatsMode{reactors.StatsOn, reactors.StatsOff} {
 			cfg := reactors.DefaultConfig()
 			cfg.Stats = st

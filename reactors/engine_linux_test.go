@@ -35,7 +35,7 @@ func TestOffloadEchoInOrder(t *testing.T) {
 // (accepted = completed + rejected), matches what the clients saw, and new
 // connections are refused.
 func TestStopUnderLoad(t *testing.T) {
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
 			before := reactortest.TakeLeaks()
 			cfg := reactors.DefaultConfig()

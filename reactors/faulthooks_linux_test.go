@@ -150,7 +150,7 @@ func hookDesigns(m reactors.Mutant, h faultHook) []reactors.Design {
 	if h.designs != nil {
 		return h.designs
 	}
-	return slices.DeleteFunc(slices.Clone(reactors.Designs), func(d reactors.Design) bool { return !m.AppliesTo(d) })
+	return slices.DeleteFunc(designs.Names(), func(d reactors.Design) bool { return !m.AppliesTo(d) })
 }
 
 // Every registry entry has a detector, every detector belongs to an entry

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // Args must reproduce a configuration through Flags and ParseFault: the
@@ -117,7 +118,7 @@ func checkMutantScope(t *testing.T, m reactors.Mutant) {
 		t.Errorf("%s: doc %q, cases %v: both are required", m.Name, m.Doc, m.Cases)
 	}
 	for _, d := range m.Designs {
-		if !slices.Contains(reactors.Designs, d) {
+		if !slices.Contains(designs.Names(), d) {
 			t.Errorf("%s: design %q is not a design", m.Name, d)
 		}
 	}

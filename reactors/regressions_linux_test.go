@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 	"github.com/reactorlab/reactorlab/wire"
 )
@@ -361,7 +362,7 @@ func TestRegressionPoolWaitRetry(t *testing.T) {
 // connection was never closed. Fix: EPOLLRDHUP is watched; with it seen
 // the reactor reads on to the 0 even after a short read.
 func TestRegressionFinBehindDataET(t *testing.T) {
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
 			r := reactortest.Start(t, d, reactors.DefaultConfig())
 			// The race (FIN queued before the first read) is hit on about
@@ -388,7 +389,7 @@ func TestRegressionFinBehindDataET(t *testing.T) {
 // Scenario: STOP then DATA on one control connection, one write. Fix:
 // handle also checks stopRequested, so admission closes mid-turn.
 func TestRegressionDataBehindStopRejected(t *testing.T) {
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
 			r := reactortest.Start(t, d, reactors.DefaultConfig())
 			c := regDial(t, r.ControlAddr().String())
@@ -451,7 +452,7 @@ func TestRegressionStuckCallbackExitBounded(t *testing.T) {
 // for ever and never ran the stop (ET/deadline on the pre-fix tree).
 // Fix: waitTimeout is 0 while a stop is requested but not yet seen.
 func TestRegressionStopSelfWake(t *testing.T) {
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		for _, tm := range []reactors.TimerMode{reactors.TimerPeriodic, reactors.TimerDeadline} {
 			t.Run(string(d)+"/"+string(tm), func(t *testing.T) {
 				cfg := reactors.DefaultConfig()

@@ -14,7 +14,7 @@ import (
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/footprint"
 	"github.com/reactorlab/reactorlab/internal/cli"
-	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // footprintCmd is `reactorlab footprint`: a server's RSS per idle
@@ -22,7 +22,7 @@ import (
 func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("reactorlab footprint", footprintSynopsis, footprintDescription)
 	fs := c.Flags
-	targetSpec := fs.String("target", "", "what to measure (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+reactors.DesignNames()+"), run as a child process by this tool's serve command; cmd:COMMAND is any byte-echo server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced")
+	targetSpec := fs.String("target", "", "what to measure (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"), run as a child process by this tool's serve command; cmd:COMMAND is any byte-echo server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced")
 	conns := fs.Int("conns", 10000, "idle connections to open, each echoing one 64-byte frame first (1..1000000)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole measurement, the start included")
 	startTimeout := fs.Duration("start-timeout", conformance.DefaultStartTimeout, "bound on the target's start, until it accepts connections")

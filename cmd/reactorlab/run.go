@@ -20,6 +20,7 @@ import (
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // labModes maps --lab to the harness's modes.
@@ -68,7 +69,7 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	c := cli.New("reactorlab run", runSynopsis, runDescription)
 	fs := c.Flags
 	f := &runFlags{cfg: reactors.DefaultConfig(), load: loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}}
-	fs.StringVar(&f.reactor, "reactor", "", "reference reactor to measure: "+designList())
+	fs.StringVar(&f.reactor, "reactor", "", "reference reactor to measure: "+designs.NameList())
 	fs.StringVar(&f.target, "target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
 	f.cfg.Flags(fs)
 	load := &f.load
@@ -189,9 +190,9 @@ func (f *runFlags) placement(set map[string]bool) (harness.CellSpec, error) {
 func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name string, err error) {
 	switch {
 	case (f.reactor == "") == (f.target == ""):
-		return "", fmt.Errorf("give one of --reactor (%s) and --target cmd:'COMMAND'", designList())
+		return "", fmt.Errorf("give one of --reactor (%s) and --target cmd:'COMMAND'", designs.NameList())
 	case f.reactor != "":
-		d, err := reactors.ParseDesign(f.reactor)
+		d, err := designs.Parse(f.reactor)
 		if err != nil {
 			return "", fmt.Errorf("--reactor: %w", err)
 		}
@@ -337,14 +338,6 @@ func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *har
 		msg += "\n" + hint
 	}
 	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
-}
-
-func designList() string {
-	names := make([]string, len(reactors.Designs))
-	for i, d := range reactors.Designs {
-		names[i] = string(d)
-	}
-	return strings.Join(names, ", ")
 }
 
 // defaultCPUs is the default placement: the first two CPUs this process

@@ -7,6 +7,7 @@ package designs
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/et"
@@ -16,21 +17,47 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/priothread"
 )
 
-// All is every reference design, in the order of reactors.Designs (a test
-// keeps the two in step).
+// All is every reference design, in the order help texts and tables list
+// them. Names must be unique (a test checks).
 var All = []reactors.Blueprint{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{}}
 
-// Lookup returns the design named design.
+// Names is the name of every design in All, in its order.
+func Names() []reactors.Design {
+	names := make([]reactors.Design, len(All))
+	for i, b := range All {
+		names[i] = b.Name()
+	}
+	return names
+}
+
+// NameList is Names comma-separated, for help texts and errors.
+func NameList() string {
+	names := make([]string, len(All))
+	for i, b := range All {
+		names[i] = string(b.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// Parse maps a name to its Design; the error lists the accepted names.
+func Parse(s string) (reactors.Design, error) {
+	for _, b := range All {
+		if string(b.Name()) == s {
+			return b.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("unknown reactor %q (accepted: %s)", s, NameList())
+}
+
+// Lookup returns the design named design; the error (wrapping
+// reactors.ErrConfig) lists the accepted names.
 func Lookup(design reactors.Design) (reactors.Blueprint, error) {
 	for _, b := range All {
 		if b.Name() == design {
 			return b, nil
 		}
 	}
-	_, err := reactors.ParseDesign(string(design)) // the error lists the names
-	if err == nil {
-		err = fmt.Errorf("design %q is named but not registered", design)
-	}
+	_, err := Parse(string(design))
 	return nil, fmt.Errorf("%w: reactor: %w", reactors.ErrConfig, err)
 }
 

@@ -9,21 +9,28 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
-// TestRegistryMatchesTheNames: every name in reactors.Designs has exactly
-// one registered design, in the same order, and nothing else is
-// registered, so a name that parses can be built.
-func TestRegistryMatchesTheNames(t *testing.T) {
-	if len(designs.All) != len(reactors.Designs) {
-		t.Fatalf("%d designs registered, %d named", len(designs.All), len(reactors.Designs))
+// TestRegistryNamesAreUniqueAndParse: every registered design has a name
+// of its own, Parse and Lookup find it, and an unknown name is refused with
+// the list of names.
+func TestRegistryNamesAreUniqueAndParse(t *testing.T) {
+	seen := map[reactors.Design]bool{}
+	for _, d := range designs.Names() {
+		if d == "" || seen[d] {
+			t.Errorf("design name %q is empty or registered twice", d)
+		}
+		seen[d] = true
+		if got, err := designs.Parse(string(d)); err != nil || got != d {
+			t.Errorf("Parse(%s) = %q, %v", d, got, err)
+		}
+		if b, err := designs.Lookup(d); err != nil || b.Name() != d {
+			t.Errorf("Lookup(%s) = %v, %v", d, b, err)
+		}
 	}
-	for i, b := range designs.All {
-		if b.Name() != reactors.Designs[i] {
-			t.Errorf("registry entry %d is %s, reactors.Designs[%d] is %s", i, b.Name(), i, reactors.Designs[i])
-		}
-		got, err := designs.Lookup(reactors.Designs[i])
-		if err != nil || got.Name() != reactors.Designs[i] {
-			t.Errorf("Lookup(%s) = %v, %v", reactors.Designs[i], got, err)
-		}
+	if len(seen) != 5 {
+		t.Errorf("%d designs registered, want the 5 reference designs", len(seen))
+	}
+	if _, err := designs.Parse("nope"); err == nil || !strings.Contains(err.Error(), "accepted: "+designs.NameList()) {
+		t.Errorf("Parse(nope): %v", err)
 	}
 }
 
@@ -45,7 +52,7 @@ func TestValidateForNamesTheField(t *testing.T) {
 	if err := designs.ValidateFor(reactors.OneShot, pooled); !errors.Is(err, reactors.ErrConfig) || !strings.Contains(err.Error(), "workers = 1") {
 		t.Errorf("oneshot with workers: %v", err)
 	}
-	for _, d := range reactors.Designs {
+	for _, d := range designs.Names() {
 		if err := designs.ValidateFor(d, cfg); err != nil {
 			t.Errorf("%s refuses the default configuration: %v", d, err)
 		}
