@@ -109,17 +109,53 @@ const i2Bound = 3 * time.Second
 
 func runI2(c *C) {
 	inst := c.Instance()
-	base := c.usage()
-	baseFds := openFds(inst)
-	var baseStats reactors.Stats
-	live := false
+	var was i2Before
+	was.usage = c.usage()
+	was.fds = openFds(inst)
 	if st, err := inst.Stats(); err == nil {
-		baseStats, live = st, true
+		was.stats, was.live = st, true
 	}
 	limit, why := c.fillLimit()
 	c.Logf("%s", why)
 	const conns = 4
-	established := 0
+	if established := leaveLoaded(c, limit, conns); established == 0 {
+		c.Inconclusivef("the server was not seen holding echoes or pausing for any of the %d connections (see the evidence): nothing was pending when they went away", conns)
+	}
+	awaitReleased(c, inst, was, conns)
+	if inst.Reference() == nil {
+		return
+	}
+	f := c.Stop()
+	if f.Stats == nil {
+		return
+	}
+	l := f.Stats.Ledger
+	c.Evidencef("final ledger: accepted %d, completed %d, rejected %d (abandoned %d); connections accepted %d, closed %d",
+		l.Accepted, l.Completed, l.Rejected, l.Abandoned, f.Stats.Counters.ConnsAccepted, f.Stats.Counters.ConnsClosed)
+	if !l.Balanced() {
+		c.Fatalf("ledger does not balance: accepted %d ≠ completed %d + rejected %d", l.Accepted, l.Completed, l.Rejected)
+	}
+	if f.Stats.Counters.ConnsAccepted != f.Stats.Counters.ConnsClosed {
+		c.Fatalf("%d connections accepted, %d closed", f.Stats.Counters.ConnsAccepted, f.Stats.Counters.ConnsClosed)
+	}
+}
+
+// i2Before is the server as I2 found it before its connections: its
+// usage, its open descriptors (nil if they cannot be listed) and, if it
+// reports them (live), its statistics.
+type i2Before struct {
+	usage Usage
+	fds   []string
+	stats reactors.Stats
+	live  bool
+}
+
+// leaveLoaded dials conns connections (tokens 1..conns), fills each to
+// limit so that the server holds echoes, and leaves each with the echoes
+// unread, closing the odd tokens' and resetting the even tokens' (the
+// kernel answers the server with RST either way). It returns how many
+// were seen holding echoes or pausing.
+func leaveLoaded(c *C, limit int64, conns int) (established int) {
 	for i := 0; i < conns; i++ {
 		token := uint64(i + 1)
 		how := map[bool]string{true: "close", false: "reset"}[i%2 == 0]
@@ -136,59 +172,46 @@ func runI2(c *C) {
 		}
 		l.conn.Close()
 	}
-	if established == 0 {
-		c.Inconclusivef("the server was not seen holding echoes or pausing for any of the %d connections (see the evidence): nothing was pending when they went away", conns)
-	}
-	// Sockets are what connections leave behind; other descriptors may
-	// appear once (the Go runtime's netpoller is created lazily) and are
-	// not the case's business. A socket that was not there before is one
-	// of the reset connections' (a count could hide one behind another
-	// that closed meanwhile).
-	baseSockets := socketSet(baseFds)
+	return established
+}
+
+// awaitReleased polls, for i2Bound, until the server has let go of the
+// conns connections: by its own count if it reports one, else by the
+// sockets it holds, else by its descriptor count. Sockets are what
+// connections leave behind; other descriptors may appear once (the Go
+// runtime's netpoller is created lazily) and are not the case's business.
+// A socket that was not there before is one of the reset connections' (a
+// count could hide one behind another that closed meanwhile).
+func awaitReleased(c *C, inst Instance, was i2Before, conns int) {
+	baseSockets := socketSet(was.fds)
 	deadline := time.Now().Add(i2Bound)
 	for {
 		var open int64
 		var nowFds []string
-		if live {
+		if was.live {
 			st, _ := inst.Stats()
-			open = int64(st.Counters.ConnsAccepted-baseStats.Counters.ConnsAccepted) - int64(st.Counters.ConnsClosed-baseStats.Counters.ConnsClosed)
+			open = int64(st.Counters.ConnsAccepted-was.stats.Counters.ConnsAccepted) - int64(st.Counters.ConnsClosed-was.stats.Counters.ConnsClosed)
 			if open == 0 {
 				break
 			}
-		} else if baseFds != nil {
+		} else if was.fds != nil {
 			nowFds = openFds(inst)
 			if len(newSockets(nowFds, baseSockets)) == 0 {
 				break
 			}
-		} else if now := c.usage(); now.Fds <= base.Fds {
+		} else if now := c.usage(); now.Fds <= was.usage.Fds {
 			break
 		}
 		if time.Now().After(deadline) {
-			if live {
+			if was.live {
 				c.Fatalf("%d of %d connections still open in the reactor %v after their clients reset them", open, conns, i2Bound)
 			}
-			c.Evidencef("server descriptors before: %s", strings.Join(baseFds, " "))
+			c.Evidencef("server descriptors before: %s", strings.Join(was.fds, " "))
 			c.Evidencef("server descriptors after:  %s", strings.Join(nowFds, " "))
 			left := newSockets(nowFds, baseSockets)
 			c.Fatalf("server still has %d sockets it did not have before, %v after %d clients reset their connections (%s)", len(left), i2Bound, conns, strings.Join(left, " "))
 		}
 		time.Sleep(20 * time.Millisecond) // polling a count in another process: nothing to wait on
-	}
-	if inst.Reference() == nil {
-		return
-	}
-	f := c.Stop()
-	if f.Stats == nil {
-		return
-	}
-	l := f.Stats.Ledger
-	c.Evidencef("final ledger: accepted %d, completed %d, rejected %d (abandoned %d); connections accepted %d, closed %d",
-		l.Accepted, l.Completed, l.Rejected, l.Abandoned, f.Stats.Counters.ConnsAccepted, f.Stats.Counters.ConnsClosed)
-	if !l.Balanced() {
-		c.Fatalf("ledger does not balance: accepted %d ≠ completed %d + rejected %d", l.Accepted, l.Completed, l.Rejected)
-	}
-	if f.Stats.Counters.ConnsAccepted != f.Stats.Counters.ConnsClosed {
-		c.Fatalf("%d connections accepted, %d closed", f.Stats.Counters.ConnsAccepted, f.Stats.Counters.ConnsClosed)
 	}
 }
 

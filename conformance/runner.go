@@ -334,21 +334,7 @@ func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout 
 	inst, err := StartInstance(ctx, target, cs.Setup, startBound)
 	if err != nil {
 		res.Duration = time.Since(start)
-		var se *StartError
-		switch {
-		case errors.Is(err, ErrUnsupported):
-			res.Verdict, res.Reason = Skip, err.Error()
-		case ctx.Err() != nil:
-			res.Verdict, res.Reason = Interrupted, "the run was interrupted while the target was starting: no verdict"
-		case cs.Setup.FdLimit > 0:
-			// The case's own limit may be what stops it (a runtime that
-			// needs more descriptors to start): nothing was tested.
-			res.Verdict, res.Reason = Inconclusive, fmt.Sprintf("the target did not start under the case's descriptor limit of %d: %v", cs.Setup.FdLimit, err)
-		case whole && startBound == timeout && errors.As(err, &se) && se.Cause == StartNoListener:
-			res.Verdict, res.Cause, res.Reason = Fail, CauseTimeout, fmt.Sprintf("no verdict within %v (the case's time bound): the target did not accept connections in that time: %v", timeout, err)
-		default:
-			res.Verdict, res.Cause, res.Reason = Fail, CauseTarget, "target did not start: "+err.Error()
-		}
+		res.Verdict, res.Cause, res.Reason = startFailure(ctx, cs, err, whole, startBound, timeout)
 		return res
 	}
 	started := time.Since(start)
@@ -364,48 +350,95 @@ func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout 
 		c.verdict, c.reason = Skip, reason
 		c.Stop()
 	} else {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer c.runCleanups()
-			defer func() {
-				if p := recover(); p != nil {
-					c.fail(CauseSuite, fmt.Sprintf("the case panicked (a suite bug): %v\n%s", p, debug.Stack()))
-				}
-			}()
-			cs.Run(c)
-		}()
-		select {
-		case <-done:
-		case <-caseCtx.Done():
-			if ctx.Err() == nil {
-				msg := fmt.Sprintf("no verdict within %v (the case's time bound): the target stalled", timeout)
-				if whole {
-					msg = fmt.Sprintf("no verdict within %v (the case's time bound, from the start of its target, which took %v to accept connections): the target stalled", timeout, started.Round(time.Millisecond))
-				}
-				c.fail(CauseTimeout, msg)
-			}
-			// Stopping the target and closing the case's connections makes
-			// every blocked client call return.
-			stopped := make(chan struct{})
-			go func() { c.Stop(); close(stopped) }()
-			select {
-			case <-stopped:
-			case <-time.After(stopBound):
-				c.fail(CauseTarget, fmt.Sprintf("the target did not stop within %v", stopBound))
-			}
-			c.runCleanups()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				c.fail(CauseSuite, "case still running 10 s after the target stopped: suite bug")
-			}
-		}
-		// A case that ended once the run was cancelled may have seen its
-		// connections cut or its context end: what it found is no verdict.
-		interrupted = ctx.Err() != nil
+		interrupted = c.supervise(ctx, caseCtx, cs, timeout, whole, started)
 	}
 	c.Stop()
+	c.collect(&res, start, interrupted)
+	return res
+}
+
+// startFailure is the verdict of a case whose instance did not start
+// (err from StartInstance, within startBound): skipped if the target
+// cannot do what the case needs, interrupted if ctx ended, inconclusive
+// under the case's own descriptor limit, a timeout if the case's whole
+// bound (timeout, whole) ran out while waiting for connections, else a
+// failure of the target.
+func startFailure(ctx context.Context, cs Case, err error, whole bool, startBound, timeout time.Duration) (Verdict, Cause, string) {
+	var se *StartError
+	switch {
+	case errors.Is(err, ErrUnsupported):
+		return Skip, "", err.Error()
+	case ctx.Err() != nil:
+		return Interrupted, "", "the run was interrupted while the target was starting: no verdict"
+	case cs.Setup.FdLimit > 0:
+		// The case's own limit may be what stops it (a runtime that
+		// needs more descriptors to start): nothing was tested.
+		return Inconclusive, "", fmt.Sprintf("the target did not start under the case's descriptor limit of %d: %v", cs.Setup.FdLimit, err)
+	case whole && startBound == timeout && errors.As(err, &se) && se.Cause == StartNoListener:
+		return Fail, CauseTimeout, fmt.Sprintf("no verdict within %v (the case's time bound): the target did not accept connections in that time: %v", timeout, err)
+	default:
+		return Fail, CauseTarget, "target did not start: " + err.Error()
+	}
+}
+
+// supervise runs cs in a goroutine of its own, a panic there failing the
+// case as a suite bug, until it returns or caseCtx ends. If caseCtx ends
+// first it fails the case on its time bound (unless ctx ended: then the
+// run was interrupted) and abandons it. It reports whether ctx had ended
+// by then: what the case found is then no verdict.
+func (c *C) supervise(ctx, caseCtx context.Context, cs Case, timeout time.Duration, whole bool, started time.Duration) (interrupted bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer c.runCleanups()
+		defer func() {
+			if p := recover(); p != nil {
+				c.fail(CauseSuite, fmt.Sprintf("the case panicked (a suite bug): %v\n%s", p, debug.Stack()))
+			}
+		}()
+		cs.Run(c)
+	}()
+	select {
+	case <-done:
+	case <-caseCtx.Done():
+		if ctx.Err() == nil {
+			msg := fmt.Sprintf("no verdict within %v (the case's time bound): the target stalled", timeout)
+			if whole {
+				msg = fmt.Sprintf("no verdict within %v (the case's time bound, from the start of its target, which took %v to accept connections): the target stalled", timeout, started.Round(time.Millisecond))
+			}
+			c.fail(CauseTimeout, msg)
+		}
+		c.abandon(done)
+	}
+	// A case that ended once the run was cancelled may have seen its
+	// connections cut or its context end: what it found is no verdict.
+	return ctx.Err() != nil
+}
+
+// abandon ends a case that did not return in time: it stops the target
+// and closes the case's connections, which makes every blocked client
+// call return (within stopBound, or the target is failed), runs the
+// cleanups and waits for the case's goroutine to close done (10 s, or it
+// is a suite bug).
+func (c *C) abandon(done <-chan struct{}) {
+	stopped := make(chan struct{})
+	go func() { c.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(stopBound):
+		c.fail(CauseTarget, fmt.Sprintf("the target did not stop within %v", stopBound))
+	}
+	c.runCleanups()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.fail(CauseSuite, "case still running 10 s after the target stopped: suite bug")
+	}
+}
+
+// collect fills res with what the case found, the final counters on a
+// failure, and its duration from start; interrupted makes it Interrupted.
+func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 	c.mu.Lock()
 	res.Verdict, res.Cause, res.Reason = c.verdict, c.cause, c.reason
 	res.Evidence, res.Log = c.evidence, c.log
@@ -418,7 +451,6 @@ func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout 
 		res.Verdict, res.Cause = Interrupted, ""
 		res.Reason = fmt.Sprintf("the run was interrupted %v into the case: no verdict", res.Duration.Round(time.Millisecond))
 	}
-	return res
 }
 
 // Run runs the catalogue (or the cases opts name) against target as

@@ -100,9 +100,39 @@ func runX2(c *C) {
 	inst := c.Instance()
 	data := c.dial("data conn", inst.Addr())
 	ctl := c.dial("control conn", inst.ControlAddr())
-	// The data connection pipelines 1 KiB frames until the server stops
-	// taking them; the writer is stopped and waited for when the case ends
-	// (a blocked write gives up after its 1 s deadline).
+	pipelineData(c, data)
+	// Let the pipeline fill, then STOP with three DATA frames behind it.
+	if _, err := data.next(echoBound); err != nil {
+		c.Fatalf("data connection: first echo: %v", err)
+	}
+	behind := [][]byte{dataFrame(77, 0, 10), dataFrame(77, 1, 10), dataFrame(77, 2, 10)}
+	sendStop(c, ctl, behind...)
+	ledger, before := awaitAck(c, ctl, 5*time.Second)
+	c.Evidencef("control connection: sent STOP + DATA token 77 seq 0..2 in one write; got %v, then STOP_ACK %+v", before, ledger)
+	if !ledger.Balanced() {
+		c.Errorf("STOP_ACK ledger does not balance: accepted %d ≠ completed %d + rejected %d", ledger.Accepted, ledger.Completed, ledger.Rejected)
+	}
+	rejected := rejectsBehindStop(c, ctl, before)
+	echoes, rejects := dataAfterStop(c, data)
+	c.Evidencef("data connection: %d echoes then %d REJECTs", echoes+1, rejects)
+	f := c.Stop()
+	if f.Stats != nil {
+		l := f.Stats.Ledger
+		c.Evidencef("final ledger: %+v", l)
+		if !l.Balanced() {
+			c.Errorf("final ledger does not balance: %+v", l)
+		}
+		if seen := uint64(echoes + 1 + rejects + rejected); l.Accepted < seen {
+			c.Errorf("final ledger accepted %d frames, but clients saw %d answers", l.Accepted, seen)
+		}
+	}
+}
+
+// pipelineData makes data pipeline 1 KiB frames (token 1, seq from 0)
+// until the server stops taking them; the writer is stopped and waited
+// for when the case ends (a blocked write gives up after its 1 s
+// deadline).
+func pipelineData(c *C, data *peer) {
 	stopWriting, writerDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -125,17 +155,12 @@ func runX2(c *C) {
 		}
 	}()
 	c.Cleanup(func() { close(stopWriting); <-writerDone })
-	// Let the pipeline fill, then STOP with three DATA frames behind it.
-	if _, err := data.next(echoBound); err != nil {
-		c.Fatalf("data connection: first echo: %v", err)
-	}
-	behind := [][]byte{dataFrame(77, 0, 10), dataFrame(77, 1, 10), dataFrame(77, 2, 10)}
-	sendStop(c, ctl, behind...)
-	ledger, before := awaitAck(c, ctl, 5*time.Second)
-	c.Evidencef("control connection: sent STOP + DATA token 77 seq 0..2 in one write; got %v, then STOP_ACK %+v", before, ledger)
-	if !ledger.Balanced() {
-		c.Errorf("STOP_ACK ledger does not balance: accepted %d ≠ completed %d + rejected %d", ledger.Accepted, ledger.Completed, ledger.Rejected)
-	}
+}
+
+// rejectsBehindStop counts the REJECTs of the three DATA frames (token
+// 77) sent behind STOP on ctl: among before, what came before the
+// STOP_ACK, or after it, before the end. All three must be refused.
+func rejectsBehindStop(c *C, ctl *peer, before []got) int {
 	rejected := map[uint64]bool{}
 	for _, g := range before {
 		if g.h.Kind == wire.KindReject && g.h.Token == 77 {
@@ -155,8 +180,14 @@ func runX2(c *C) {
 	if len(rejected) != 3 {
 		c.Errorf("DATA frames behind STOP: %d of 3 refused with REJECT (silently dropped)", len(rejected))
 	}
-	// The data connection: echoes in order, then only REJECTs, then the end.
-	echoes, rejects, next := 0, 0, uint64(1) // seq 0 was read above
+	return len(rejected)
+}
+
+// dataAfterStop reads the data connection's answers after its first to
+// the end: echoes in order, then only REJECTs. It returns how many of
+// each it read.
+func dataAfterStop(c *C, data *peer) (echoes, rejects int) {
+	next := uint64(1) // seq 0 was read before
 	for {
 		g, err := data.next(10 * time.Second)
 		if err != nil {
@@ -186,16 +217,5 @@ func runX2(c *C) {
 		}
 		next++
 	}
-	c.Evidencef("data connection: %d echoes then %d REJECTs", echoes+1, rejects)
-	f := c.Stop()
-	if f.Stats != nil {
-		l := f.Stats.Ledger
-		c.Evidencef("final ledger: %+v", l)
-		if !l.Balanced() {
-			c.Errorf("final ledger does not balance: %+v", l)
-		}
-		if seen := uint64(echoes + 1 + rejects + len(rejected)); l.Accepted < seen {
-			c.Errorf("final ledger accepted %d frames, but clients saw %d answers", l.Accepted, seen)
-		}
-	}
+	return echoes, rejects
 }

@@ -80,99 +80,136 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m *results.Manifest
-	first := 0
-	var unlock func()
-	if opt.Resume {
-		// Checked before the lock (a directory that is no run is refused
-		// as such), then read again under it.
-		if _, _, err := resumeManifest(opt, plan); err != nil {
-			return nil, err
-		}
-		if unlock, err = lockDir(opt.Dir); err != nil {
-			return nil, err
-		}
-		var r Resumption
-		if m, r, err = resumeManifest(opt, plan); err != nil {
-			unlock()
-			return nil, err
-		}
-		first = r.Kept
-		// What a dropped or unrecorded run left is not part of the
-		// record: its directory is made again from nothing.
-		for _, p := range plan[first:] {
-			if err := os.RemoveAll(filepath.Join(opt.Dir, p.Dir)); err != nil {
-				unlock()
-				return nil, fmt.Errorf("matrix: %w", err)
-			}
-		}
-	} else {
-		if err := prepareDir(opt.Dir); err != nil {
-			return nil, err
-		}
-		if unlock, err = lockDir(opt.Dir); err != nil {
-			return nil, err
-		}
-		m = newManifest(opt, sh)
+	m, first, unlock, err := openRunDir(opt, sh, plan)
+	if err != nil {
+		return nil, err
 	}
 	defer unlock()
-	runCell := opt.RunCell
-	if runCell == nil {
-		runCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+	r := &shardRun{opt: opt, sh: sh, plan: plan, cells: cells, m: m, runCell: opt.RunCell}
+	if r.runCell == nil {
+		r.runCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
 			return harness.RunCell(ctx, c, nil)
 		}
 	}
-	shard := &m.Shards[0]
-	logf := func(format string, args ...any) {
-		if opt.Log != nil {
-			fmt.Fprintf(opt.Log, format, args...)
-		}
-	}
-	if opt.Resume {
-		logf("matrix %s, shard %s: resuming: %d of %d runs kept, %d to run, about %s\n",
-			opt.Spec.Name, sh, first, len(plan), len(plan)-first, fmtEstimate(estimate(plan[first:])))
-	} else {
-		logf("matrix %s, shard %s: %d runs of %d cells × %d repeats, about %s\n",
-			opt.Spec.Name, sh, len(plan), len(shard.Cells)+1, opt.Spec.Repeats, fmtEstimate(estimate(plan)))
-	}
-	finish := func(err error) (*results.Manifest, error) {
-		shard.Finished = time.Now().UTC()
-		if werr := results.WriteManifest(opt.Dir, m); werr != nil && err == nil {
-			err = fmt.Errorf("matrix: %w", werr)
-		}
-		return m, err
-	}
+	r.announce(first)
 	if err := results.WriteManifest(opt.Dir, m); err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
+	return r.runFrom(ctx, first)
+}
+
+// openRunDir prepares opt.Dir, locks it (unlock releases the lock) and
+// returns its manifest: a new one, or, resuming, the one recorded, with
+// first the index in plan of the first run still to run. On an error
+// nothing is locked.
+func openRunDir(opt Options, sh Shard, plan []PlannedRun) (m *results.Manifest, first int, unlock func(), err error) {
+	if !opt.Resume {
+		if err := prepareDir(opt.Dir); err != nil {
+			return nil, 0, nil, err
+		}
+		if unlock, err = lockDir(opt.Dir); err != nil {
+			return nil, 0, nil, err
+		}
+		return newManifest(opt, sh), 0, unlock, nil
+	}
+	// Checked before the lock (a directory that is no run is refused
+	// as such), then read again under it.
+	if _, _, err := resumeManifest(opt, plan); err != nil {
+		return nil, 0, nil, err
+	}
+	if unlock, err = lockDir(opt.Dir); err != nil {
+		return nil, 0, nil, err
+	}
+	var r Resumption
+	if m, r, err = resumeManifest(opt, plan); err != nil {
+		unlock()
+		return nil, 0, nil, err
+	}
+	first = r.Kept
+	// What a dropped or unrecorded run left is not part of the
+	// record: its directory is made again from nothing.
+	for _, p := range plan[first:] {
+		if err := os.RemoveAll(filepath.Join(opt.Dir, p.Dir)); err != nil {
+			unlock()
+			return nil, 0, nil, fmt.Errorf("matrix: %w", err)
+		}
+	}
+	return m, first, unlock, nil
+}
+
+// shardRun is one Run in progress: the plan of its shard, the harness's
+// cell of each planned run and the manifest being written.
+type shardRun struct {
+	opt     Options
+	sh      Shard
+	plan    []PlannedRun
+	cells   []harness.Cell
+	m       *results.Manifest
+	runCell func(ctx context.Context, cell harness.Cell) (*harness.CellResult, error)
+}
+
+// logf writes a line to Options.Log, if there is one.
+func (r *shardRun) logf(format string, args ...any) {
+	if r.opt.Log != nil {
+		fmt.Fprintf(r.opt.Log, format, args...)
+	}
+}
+
+// announce logs what the run will do, from plan[first] on.
+func (r *shardRun) announce(first int) {
+	opt, plan := r.opt, r.plan
+	if opt.Resume {
+		r.logf("matrix %s, shard %s: resuming: %d of %d runs kept, %d to run, about %s\n",
+			opt.Spec.Name, r.sh, first, len(plan), len(plan)-first, fmtEstimate(estimate(plan[first:])))
+	} else {
+		r.logf("matrix %s, shard %s: %d runs of %d cells × %d repeats, about %s\n",
+			opt.Spec.Name, r.sh, len(plan), len(r.m.Shards[0].Cells)+1, opt.Spec.Repeats, fmtEstimate(estimate(plan)))
+	}
+}
+
+// finish marks the shard finished and writes the manifest; it returns the
+// manifest and err, or the write's error if err is nil.
+func (r *shardRun) finish(err error) (*results.Manifest, error) {
+	r.m.Shards[0].Finished = time.Now().UTC()
+	if werr := results.WriteManifest(r.opt.Dir, r.m); werr != nil && err == nil {
+		err = fmt.Errorf("matrix: %w", werr)
+	}
+	return r.m, err
+}
+
+// runFrom runs the plan from plan[first] on, recording each run in the
+// manifest as it ends, until the plan's end, an interruption or a run
+// that fails to start.
+func (r *shardRun) runFrom(ctx context.Context, first int) (*results.Manifest, error) {
+	plan, shard := r.plan, &r.m.Shards[0]
 	for i := first; i < len(plan); i++ {
 		p := plan[i]
 		if ctx.Err() != nil {
 			shard.Interrupted = true
-			return finish(fmt.Errorf("matrix: interrupted before run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
+			return r.finish(fmt.Errorf("matrix: interrupted before run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
 		}
-		logf("[%d/%d] %s repeat %d%s ...\n", i+1, len(plan), p.Cell.ID, p.Repeat, pairText(p))
+		r.logf("[%d/%d] %s repeat %d%s ...\n", i+1, len(plan), p.Cell.ID, p.Repeat, pairText(p))
 		started := time.Now()
-		res, err := runCell(ctx, cells[i])
+		res, err := r.runCell(ctx, r.cells[i])
 		if res == nil {
 			if err == nil {
 				err = errors.New("no result")
 			}
 			shard.Interrupted = ctx.Err() != nil
-			return finish(fmt.Errorf("matrix: %s repeat %d: %w", p.Cell.ID, p.Repeat, err))
+			return r.finish(fmt.Errorf("matrix: %s repeat %d: %w", p.Cell.ID, p.Repeat, err))
 		}
-		rec := record(res, p, sh, i+1, started, opt.Dir)
-		m.Runs = append(m.Runs, rec)
-		logf("[%d/%d] %s repeat %d: %s in %.1f s\n", i+1, len(plan), p.Cell.ID, p.Repeat, verdictText(rec), rec.ElapsedS)
-		if err := results.WriteManifest(opt.Dir, m); err != nil {
-			return finish(fmt.Errorf("matrix: %w", err))
+		rec := record(res, p, r.sh, i+1, started, r.opt.Dir)
+		r.m.Runs = append(r.m.Runs, rec)
+		r.logf("[%d/%d] %s repeat %d: %s in %.1f s\n", i+1, len(plan), p.Cell.ID, p.Repeat, verdictText(rec), rec.ElapsedS)
+		if err := results.WriteManifest(r.opt.Dir, r.m); err != nil {
+			return r.finish(fmt.Errorf("matrix: %w", err))
 		}
 		if ctx.Err() != nil {
 			shard.Interrupted = true
-			return finish(fmt.Errorf("matrix: interrupted during run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
+			return r.finish(fmt.Errorf("matrix: interrupted during run %d of %d: %w", i+1, len(plan), context.Cause(ctx)))
 		}
 	}
-	return finish(nil)
+	return r.finish(nil)
 }
 
 // newManifest is the manifest of a new run of opt's spec, before its
@@ -381,56 +418,73 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 	m := map[string]float64{}
 	var err error
 	if s := res.Load; s != nil {
-		m[results.MetricThroughput] = s.EchoRate
-		var shares []float64
-		for _, c := range s.Conns {
-			if c.Kind == "hot" || c.Kind == "steady" {
-				shares = append(shares, float64(c.Echoed))
-			}
-		}
-		if len(shares) > 0 && s.SelfCheck.RunS > 0 {
-			lo := math.Inf(1)
-			for _, x := range shares {
-				lo = min(lo, x)
-			}
-			m[results.MetricSourceMin] = lo / s.SelfCheck.RunS
-			if f, ok := jain(shares); ok {
-				m[results.MetricFairness] = f
-			}
-		}
-		classes := []struct {
-			class string
-			names [5]string
-		}{
-			{loadgen.ClassData, [5]string{results.MetricDataP50, results.MetricDataP90, results.MetricDataP99, results.MetricDataP999, results.MetricDataMax}},
-			{loadgen.ClassControl, [5]string{results.MetricControlP50, results.MetricControlP90, results.MetricControlP99, results.MetricControlP999, results.MetricControlMax}},
-		}
-		for _, c := range classes {
-			cs, ok := s.Latency.Classes[c.class]
-			if !ok || cs.Count == 0 {
-				continue
-			}
-			for i, v := range []float64{cs.P50Us, cs.P90Us, cs.P99Us, cs.P999Us, cs.MaxUs} {
-				m[c.names[i]] = v
-			}
-		}
-		if cs, ok := s.Latency.Classes[loadgen.ClassControl]; ok && cs.Count > 0 {
-			var hs map[string]*hdrhistogram.Histogram
-			hs, err = results.MeasuredHistograms(hlog, measuredFrom)
-			if h := hs[loadgen.ClassControl]; err == nil && h != nil {
-				m[results.MetricControlOver10ms] = float64(countAbove(h, int64(10*time.Millisecond)))
-			}
-		}
-		if s.Stop != nil && s.Stop.LatencyUs > 0 {
-			m[results.MetricStop] = s.Stop.LatencyUs
-		}
-		t, c := s.Totals, s.ControlTotals
-		m[results.MetricAnomalies] = float64(t.Lost + t.Duplicated + t.CorruptedAnswers + t.Unexpected + t.WrongConn +
-			c.Lost + c.Duplicated + c.CorruptedAnswers + c.Unexpected + c.WrongConn)
-		if s.SelfCheck.Limit == loadgen.LimitLoadgen {
-			m[results.MetricLoadgenLimited] = 1
+		err = loadMetrics(m, s, hlog, measuredFrom)
+	}
+	serverMetrics(m, res)
+	return m, err
+}
+
+// loadMetrics adds to m what the load generator's summary s measured:
+// throughput, the sources' shares, latencies, STOP, anomalies and whether
+// it was the limit. The error is for an unreadable interval log at hlog.
+func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measuredFrom time.Time) error {
+	var err error
+	m[results.MetricThroughput] = s.EchoRate
+	var shares []float64
+	for _, c := range s.Conns {
+		if c.Kind == "hot" || c.Kind == "steady" {
+			shares = append(shares, float64(c.Echoed))
 		}
 	}
+	if len(shares) > 0 && s.SelfCheck.RunS > 0 {
+		lo := math.Inf(1)
+		for _, x := range shares {
+			lo = min(lo, x)
+		}
+		m[results.MetricSourceMin] = lo / s.SelfCheck.RunS
+		if f, ok := jain(shares); ok {
+			m[results.MetricFairness] = f
+		}
+	}
+	classes := []struct {
+		class string
+		names [5]string
+	}{
+		{loadgen.ClassData, [5]string{results.MetricDataP50, results.MetricDataP90, results.MetricDataP99, results.MetricDataP999, results.MetricDataMax}},
+		{loadgen.ClassControl, [5]string{results.MetricControlP50, results.MetricControlP90, results.MetricControlP99, results.MetricControlP999, results.MetricControlMax}},
+	}
+	for _, c := range classes {
+		cs, ok := s.Latency.Classes[c.class]
+		if !ok || cs.Count == 0 {
+			continue
+		}
+		for i, v := range []float64{cs.P50Us, cs.P90Us, cs.P99Us, cs.P999Us, cs.MaxUs} {
+			m[c.names[i]] = v
+		}
+	}
+	if cs, ok := s.Latency.Classes[loadgen.ClassControl]; ok && cs.Count > 0 {
+		var hs map[string]*hdrhistogram.Histogram
+		hs, err = results.MeasuredHistograms(hlog, measuredFrom)
+		if h := hs[loadgen.ClassControl]; err == nil && h != nil {
+			m[results.MetricControlOver10ms] = float64(countAbove(h, int64(10*time.Millisecond)))
+		}
+	}
+	if s.Stop != nil && s.Stop.LatencyUs > 0 {
+		m[results.MetricStop] = s.Stop.LatencyUs
+	}
+	t, c := s.Totals, s.ControlTotals
+	m[results.MetricAnomalies] = float64(t.Lost + t.Duplicated + t.CorruptedAnswers + t.Unexpected + t.WrongConn +
+		c.Lost + c.Duplicated + c.CorruptedAnswers + c.Unexpected + c.WrongConn)
+	if s.SelfCheck.Limit == loadgen.LimitLoadgen {
+		m[results.MetricLoadgenLimited] = 1
+	}
+	return err
+}
+
+// serverMetrics adds to m what was measured of the server: its peak RSS
+// and CPU per frame echoed and, for a reference reactor, its own
+// statistics.
+func serverMetrics(m map[string]float64, res *harness.CellResult) {
 	var srv *harness.ProcResult
 	if res.Lab != nil {
 		srv = res.Lab.Server
@@ -450,32 +504,36 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 		frames = res.Load.Totals.Echoed
 	}
 	if out := res.Server; out != nil {
-		st := out.Stats
-		frames = st.Counters.FramesEchoed
-		hist := func(name string) (reactors.HistSummary, bool) {
-			h, ok := st.Histograms[name]
-			return h, ok && h.Count > 0
-		}
-		if h, ok := hist(reactors.HistRotation); ok {
-			m[results.MetricRotationMax] = float64(h.Max) / 1e3
-		}
-		if h, ok := hist(reactors.HistRound); ok {
-			m[results.MetricRoundP99] = float64(h.P99) / 1e3
-			m[results.MetricRoundMax] = float64(h.Max) / 1e3
-		}
-		if h, ok := hist(reactors.HistTimerLate); ok {
-			m[results.MetricTimerDeviation] = float64(h.P99) / 1e3
-		}
-		m[results.MetricIngressHWM] = float64(st.Counters.IngressMaxDepth)
-		if life > 0 {
-			m[results.MetricIdleWakeups] = float64(st.Counters.IdleWakeups) / life
-			m[results.MetricZeroWaits] = float64(st.Counters.ZeroTimeoutWaits) / life
-		}
+		frames = out.Stats.Counters.FramesEchoed
+		reactorMetrics(m, out.Stats, life)
 	}
 	if srv != nil && frames > 0 {
 		m[results.MetricServerCPU] = float64(srv.UserNs+srv.SysNs) / 1e9 / (float64(frames) / 1e6)
 	}
-	return m, err
+}
+
+// reactorMetrics adds to m a reference reactor's own statistics st, over
+// a life of life seconds (0 if unknown).
+func reactorMetrics(m map[string]float64, st reactors.Stats, life float64) {
+	hist := func(name string) (reactors.HistSummary, bool) {
+		h, ok := st.Histograms[name]
+		return h, ok && h.Count > 0
+	}
+	if h, ok := hist(reactors.HistRotation); ok {
+		m[results.MetricRotationMax] = float64(h.Max) / 1e3
+	}
+	if h, ok := hist(reactors.HistRound); ok {
+		m[results.MetricRoundP99] = float64(h.P99) / 1e3
+		m[results.MetricRoundMax] = float64(h.Max) / 1e3
+	}
+	if h, ok := hist(reactors.HistTimerLate); ok {
+		m[results.MetricTimerDeviation] = float64(h.P99) / 1e3
+	}
+	m[results.MetricIngressHWM] = float64(st.Counters.IngressMaxDepth)
+	if life > 0 {
+		m[results.MetricIdleWakeups] = float64(st.Counters.IdleWakeups) / life
+		m[results.MetricZeroWaits] = float64(st.Counters.ZeroTimeoutWaits) / life
+	}
 }
 
 // jain is Jain's fairness index (Σx)² / (n Σx²): 1 when every share is

@@ -56,118 +56,83 @@ func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *
 		return a
 	}
 	runs := canonicalRuns(m.Runs)
-	baseID := m.Cells[0].ID
 	var notes notes
+	base := pooledBaseline(runs, m.Cells[0].ID, &notes)
+	var tests rankTests
+	for ci, c := range m.Cells {
+		a.Cells = append(a.Cells, analyzeCell(ci, c, runs, base, hists[c.ID], &tests, &notes))
+	}
+	exact, normal := tests.judge(a)
+	a.Method = methodText(a.Alpha, exact, normal)
+	addCellNotes(a.Cells, &notes)
+	addPowerNote(m.Spec.Repeats, len(m.Cells)-1, a.Alpha, &notes)
+	addRunNotes(m.Cells, runs, &notes)
+	a.Notes = notes.list
+	return a
+}
 
-	// The pooled baseline sample, and the baseline run of each pair.
-	baseVals := map[string][]float64{}
-	basePair := map[pairKey]*RunRecord{}
-	baseDup := map[pairKey]bool{}
+// baselineRuns are the baseline's valid runs: the pooled sample of each
+// metric, and the baseline run of each pair (dup marks a pair with more
+// than one, which then has no ratio).
+type baselineRuns struct {
+	vals map[string][]float64
+	pair map[pairKey]*RunRecord
+	dup  map[pairKey]bool
+}
+
+// pooledBaseline collects the valid runs of cell baseID from runs.
+func pooledBaseline(runs []RunRecord, baseID string, ns *notes) baselineRuns {
+	base := baselineRuns{vals: map[string][]float64{}, pair: map[pairKey]*RunRecord{}, dup: map[pairKey]bool{}}
 	for i := range runs {
 		r := &runs[i]
 		if r.Cell != baseID || !r.Valid {
 			continue
 		}
-		for name, v := range catalogueValues(r, baseID, &notes) {
-			baseVals[name] = append(baseVals[name], v)
+		for name, v := range catalogueValues(r, baseID, ns) {
+			base.vals[name] = append(base.vals[name], v)
 		}
 		k := pairKey{r.Pair, r.Repeat}
-		if basePair[k] != nil {
-			baseDup[k] = true
+		if base.pair[k] != nil {
+			base.dup[k] = true
 		}
-		basePair[k] = r
+		base.pair[k] = r
 	}
+	return base
+}
 
-	factorCells := len(m.Cells) - 1
-	// families[name] are the indexes (cell, metric) tested for metric
-	// name: one Holm family each.
-	type at struct{ cell, metric int }
-	families := map[string][]at{}
-	tests := map[at]RankTest{}
+// testAt is the place of one rank test: a.Cells[cell].Metrics[metric].
+type testAt struct{ cell, metric int }
 
-	for ci, c := range m.Cells {
-		ca := CellAnalysis{ID: c.ID, Factor: c.Factor, Value: c.Value, Describe: c.Describe}
-		vals := map[string][]float64{}
-		var ratios map[string][]float64
-		if !c.Baseline() {
-			ratios = map[string][]float64{}
-		}
-		for i := range runs {
-			r := &runs[i]
-			if r.Cell != c.ID {
-				continue
-			}
-			ca.Runs++
-			if !r.Valid {
-				ca.Invalid = append(ca.Invalid, invalidText(r, c.Baseline()))
-				continue
-			}
-			ca.ValidRuns++
-			cur := catalogueValues(r, c.ID, &notes)
-			for name, v := range cur {
-				vals[name] = append(vals[name], v)
-			}
-			if c.Baseline() {
-				continue
-			}
-			k := pairKey{c.ID, r.Repeat}
-			b := basePair[k]
-			if r.Pair != c.ID || b == nil || baseDup[k] {
-				continue
-			}
-			bv := catalogueValues(b, "", nil)
-			for name, v := range cur {
-				if w, ok := bv[name]; ok && w != 0 && !math.IsInf(v/w, 0) {
-					ratios[name] = append(ratios[name], v/w)
-				}
-			}
-		}
-		for _, metric := range Metrics {
-			v := vals[metric.Name]
-			if len(v) == 0 {
-				continue
-			}
-			mr := MetricResult{Name: metric.Name, N: len(v), Median: median(v), Min: slices.Min(v), Max: slices.Max(v)}
-			if !c.Baseline() {
-				bv := baseVals[metric.Name]
-				mr.BaselineN = len(bv)
-				if len(bv) > 0 {
-					mr.BaselineMedian = median(bv)
-				}
-				if rs := ratios[metric.Name]; len(rs) > 0 {
-					mr.Ratio, mr.RatioMin, mr.RatioMax, mr.Pairs = median(rs), slices.Min(rs), slices.Max(rs), len(rs)
-				}
-				mr.Verdict = VerdictInconclusive
-				if len(bv) > 0 {
-					k := at{ci, len(ca.Metrics)}
-					tests[k] = MannWhitney(v, bv)
-					families[metric.Name] = append(families[metric.Name], k)
-				}
-			}
-			ca.Metrics = append(ca.Metrics, mr)
-		}
-		if hs := hists[c.ID]; len(hs) > 0 {
-			ca.Latency = map[string]ClassSummary{}
-			for class, h := range hs {
-				if h != nil {
-					ca.Latency[class] = Summarize(h, 0)
-				}
-			}
-		}
-		a.Cells = append(a.Cells, ca)
+// rankTests are the rank tests of the factor cells against the pooled
+// baseline, grouped in one Holm family per metric name.
+type rankTests struct {
+	families map[string][]testAt
+	tests    map[testAt]RankTest
+}
+
+// add queues test t of metric at k, in metric's family.
+func (rt *rankTests) add(metric string, k testAt, t RankTest) {
+	if rt.families == nil {
+		rt.families = map[string][]testAt{}
+		rt.tests = map[testAt]RankTest{}
 	}
+	rt.tests[k] = t
+	rt.families[metric] = append(rt.families[metric], k)
+}
 
-	// Holm over the factor cells, one family per metric.
-	exact, normal := 0, 0
+// judge applies Holm over the factor cells, one family per metric, and
+// sets each tested metric's p-values and verdict in a. It returns how
+// many tests were exact and how many used the normal approximation.
+func (rt *rankTests) judge(a *Analysis) (exact, normal int) {
 	for _, metric := range Metrics {
-		fam := families[metric.Name]
+		fam := rt.families[metric.Name]
 		ps := make([]float64, len(fam))
 		for i, k := range fam {
-			ps[i] = tests[k].P
+			ps[i] = rt.tests[k].P
 		}
 		adj := HolmAdjust(ps)
 		for i, k := range fam {
-			t := tests[k]
+			t := rt.tests[k]
 			if t.Exact {
 				exact++
 			} else {
@@ -178,23 +143,116 @@ func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *
 			mr.Verdict = verdict(metric.Better, t, adj[i], len(fam), a.Alpha)
 		}
 	}
-	a.Method = methodText(a.Alpha, exact, normal)
+	return exact, normal
+}
 
-	// Notes, in a fixed order.
-	for _, ca := range a.Cells {
+// analyzeCell summarises cell c, the ci-th of the manifest: its runs, its
+// metrics (for a factor cell with the ratios to the baseline and a rank
+// test against it, queued in tests) and the latency summaries of hs.
+func analyzeCell(ci int, c CellInfo, runs []RunRecord, base baselineRuns, hs map[string]*hdrhistogram.Histogram, tests *rankTests, ns *notes) CellAnalysis {
+	ca := CellAnalysis{ID: c.ID, Factor: c.Factor, Value: c.Value, Describe: c.Describe}
+	vals, ratios := cellSamples(&ca, c, runs, base, ns)
+	for _, metric := range Metrics {
+		v := vals[metric.Name]
+		if len(v) == 0 {
+			continue
+		}
+		mr := MetricResult{Name: metric.Name, N: len(v), Median: median(v), Min: slices.Min(v), Max: slices.Max(v)}
+		if !c.Baseline() {
+			bv := base.vals[metric.Name]
+			mr.BaselineN = len(bv)
+			if len(bv) > 0 {
+				mr.BaselineMedian = median(bv)
+			}
+			if rs := ratios[metric.Name]; len(rs) > 0 {
+				mr.Ratio, mr.RatioMin, mr.RatioMax, mr.Pairs = median(rs), slices.Min(rs), slices.Max(rs), len(rs)
+			}
+			mr.Verdict = VerdictInconclusive
+			if len(bv) > 0 {
+				tests.add(metric.Name, testAt{ci, len(ca.Metrics)}, MannWhitney(v, bv))
+			}
+		}
+		ca.Metrics = append(ca.Metrics, mr)
+	}
+	if len(hs) > 0 {
+		ca.Latency = map[string]ClassSummary{}
+		for class, h := range hs {
+			if h != nil {
+				ca.Latency[class] = Summarize(h, 0)
+			}
+		}
+	}
+	return ca
+}
+
+// cellSamples counts cell c's runs and invalid runs into ca, and returns
+// the valid runs' values of each metric and, for a factor cell, the ratios
+// of each run to the baseline run of its pair (nil for the baseline).
+func cellSamples(ca *CellAnalysis, c CellInfo, runs []RunRecord, base baselineRuns, ns *notes) (vals, ratios map[string][]float64) {
+	vals = map[string][]float64{}
+	if !c.Baseline() {
+		ratios = map[string][]float64{}
+	}
+	for i := range runs {
+		r := &runs[i]
+		if r.Cell != c.ID {
+			continue
+		}
+		ca.Runs++
+		if !r.Valid {
+			ca.Invalid = append(ca.Invalid, invalidText(r, c.Baseline()))
+			continue
+		}
+		ca.ValidRuns++
+		cur := catalogueValues(r, c.ID, ns)
+		for name, v := range cur {
+			vals[name] = append(vals[name], v)
+		}
+		if c.Baseline() {
+			continue
+		}
+		k := pairKey{c.ID, r.Repeat}
+		b := base.pair[k]
+		if r.Pair != c.ID || b == nil || base.dup[k] {
+			continue
+		}
+		bv := catalogueValues(b, "", nil)
+		for name, v := range cur {
+			if w, ok := bv[name]; ok && w != 0 && !math.IsInf(v/w, 0) {
+				ratios[name] = append(ratios[name], v/w)
+			}
+		}
+	}
+	return vals, ratios
+}
+
+// addCellNotes notes each cell's invalid runs, and a cell without a valid
+// run.
+func addCellNotes(cells []CellAnalysis, ns *notes) {
+	for _, ca := range cells {
 		if len(ca.Invalid) > 0 {
-			notes.add(fmt.Sprintf("cell %s: %d of %d runs invalid, excluded (first: %s)", ca.ID, len(ca.Invalid), ca.Runs, ca.Invalid[0]))
+			ns.add(fmt.Sprintf("cell %s: %d of %d runs invalid, excluded (first: %s)", ca.ID, len(ca.Invalid), ca.Runs, ca.Invalid[0]))
 		}
 		if ca.Runs > 0 && ca.ValidRuns == 0 {
-			notes.add(fmt.Sprintf("cell %s: no valid run: nothing to report", ca.ID))
+			ns.add(fmt.Sprintf("cell %s: no valid run: nothing to report", ca.ID))
 		}
 	}
+}
+
+// addPowerNote notes when repeats are too few for any verdict over
+// factorCells factor cells to be significant at alpha.
+func addPowerNote(repeats, factorCells int, alpha float64, ns *notes) {
 	if factorCells > 0 {
-		if p := MinPValue(m.Spec.Repeats, m.Spec.Repeats*factorCells) * float64(factorCells); p > a.Alpha {
-			notes.add(fmt.Sprintf("with %d repeats and %d cells the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
-				m.Spec.Repeats, factorCells, p, a.Alpha, RepeatsNeeded(factorCells, a.Alpha)))
+		if p := MinPValue(repeats, repeats*factorCells) * float64(factorCells); p > alpha {
+			ns.add(fmt.Sprintf("with %d repeats and %d cells the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
+				repeats, factorCells, p, alpha, RepeatsNeeded(factorCells, alpha)))
 		}
 	}
+}
+
+// addRunNotes notes the runs over loopback and the cells whose runs were
+// limited by the load generator.
+func addRunNotes(cells []CellInfo, runs []RunRecord, ns *notes) {
 	loopback := 0
 	limited := map[string]int{}
 	for _, r := range runs {
@@ -206,19 +264,17 @@ func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *
 		}
 	}
 	if loopback > 0 {
-		notes.add(fmt.Sprintf("%d of %d runs ran in loopback mode, without the lab's network namespaces: client and server share one network stack, so latencies and CPU are not the lab's", loopback, len(runs)))
+		ns.add(fmt.Sprintf("%d of %d runs ran in loopback mode, without the lab's network namespaces: client and server share one network stack, so latencies and CPU are not the lab's", loopback, len(runs)))
 	}
 	if len(limited) > 0 {
 		var parts []string
-		for _, c := range m.Cells {
+		for _, c := range cells {
 			if n := limited[c.ID]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%s (%d runs)", c.ID, n))
 			}
 		}
-		notes.add("the load generator was the limit, not the server, in runs of " + strings.Join(parts, ", ") + ": their throughput measures the load generator")
+		ns.add("the load generator was the limit, not the server, in runs of " + strings.Join(parts, ", ") + ": their throughput measures the load generator")
 	}
-	a.Notes = notes.list
-	return a
 }
 
 // RepeatsNeeded is the smallest number of repeats with which a spec of

@@ -91,7 +91,24 @@ func BenchUnitOf(metric Metric) BenchUnit {
 func WriteBench(w io.Writer, m *Manifest) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	writeBenchConfig(p, m)
+	runs := benchRuns(m)
+	writeBenchUnits(p, runs)
+	factors := factorNames(m)
+	base := "Benchmark" + BenchName(m.Spec.Name)
+	for _, r := range runs {
+		writeBenchLine(p, m, base, factors, r)
+	}
+	return bw.Flush()
+}
 
+// printfFunc writes formatted text to the output being built.
+type printfFunc func(format string, args ...any)
+
+// writeBenchConfig writes the tool's comment line and the file
+// configuration lines: the machine's, where every shard agrees, the
+// package and the spec.
+func writeBenchConfig(p printfFunc, m *Manifest) {
 	tool := "reactorlab " + m.Tool.Version
 	if m.Tool.Commit != "" {
 		tool += " commit " + m.Tool.Commit
@@ -132,8 +149,11 @@ func WriteBench(w io.Writer, m *Manifest) error {
 			p("%s: %s\n", kv.key, kv.value)
 		}
 	}
+}
 
-	runs := benchRuns(m)
+// writeBenchUnits writes a Unit line, with its better direction, for each
+// directional catalogue metric some run has.
+func writeBenchUnits(p printfFunc, runs []RunRecord) {
 	used := map[string]bool{}
 	for _, r := range runs {
 		for name := range r.Metrics {
@@ -150,32 +170,31 @@ func WriteBench(w io.Writer, m *Manifest) error {
 		}
 		p("Unit %s better=%s\n", BenchUnitOf(metric).Unit, better)
 	}
+}
 
-	factors := factorNames(m)
-	base := "Benchmark" + BenchName(m.Spec.Name)
-	for _, r := range runs {
-		cell, _ := m.Cell(r.Cell)
-		var name strings.Builder
-		name.WriteString(base)
-		for i, f := range factors {
-			v := BenchValue(cell.Config[f])
-			if i == len(factors)-1 {
-				v = noTrailingProcs(v)
-			}
-			fmt.Fprintf(&name, "/%s=%s", BenchValue(f), v)
+// writeBenchLine writes run r's benchmark line: its name (base, then each
+// factor's value in r's cell) and its finite catalogue metrics.
+func writeBenchLine(p printfFunc, m *Manifest, base string, factors []string, r RunRecord) {
+	cell, _ := m.Cell(r.Cell)
+	var name strings.Builder
+	name.WriteString(base)
+	for i, f := range factors {
+		v := BenchValue(cell.Config[f])
+		if i == len(factors)-1 {
+			v = noTrailingProcs(v)
 		}
-		p("%s 1", name.String())
-		for _, metric := range Metrics {
-			v, ok := r.Metrics[metric.Name]
-			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
-			}
-			u := BenchUnitOf(metric)
-			p(" %s %s", strconv.FormatFloat(v*u.Scale, 'g', -1, 64), u.Unit)
-		}
-		p("\n")
+		fmt.Fprintf(&name, "/%s=%s", BenchValue(f), v)
 	}
-	return bw.Flush()
+	p("%s 1", name.String())
+	for _, metric := range Metrics {
+		v, ok := r.Metrics[metric.Name]
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		u := BenchUnitOf(metric)
+		p(" %s %s", strconv.FormatFloat(v*u.Scale, 'g', -1, 64), u.Unit)
+	}
+	p("\n")
 }
 
 // benchRuns are m's valid runs in cell order, then repeat and pair.

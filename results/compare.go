@@ -3,13 +3,11 @@ package results
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // DefaultThreshold is CompareOptions.Threshold's default: a change must be
@@ -145,33 +143,9 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 	if oldM == nil || newM == nil {
 		return nil, errors.New("compare: a manifest is missing")
 	}
-	if opt.Threshold < 0 || math.IsNaN(opt.Threshold) {
-		return nil, fmt.Errorf("compare: threshold %v: must be a relative change ≥ 0", opt.Threshold)
-	}
-	if opt.Threshold == 0 {
-		opt.Threshold = DefaultThreshold
-	}
-	if opt.Alpha < 0 || opt.Alpha >= 1 || math.IsNaN(opt.Alpha) {
-		return nil, fmt.Errorf("compare: alpha %v: must be in (0, 1)", opt.Alpha)
-	}
-	if opt.Alpha == 0 {
-		opt.Alpha = DefaultAlpha
-	}
-	var metrics []Metric
-	if opt.Metrics == nil {
-		for _, m := range Metrics {
-			if m.Gate {
-				metrics = append(metrics, m)
-			}
-		}
-	} else {
-		for _, name := range opt.Metrics {
-			m, ok := MetricByName(name)
-			if !ok {
-				return nil, fmt.Errorf("compare: unknown metric %q (accepted: %s)", name, strings.Join(metricNames(), ", "))
-			}
-			metrics = append(metrics, m)
-		}
+	opt, metrics, err := compareDefaults(opt)
+	if err != nil {
+		return nil, err
 	}
 	c := &Comparison{
 		OldSpec: oldM.Spec.Name, NewSpec: newM.Spec.Name, OldCommit: oldM.Tool.Commit, NewCommit: newM.Tool.Commit,
@@ -189,76 +163,146 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 			c.NotCompared = append(c.NotCompared, NotCompared{Cell: oc.ID, Why: OnlyOld, Reason: "only in the old runs"})
 		}
 	}
-	var tested []int // indexes of Rows with a test
-	var tests []RankTest
+	var tests rowTests
 	for _, nc := range newM.Cells {
-		oc, ok := oldM.Cell(nc.ID)
-		if !ok {
-			c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: OnlyNew, Reason: "only in the new runs"})
-			continue
-		}
-		if changes := configChanges(oc.Config, nc.Config); len(changes) > 0 {
-			c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: ConfigDiffers, Changes: changes,
-				Reason: "configuration differs: " + changesText(changes)})
-			continue
-		}
-		oldVals, oldValid := cellValues(oldM, nc.ID)
-		newVals, newValid := cellValues(newM, nc.ID)
-		failed := false
-		if oldValid > 0 && newValid == 0 {
-			c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d valid old runs, no valid new run", oldValid)})
-			failed = true
-		}
-		if n, most := anomalousRuns(newM, nc.ID); n > 0 {
-			c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d new runs with anomalies (at most %s)", n, FormatValue(most))})
-			failed = true
-		}
-		first, cellTested := len(c.Rows), 0
-		for _, m := range metrics {
-			ov, nv := oldVals[m.Name], newVals[m.Name]
-			if len(ov) == 0 && len(nv) == 0 {
-				continue
-			}
-			row := CompareRow{Cell: nc.ID, Metric: m.Name, OldN: len(ov), NewN: len(nv), Verdict: VerdictInconclusive}
-			if len(ov) > 0 {
-				row.OldMedian = median(ov)
-			}
-			if len(nv) > 0 {
-				row.NewMedian = median(nv)
-			}
-			if r := row.NewMedian / row.OldMedian; row.OldMedian != 0 && !math.IsInf(r, 0) {
-				row.Ratio = r
-			}
-			if len(ov) > 0 && len(nv) > 0 {
-				row.Tested = true
-				cellTested++
-				tested = append(tested, len(c.Rows))
-				tests = append(tests, MannWhitney(nv, ov))
-			}
-			c.Rows = append(c.Rows, row)
-		}
-		switch {
-		case cellTested == 0 && !failed:
-			c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: NoValues, Reason: noValuesText(oldValid, newValid, c.Metrics)})
-		case oldValid > 0 && newValid > 0:
-			c.Compared = append(c.Compared, nc.ID)
-			for _, row := range c.Rows[first:] {
-				if row.Tested {
-					continue
-				}
-				m, _ := MetricByName(row.Metric)
-				side, other, n := "old", "new", row.OldN
-				if row.OldN == 0 {
-					side, other, n = "new", "old", row.NewN
-				}
-				c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Metric: row.Metric, Why: OneSided,
-					Reason: fmt.Sprintf("%s: values in %d %s runs, none in the %s", m.Label, n, side, other)})
-			}
-		default:
-			c.Compared = append(c.Compared, nc.ID)
-		}
+		c.compareCell(oldM, newM, nc, metrics, &tests)
 	}
+	c.judge(tests)
+	return c, nil
+}
 
+// compareDefaults checks opt, fills in the default threshold and alpha,
+// and returns the metrics to compare: opt.Metrics, or the gate's.
+func compareDefaults(opt CompareOptions) (CompareOptions, []Metric, error) {
+	if opt.Threshold < 0 || math.IsNaN(opt.Threshold) {
+		return opt, nil, fmt.Errorf("compare: threshold %v: must be a relative change ≥ 0", opt.Threshold)
+	}
+	if opt.Threshold == 0 {
+		opt.Threshold = DefaultThreshold
+	}
+	if opt.Alpha < 0 || opt.Alpha >= 1 || math.IsNaN(opt.Alpha) {
+		return opt, nil, fmt.Errorf("compare: alpha %v: must be in (0, 1)", opt.Alpha)
+	}
+	if opt.Alpha == 0 {
+		opt.Alpha = DefaultAlpha
+	}
+	var metrics []Metric
+	if opt.Metrics == nil {
+		for _, m := range Metrics {
+			if m.Gate {
+				metrics = append(metrics, m)
+			}
+		}
+		return opt, metrics, nil
+	}
+	for _, name := range opt.Metrics {
+		m, ok := MetricByName(name)
+		if !ok {
+			return opt, nil, fmt.Errorf("compare: unknown metric %q (accepted: %s)", name, strings.Join(metricNames(), ", "))
+		}
+		metrics = append(metrics, m)
+	}
+	return opt, metrics, nil
+}
+
+// rowTests are the rank tests of the compared rows, in the order of
+// c.Rows: rows[i] is the index in c.Rows of the row tests[i] tested.
+type rowTests struct {
+	rows  []int
+	tests []RankTest
+}
+
+// compareCell compares the new cell nc with the old cell of the same ID:
+// it records the cell as not compared (absent from the old runs, or
+// configured otherwise), or its failures, its rows (queuing their tests in
+// tests) and whether it was compared.
+func (c *Comparison) compareCell(oldM, newM *Manifest, nc CellInfo, metrics []Metric, tests *rowTests) {
+	oc, ok := oldM.Cell(nc.ID)
+	if !ok {
+		c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: OnlyNew, Reason: "only in the new runs"})
+		return
+	}
+	if changes := configChanges(oc.Config, nc.Config); len(changes) > 0 {
+		c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: ConfigDiffers, Changes: changes,
+			Reason: "configuration differs: " + changesText(changes)})
+		return
+	}
+	oldVals, oldValid := cellValues(oldM, nc.ID)
+	newVals, newValid := cellValues(newM, nc.ID)
+	failed := false
+	if oldValid > 0 && newValid == 0 {
+		c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d valid old runs, no valid new run", oldValid)})
+		failed = true
+	}
+	if n, most := anomalousRuns(newM, nc.ID); n > 0 {
+		c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d new runs with anomalies (at most %s)", n, FormatValue(most))})
+		failed = true
+	}
+	first := len(c.Rows)
+	cellTested := c.addRows(nc.ID, metrics, oldVals, newVals, tests)
+	switch {
+	case cellTested == 0 && !failed:
+		c.NotCompared = append(c.NotCompared, NotCompared{Cell: nc.ID, Why: NoValues, Reason: noValuesText(oldValid, newValid, c.Metrics)})
+	case oldValid > 0 && newValid > 0:
+		c.Compared = append(c.Compared, nc.ID)
+		c.addOneSided(nc.ID, c.Rows[first:])
+	default:
+		c.Compared = append(c.Compared, nc.ID)
+	}
+}
+
+// addRows appends a row for each metric with values on either side, and
+// queues a test for those with values on both; it returns how many it
+// queued.
+func (c *Comparison) addRows(cell string, metrics []Metric, oldVals, newVals map[string][]float64, tests *rowTests) (tested int) {
+	for _, m := range metrics {
+		ov, nv := oldVals[m.Name], newVals[m.Name]
+		if len(ov) == 0 && len(nv) == 0 {
+			continue
+		}
+		row := CompareRow{Cell: cell, Metric: m.Name, OldN: len(ov), NewN: len(nv), Verdict: VerdictInconclusive}
+		if len(ov) > 0 {
+			row.OldMedian = median(ov)
+		}
+		if len(nv) > 0 {
+			row.NewMedian = median(nv)
+		}
+		if r := row.NewMedian / row.OldMedian; row.OldMedian != 0 && !math.IsInf(r, 0) {
+			row.Ratio = r
+		}
+		if len(ov) > 0 && len(nv) > 0 {
+			row.Tested = true
+			tested++
+			tests.rows = append(tests.rows, len(c.Rows))
+			tests.tests = append(tests.tests, MannWhitney(nv, ov))
+		}
+		c.Rows = append(c.Rows, row)
+	}
+	return tested
+}
+
+// addOneSided records as not compared (OneSided) each of the cell's rows
+// that has values on one side only.
+func (c *Comparison) addOneSided(cell string, rows []CompareRow) {
+	for _, row := range rows {
+		if row.Tested {
+			continue
+		}
+		m, _ := MetricByName(row.Metric)
+		side, other, n := "old", "new", row.OldN
+		if row.OldN == 0 {
+			side, other, n = "new", "old", row.NewN
+		}
+		c.NotCompared = append(c.NotCompared, NotCompared{Cell: cell, Metric: row.Metric, Why: OneSided,
+			Reason: fmt.Sprintf("%s: values in %d %s runs, none in the %s", m.Label, n, side, other)})
+	}
+}
+
+// judge applies Holm over all the tested rows, sets their p-values,
+// verdicts and regressions, and warns of the cells where no test could be
+// significant (CannotFire).
+func (c *Comparison) judge(t rowTests) {
+	tested, tests := t.rows, t.tests
 	ps := make([]float64, len(tests))
 	for i, t := range tests {
 		ps[i] = t.P
@@ -278,26 +322,32 @@ func Compare(oldM, newM *Manifest, opt CompareOptions) (*Comparison, error) {
 	}
 	c.CannotFire = impossible
 	if len(impossible) > 0 {
-		smallest := math.MaxInt
-		for _, ri := range tested {
-			smallest = min(smallest, c.Rows[ri].OldN, c.Rows[ri].NewN)
-		}
-		need := 0
-		for r := 1; r <= 1000; r++ {
-			if MinPValue(r, r)*float64(family) <= c.Alpha {
-				need = r
-				break
-			}
-		}
-		what := fmt.Sprintf("cells %s", strings.Join(impossible, ", "))
-		if len(impossible) == len(uniqueCells(c.Rows, tested)) {
-			what = "every cell"
-		}
-		c.Notes = append(c.Notes, fmt.Sprintf("WARNING: THE GATE CANNOT FIRE for %s: with as few as %d valid runs a side and %d comparisons, "+
-			"the smallest possible p-value times %d exceeds alpha %g, so no change there can be significant after Holm's correction; "+
-			"they need at least %d valid runs on each side (or fewer metrics)", what, smallest, family, family, c.Alpha, need))
+		c.Notes = append(c.Notes, c.cannotFireNote(impossible, tested, family))
 	}
-	return c, nil
+}
+
+// cannotFireNote is the warning that no change in the impossible cells
+// can be significant among family comparisons, and how many runs a side
+// would let it be.
+func (c *Comparison) cannotFireNote(impossible []string, tested []int, family int) string {
+	smallest := math.MaxInt
+	for _, ri := range tested {
+		smallest = min(smallest, c.Rows[ri].OldN, c.Rows[ri].NewN)
+	}
+	need := 0
+	for r := 1; r <= 1000; r++ {
+		if MinPValue(r, r)*float64(family) <= c.Alpha {
+			need = r
+			break
+		}
+	}
+	what := fmt.Sprintf("cells %s", strings.Join(impossible, ", "))
+	if len(impossible) == len(uniqueCells(c.Rows, tested)) {
+		what = "every cell"
+	}
+	return fmt.Sprintf("WARNING: THE GATE CANNOT FIRE for %s: with as few as %d valid runs a side and %d comparisons, "+
+		"the smallest possible p-value times %d exceeds alpha %g, so no change there can be significant after Holm's correction; "+
+		"they need at least %d valid runs on each side (or fewer metrics)", what, smallest, family, family, c.Alpha, need)
 }
 
 // beyond reports whether new is beyond old by more than the relative
@@ -338,151 +388,6 @@ func (c *Comparison) Regressions() int {
 		}
 	}
 	return n
-}
-
-// WriteTable writes the comparison as an aligned text table (cell, metric,
-// old and new medians, ratio, adjusted p, verdict, and REGRESSION where one
-// is), then what was not compared, the failures and the notes, and as the
-// last line the verdict (Comparison.Summary): "N regressions beyond ±X%"
-// or "no significant regression beyond ±X%", with what was not compared,
-// or "nothing compared: …".
-func (c *Comparison) WriteTable(w io.Writer) error {
-	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "old: %s %s\nnew: %s %s\n\n", c.OldSpec, shortCommit(c.OldCommit), c.NewSpec, shortCommit(c.NewCommit))
-	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "cell\tmetric\told\tnew\tratio\tp adj\tverdict")
-	for _, r := range c.Rows {
-		m, _ := MetricByName(r.Metric)
-		ratio, padj := "–", "–"
-		if r.Ratio != 0 {
-			ratio = "×" + FormatValue(r.Ratio)
-		}
-		if r.OldN > 0 && r.NewN > 0 {
-			padj = FormatP(r.PAdjusted)
-		}
-		verdict := string(r.Verdict)
-		if r.Regression {
-			verdict += "  REGRESSION"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cell, m.Label,
-			valueN(r.OldMedian, r.OldN, m.Unit), valueN(r.NewMedian, r.NewN, m.Unit), ratio, padj, verdict)
-	}
-	tw.Flush()
-	if len(c.NotCompared) > 0 {
-		fmt.Fprintf(ew, "\nnot compared:\n")
-		for _, p := range c.NotCompared {
-			fmt.Fprintf(ew, "  %s: %s\n", p.Cell, p.Reason)
-		}
-	}
-	if len(c.Failures) > 0 {
-		fmt.Fprintf(ew, "\n")
-		for _, p := range c.Failures {
-			fmt.Fprintf(ew, "REGRESSION %s: %s\n", p.Cell, p.Reason)
-		}
-	}
-	if len(c.Notes) > 0 {
-		fmt.Fprintf(ew, "\n")
-		for _, n := range c.Notes {
-			fmt.Fprintf(ew, "%s\n", n)
-		}
-	}
-	fmt.Fprintf(ew, "\n%s\n", c.Summary())
-	return ew.err
-}
-
-// Summary is the comparison's verdict in one line: "nothing compared: …"
-// when no cell was; else the regressions ("1 regression beyond ±10%",
-// "no significant regression beyond ±10%"), followed by what was not
-// compared ("; not compared: 2 cells, 1 metric").
-func (c *Comparison) Summary() string {
-	if c.NothingCompared() {
-		return fmt.Sprintf("nothing compared: none of the %d old and %d new cells is in both with the same configuration and values on both sides",
-			c.cellsOn(OnlyOld), c.cellsOn(OnlyNew))
-	}
-	s := regressionsText(c.Regressions(), c.Threshold)
-	if cells, metrics := c.NotComparedCounts(); cells+metrics > 0 {
-		s += "; not compared: " + notComparedText(0, cells, metrics)
-	}
-	return s
-}
-
-// cellsOn counts the cells of the old (OnlyOld) or new (OnlyNew) manifest:
-// those on that side only, and those on both.
-func (c *Comparison) cellsOn(side NotComparedReason) int {
-	n := len(c.Compared)
-	for _, nc := range c.NotCompared {
-		if nc.Metric == "" && nc.Why != OnlyOld && nc.Why != OnlyNew || nc.Why == side {
-			n++
-		}
-	}
-	return n
-}
-
-// regressionsText is "no significant regression beyond ±10%", "1
-// regression beyond ±10%" or "N regressions beyond ±10%".
-func regressionsText(n int, threshold float64) string {
-	pct := "0"
-	if threshold > 0 {
-		pct = strconv.FormatFloat(roundSignificant(threshold*100, 3), 'f', -1, 64)
-	}
-	switch n {
-	case 0:
-		return fmt.Sprintf("no significant regression beyond ±%s%%", pct)
-	case 1:
-		return fmt.Sprintf("1 regression beyond ±%s%%", pct)
-	}
-	return fmt.Sprintf("%d regressions beyond ±%s%%", n, pct)
-}
-
-// notComparedText is "1 spec, 2 cells, 1 metric" (zero counts left out).
-func notComparedText(specs, cells, metrics int) string {
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		what string
-	}{{specs, "spec"}, {cells, "cell"}, {metrics, "metric"}} {
-		switch {
-		case p.n == 1:
-			parts = append(parts, "1 "+p.what)
-		case p.n > 1:
-			parts = append(parts, fmt.Sprintf("%d %ss", p.n, p.what))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// noValuesText is NoValues' reason for a cell with oldValid and newValid
-// valid runs.
-func noValuesText(oldValid, newValid int, metrics []string) string {
-	switch {
-	case oldValid == 0 && newValid == 0:
-		return "no valid run on either side"
-	case oldValid == 0:
-		return fmt.Sprintf("no valid old run (%d valid new runs)", newValid)
-	}
-	return fmt.Sprintf("no metric compared (%s) has values on both sides", strings.Join(metrics, ", "))
-}
-
-// valueN is "value unit (n=N)", or "– (n=0)".
-func valueN(v float64, n int, unit string) string {
-	if n == 0 {
-		return "– (n=0)"
-	}
-	s := FormatValue(v)
-	if unit != "" {
-		s += " " + unit
-	}
-	return fmt.Sprintf("%s (n=%d)", s, n)
-}
-
-func shortCommit(c string) string {
-	if c == "" {
-		return "(commit unknown)"
-	}
-	if len(c) > 12 {
-		c = c[:12]
-	}
-	return "commit " + c
 }
 
 func uniqueCells(rows []CompareRow, idx []int) map[string]bool {
@@ -574,18 +479,4 @@ func metricNames() []string {
 		out = append(out, m.Name)
 	}
 	return out
-}
-
-// errWriter keeps the first write error and drops later writes.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	_, e.err = e.w.Write(p)
-	return len(p), nil
 }

@@ -20,6 +20,16 @@ func everyCell(metric string, f float64) map[string]map[string]float64 {
 	return out
 }
 
+// tableOf is c's WriteTable text.
+func tableOf(t *testing.T, c *results.Comparison) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
@@ -43,15 +53,12 @@ func TestComparePlantedRegression(t *testing.T) {
 			t.Errorf("%s %s: regression %v (%+v)", r.Cell, r.Metric, r.Regression, r)
 		}
 	}
-	var buf bytes.Buffer
-	if err := c.WriteTable(&buf); err != nil {
-		t.Fatal(err)
+	table := tableOf(t, c)
+	if got := lastLine(table); got != "3 regressions beyond ±10%" {
+		t.Errorf("last line %q\n%s", got, table)
 	}
-	if got := lastLine(buf.String()); got != "3 regressions beyond ±10%" {
-		t.Errorf("last line %q\n%s", got, buf.String())
-	}
-	if strings.Count(buf.String(), "REGRESSION") != 3 || strings.Contains(buf.String(), "WARNING") {
-		t.Errorf("table:\n%s", buf.String())
+	if strings.Count(table, "REGRESSION") != 3 || strings.Contains(table, "WARNING") {
+		t.Errorf("table:\n%s", table)
 	}
 }
 
@@ -65,12 +72,9 @@ func TestCompareSameDistribution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
-		if err := c.WriteTable(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if c.Regressions() != 0 || lastLine(buf.String()) != "no significant regression beyond ±10%" {
-			t.Errorf("seed %d: %d regressions\n%s", seed, c.Regressions(), buf.String())
+		table := tableOf(t, c)
+		if c.Regressions() != 0 || lastLine(table) != "no significant regression beyond ±10%" {
+			t.Errorf("seed %d: %d regressions\n%s", seed, c.Regressions(), table)
 		}
 	}
 }
@@ -119,11 +123,7 @@ func TestCompareCellsAndFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := c.WriteTable(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
+	out := tableOf(t, c)
 	for _, want := range []string{
 		"timer=deadline: only in the old runs", "hot=1: only in the new runs", `reactor=et: configuration differs: callback "0" → "50us"`,
 		"REGRESSION hot=16: 4 valid old runs, no valid new run", "REGRESSION hot=16: 4 new runs with anomalies (at most 2.00)",
@@ -172,11 +172,7 @@ func TestCompareUnrelatedRuns(t *testing.T) {
 	if !c.NothingCompared() || len(c.Compared) != 0 || c.Regressions() != 0 {
 		t.Fatalf("compared %q, %d regressions", c.Compared, c.Regressions())
 	}
-	var buf bytes.Buffer
-	if err := c.WriteTable(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
+	out := tableOf(t, c)
 	if got := lastLine(out); !strings.HasPrefix(got, "nothing compared: none of the 2 old and 2 new cells") || strings.Contains(out, "no significant regression") {
 		t.Errorf("last line %q\n%s", got, out)
 	}
@@ -245,12 +241,9 @@ func TestCompareGateCannotFire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := c.WriteTable(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(buf.String(), "WARNING: THE GATE CANNOT FIRE for every cell") {
-		t.Errorf("no warning:\n%s", buf.String())
+	table := tableOf(t, c)
+	if !strings.Contains(table, "WARNING: THE GATE CANNOT FIRE for every cell") {
+		t.Errorf("no warning:\n%s", table)
 	}
 	if c.Regressions() != 0 {
 		t.Errorf("%d regressions, want 0", c.Regressions())

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -61,118 +62,163 @@ goes to stderr. Exit 0: nothing failed (nor was inconclusive, with
 started; 130: interrupted by SIGINT or SIGTERM (the case then running is
 reported interrupted, the others not run, and the reports say so).`
 
+// conformFlags are conform's flags, once parsed.
+type conformFlags struct {
+	target                string
+	cases, faults         listFlag
+	jsonPath, junitPath   string
+	list, inProcess       bool
+	timeout, startTimeout time.Duration
+	verbose, strict       bool
+	grace                 time.Duration
+	inLab                 bool
+}
+
+// define defines the flags in fs.
+func (f *conformFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.target, "target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor (lt, et, oneshot, prio, prio-thread); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there")
+	fs.Var(&f.cases, "case", "`IDS` to run: case ids or group letters, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
+	fs.Var(&f.faults, "fault", "reference targets only: run a mutant with reactor `FAULT`, repeatable: "+strings.Join(reactors.FaultNames, ", "))
+	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to `FILE` (- for stdout, which then holds only the JSON)")
+	fs.StringVar(&f.junitPath, "junit", "", "also write the results as JUnit XML to `FILE` (- for stdout, which then holds only the XML)")
+	fs.BoolVar(&f.list, "list", false, "print the catalogue and exit")
+	fs.BoolVar(&f.inProcess, "in-process", false, "reference targets only: run the reactor inside this process instead of as a child process (R4 is then skipped)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "bound on each case, the start of its fresh instance included (0: the case's own bound)")
+	fs.DurationVar(&f.startTimeout, "start-timeout", conformance.DefaultStartTimeout, "bound on each start of the target, until it accepts connections: the check before any case, and every case's")
+	fs.BoolVar(&f.verbose, "v", false, "show every case's log and evidence, not only the failures'")
+	fs.BoolVar(&f.strict, "strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails")
+	fs.DurationVar(&f.grace, "grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
+	fs.BoolVar(&f.inLab, "lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
+}
+
+// conflict is the usage error of flags that do not go together or are
+// out of range, or "".
+func (f *conformFlags) conflict() string {
+	switch {
+	case f.jsonPath == cli.StdoutPath && f.junitPath == cli.StdoutPath:
+		return "--json - and --junit - both want stdout: write one of them to a file"
+	case f.timeout < 0:
+		return fmt.Sprintf("--timeout %v: must not be negative (0: each case's own bound)", f.timeout)
+	case f.startTimeout <= 0:
+		return fmt.Sprintf("--start-timeout %v: must be positive", f.startTimeout)
+	case f.grace <= 0:
+		return fmt.Sprintf("--grace %v: must be positive", f.grace)
+	}
+	return ""
+}
+
+// conform is `reactorlab conform`: check the flags and the target, then
+// run the suite here (runConform) or in a lab of its own (conformInLab).
 func conform(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("reactorlab conform", conformSynopsis, conformDescription)
-	fs := c.Flags
-	targetSpec := fs.String("target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor (lt, et, oneshot, prio, prio-thread); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there")
-	var cases, faultSpecs listFlag
-	fs.Var(&cases, "case", "`IDS` to run: case ids or group letters, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
-	fs.Var(&faultSpecs, "fault", "reference targets only: run a mutant with reactor `FAULT`, repeatable: "+strings.Join(reactors.FaultNames, ", "))
-	jsonPath := fs.String("json", "", "also write the results as JSON to `FILE` (- for stdout, which then holds only the JSON)")
-	junitPath := fs.String("junit", "", "also write the results as JUnit XML to `FILE` (- for stdout, which then holds only the XML)")
-	list := fs.Bool("list", false, "print the catalogue and exit")
-	inProcess := fs.Bool("in-process", false, "reference targets only: run the reactor inside this process instead of as a child process (R4 is then skipped)")
-	timeout := fs.Duration("timeout", 0, "bound on each case, the start of its fresh instance included (0: the case's own bound)")
-	startTimeout := fs.Duration("start-timeout", conformance.DefaultStartTimeout, "bound on each start of the target, until it accepts connections: the check before any case, and every case's")
-	verbose := fs.Bool("v", false, "show every case's log and evidence, not only the failures'")
-	strict := fs.Bool("strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails")
-	grace := fs.Duration("grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
-	inLab := fs.Bool("lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
+	var f conformFlags
+	f.define(c.Flags)
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
-	if *list {
+	if f.list {
 		printCatalogue(stdout)
 		return cli.ExitOK
 	}
-	selected, err := conformance.Select(cases)
+	selected, err := conformance.Select(f.cases)
 	if err != nil {
 		return c.Usagef(stderr, "--case: %v", err)
 	}
-	switch {
-	case *jsonPath == cli.StdoutPath && *junitPath == cli.StdoutPath:
-		return c.Usagef(stderr, "--json - and --junit - both want stdout: write one of them to a file")
-	case *timeout < 0:
-		return c.Usagef(stderr, "--timeout %v: must not be negative (0: each case's own bound)", *timeout)
-	case *startTimeout <= 0:
-		return c.Usagef(stderr, "--start-timeout %v: must be positive", *startTimeout)
-	case *grace <= 0:
-		return c.Usagef(stderr, "--grace %v: must be positive", *grace)
+	if msg := f.conflict(); msg != "" {
+		return c.Usagef(stderr, "%s", msg)
 	}
-	target, err := conformTarget(*targetSpec, faultSpecs, *inProcess, *grace)
+	target, err := conformTarget(f.target, f.faults, f.inProcess, f.grace)
 	if err != nil {
 		return c.Usagef(stderr, "%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if *inLab {
+	if f.inLab {
 		var files []string
-		for _, p := range []string{*jsonPath, *junitPath} {
+		for _, p := range []string{f.jsonPath, f.junitPath} {
 			if p != "" && p != cli.StdoutPath {
 				files = append(files, p)
 			}
 		}
-		return conformInLab(ctx, withoutFlag(args, "lab"), *grace, files, stdout, stderr)
+		return conformInLab(ctx, withoutFlag(args, "lab"), f.grace, files, stdout, stderr)
 	}
 	// The table is for a person: on stderr when stdout holds a document.
 	human := stdout
-	if *jsonPath == cli.StdoutPath || *junitPath == cli.StdoutPath {
+	if f.jsonPath == cli.StdoutPath || f.junitPath == cli.StdoutPath {
 		human = stderr
 	}
-	report := func(results []conformance.Result) int {
-		if err := conformance.WriteTable(human, target.Name(), results, *verbose); err != nil {
-			return c.Errorf(stderr, cli.ExitFail, "%v", err)
-		}
-		for _, out := range []struct {
-			path  string
-			write func(io.Writer, string, []conformance.Result) error
-		}{{*jsonPath, conformance.WriteJSON}, {*junitPath, conformance.WriteJUnit}} {
-			if out.path == "" {
-				continue
-			}
-			if err := cli.WriteTo(out.path, stdout, func(w io.Writer) error { return out.write(w, target.Name(), results) }); err != nil {
-				return c.Errorf(stderr, cli.ExitFail, "%v", err)
-			}
-		}
-		sum := conformance.Summarize(results)
-		switch {
-		case sum.WasInterrupted():
-			return cli.ExitInterrupted
-		case sum.Fail > 0 || *strict && sum.Inconclusive > 0:
-			return cli.ExitFail
-		}
-		return cli.ExitOK
-	}
+	rep := conformReport{c: c, f: &f, target: target.Name(), human: human, stdout: stdout, stderr: stderr}
+	return runConform(ctx, target, selected, &f, rep)
+}
 
-	// The target is started once before any case: one that cannot start
-	// is one refusal, not a failure per case.
+// runConform starts target once before any case (one that cannot start
+// is one refusal, not a failure per case), then runs the selected cases
+// and reports them.
+func runConform(ctx context.Context, target conformance.Target, selected []conformance.Case, f *conformFlags, rep conformReport) int {
+	stderr := rep.stderr
 	t0 := time.Now()
-	if err := conformance.CheckStart(ctx, target, *startTimeout); err != nil {
+	if err := conformance.CheckStart(ctx, target, f.startTimeout); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "reactorlab conform: interrupted while starting %s: no case was run\n", target.Name())
 			var results []conformance.Result
 			for _, cs := range selected {
 				results = append(results, conformance.Result{ID: cs.ID, Title: cs.Title, Verdict: conformance.NotRun, Reason: "not run: the run was interrupted before it"})
 			}
-			return report(results)
+			return rep.report(results)
 		}
 		return conformRefusal(stderr, "reactorlab conform", "no case was run", err)
 	}
 	fmt.Fprintf(stderr, "reactorlab conform: %s started and listening (checked in %v); %s\n",
 		target.Name(), time.Since(t0).Round(time.Millisecond), countOf(len(selected), "case"))
-	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: cases, Timeout: *timeout,
-		StartTimeout: *startTimeout, NoStartCheck: true,
+	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: f.cases, Timeout: f.timeout,
+		StartTimeout: f.startTimeout, NoStartCheck: true,
 		Progress: func(r conformance.Result) {
 			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
 		}})
 	if err != nil {
-		return c.Errorf(stderr, cli.ExitFail, "%v", err)
+		return rep.c.Errorf(stderr, cli.ExitFail, "%v", err)
 	}
 	if sum := conformance.Summarize(results); sum.WasInterrupted() {
 		fmt.Fprintf(stderr, "reactorlab conform: interrupted: %s finished, %d interrupted, %d not run\n",
 			countOf(len(results)-sum.Interrupted-sum.NotRun, "case"), sum.Interrupted, sum.NotRun)
 	}
-	return report(results)
+	return rep.report(results)
+}
+
+// conformReport writes a suite's results: the table to human, the
+// --json and --junit documents where the flags say.
+type conformReport struct {
+	c                     *cli.Command
+	f                     *conformFlags
+	target                string
+	human, stdout, stderr io.Writer
+}
+
+// report writes the results and returns the exit code they make: 130
+// interrupted, 1 a failure (or, with --strict, an inconclusive case), else 0.
+func (r conformReport) report(results []conformance.Result) int {
+	if err := conformance.WriteTable(r.human, r.target, results, r.f.verbose); err != nil {
+		return r.c.Errorf(r.stderr, cli.ExitFail, "%v", err)
+	}
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, string, []conformance.Result) error
+	}{{r.f.jsonPath, conformance.WriteJSON}, {r.f.junitPath, conformance.WriteJUnit}} {
+		if out.path == "" {
+			continue
+		}
+		if err := cli.WriteTo(out.path, r.stdout, func(w io.Writer) error { return out.write(w, r.target, results) }); err != nil {
+			return r.c.Errorf(r.stderr, cli.ExitFail, "%v", err)
+		}
+	}
+	sum := conformance.Summarize(results)
+	switch {
+	case sum.WasInterrupted():
+		return cli.ExitInterrupted
+	case sum.Fail > 0 || r.f.strict && sum.Inconclusive > 0:
+		return cli.ExitFail
+	}
+	return cli.ExitOK
 }
 
 // conformRefusal writes the one message for a target that could not be

@@ -131,36 +131,13 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 	}
 	defer os.RemoveAll(dir)
 	outPath, errPath := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
-	var errFile *os.File
-	for _, p := range []string{outPath, errPath} {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
-			return cli.ExitFail
-		}
-		if p == errPath {
-			errFile = f // read from as the suite writes; open across the run, so the audit sees it before and after
-			defer f.Close()
-		} else {
-			f.Close()
-		}
+	errFile, err := createLabOutputs(outPath, errPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: %v\n", err)
+		return cli.ExitFail
 	}
-	stopTail, tailed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(tailed)
-		copyNew := func() { io.Copy(stderr, onlyReader{errFile}) }
-		t := time.NewTicker(conformTailEvery)
-		defer t.Stop()
-		for {
-			copyNew()
-			select {
-			case <-stopTail:
-				copyNew()
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	defer errFile.Close()
+	stopTail := tailInto(stderr, errFile)
 
 	labGrace := grace + conformLabStopReserve
 	// Run's own context only bounds it: cancelling it would kill the suite
@@ -174,8 +151,7 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 		Grace:     labGrace,
 		Interrupt: ctx.Done(),
 	})
-	close(stopTail)
-	<-tailed
+	stopTail()
 	if out, rerr := os.ReadFile(outPath); rerr != nil {
 		fmt.Fprintf(stderr, "reactorlab conform: --lab: the suite's stdout: %v\n", rerr)
 	} else {
@@ -191,6 +167,69 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 		// What the suite did not write itself: a crash's trace, say.
 		io.WriteString(stderr, c.StderrTail)
 	}
+	o := judgeLabRun(res, err, interrupted, labGrace, reportFiles, stderr)
+	return o.report(res, stderr)
+}
+
+// createLabOutputs creates the files that take the suite's stdout and
+// stderr (new, in that order), and returns the stderr file, open: read
+// from as the suite writes, and open across the run, so the audit sees it
+// before and after.
+func createLabOutputs(outPath, errPath string) (*os.File, error) {
+	var errFile *os.File
+	for _, p := range []string{outPath, errPath} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if p == errPath {
+			errFile = f
+		} else {
+			f.Close()
+		}
+	}
+	return errFile, nil
+}
+
+// tailInto copies what is written to f onto w, every conformTailEvery,
+// until the function it returns is called: that copies the rest and
+// returns when the copying has ended.
+func tailInto(w io.Writer, f *os.File) (stop func()) {
+	stopTail, tailed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(tailed)
+		copyNew := func() { io.Copy(w, onlyReader{f}) }
+		t := time.NewTicker(conformTailEvery)
+		defer t.Stop()
+		for {
+			copyNew()
+			select {
+			case <-stopTail:
+				copyNew()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(stopTail)
+		<-tailed
+	}
+}
+
+// labOutcome is what became of a suite run in the lab: the exit code,
+// why its report is lost ("" if it is not), and what was not clean.
+type labOutcome struct {
+	code     int
+	lost     string
+	problems []string
+}
+
+// judgeLabRun judges the lab run res (err from harness.Run; interrupted:
+// a signal came) by how the suite ended. A lab that could not be set up is
+// said on stderr here.
+func judgeLabRun(res *harness.LabResult, err error, interrupted bool, labGrace time.Duration, reportFiles []string, stderr io.Writer) labOutcome {
+	c := res.Client
 	var problems []string
 	for _, d := range res.Audit.Diffs {
 		problems = append(problems, "leak audit: "+d)
@@ -231,24 +270,30 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 			problems = append([]string{err.Error()}, problems...)
 		}
 	}
-	if lost != "" {
-		fmt.Fprintf(stderr, "reactorlab conform: --lab: %s\n", lost)
+	return labOutcome{code: code, lost: lost, problems: problems}
+}
+
+// report says on stderr what was lost and what was not clean, or that the
+// suite ran in the lab and its audit was clean, and returns the exit code.
+func (o labOutcome) report(res *harness.LabResult, stderr io.Writer) int {
+	if o.lost != "" {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: %s\n", o.lost)
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(stderr, "reactorlab conform: --lab: the run was not clean:\n  %s\n", strings.Join(problems, "\n  "))
-		if code == cli.ExitInterrupted {
-			return code
+	if len(o.problems) > 0 {
+		fmt.Fprintf(stderr, "reactorlab conform: --lab: the run was not clean:\n  %s\n", strings.Join(o.problems, "\n  "))
+		if o.code == cli.ExitInterrupted {
+			return o.code
 		}
 		return cli.ExitFail
 	}
-	if c == nil || lost != "" || code == cli.ExitUsage {
+	if res.Client == nil || o.lost != "" || o.code == cli.ExitUsage {
 		// Said already; and a refusal is the suite's one message: no case
 		// ran, so the lab has nothing to add.
-		return code
+		return o.code
 	}
 	fmt.Fprintf(stderr, "reactorlab conform: ran in the lab (%d namespaces%s), %v; audit clean\n",
 		len(res.Namespaces), map[bool]string{true: ", rootless", false: ""}[res.UserNS], res.Elapsed.Round(time.Second))
-	return code
+	return o.code
 }
 
 // exitText says how a process ended: "exit status 1", "signal: killed".

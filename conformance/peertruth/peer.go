@@ -93,6 +93,9 @@ func Load(path string) (Peer, error) {
 	return p, nil
 }
 
+// parse reads a .peer file's text from r, path naming it in errors:
+// header lines (KEY: VALUE) and case lines (ID VERDICT WHY), then checks
+// that the required keys and every case's truth are there.
 func parse(r io.Reader, path string) (Peer, error) {
 	p := Peer{Path: path, Truth: map[string]Expect{}}
 	sc := bufio.NewScanner(r)
@@ -107,54 +110,14 @@ func parse(r io.Reader, path string) (Peer, error) {
 			continue
 		}
 		if key, value, ok := strings.Cut(text, ":"); ok && !strings.Contains(key, " ") && strings.ToLower(key) == key {
-			value = strings.TrimSpace(value)
-			switch key {
-			case "name":
-				p.Name = value
-			case "library":
-				p.Library = value
-			case "idiom":
-				p.Idiom = value
-			case "needs":
-				p.Needs = strings.Fields(value)
-				for _, n := range p.Needs {
-					if !strings.HasPrefix(n, "cmd:") && !strings.HasPrefix(n, "file:") {
-						return p, bad("need %q: want cmd:NAME or file:PATH", n)
-					}
-				}
-			case "build":
-				p.Build = value
-			case "run":
-				p.Run = value
-			default:
-				return p, bad("unknown key %q (accepted: name, library, idiom, needs, build, run)", key)
+			if err := setHeader(&p, key, strings.TrimSpace(value), bad); err != nil {
+				return p, err
 			}
 			continue
 		}
-		f := strings.Fields(text)
-		if len(f) < 3 {
-			return p, bad("%q: want a header line KEY: VALUE or a case line ID VERDICT WHY", text)
+		if err := addCase(&p, text, bad); err != nil {
+			return p, err
 		}
-		id := f[0]
-		if _, ok := conformance.Lookup(id); !ok {
-			return p, bad("unknown case %q", id)
-		}
-		var verdicts []conformance.Verdict
-		for _, v := range strings.Split(f[1], "|") {
-			verdict := conformance.Verdict(v)
-			if !slices.Contains([]conformance.Verdict{conformance.Pass, conformance.Fail, conformance.Skip, conformance.Inconclusive}, verdict) {
-				return p, bad("case %s: verdict %q (accepted: pass, fail, skip, inconclusive, or pass|inconclusive)", id, v)
-			}
-			verdicts = append(verdicts, verdict)
-		}
-		if len(verdicts) > 1 && (len(verdicts) != 2 || !slices.Contains(verdicts, conformance.Pass) || !slices.Contains(verdicts, conformance.Inconclusive)) {
-			return p, bad("case %s: %q: the one pair of verdicts a truth may give is pass|inconclusive", id, f[1])
-		}
-		if _, dup := p.Truth[id]; dup {
-			return p, bad("case %s stated twice", id)
-		}
-		why := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(text, id)), f[1]))
-		p.Truth[id] = Expect{Verdicts: verdicts, Why: why}
 	}
 	if err := sc.Err(); err != nil {
 		return p, fmt.Errorf("%s: %w", path, err)
@@ -172,6 +135,65 @@ func parse(r io.Reader, path string) (Peer, error) {
 		return p, fmt.Errorf("%s: no truth for case %s", path, strings.Join(missing, ", "))
 	}
 	return p, nil
+}
+
+// badLine makes the error of the line being parsed.
+type badLine func(format string, args ...any) error
+
+// setHeader sets p's header key to value.
+func setHeader(p *Peer, key, value string, bad badLine) error {
+	switch key {
+	case "name":
+		p.Name = value
+	case "library":
+		p.Library = value
+	case "idiom":
+		p.Idiom = value
+	case "needs":
+		p.Needs = strings.Fields(value)
+		for _, n := range p.Needs {
+			if !strings.HasPrefix(n, "cmd:") && !strings.HasPrefix(n, "file:") {
+				return bad("need %q: want cmd:NAME or file:PATH", n)
+			}
+		}
+	case "build":
+		p.Build = value
+	case "run":
+		p.Run = value
+	default:
+		return bad("unknown key %q (accepted: name, library, idiom, needs, build, run)", key)
+	}
+	return nil
+}
+
+// addCase adds to p the truth of a case line, text: a case of the catalogue,
+// not stated before, its verdict one of the four or pass|inconclusive.
+func addCase(p *Peer, text string, bad badLine) error {
+	f := strings.Fields(text)
+	if len(f) < 3 {
+		return bad("%q: want a header line KEY: VALUE or a case line ID VERDICT WHY", text)
+	}
+	id := f[0]
+	if _, ok := conformance.Lookup(id); !ok {
+		return bad("unknown case %q", id)
+	}
+	var verdicts []conformance.Verdict
+	for _, v := range strings.Split(f[1], "|") {
+		verdict := conformance.Verdict(v)
+		if !slices.Contains([]conformance.Verdict{conformance.Pass, conformance.Fail, conformance.Skip, conformance.Inconclusive}, verdict) {
+			return bad("case %s: verdict %q (accepted: pass, fail, skip, inconclusive, or pass|inconclusive)", id, v)
+		}
+		verdicts = append(verdicts, verdict)
+	}
+	if len(verdicts) > 1 && (len(verdicts) != 2 || !slices.Contains(verdicts, conformance.Pass) || !slices.Contains(verdicts, conformance.Inconclusive)) {
+		return bad("case %s: %q: the one pair of verdicts a truth may give is pass|inconclusive", id, f[1])
+	}
+	if _, dup := p.Truth[id]; dup {
+		return bad("case %s stated twice", id)
+	}
+	why := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(text, id)), f[1]))
+	p.Truth[id] = Expect{Verdicts: verdicts, Why: why}
+	return nil
 }
 
 // Find lists the .peer files under root, sorted.

@@ -92,14 +92,61 @@ var bugs = map[string]string{
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
+	opt, code, ok := parseFlags(args)
+	if !ok {
+		return code
+	}
+	if opt.nofile > 0 {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: opt.nofile, Max: opt.nofile}); err != nil {
+			hint := ""
+			if errors.Is(err, syscall.EPERM) {
+				hint = " (raising the hard limit needs root: CAP_SYS_RESOURCE; and no limit may exceed fs.nr_open)"
+			}
+			fmt.Fprintf(os.Stderr, "echo: --nofile %d: setrlimit RLIMIT_NOFILE: %v%s\n", opt.nofile, err, hint)
+			return 1
+		}
+	}
+	// Catch signals before listening: a harness may send SIGTERM as soon as
+	// the port accepts.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	bufs := &socketBuffers{size: opt.sockbuf}
+	ln, err := listen(opt.listen, bufs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "echo: listening on %s\n", ln.Addr())
+
+	ctx, cancel := context.WithTimeout(ctx, opt.lifetime)
+	defer cancel()
+	context.AfterFunc(ctx, func() { ln.Close() })
+
+	s := &server{bug: opt.bug, maxConns: opt.maxConns, conns: map[net.Conn]bool{}}
+	s.acceptAll(ln, bufs)
+	s.closeAll()
+	return 0
+}
+
+// echoOptions are the command's flags, once parsed and checked.
+type echoOptions struct {
+	listen, bug       string
+	lifetime          time.Duration
+	maxConns, sockbuf int
+	nofile            uint64
+}
+
+// parseFlags parses and checks args; when not ok, code is the exit code
+// (0 after --help, 2 for a bad flag, which it has said on stderr).
+func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	names := slices.Sorted(maps.Keys(bugs))
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
-	listen := fs.String("listen", "", "address host:port (default $REACTORLAB_LISTEN, else 127.0.0.1:7070)")
-	lifetime := fs.Duration("lifetime", time.Hour, "stop by itself after this long: every run is bounded")
-	bug := fs.String("bug", "", "inject a known bug: "+strings.Join(names, ", "))
-	maxConns := fs.Int("max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
-	nofile := fs.Uint64("nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
-	sockbuf := fs.Int("sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
+	fs.StringVar(&opt.listen, "listen", "", "address host:port (default $REACTORLAB_LISTEN, else 127.0.0.1:7070)")
+	fs.DurationVar(&opt.lifetime, "lifetime", time.Hour, "stop by itself after this long: every run is bounded")
+	fs.StringVar(&opt.bug, "bug", "", "inject a known bug: "+strings.Join(names, ", "))
+	fs.IntVar(&opt.maxConns, "max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
+	fs.Uint64Var(&opt.nofile, "nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
+	fs.IntVar(&opt.sockbuf, "sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: echo [--listen ADDR] [--lifetime D] [--max-conns N] [--nofile N] [--sockbuf BYTES] [--bug NAME]")
 		fs.PrintDefaults()
@@ -110,62 +157,48 @@ func run(args []string) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			return 0
+			return opt, 0, false
 		}
-		return 2
+		return opt, 2, false
 	}
-	if _, ok := bugs[*bug]; *bug != "" && !ok {
-		fmt.Fprintf(os.Stderr, "echo: unknown --bug %q; accepted: %s\n", *bug, strings.Join(names, ", "))
-		return 2
+	if _, ok := bugs[opt.bug]; opt.bug != "" && !ok {
+		fmt.Fprintf(os.Stderr, "echo: unknown --bug %q; accepted: %s\n", opt.bug, strings.Join(names, ", "))
+		return opt, 2, false
 	}
-	if *maxConns < 0 {
-		fmt.Fprintf(os.Stderr, "echo: --max-conns %d: want >= 0 (0: no limit)\n", *maxConns)
-		return 2
+	if opt.maxConns < 0 {
+		fmt.Fprintf(os.Stderr, "echo: --max-conns %d: want >= 0 (0: no limit)\n", opt.maxConns)
+		return opt, 2, false
 	}
-	if *sockbuf < 0 || *sockbuf > math.MaxInt32/2 {
-		fmt.Fprintf(os.Stderr, "echo: --sockbuf %d: want 0 (leave them) .. %d bytes\n", *sockbuf, math.MaxInt32/2)
-		return 2
+	if opt.sockbuf < 0 || opt.sockbuf > math.MaxInt32/2 {
+		fmt.Fprintf(os.Stderr, "echo: --sockbuf %d: want 0 (leave them) .. %d bytes\n", opt.sockbuf, math.MaxInt32/2)
+		return opt, 2, false
 	}
-	if *nofile > 0 {
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: *nofile, Max: *nofile}); err != nil {
-			hint := ""
-			if errors.Is(err, syscall.EPERM) {
-				hint = " (raising the hard limit needs root: CAP_SYS_RESOURCE; and no limit may exceed fs.nr_open)"
-			}
-			fmt.Fprintf(os.Stderr, "echo: --nofile %d: setrlimit RLIMIT_NOFILE: %v%s\n", *nofile, err, hint)
-			return 1
-		}
-	}
-	// Catch signals before listening: a harness may send SIGTERM as soon as
-	// the port accepts.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	addr := *listen
+	return opt, 0, true
+}
+
+// listen listens on addr, else $REACTORLAB_LISTEN, else 127.0.0.1:7070,
+// with the listener's buffers set by bufs.
+func listen(addr string, bufs *socketBuffers) (net.Listener, error) {
 	if addr == "" {
 		addr = os.Getenv("REACTORLAB_LISTEN")
 	}
 	if addr == "" {
 		addr = "127.0.0.1:7070"
 	}
-	bufs := &socketBuffers{size: *sockbuf}
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		// Set on the listener too: the window scale its handshakes offer
 		// is chosen from its receive buffer, before accept.
 		bufs.apply(rc, "the listener")
 		return nil
 	}}
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "echo:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "echo: listening on %s\n", ln.Addr())
+	return lc.Listen(context.Background(), "tcp", addr)
+}
 
-	ctx, cancel := context.WithTimeout(ctx, *lifetime)
-	defer cancel()
-	context.AfterFunc(ctx, func() { ln.Close() })
-
-	s := &server{bug: *bug, maxConns: *maxConns, conns: map[net.Conn]bool{}}
+// acceptAll accepts connections until ln is closed, and serves each in a
+// goroutine of its own, its buffers set by bufs: one accepted while
+// maxConns are open is closed at once. An accept that fails is retried
+// after 10 ms (with the exit-on-emfile bug, it ends the process).
+func (s *server) acceptAll(ln net.Listener, bufs *socketBuffers) {
 	for {
 		c, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -195,13 +228,16 @@ func run(args []string) int {
 		s.wg.Add(1)
 		go s.serve(c)
 	}
+}
+
+// closeAll closes every open connection and waits for their handlers.
+func (s *server) closeAll() {
 	s.mu.Lock()
 	for c := range s.conns {
 		c.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	return 0
 }
 
 type server struct {

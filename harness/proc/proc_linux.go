@@ -76,73 +76,18 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	addr := spec.Addr
-	switch {
-	case spec.NoListen && addr != "":
-		return fail(ErrNoListenAddr)
-	case addr == "" && !spec.NoListen:
-		var err error
-		if addr, err = FreeAddr(); err != nil {
-			return fail(err)
-		}
-	}
-	ready := spec.Ready
-	if ready <= 0 {
-		ready = DefaultReady
-	}
-	grace := spec.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
-	argv := make([]string, len(spec.Argv))
-	for i, a := range spec.Argv {
-		argv[i] = a
-		if !spec.NoListen {
-			argv[i] = strings.ReplaceAll(a, AddrPlaceholder, addr)
-		}
-	}
-	env := append(os.Environ(), spec.Env...)
-	if !spec.NoListen {
-		env = append(env, ListenEnv+"="+addr)
-	}
-	waitAddrs := spec.WaitAddrs
-	if !spec.NoListen {
-		waitAddrs = append([]string{addr}, spec.WaitAddrs...)
-	}
-
-	outR, outW, err := os.Pipe()
+	pl, err := planStart(spec)
 	if err != nil {
-		return fail(fmt.Errorf("stdout pipe: %w", err))
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return fail(fmt.Errorf("stderr pipe: %w", err))
-	}
-	// The launcher (launch_linux.go) sets the fd limit and closes inherited
-	// descriptors between fork and the target's exec, then execs it.
-	largv := launcherArgv("/proc/self/exe", spec.FdLimit, argv)
-	cmd := exec.Command(largv[0], largv[1:]...)
-	cmd.Args[0] = argv[0]
-	env = append(env, launcherEnv+"="+launcherToken)
-	cmd.Env = env
-	cmd.Dir = spec.Dir
-	cmd.Stdout, cmd.Stderr = outW, errW // *os.File: handed to the child as is, no copying goroutine in exec
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
-	outW.Close() // the child has its copies; EOF comes when it (and its group) closes them
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
 		return fail(err)
 	}
-
+	cmd, outR, errR, err := startCommand(spec, pl)
+	if err != nil {
+		return fail(err)
+	}
 	p := &Process{
 		name:    name,
-		addr:    addr,
-		grace:   grace,
+		addr:    pl.addr,
+		grace:   pl.grace,
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,
 		start:   time.Now(),
@@ -159,18 +104,99 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	go p.copy(errR, io.MultiWriter(&p.errHead, &p.stderr))
 	go p.reap()
 
-	if err := p.waitReady(ctx, ready, waitAddrs); err != nil {
+	if err := p.waitReady(ctx, pl.ready, pl.waitAddrs); err != nil {
 		exit, _ := p.terminate(0)
 		if errors.Is(err, ErrExited) {
-			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, strings.Join(waitAddrs, " and "))
+			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, strings.Join(pl.waitAddrs, " and "))
 		}
-		return nil, &StartError{Name: name, Addrs: waitAddrs, Exit: exit, Err: err}
+		return nil, &StartError{Name: name, Addrs: pl.waitAddrs, Exit: exit, Err: err}
 	}
 	// The group as it was before the dial that found the target ready: a
 	// server that forks a child per connection has forked one for that
 	// probe, which exits with it, and is no member.
 	p.members = intersectMembers(p.preReady, snapshotGroup(p.pid))
 	return p, nil
+}
+
+// startPlan is what Start makes of a Spec: the address (chosen if the
+// spec has none and listens), the bounds with their defaults, and the
+// argv and environment with the address filled in, and the addresses to
+// wait for.
+type startPlan struct {
+	addr                 string
+	ready, grace         time.Duration
+	argv, env, waitAddrs []string
+}
+
+// planStart is spec's startPlan.
+func planStart(spec Spec) (startPlan, error) {
+	addr := spec.Addr
+	switch {
+	case spec.NoListen && addr != "":
+		return startPlan{}, ErrNoListenAddr
+	case addr == "" && !spec.NoListen:
+		var err error
+		if addr, err = FreeAddr(); err != nil {
+			return startPlan{}, err
+		}
+	}
+	pl := startPlan{addr: addr, ready: spec.Ready, grace: spec.Grace}
+	if pl.ready <= 0 {
+		pl.ready = DefaultReady
+	}
+	if pl.grace <= 0 {
+		pl.grace = DefaultGrace
+	}
+	pl.argv = make([]string, len(spec.Argv))
+	for i, a := range spec.Argv {
+		pl.argv[i] = a
+		if !spec.NoListen {
+			pl.argv[i] = strings.ReplaceAll(a, AddrPlaceholder, addr)
+		}
+	}
+	pl.env = append(os.Environ(), spec.Env...)
+	if !spec.NoListen {
+		pl.env = append(pl.env, ListenEnv+"="+addr)
+	}
+	pl.waitAddrs = spec.WaitAddrs
+	if !spec.NoListen {
+		pl.waitAddrs = append([]string{addr}, spec.WaitAddrs...)
+	}
+	return pl, nil
+}
+
+// startCommand starts pl's command through the launcher in a process group of
+// its own, its stdout and stderr on pipes whose read ends it returns. On
+// an error nothing is left open.
+func startCommand(spec Spec, pl startPlan) (cmd *exec.Cmd, outR, errR *os.File, err error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	// The launcher (launch_linux.go) sets the fd limit and closes inherited
+	// descriptors between fork and the target's exec, then execs it.
+	largv := launcherArgv("/proc/self/exe", spec.FdLimit, pl.argv)
+	cmd = exec.Command(largv[0], largv[1:]...)
+	cmd.Args[0] = pl.argv[0]
+	cmd.Env = append(pl.env, launcherEnv+"="+launcherToken)
+	cmd.Dir = spec.Dir
+	cmd.Stdout, cmd.Stderr = outW, errW // *os.File: handed to the child as is, no copying goroutine in exec
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	outW.Close() // the child has its copies; EOF comes when it (and its group) closes them
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, nil, nil, err
+	}
+	return cmd, outR, errR, nil
 }
 
 // Pid is the process id, which is also its process group id.

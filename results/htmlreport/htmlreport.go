@@ -167,7 +167,36 @@ type classRow struct {
 	Clamped                                      string
 }
 
+// build is the page's view of run directory m, its analysis a and the
+// cells' merged histograms: the header, the shards, the summary table,
+// the plots and each cell's details.
 func build(m *results.Manifest, a *results.Analysis, hists map[string]map[string]*hdrhistogram.Histogram) (*view, error) {
+	v := headerView(m, a)
+	v.addShards(m)
+
+	baseID := ""
+	if len(a.Cells) > 0 && a.Cells[0].Factor == "" {
+		baseID = a.Cells[0].ID
+	} else if len(m.Cells) > 0 {
+		baseID = m.Cells[0].ID
+	}
+
+	v.addSummary(a)
+	if err := v.addBars(a); err != nil {
+		return nil, err
+	}
+	if err := v.addLatency(a, baseID, hists); err != nil {
+		return nil, err
+	}
+	for _, c := range a.Cells {
+		v.Details = append(v.Details, detail(m, c))
+	}
+	return v, nil
+}
+
+// headerView is the view with the page's header filled in: the spec, the
+// tool, the method, the notes and the count of runs.
+func headerView(m *results.Manifest, a *results.Analysis) *view {
 	v := &view{
 		Spec:     a.Spec,
 		Source:   m.Spec.Source,
@@ -197,6 +226,12 @@ func build(m *results.Manifest, a *results.Analysis, hists map[string]map[string
 			v.RunsValid++
 		}
 	}
+	return v
+}
+
+// addShards adds a row for each of m's shards, and the placement and mode
+// they share (or the distinct ones).
+func (v *view) addShards(m *results.Manifest) {
 	var placements, modes []string
 	for _, s := range m.Shards {
 		sv := shardView{
@@ -226,16 +261,12 @@ func build(m *results.Manifest, a *results.Analysis, hists map[string]map[string
 	}
 	v.Placement = same(placements)
 	v.Mode = same(modes)
+}
 
-	baseID := ""
-	if len(a.Cells) > 0 && a.Cells[0].Factor == "" {
-		baseID = a.Cells[0].ID
-	} else if len(m.Cells) > 0 {
-		baseID = m.Cells[0].ID
-	}
-
-	// The headline metrics are the catalogue's gates that some cell has,
-	// as in report.md.
+// addSummary adds the summary table: a column for each headline metric
+// (the catalogue's gates that some cell has, as in report.md), a row for
+// each cell.
+func (v *view) addSummary(a *results.Analysis) {
 	heads := results.HeadlineMetrics(a)
 	for _, mt := range heads {
 		v.Headline = append(v.Headline, metricHead{Label: mt.Label, Unit: mt.Unit, Describe: mt.Describe})
@@ -248,17 +279,6 @@ func build(m *results.Manifest, a *results.Analysis, hists map[string]map[string
 		}
 		v.Summary = append(v.Summary, row)
 	}
-
-	if err := v.addBars(a); err != nil {
-		return nil, err
-	}
-	if err := v.addLatency(a, baseID, hists); err != nil {
-		return nil, err
-	}
-	for _, c := range a.Cells {
-		v.Details = append(v.Details, detail(m, c))
-	}
-	return v, nil
 }
 
 // same returns the one value of vs, or the distinct values joined when
