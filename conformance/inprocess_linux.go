@@ -70,9 +70,8 @@ func (t InProcess) Start(ctx context.Context, setup Setup) (Instance, error) {
 	// plus one; the suite's own client goroutines (up to four busy ones)
 	// need theirs too, or the Go scheduler, not the design, decides the
 	// latencies the cases bound.
-	loops := map[reactors.Design]int{reactors.PrioThread: 2, reactors.OneShot: cfg.Threads}[t.Design]
 	prevProcs := runtime.GOMAXPROCS(0)
-	if need := max(loops, 1) + 1 + 4; prevProcs < need {
+	if need := r.Loops() + 1 + 4; prevProcs < need {
 		runtime.GOMAXPROCS(need)
 	} else {
 		prevProcs = 0

@@ -36,9 +36,7 @@ func schedulingCases() []Case {
 		Bound:   "each echo within 2 s of the previous one",
 		Needs:   NeedReference,
 		Setup: Setup{Tweak: func(d reactors.Design, cfg *reactors.Config) {
-			if d != reactors.OneShot {
-				cfg.Workers = 2
-			}
+			withPool(d, cfg, 2)
 			cfg.Timer = reactors.TimerDeadline
 			cfg.Budgets.Ingress = 4
 		}},

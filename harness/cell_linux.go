@@ -76,12 +76,6 @@ type CellSpec struct {
 	Dir string `json:"dir"`
 }
 
-// Cell is CellSpec's former name, kept while its last users outside this
-// package are renamed.
-//
-// Deprecated: use CellSpec.
-type Cell = CellSpec
-
 type plainCell CellSpec
 
 // cellJSON is CellSpec's JSON: Grace in seconds, as LabSpec's durations.

@@ -55,7 +55,7 @@ type ServeOutput struct {
 
 const serveSynopsis = `reactorlab serve [--reactor DESIGN] [--listen ADDR] [--control-listen ADDR] [flags]`
 
-const serveDescription = `Runs one reference reactor (lt, et, oneshot, prio, prio-thread; the
+const serveDescription = `Runs one reference reactor (--reactor, one of those listed below; the
 other flags are its configuration, as go doc ./reactors describes it),
 serving the framed echo on --listen and PING/STOP on --control-listen,
 until a STOP frame, SIGTERM or SIGINT, or --lifetime. It prints its

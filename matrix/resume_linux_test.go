@@ -24,7 +24,7 @@ func interruptedRun(t *testing.T, dir string, n int, keepValid bool) {
 	defer cancel()
 	fake := o.RunCell
 	i := 0
-	o.RunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+	o.RunCell = func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 		i++
 		res, err := fake(ctx, c)
 		if i == n {
@@ -98,7 +98,7 @@ func TestResume(t *testing.T) {
 			}
 			fake := o.RunCell
 			var ran []string
-			o.RunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+			o.RunCell = func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 				rel, _ := filepath.Rel(dir, c.Dir)
 				ran = append(ran, rel)
 				return fake(ctx, c)
@@ -236,7 +236,10 @@ func TestResumeRefuses(t *testing.T) {
 				t.Fatalf("CheckResume: err = %v, want %v with %q", err, tc.is, tc.want)
 			}
 			ran := 0
-			o.RunCell = func(context.Context, harness.Cell) (*harness.CellResult, error) { ran++; return nil, errors.New("ran") }
+			o.RunCell = func(context.Context, harness.CellSpec) (*harness.CellResult, error) {
+				ran++
+				return nil, errors.New("ran")
+			}
 			m, err := Run(context.Background(), o)
 			if m != nil || !errors.Is(err, tc.is) || ran != 0 {
 				t.Errorf("Run: manifest %v, err %v, %d runs; want a refusal (%v) before any run", m != nil, err, ran, tc.is)

@@ -34,7 +34,7 @@ type Options struct {
 	// empty, so no earlier result is ever overwritten (unless Resume).
 	Dir   string
 	Shard Shard
-	// CPUs, Mode and Grace are as in harness.Cell, for every run.
+	// CPUs, Mode and Grace are as in harness.CellSpec, for every run.
 	CPUs  harness.CPUs
 	Mode  harness.Mode
 	Grace time.Duration
@@ -46,11 +46,11 @@ type Options struct {
 	Log io.Writer
 	// RunCell runs one cell; nil means harness.RunCell. Tests put a
 	// deterministic fake here to check planning, recording and merging.
-	RunCell func(ctx context.Context, cell harness.Cell) (*harness.CellResult, error)
+	RunCell func(ctx context.Context, cell harness.CellSpec) (*harness.CellResult, error)
 }
 
 // ErrCell is wrapped when a planned run's cell is one the harness would
-// refuse (harness.Cell.Validate: the placement, the grace, or a value the
+// refuse (harness.CellSpec.Validate: the placement, the grace, or a value the
 // server or the load generator would reject).
 var ErrCell = errors.New("matrix: cell refused")
 
@@ -87,7 +87,7 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	defer unlock()
 	r := &shardRun{opt: opt, sh: sh, plan: plan, cells: cells, m: m, runCell: opt.RunCell}
 	if r.runCell == nil {
-		r.runCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+		r.runCell = func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 			return harness.RunCell(ctx, c, nil)
 		}
 	}
@@ -143,9 +143,9 @@ type shardRun struct {
 	opt     Options
 	sh      Shard
 	plan    []PlannedRun
-	cells   []harness.Cell
+	cells   []harness.CellSpec
 	m       *results.Manifest
-	runCell func(ctx context.Context, cell harness.Cell) (*harness.CellResult, error)
+	runCell func(ctx context.Context, cell harness.CellSpec) (*harness.CellResult, error)
 }
 
 // logf writes a line to Options.Log, if there is one.
@@ -231,11 +231,11 @@ func newManifest(opt Options, sh Shard) *results.Manifest {
 }
 
 // harnessCells are the harness's cells of the plan's runs, each checked as
-// the harness will check it (harness.Cell.Validate), so that a value the
+// the harness will check it (harness.CellSpec.Validate), so that a value the
 // server or the load generator would reject, or a placement the lab would,
 // is refused before anything is written or started.
-func harnessCells(plan []PlannedRun, opt Options) ([]harness.Cell, error) {
-	out := make([]harness.Cell, len(plan))
+func harnessCells(plan []PlannedRun, opt Options) ([]harness.CellSpec, error) {
+	out := make([]harness.CellSpec, len(plan))
 	for i, p := range plan {
 		hc, err := harnessCell(p, opt)
 		if err != nil {
@@ -374,12 +374,12 @@ func verdictText(r results.RunRecord) string {
 }
 
 // harnessCell turns a planned run into the harness's cell.
-func harnessCell(p PlannedRun, opt Options) (harness.Cell, error) {
+func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	rc, lc, err := p.Cell.Configs()
 	if err != nil {
-		return harness.Cell{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
+		return harness.CellSpec{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
 	}
-	return harness.Cell{
+	return harness.CellSpec{
 		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
 		CPUs: opt.CPUs, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil

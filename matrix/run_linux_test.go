@@ -44,8 +44,8 @@ factors:
 // returns a result whose every figure is a function of the run's directory
 // relative to the matrix's (cNN-cell/rK...), so the same planned run gives
 // the same bytes in a sharded and an unsharded matrix.
-func fakeRunCell(root string) func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
-	return func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+func fakeRunCell(root string) func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
+	return func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 		rel, err := filepath.Rel(root, c.Dir)
 		if err != nil {
 			return nil, err
@@ -360,7 +360,7 @@ func TestRunInterrupted(t *testing.T) {
 	defer cancel()
 	fake := o.RunCell
 	n := 0
-	o.RunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+	o.RunCell = func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 		n++
 		res, err := fake(ctx, c)
 		if n == 3 {
@@ -417,7 +417,7 @@ func TestRunWritesManifestAfterEachRun(t *testing.T) {
 	o := fakeOptions(t, dir, Shard{})
 	fake := o.RunCell
 	n := 0
-	o.RunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+	o.RunCell = func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 		n++
 		back, err := results.ReadManifest(dir)
 		if err != nil {

@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors/cost"
 )
 
 // Design names a reference reactor design. The zero value is not a design.
+// The registry (package reactors/designs: Names, Parse) lists the designs
+// there are; the constants below name the five reference designs for code
+// that must refer to one (the mutant table, tests).
 type Design string
 
-// The reference designs. Each is described in the package documentation.
+// The reference designs' names. Each design is a package of its own
+// (reactors/lt, et, oneshot, prio, priothread) that documents it.
 const (
 	LT         Design = "lt"
 	ET         Design = "et"
@@ -22,29 +25,6 @@ const (
 	Prio       Design = "prio"
 	PrioThread Design = "prio-thread"
 )
-
-// Designs lists every reference design in a stable order.
-var Designs = []Design{LT, ET, OneShot, Prio, PrioThread}
-
-// ParseDesign maps a name to a Design; the error lists the accepted names.
-func ParseDesign(s string) (Design, error) {
-	for _, d := range Designs {
-		if string(d) == s {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("unknown reactor %q (accepted: %s)", s, DesignNames())
-}
-
-// DesignNames is the names of Designs, comma-separated, for help texts and
-// errors.
-func DesignNames() string {
-	names := make([]string, len(Designs))
-	for i, d := range Designs {
-		names[i] = string(d)
-	}
-	return strings.Join(names, ", ")
-}
 
 // TimerMode selects how the owner loop wakes for timers.
 type TimerMode string

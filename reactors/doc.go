@@ -72,7 +72,7 @@
 //	prio-thread  a separate control loop on its own thread and epoll fd
 //
 // Package reactors/designs maps each name to its design; adding a design is
-// one package and one line there (and its name in Designs).
+// one package and one line there.
 //
 // # Source states
 //

@@ -103,7 +103,7 @@ type Mutant struct {
 	// unused without a Param).
 	Default int
 	// Designs are the designs the conformance suite must catch it on, in
-	// the order of [Designs]; nil means every design.
+	// the registry's order (designs.Names); nil means every design.
 	Designs []Design
 	// Cases are the conformance cases that must fail on each design in
 	// Designs, apart from Holds.

@@ -5,7 +5,7 @@ package reactors
 // type of its own (its Policy, on Linux); the registry (package
 // reactors/designs) lists one value per design.
 type Blueprint interface {
-	// Name is the design's name, as ParseDesign reads it and Stats reports it.
+	// Name is the design's name, as designs.Parse reads it and Stats reports it.
 	Name() Design
 	// Check reports the configurations the design does not take (beyond
 	// what Config.Validate refuses for every design), as an error wrapping

@@ -15,6 +15,7 @@ import (
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // listFlag is a repeatable flag that also splits on commas. A value that
@@ -49,7 +50,7 @@ const conformSynopsis = `reactorlab conform --target DESIGN|cmd:'COMMAND' [--cas
 reactorlab conform --list`
 
 const conformDescription = `Runs the conformance catalogue, or the cases --case names, against a
-target: a reference reactor (DESIGN: lt, et, oneshot, prio, prio-thread) or
+target: a reference reactor (DESIGN, one of those --target lists) or
 any server given as cmd:'COMMAND', which must serve a TCP byte echo on the
 address in REACTORLAB_LISTEN (or {addr} in its arguments). The target is
 started once first: a program that is missing, exits at once or does not
@@ -76,7 +77,7 @@ type conformFlags struct {
 
 // define defines the flags in fs.
 func (f *conformFlags) define(fs *flag.FlagSet) {
-	fs.StringVar(&f.target, "target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor (lt, et, oneshot, prio, prio-thread); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there")
+	fs.StringVar(&f.target, "target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there")
 	fs.Var(&f.cases, "case", "`IDS` to run: case ids or group letters, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
 	fs.Var(&f.faults, "fault", "reference targets only: run a mutant with reactor `FAULT`, repeatable: "+strings.Join(reactors.FaultNames, ", "))
 	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to `FILE` (- for stdout, which then holds only the JSON)")

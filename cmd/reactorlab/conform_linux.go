@@ -16,6 +16,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // conformTarget turns --target (and --fault, --in-process) into a target.
@@ -32,9 +33,9 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 		return conformance.Command{Argv: harness.ShellArgv(command), Grace: grace, Label: command}, nil
 	}
 	if spec == "" {
-		return nil, errors.New("--target is required (accepted: lt, et, oneshot, prio, prio-thread, cmd:'COMMAND')")
+		return nil, fmt.Errorf("--target is required (accepted: %s, cmd:'COMMAND')", designs.NameList())
 	}
-	design, err := reactors.ParseDesign(spec)
+	design, err := designs.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("--target: %w (or cmd:'COMMAND')", err)
 	}

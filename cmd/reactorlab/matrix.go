@@ -44,7 +44,7 @@ another spec or build, or complete); 130: interrupted.`
 
 // matrixRunCell, when not nil, runs each cell in the harness's place (the
 // tests' fake).
-var matrixRunCell func(ctx context.Context, c harness.Cell) (*harness.CellResult, error)
+var matrixRunCell func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error)
 
 // matrixJob is one spec of a matrix invocation and what becomes of it.
 type matrixJob struct {

@@ -392,7 +392,7 @@ func TestMatrixInterruptedAndResumed(t *testing.T) {
 	dir := filepath.Join(tmp, "run")
 	out := filepath.Join(tmp, "result.json")
 	n := 0
-	matrixRunCell = func(ctx context.Context, c harness.Cell) (*harness.CellResult, error) {
+	matrixRunCell = func(ctx context.Context, c harness.CellSpec) (*harness.CellResult, error) {
 		n++
 		res, err := matrixFakeCell(c)
 		if n == 3 {
@@ -477,7 +477,7 @@ func TestMatrixInterruptedAndResumed(t *testing.T) {
 // matrixFakeCell stands in for harness.RunCell: a valid run whose interval log
 // holds one data value a millisecond and a PING every 10, written where
 // the harness writes its own.
-func matrixFakeCell(c harness.Cell) (*harness.CellResult, error) {
+func matrixFakeCell(c harness.CellSpec) (*harness.CellResult, error) {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -523,7 +523,7 @@ func TestMatrixRefusesMissingProgram(t *testing.T) {
 		return p
 	}
 	ran := 0
-	matrixRunCell = func(context.Context, harness.Cell) (*harness.CellResult, error) {
+	matrixRunCell = func(context.Context, harness.CellSpec) (*harness.CellResult, error) {
 		ran++
 		return nil, errors.New("a refused matrix ran a cell")
 	}
@@ -559,7 +559,7 @@ func TestMatrixResumeLineOnlyWithManifest(t *testing.T) {
 	tmp := t.TempDir()
 	spec := filepath.Join(tmp, "tiny.yaml")
 	os.WriteFile(spec, []byte(tinySpec), 0o644)
-	matrixRunCell = func(context.Context, harness.Cell) (*harness.CellResult, error) {
+	matrixRunCell = func(context.Context, harness.CellSpec) (*harness.CellResult, error) {
 		return nil, errors.New("the fake cell failed")
 	}
 	defer func() { matrixRunCell = nil }()

@@ -1,7 +1,7 @@
 // Package proc starts, measures and stops one target process: a black-box
 // server command or a reference reactor child (reactorlab serve ...).
 //
-// The target contract (ARCHITECTURE.md, "Harness"): the command gets
+// The target contract (docs/ARCHITECTURE.md, "Harness"): the command gets
 // REACTORLAB_LISTEN=host:port in its environment and every "{addr}" in its
 // arguments replaced by that address; Start returns once the address (and
 // any Spec.WaitAddrs) accepts a TCP connection; Stop ends it.
