@@ -3,7 +3,6 @@
 package harness
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
 // primeRuntime makes the Go runtime open what it opens once per process
@@ -136,53 +137,15 @@ func ownFds() (map[int]string, error) {
 	return fds, nil
 }
 
-// procEntry is what one /proc/<pid>/stat says.
-type procEntry struct {
-	pid, ppid int
-	comm      string
-	state     string
-	start     string // start time in clock ticks since boot: with pid, a name no other process will have
-}
-
-// readProcs lists the processes /proc shows.
-func readProcs() ([]procEntry, error) {
-	names, err := readNames("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []procEntry
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if i < 0 || j < i {
-			continue
-		}
-		f := strings.Fields(string(b[j+1:])) // state, ppid, ... starttime is field 22, f[19]
-		if len(f) < 20 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		out = append(out, procEntry{pid: pid, ppid: ppid, comm: string(b[i+1 : j]), state: f[0], start: f[19]})
-	}
-	return out, nil
-}
-
 // subtree lists root and every descendant of it, zombies included.
 func subtree(root int) ([]int, error) {
-	procs, err := readProcs()
+	procs, err := proc.Processes()
 	if err != nil {
 		return nil, err
 	}
 	kids := map[int][]int{}
 	for _, p := range procs {
-		kids[p.ppid] = append(kids[p.ppid], p.pid)
+		kids[p.PPid] = append(kids[p.PPid], p.Pid)
 	}
 	out := []int{root}
 	for i := 0; i < len(out); i++ {
@@ -194,22 +157,22 @@ func subtree(root int) ([]int, error) {
 // descendants lists the living (not zombie) descendants of pid as
 // "pid (comm) start=ticks", sorted.
 func descendants(pid int) ([]string, error) {
-	procs, err := readProcs()
+	procs, err := proc.Processes()
 	if err != nil {
 		return nil, err
 	}
-	kids := map[int][]procEntry{}
+	kids := map[int][]proc.ProcStat{}
 	for _, p := range procs {
-		kids[p.ppid] = append(kids[p.ppid], p)
+		kids[p.PPid] = append(kids[p.PPid], p)
 	}
 	out := []string{}
 	queue := []int{pid}
 	for len(queue) > 0 {
 		for _, k := range kids[queue[0]] {
-			if k.state != "Z" && k.state != "X" {
-				out = append(out, fmt.Sprintf("%d (%s) start=%s", k.pid, k.comm, k.start))
+			if k.Living() {
+				out = append(out, fmt.Sprintf("%d (%s) start=%s", k.Pid, k.Comm, k.Start))
 			}
-			queue = append(queue, k.pid)
+			queue = append(queue, k.Pid)
 		}
 		queue = queue[1:]
 	}

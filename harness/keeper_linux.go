@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
 // sweepBound bounds the keeper's sweep of what the run left behind; with
@@ -259,20 +261,20 @@ func sweep(bound time.Duration) (killed []string, err error) {
 	deadline := time.Now().Add(bound)
 	seen := map[string]bool{}
 	for {
-		procs, err := readProcs()
+		procs, err := proc.Processes()
 		if err != nil {
 			return killed, fmt.Errorf("sweep: %w", err)
 		}
 		for _, p := range procs {
-			if p.ppid != self || p.state == "Z" || p.state == "X" {
+			if p.PPid != self || p.State == "Z" || p.State == "X" {
 				continue
 			}
-			name := fmt.Sprintf("%d (%s) start=%s", p.pid, p.comm, p.start)
+			name := fmt.Sprintf("%d (%s) start=%s", p.Pid, p.Comm, p.Start)
 			if !seen[name] {
 				seen[name] = true
 				killed = append(killed, name)
 			}
-			unix.Kill(p.pid, unix.SIGKILL)
+			unix.Kill(p.Pid, unix.SIGKILL)
 		}
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
 // SIGKILL of the harness mid-run leaves, within a second, no process of
@@ -133,15 +135,15 @@ func awaitUp(t *testing.T, lines <-chan harnessOut) *labUp {
 // runProcesses are the run's processes: everything below the harness
 // (keeper, run child, server, its grandchild, client), named with their
 // start times so that a reused pid is not taken for one of them.
-func runProcesses(t *testing.T, harness int) []procEntry {
-	procs, err := readProcs()
+func runProcesses(t *testing.T, harness int) []proc.ProcStat {
+	procs, err := proc.Processes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run []procEntry
+	var run []proc.ProcStat
 	for _, pid := range mustSubtree(t, harness)[1:] {
 		for _, p := range procs {
-			if p.pid == pid && p.state != "Z" {
+			if p.Pid == pid && p.State != "Z" {
 				run = append(run, p)
 			}
 		}
@@ -152,10 +154,10 @@ func runProcesses(t *testing.T, harness int) []procEntry {
 // checkRunUp checks that the server, its grandchild and the client run,
 // and in the lab that they are in the lab's PID namespace with the lab
 // child.
-func checkRunUp(t *testing.T, mode Mode, up *labUp, run []procEntry) {
+func checkRunUp(t *testing.T, mode Mode, up *labUp, run []proc.ProcStat) {
 	var roles []string
 	for _, p := range run {
-		roles = append(roles, fmt.Sprintf("%d:%s", p.pid, roleOf(p.pid)))
+		roles = append(roles, fmt.Sprintf("%d:%s", p.Pid, roleOf(p.Pid)))
 	}
 	t.Logf("up: namespaces %v, processes %v", up.Namespaces, roles)
 	for _, r := range []string{"test-echo", "test-sleep", "test-client"} {
@@ -179,7 +181,7 @@ func checkRunUp(t *testing.T, mode Mode, up *labUp, run []procEntry) {
 // leftBehind is what of the run is still there: in the lab, its
 // namespaces still reachable; its processes still running; host links
 // that differ from links0.
-func leftBehind(t *testing.T, mode Mode, up *labUp, run []procEntry, links0 []string) []string {
+func leftBehind(t *testing.T, mode Mode, up *labUp, run []proc.ProcStat, links0 []string) []string {
 	var left []string
 	if mode == ModeLab {
 		var err error
@@ -189,7 +191,7 @@ func leftBehind(t *testing.T, mode Mode, up *labUp, run []procEntry, links0 []st
 	}
 	for _, p := range run {
 		if stillRuns(p) {
-			left = append(left, fmt.Sprintf("process %d (%s) still runs", p.pid, p.comm))
+			left = append(left, fmt.Sprintf("process %d (%s) still runs", p.Pid, p.Comm))
 		}
 	}
 	if links, err := hostLinks(); err != nil || !slices.Equal(links, links0) {
@@ -223,14 +225,14 @@ func mustSubtree(t *testing.T, pid int) []int {
 
 // stillRuns reports whether p is alive: the same process (pid and start
 // time), not a zombie.
-func stillRuns(p procEntry) bool {
-	procs, err := readProcs()
+func stillRuns(p proc.ProcStat) bool {
+	procs, err := proc.Processes()
 	if err != nil {
 		return true
 	}
 	for _, q := range procs {
-		if q.pid == p.pid && q.start == p.start {
-			return q.state != "Z" && q.state != "X"
+		if q.Pid == p.Pid && q.Start == p.Start {
+			return q.State != "Z" && q.State != "X"
 		}
 	}
 	return false
@@ -239,18 +241,18 @@ func stillRuns(p procEntry) bool {
 // reapRun kills each process of run that still runs and reaps those that
 // are this process's children (orphans of the killed harness come to this
 // process, a child subreaper).
-func reapRun(run []procEntry) {
+func reapRun(run []proc.ProcStat) {
 	for _, p := range run {
 		if stillRuns(p) {
-			unix.Kill(p.pid, unix.SIGKILL)
+			unix.Kill(p.Pid, unix.SIGKILL)
 		}
 	}
 	deadline := time.Now().Add(time.Second)
 	for _, p := range run {
 		for time.Now().Before(deadline) {
 			var ws unix.WaitStatus
-			pid, err := unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
-			if pid == p.pid || err != nil { // reaped, or not this process's child
+			pid, err := unix.Wait4(p.Pid, &ws, unix.WNOHANG, nil)
+			if pid == p.Pid || err != nil { // reaped, or not this process's child
 				break
 			}
 			time.Sleep(time.Millisecond)
@@ -261,14 +263,14 @@ func reapRun(run []procEntry) {
 // inPidNS lists the processes whose PID namespace is ns.
 func inPidNS(t *testing.T, ns string) []int {
 	t.Helper()
-	procs, err := readProcs()
+	procs, err := proc.Processes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
 	for _, p := range procs {
-		if isMember(p.pid, ns) {
-			pids = append(pids, p.pid)
+		if isMember(p.Pid, ns) {
+			pids = append(pids, p.Pid)
 		}
 	}
 	return pids

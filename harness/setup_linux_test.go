@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
 // A setup step that fails for another reason than the kernel refusing
@@ -180,14 +182,14 @@ func catchOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-		procs, err := readProcs()
+		procs, err := proc.Processes()
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		var orphans []procEntry
+		var orphans []proc.ProcStat
 		for _, p := range procs {
-			if p.ppid == os.Getpid() && strings.HasPrefix(roleOf(p.pid), "test-") {
+			if p.PPid == os.Getpid() && strings.HasPrefix(roleOf(p.Pid), "test-") {
 				orphans = append(orphans, p)
 			}
 		}

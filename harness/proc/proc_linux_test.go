@@ -3,7 +3,6 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -90,25 +87,14 @@ func noLeaks(t *testing.T) {
 // "pid(comm) state".
 func children(t *testing.T) []string {
 	t.Helper()
-	me := os.Getpid()
-	names, err := readNames("/proc")
+	procs, err := Processes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var kids []string
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(me) {
-			kids = append(kids, fmt.Sprintf("%d%s %s", pid, b[bytes.IndexByte(b, '('):i+1], f[0]))
+	for _, p := range procs {
+		if p.PPid == os.Getpid() {
+			kids = append(kids, fmt.Sprintf("%d(%s) %s", p.Pid, p.Comm, p.State))
 		}
 	}
 	return kids

@@ -125,32 +125,19 @@ func (p *Process) eachMember(what string, f func(pid int) error) error {
 // groupPids scans /proc for the processes of group pgid that are not
 // zombies, pgid itself first.
 func groupPids(pgid int) ([]int, error) {
-	names, err := readNames("/proc")
+	procs, err := Processes()
 	if err != nil {
 		return nil, err
 	}
 	pids := []int{}
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
+	for _, p := range procs {
+		if p.Pgrp != pgid || !p.Living() {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:])) // state, ppid, pgrp, ...
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		if pid == pgid {
-			pids = append([]int{pid}, pids...)
+		if p.Pid == pgid {
+			pids = append([]int{p.Pid}, pids...)
 		} else {
-			pids = append(pids, pid)
+			pids = append(pids, p.Pid)
 		}
 	}
 	return pids, nil
