@@ -3,6 +3,7 @@ package results
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -387,7 +388,8 @@ func metricsKey(m map[string]float64) string {
 // non-finite ones (with a note, if ns is not nil, naming cell).
 func catalogueValues(r *RunRecord, cell string, ns *notes) map[string]float64 {
 	out := make(map[string]float64, len(r.Metrics))
-	for name, v := range r.Metrics {
+	for _, name := range slices.Sorted(maps.Keys(r.Metrics)) { // sorted: the notes come out in one order
+		v := r.Metrics[name]
 		if _, ok := MetricByName(name); !ok {
 			continue
 		}

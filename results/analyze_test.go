@@ -463,3 +463,25 @@ func TestAnalyzePairsNeedOneMatchingBaseline(t *testing.T) {
 		}
 	})
 }
+
+// TestAnalyzeNotesAreDeterministic: a run with several non-finite metrics
+// gives its notes in one order (the metrics' names sorted), every time.
+func TestAnalyzeNotesAreDeterministic(t *testing.T) {
+	m := synthManifest("nan", 4, []synthCell{{"hot", "16"}}, noisy(3, typicalMeans, 0.02, nil))
+	for i := range m.Runs {
+		if r := &m.Runs[i]; r.Cell == "hot=16" && r.Repeat == 3 {
+			r.Metrics[results.MetricDataP99] = math.NaN()
+			r.Metrics[results.MetricThroughput] = math.Inf(1)
+			r.Metrics[results.MetricDataP50] = math.NaN()
+		}
+	}
+	first := strings.Join(results.Analyze(m, nil).Notes, "\n")
+	if strings.Count(first, "skipped") < 3 {
+		t.Fatalf("want three skipped-metric notes, got:\n%s", first)
+	}
+	for range 20 {
+		if again := strings.Join(results.Analyze(m, nil).Notes, "\n"); again != first {
+			t.Fatalf("notes changed between two analyses of one manifest:\n%s\n---\n%s", first, again)
+		}
+	}
+}
