@@ -38,7 +38,8 @@ type Policy interface {
 // Invariants (checked by New): 1 ≤ Loops ≤ 256; 0 ≤ ControlLoop < Loops;
 // a Shared layout registers connections one-shot (its LoopPolicy's
 // ConnFlags hold EPOLLONESHOT and it implements Rearmer), since otherwise
-// two loops could serve one connection at once.
+// two loops could serve one connection at once, and takes no offload pool
+// (Config.Workers = 0: it has no ingress for the results).
 type Layout struct {
 	// Loops is the number of loop threads.
 	Loops int

@@ -118,7 +118,7 @@ func New(design Policy, cfg Config) (*Reactor, error) {
 	r := &Reactor{design: design.Name(), policy: design, cfg: cfg, dist: dist, stopfd: -1, reserveFd: -1,
 		ledgerReady: make(chan struct{}), done: make(chan struct{})}
 	r.layout = design.Layout(&r.cfg)
-	if err := r.layout.check(); err != nil {
+	if err := r.layout.check(&r.cfg); err != nil {
 		return nil, fmt.Errorf("design %s: %w", r.design, err)
 	}
 	if err := r.build(); err != nil {
@@ -128,13 +128,18 @@ func New(design Policy, cfg Config) (*Reactor, error) {
 	return r, nil
 }
 
-// check refuses a layout that breaks Layout's invariants.
-func (lay Layout) check() error {
+// check refuses a layout that breaks Layout's invariants, or a shared one
+// given an offload pool: its loops have no ingress for the results to come
+// back through (a design with a shared layout refuses workers in Check).
+func (lay Layout) check(cfg *Config) error {
 	if lay.Loops < 1 || lay.Loops > 256 {
 		return fmt.Errorf("layout: %d loops (accepted: 1..256)", lay.Loops)
 	}
 	if lay.ControlLoop < 0 || lay.ControlLoop >= lay.Loops {
 		return fmt.Errorf("layout: control loop %d of %d", lay.ControlLoop, lay.Loops)
+	}
+	if lay.Shared && cfg.Workers > 0 {
+		return fmt.Errorf("%w: workers = %d: a shared layout has no ingress for offloaded results", ErrConfig, cfg.Workers)
 	}
 	return nil
 }
