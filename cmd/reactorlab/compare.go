@@ -79,10 +79,7 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 		return c.Usagef(stderr, "%v", err)
 	}
 
-	human := stdout
-	if *jsonOut == cli.StdoutPath {
-		human = stderr
-	}
+	human := cli.HumanOut(*jsonOut, stdout, stderr)
 	if *jsonOut != "" {
 		if err := cli.WriteTo(*jsonOut, stdout, rc.WriteJSON); err != nil {
 			return c.Errorf(stderr, cli.ExitFail, "--json: %v", err)

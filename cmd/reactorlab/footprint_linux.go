@@ -58,10 +58,7 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// The line on stdout, or with --json - the JSON there and the line on
 	// stderr.
-	human := stdout
-	if *jsonOut == cli.StdoutPath {
-		human = stderr
-	}
+	human := cli.HumanOut(*jsonOut, stdout, stderr)
 	if *jsonOut != "" {
 		if err := cli.WriteTo(*jsonOut, stdout, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
 			return c.Errorf(stderr, cli.ExitFail, "--json: %v", err)

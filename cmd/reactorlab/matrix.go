@@ -165,10 +165,7 @@ func (inv *matrixInvocation) checkFlags(pos []string) (int, bool) {
 		return c.Usagef(stderr, "--lab %q (accepted: auto, on, off)", inv.labMode), true
 	}
 	inv.mode = mode
-	inv.human = inv.stdout
-	if inv.jsonOut == cli.StdoutPath {
-		inv.human = inv.stderr
-	}
+	inv.human = cli.HumanOut(inv.jsonOut, inv.stdout, inv.stderr)
 	return 0, false
 }
 

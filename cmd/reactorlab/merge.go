@@ -34,10 +34,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	if len(pos) < 2 {
 		return c.Usagef(stderr, "want OUT and at least one shard directory (%d given)", len(pos))
 	}
-	human := stdout
-	if *jsonOut == cli.StdoutPath {
-		human = stderr
-	}
+	human := cli.HumanOut(*jsonOut, stdout, stderr)
 	outDir, srcs := pos[0], pos[1:]
 	// A suite's shards hold one subdirectory per spec: merge each.
 	subs, err := matrix.SuiteDirs(srcs[0])

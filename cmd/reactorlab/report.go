@@ -34,10 +34,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return c.Usagef(stderr, "want one run directory (%d given)", len(pos))
 	}
-	human := stdout
-	if *jsonOut == cli.StdoutPath {
-		human = stderr
-	}
+	human := cli.HumanOut(*jsonOut, stdout, stderr)
 	subs, err := matrix.SuiteDirs(pos[0])
 	if err != nil {
 		return c.Errorf(stderr, cli.ExitUsage, "%v", err)

@@ -285,10 +285,7 @@ func (f *runFlags) measure(c *cli.Command, cell harness.CellSpec, stdout, stderr
 // with --json - the JSON there and the summary on stderr. failed says it
 // could not, and code is then the exit code.
 func (f *runFlags) report(c *cli.Command, res *harness.CellResult, stdout, stderr io.Writer) (code int, failed bool) {
-	summaryTo := stdout
-	if f.json == cli.StdoutPath {
-		summaryTo = stderr
-	}
+	summaryTo := cli.HumanOut(f.json, stdout, stderr)
 	if f.json != "" {
 		if werr := cli.WriteTo(f.json, stdout, func(w io.Writer) error { return writeJSON(w, res) }); werr != nil {
 			return c.Errorf(stderr, cli.ExitFail, "--json: %v", werr), true

@@ -247,6 +247,16 @@ func (c *Command) Set() map[string]bool {
 // a file ("--json -").
 const StdoutPath = "-"
 
+// HumanOut is where the text a person reads goes when a command's machine
+// output goes to path: stderr when path is StdoutPath (stdout then holds
+// only the machine output), else stdout.
+func HumanOut(path string, stdout, stderr io.Writer) io.Writer {
+	if path == StdoutPath {
+		return stderr
+	}
+	return stdout
+}
+
 // WriteTo writes to path with write, or to stdout when path is "-"; a file
 // is created (or truncated) and closed, its error named with the path.
 func WriteTo(path string, stdout io.Writer, write func(io.Writer) error) error {
