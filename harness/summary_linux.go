@@ -167,7 +167,8 @@ func (r *CellResult) writeFigures(b *strings.Builder, s *loadgen.Summary) {
 	writeSelfCheck(b, s.SelfCheck)
 }
 
-// writeLedger prints the frame ledger of data and of control.
+// writeLedger prints the frame ledger of data and of control, and the
+// health check's verdicts on the control probes.
 func writeLedger(b *strings.Builder, s *loadgen.Summary) {
 	t := s.Totals
 	fmt.Fprintf(b, "  %-12s data: sent %s = echoed %s + rejected %s + lost %s + corrupted %s + abandoned by fault %s + unanswered %s;\n"+
@@ -179,6 +180,11 @@ func writeLedger(b *strings.Builder, s *loadgen.Summary) {
 	}
 	if ct := s.ControlTotals; ct.Sent > 0 {
 		fmt.Fprintf(b, "  %-12s control: sent %s, echoed %s, lost %s\n", "", groupDigits(ct.Sent), groupDigits(ct.Echoed), groupDigits(ct.Lost))
+	}
+	if hc := s.HealthCheck; hc != nil {
+		c := s.Config.WithDefaults()
+		fmt.Fprintf(b, "  %-12s health check: false timeouts %s (answered after %v), false removals %s (%d in a row)\n", "",
+			groupDigits(hc.FalseTimeouts), c.ControlTimeout, groupDigits(hc.FalseRemovals), c.RemovalAfter)
 	}
 }
 

@@ -71,6 +71,9 @@ func (c *conn) onAnswers(b []byte, now int64) {
 			raw = append(raw, now-s.actual)
 		case kindControl:
 			lat = append(lat, now-s.stamp)
+			if now >= l.measureFrom {
+				c.health.observe(now - s.stamp)
+			}
 		}
 	}
 	c.flushLatencies(lat, raw, now)

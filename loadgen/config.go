@@ -21,6 +21,14 @@ const (
 	DefaultDrain          = time.Second
 	DefaultInterval       = time.Second
 	DefaultConnectTimeout = 2 * time.Second
+	// DefaultControlTimeout and DefaultRemovalAfter are the health check's:
+	// a PING answered after 10 ms is a false timeout, three in a row on one
+	// control connection a false removal. Three is this tool's choice (a
+	// common failure threshold of health checkers, e.g. Kubernetes probes'
+	// default failureThreshold); the table the check reproduces does not
+	// state its own.
+	DefaultControlTimeout = 10 * time.Millisecond
+	DefaultRemovalAfter   = 3
 )
 
 // Limits Validate enforces.
@@ -32,6 +40,8 @@ const (
 	// MaxBatchBytes bounds the bytes one write batch may hold (Window or
 	// InFlight frames of Payload bytes): it bounds the memory per connection.
 	MaxBatchBytes = 64 << 20
+	// MaxRemovalAfter bounds RemovalAfter.
+	MaxRemovalAfter = 1000000
 )
 
 // ErrConfig is wrapped by every error of Config.Validate and of decoding a
@@ -82,6 +92,14 @@ type Config struct {
 	// ControlEvery > 0 or StopAt > 0). Their PINGs are spread evenly over
 	// the period.
 	Control int
+	// ControlTimeout is the health check's timeout (default 10 ms): a PING
+	// answered more than this after its intended time is a false timeout
+	// (the target was alive, only late). See HealthCheck.
+	ControlTimeout time.Duration
+	// RemovalAfter is K, the consecutive false timeouts on one control
+	// connection after which the health checker removes the node (a false
+	// removal) and re-adds it, its count starting again (default 3).
+	RemovalAfter int
 	// StopAt, when > 0, sends STOP on the first control connection at this
 	// time after the start of measurement (the end of Warmup); it must come
 	// before the end of Duration.
@@ -117,7 +135,8 @@ type Config struct {
 
 // WithDefaults returns c with every zero field that has a default set to it:
 // ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
-// or StopAt > 0), Drain, Interval and ConnectTimeout.
+// or StopAt > 0), ControlTimeout, RemovalAfter, Drain, Interval and
+// ConnectTimeout.
 func (c Config) WithDefaults() Config {
 	if c.ControlAddr == "" {
 		c.ControlAddr = c.DataAddr
@@ -130,6 +149,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Control == 0 && (c.ControlEvery > 0 || c.StopAt > 0) {
 		c.Control = 1
+	}
+	if c.ControlTimeout == 0 {
+		c.ControlTimeout = DefaultControlTimeout
+	}
+	if c.RemovalAfter == 0 {
+		c.RemovalAfter = DefaultRemovalAfter
 	}
 	if c.Drain == 0 {
 		c.Drain = DefaultDrain
@@ -239,11 +264,17 @@ func (c Config) checkBatches(p *problems) {
 	}
 }
 
-// checkControl checks the control probes' period, and that a control
-// connection has something to carry.
+// checkControl checks the control probes' period and health check, and
+// that a control connection has something to carry.
 func (c Config) checkControl(p *problems) {
 	if c.ControlEvery < 0 || (c.ControlEvery > 0 && c.ControlEvery < 10*time.Microsecond) {
 		p.bad("control-every", c.ControlEvery, "0 (no control probes) or >= 10µs")
+	}
+	if c.ControlTimeout < 0 || c.ControlTimeout > time.Hour {
+		p.bad("control-timeout", c.ControlTimeout, "(0, 1h], or 0 for the default "+DefaultControlTimeout.String())
+	}
+	if c.RemovalAfter < 0 || c.RemovalAfter > MaxRemovalAfter {
+		p.bad("removal-after", c.RemovalAfter, fmt.Sprintf("1..%d consecutive false timeouts, or 0 for the default %d", MaxRemovalAfter, DefaultRemovalAfter))
 	}
 	if c.Control > 0 && c.ControlEvery == 0 && c.StopAt == 0 {
 		p.bad("control", c.Control, "0 when neither control-every nor stop-at is set (a control connection would carry nothing)")
@@ -308,6 +339,8 @@ type configJSON struct {
 	Payload        int      `json:"payload"`
 	ControlEvery   duration `json:"control_every"`
 	Control        int      `json:"control"`
+	ControlTimeout duration `json:"control_timeout,omitempty"`
+	RemovalAfter   int      `json:"removal_after,omitempty"`
 	StopAt         duration `json:"stop_at"`
 	Duration       duration `json:"duration"`
 	Warmup         duration `json:"warmup"`
@@ -348,6 +381,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		DataAddr: c.DataAddr, ControlAddr: c.ControlAddr, Hot: c.Hot, InFlight: c.InFlight,
 		Steady: c.Steady, Rate: c.Rate, Window: c.Window, Payload: c.Payload,
 		ControlEvery: duration(c.ControlEvery), Control: c.Control, StopAt: duration(c.StopAt),
+		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter,
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
 		Interval: duration(c.Interval), ConnectTimeout: duration(c.ConnectTimeout), Faults: c.Faults,
 	})
@@ -370,6 +404,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		DataAddr: j.DataAddr, ControlAddr: j.ControlAddr, Hot: j.Hot, InFlight: j.InFlight,
 		Steady: j.Steady, Rate: j.Rate, Window: j.Window, Payload: j.Payload,
 		ControlEvery: time.Duration(j.ControlEvery), Control: j.Control, StopAt: time.Duration(j.StopAt),
+		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter,
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),
 		Interval: time.Duration(j.Interval), ConnectTimeout: time.Duration(j.ConnectTimeout), Faults: j.Faults,
 	}

@@ -39,6 +39,8 @@ func TestValidate(t *testing.T) {
 		{"bad control address", func(c *loadgen.Config) { c.ControlAddr = "x:0" }, []string{`control-addr = "x:0"`}},
 		{"tiny control period", func(c *loadgen.Config) { c.ControlEvery = time.Microsecond }, []string{"control-every = 1µs", ">= 10µs"}},
 		{"control without probes", func(c *loadgen.Config) { c.Control = 2 }, []string{"control = 2"}},
+		{"negative control timeout", func(c *loadgen.Config) { c.ControlTimeout = -time.Millisecond }, []string{"control-timeout = -1ms", "(0, 1h], or 0 for the default 10ms"}},
+		{"negative removal-after", func(c *loadgen.Config) { c.RemovalAfter = -1 }, []string{"removal-after = -1", "1..1000000 consecutive false timeouts, or 0 for the default 3"}},
 		{"huge window", func(c *loadgen.Config) { c.Steady, c.Rate, c.Window = 1, 10, 1<<20 }, []string{"window = 1048576", "1..65536"}},
 		{"huge payload", func(c *loadgen.Config) { c.Payload = 1 << 20 }, []string{"payload = 1048576"}},
 		{"batch too big", func(c *loadgen.Config) { c.InFlight, c.Payload = 65536, 4096 }, []string{"inflight = 65536", "MiB"}},
@@ -76,14 +78,14 @@ func TestValidate(t *testing.T) {
 func TestConfigJSON(t *testing.T) {
 	in := loadgen.Config{DataAddr: "198.18.0.1:7070", ControlAddr: "198.18.0.1:7071", Hot: 2, InFlight: 16,
 		Steady: 4, Rate: 12345.5, Window: 64, Payload: 100, ControlEvery: 10 * time.Millisecond, Control: 2,
-		StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
+		ControlTimeout: 25 * time.Millisecond, RemovalAfter: 5, StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
 		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
 		Progress: func(loadgen.Progress) {}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`"control_every":"10ms"`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`} {
+	for _, s := range []string{`"control_every":"10ms"`, `"control_timeout":"25ms"`, `"removal_after":5`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("JSON %s lacks %s", b, s)
 		}

@@ -161,6 +161,8 @@ type conn struct {
 	service     *results.Class
 	serviceFrom int64 // -1: nothing outstanding
 
+	health healthChecker // control: the health check's verdicts on its measured answers
+
 	acct             Accounting
 	measuredSent     uint64 // steady: frames intended in the measured time, sent
 	measuredEchoed   uint64 // hot: echoes read in the measured time

@@ -20,7 +20,14 @@
 //     the next is due holds the next one back; when it is answered, the PINGs
 //     due meanwhile follow one after the other, each stamped with and
 //     measured from its own intended time, so a stall shows in full in
-//     "control" (corrected for coordinated omission, as wrk2 does);
+//     "control" (corrected for coordinated omission, as wrk2 does). A
+//     health check runs on them ([HealthCheck]): a
+//     PING answered more than Config.ControlTimeout after its intended time
+//     is a false timeout, Config.RemovalAfter of them in a row on one
+//     control connection a false removal (the count then starts again),
+//     counted online where answers are settled, for answers read in the
+//     measured period; a PING never answered is no false timeout but a lost
+//     frame (see Accounting);
 //   - the STOP probe: one STOP frame on the first control connection at
 //     Config.StopAt after the warm-up; the time to STOP_ACK is class "stop"
 //     and its ledger is decoded. A byte-echo target sends the STOP back:

@@ -49,6 +49,9 @@ func (l *loop) result() *Result {
 		r.Conns = append(r.Conns, cr)
 		if c.kind == kindControl {
 			r.ControlTotals.add(cr.Accounting)
+			if l.cfg.ControlEvery > 0 {
+				r.addHealth(c.health.counts)
+			}
 		} else {
 			r.Totals.add(cr.Accounting)
 		}
@@ -159,6 +162,10 @@ func (c *conn) result() ConnResult {
 	cr := ConnResult{Name: c.name, Kind: c.kind.String(), Token: c.firstToken, Connections: c.connections,
 		Accounting: acct, MaxInFlight: c.maxInFlight, OverSizeRejected: c.overSizeRejected,
 		ConnectErrors: c.connectErrors, Evidence: slices.Clone(c.evidence), Ended: c.ended}
+	if c.kind == kindControl && c.l.cfg.ControlEvery > 0 {
+		h := c.health.counts
+		cr.HealthCheck = &h
+	}
 	for cause, d := range c.blocked {
 		if d > 0 {
 			if cr.BlockedS == nil {

@@ -143,6 +143,9 @@ type ConnResult struct {
 	// Ended says why the connection stopped before the end of the run, if
 	// it did.
 	Ended string `json:"ended,omitempty"`
+	// HealthCheck is a control connection's false timeouts and removals
+	// (nil for a data connection, and without control probes).
+	HealthCheck *HealthCheck `json:"health_check,omitempty"`
 }
 
 // SelfCheck says whether the generator itself kept up, and which side
@@ -266,6 +269,17 @@ type Result struct {
 	SelfCheck SelfCheck
 	// Stop is the STOP probe's outcome (nil without one).
 	Stop *StopOutcome
+	// HealthCheck sums the control connections' false timeouts and
+	// removals (nil without control probes).
+	HealthCheck *HealthCheck
+}
+
+// addHealth adds one control connection's health check counts to r's.
+func (r *Result) addHealth(h HealthCheck) {
+	if r.HealthCheck == nil {
+		r.HealthCheck = &HealthCheck{}
+	}
+	r.HealthCheck.add(h)
 }
 
 // Summary is the JSON form of a Result: the same fields (Measured in
@@ -284,6 +298,7 @@ type Summary struct {
 	EchoRate      float64         `json:"echo_rate"` // data frames answered intact per measured second
 	SelfCheck     SelfCheck       `json:"self_check"`
 	Stop          *StopOutcome    `json:"stop,omitempty"`
+	HealthCheck   *HealthCheck    `json:"health_check,omitempty"`
 	Latency       results.Summary `json:"latency"`
 	Conns         []ConnResult    `json:"connections"`
 }
@@ -292,7 +307,7 @@ type Summary struct {
 func (r *Result) Summary() Summary {
 	s := Summary{Valid: r.Valid, Invalid: r.Invalid, Interrupted: r.Interrupted, StartTime: r.Start,
 		MeasuredS: r.Measured.Seconds(), Config: r.Config, Totals: r.Totals, ControlTotals: r.ControlTotals,
-		SelfCheck: r.SelfCheck, Stop: r.Stop, Conns: r.Conns}
+		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Conns: r.Conns}
 	if r.Recorder != nil {
 		s.Latency = r.Recorder.Summary()
 		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {

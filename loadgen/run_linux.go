@@ -256,6 +256,7 @@ func (l *loop) addConn(kind connKind, i int, sa unix.Sockaddr, fk wire.Kind, fra
 	case kindControl:
 		c.period = float64(l.cfg.ControlEvery)
 		c.phase = int64(c.period * float64(i) / float64(l.cfg.Control))
+		c.health = newHealthChecker(l.cfg.ControlTimeout, l.cfg.RemovalAfter)
 		if l.cfg.ControlEvery == 0 {
 			c.endSeq = 0 // a connection for STOP only
 		}

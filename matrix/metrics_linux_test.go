@@ -67,6 +67,7 @@ func TestMetricsKnownValues(t *testing.T) {
 			Totals:        loadgen.Accounting{Echoed: 4000, Lost: 1, Duplicated: 2},
 			ControlTotals: loadgen.Accounting{WrongConn: 4},
 			Stop:          &loadgen.StopOutcome{Status: "acknowledged", LatencyUs: 777},
+			HealthCheck:   &loadgen.HealthCheck{FalseTimeouts: 9, FalseRemovals: 2},
 		},
 		Lab: &harness.LabResult{Mode: harness.ModeLab, Server: &harness.ProcResult{
 			UserNs: 1.5e9, SysNs: 0.5e9, MaxRSS: 3 << 20, Elapsed: 4 * time.Second}},
@@ -96,6 +97,8 @@ func TestMetricsKnownValues(t *testing.T) {
 		{results.MetricControlP50, 1000},                                    // µs, not data's 100
 		{results.MetricControlMax, 30_000},                                  // µs, not the warm-up's 50 ms
 		{results.MetricControlOver10ms, 2},                                  // 12 ms and 30 ms; not the warm-up's 5 nor data's 3
+		{results.MetricFalseTimeouts, 9},                                    // the load generator's count, not the histogram's 2
+		{results.MetricFalseRemovals, 2},                                    //
 		{results.MetricStop, 777},                                           // µs
 		{results.MetricAnomalies, 7},                                        // 1 lost + 2 duplicated + 4 wrong connection
 		{results.MetricServerCPU, 2},                                        // 2 CPU-s over 1e6 frames
@@ -132,5 +135,14 @@ func TestMetricsKnownValues(t *testing.T) {
 	}
 	if got := m[results.MetricServerCPU]; !near(got, 2e9/1e9/(4000/1e6)) {
 		t.Errorf("black box server CPU = %v, want %v", got, 2e9/1e9/(4000/1e6))
+	}
+	// A summary without a health check (no control probes, or written
+	// before it was counted): the two metrics are absent, not 0.
+	res.Load.HealthCheck = nil
+	m, _ = Metrics(res, hlog, start.Add(warmup))
+	for _, name := range []string{results.MetricFalseTimeouts, results.MetricFalseRemovals} {
+		if v, ok := m[name]; ok {
+			t.Errorf("no health check: %s = %v present", name, v)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -137,10 +138,13 @@ func runDir(index int, id string, repeat int, with string) string {
 func (c Cell) Info() results.CellInfo {
 	cfg := map[string]string{}
 	for _, name := range Fields {
-		// Fields a cell does not use are left out; server_cpu only when
-		// set, so that manifests written before it existed still compare.
+		// Fields a cell does not use are left out; server_cpu,
+		// control_timeout and removal_after only when not the default, so
+		// that manifests written before they existed still compare.
 		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" ||
-			name == "server_cpu" && c.ServerCPU == 0 {
+			name == "server_cpu" && c.ServerCPU == 0 ||
+			name == "control_timeout" && c.controlTimeout() == loadgen.DefaultControlTimeout ||
+			name == "removal_after" && c.removalAfter() == loadgen.DefaultRemovalAfter {
 			continue
 		}
 		cfg[name] = fields[name].text(&c.Settings)
@@ -163,7 +167,8 @@ func (c Cell) Describe() string {
 		parts = append(parts, fmt.Sprintf("%d steady at %g frames/s", c.Steady, c.Rate))
 	}
 	if c.ControlEvery > 0 {
-		parts = append(parts, "PING every "+fields["control_every"].text(&c.Settings))
+		parts = append(parts, "PING every "+fields["control_every"].text(&c.Settings)+" (timeout "+
+			fields["control_timeout"].text(&c.Settings)+", removal after "+fields["removal_after"].text(&c.Settings)+" in a row)")
 	}
 	if c.StopAt > 0 {
 		parts = append(parts, "STOP at "+fields["stop_at"].text(&c.Settings))

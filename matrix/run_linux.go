@@ -425,8 +425,10 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 }
 
 // loadMetrics adds to m what the load generator's summary s measured:
-// throughput, the sources' shares, latencies, STOP, anomalies and whether
-// it was the limit. The error is for an unreadable interval log at hlog.
+// throughput, the sources' shares, latencies, the health check's false
+// timeouts and removals (with control probes; absent from a summary
+// written before they were counted), STOP, anomalies and whether it was
+// the limit. The error is for an unreadable interval log at hlog.
 func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measuredFrom time.Time) error {
 	var err error
 	m[results.MetricThroughput] = s.EchoRate
@@ -468,6 +470,10 @@ func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measured
 		if h := hs[loadgen.ClassControl]; err == nil && h != nil {
 			m[results.MetricControlOver10ms] = float64(countAbove(h, int64(10*time.Millisecond)))
 		}
+	}
+	if hc := s.HealthCheck; hc != nil {
+		m[results.MetricFalseTimeouts] = float64(hc.FalseTimeouts)
+		m[results.MetricFalseRemovals] = float64(hc.FalseRemovals)
 	}
 	if s.Stop != nil && s.Stop.LatencyUs > 0 {
 		m[results.MetricStop] = s.Stop.LatencyUs

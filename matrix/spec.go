@@ -70,6 +70,11 @@ type Settings struct {
 	Steady       int
 	Rate         float64
 	ControlEvery time.Duration
+	// ControlTimeout and RemovalAfter are the health check's timeout and
+	// K (loadgen.Config's fields of the same names; 0: loadgen's
+	// defaults, 10 ms and 3). Set only with ControlEvery.
+	ControlTimeout time.Duration
+	RemovalAfter   int
 	// StopAt sends a STOP probe at this offset into the measured period
 	// (loadgen.Config.StopAt; 0: none). STOP closes the reactor's
 	// admission, so frames after it are rejected: keep it near the end.
@@ -173,7 +178,8 @@ func (c Cell) Configs() (reactors.Config, loadgen.Config, error) {
 func (s Settings) loadConfig() loadgen.Config {
 	return loadgen.Config{
 		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate,
-		ControlEvery: s.ControlEvery, StopAt: s.StopAt, Duration: s.Duration, Warmup: s.Warmup,
+		ControlEvery: s.ControlEvery, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
+		StopAt: s.StopAt, Duration: s.Duration, Warmup: s.Warmup,
 		Faults: slices.Clone(s.WireFaults),
 	}
 }

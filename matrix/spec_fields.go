@@ -15,6 +15,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/cost"
 	"github.com/reactorlab/reactorlab/reactors/designs"
@@ -23,7 +24,7 @@ import (
 // Fields lists the baseline fields a factor may name, in the order Parse
 // reads them.
 var Fields = []string{
-	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "stop_at",
+	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "control_timeout", "removal_after", "stop_at",
 	"callback", "workers", "budgets", "timer", "app_timer", "faults", "server_cpu", "duration", "warmup",
 }
 
@@ -89,6 +90,41 @@ var fields = map[string]field{
 		text:  func(s *Settings) string { return strconv.FormatFloat(s.Rate, 'g', -1, 64) },
 	},
 	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
+	// control_timeout and removal_after are the health check's (absent:
+	// loadgen's defaults); they compare and print as their effective
+	// values, so writing the default is the same as leaving it out.
+	"control_timeout": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%q is not a timeout (accepted: a duration > 0 with a unit, e.g. 10ms; leave it out for the default %v)", v, loadgen.DefaultControlTimeout)
+			}
+			s.ControlTimeout = d
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.controlTimeout() == b.controlTimeout() },
+		text:  func(s *Settings) string { return strings.ReplaceAll(s.controlTimeout().String(), "µ", "u") },
+	},
+	"removal_after": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 1 {
+				return fmt.Errorf("%q is not a count of timeouts in a row (accepted: an integer >= 1; leave it out for the default %d)", v, loadgen.DefaultRemovalAfter)
+			}
+			s.RemovalAfter = k
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.removalAfter() == b.removalAfter() },
+		text:  func(s *Settings) string { return strconv.Itoa(s.removalAfter()) },
+	},
 	"server_cpu": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			v, err := scalar(n)
@@ -169,6 +205,22 @@ var fields = map[string]field{
 	"workers":   intField(func(s *Settings) *int { return &s.Workers }),
 	"duration":  durField(func(s *Settings) *time.Duration { return &s.Duration }),
 	"warmup":    durField(func(s *Settings) *time.Duration { return &s.Warmup }),
+}
+
+// controlTimeout is s's health check timeout, loadgen's default if unset.
+func (s *Settings) controlTimeout() time.Duration {
+	if s.ControlTimeout == 0 {
+		return loadgen.DefaultControlTimeout
+	}
+	return s.ControlTimeout
+}
+
+// removalAfter is s's K, loadgen's default if unset.
+func (s *Settings) removalAfter() int {
+	if s.RemovalAfter == 0 {
+		return loadgen.DefaultRemovalAfter
+	}
+	return s.RemovalAfter
 }
 
 func orDefault(s, def string) string {

@@ -31,7 +31,8 @@ func mustParse(t testing.TB, path string) *Spec {
 // package's table, so the tests do not trust the code they check.
 var structField = map[string]string{
 	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
-	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every", "StopAt": "stop_at",
+	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every",
+	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu",
 	"Duration": "duration", "Warmup": "warmup",
@@ -308,6 +309,12 @@ var errorCases = []struct {
 	{"bad server cpu", okBase + "  server_cpu: half\n", 8, `server_cpu: "half" is not a CPU cap (accepted: a number of CPUs, 0.05..1024`},
 	{"negative server cpu", okBase + "  server_cpu: -0.5\n", 8, `server_cpu: "-0.5": want a number of CPUs, 0.05..1024, or 0 for no cap`},
 	{"server cpu below the least quota", okBase + "  server_cpu: 0.01\n", 8, `server_cpu: "0.01": want a number of CPUs, 0.05..1024`},
+	{"zero control timeout", okBase + "  control_every: 10ms\n  control_timeout: 0s\n", 9, `control_timeout: "0s" is not a timeout (accepted: a duration > 0 with a unit, e.g. 10ms; leave it out for the default 10ms)`},
+	{"control timeout too long", okBase + "  control_every: 10ms\n  control_timeout: 2h\n", 9, "control_timeout: control-timeout = 2h0m0s (accepted: (0, 1h], or 0 for the default 10ms)"},
+	{"zero removal_after", okBase + "  control_every: 10ms\n  removal_after: 0\n", 9, `removal_after: "0" is not a count of timeouts in a row (accepted: an integer >= 1; leave it out for the default 3)`},
+	{"control timeout without probes", okBase + "  control_timeout: 50ms\n", 8, "control_timeout: a health check timeout without control probes (accepted: control_every > 0 with control_timeout)"},
+	{"removal_after without probes", okBase + "  removal_after: 5\n", 8, "removal_after: a health check's removal count without control probes"},
+	{"control timeout factor equals the default", okBase + "  control_every: 10ms\nfactors:\n  - name: control_timeout\n    values: [10ms]\n", 11, "factors[0].values[0] (control_timeout): 10ms equals the baseline's"},
 	{"steady without rate", okBase + "  steady: 4\n", 8, "steady: steady sources without a rate"},
 	{"rate without steady", okBase + "  rate: 1000\n", 8, "rate: a rate without steady sources"},
 	{"hot without inflight", strings.Replace(okBase, "  inflight: 4\n", "", 1), 4, "hot: hot sources without inflight"},
@@ -328,6 +335,51 @@ var errorCases = []struct {
 	{"black box where a reactor setting is set", "name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, callback: 5us, duration: 1s}\nfactors:\n  - name: reactor\n    values: [et, {cmd: ./s}]\n", 5, "factors[0].values[1] (reactor): reactor-only with a target"},
 	{"factor reactor fault on target", "name: x\nbaseline: {target: {cmd: ./s}, hot: 1, inflight: 1, duration: 1s}\nfactors:\n  - name: faults\n    values: [no-drain]\n", 5, `factors[0].values[0] (faults): reactor fault "no-drain" with a target`},
 	{"alias", "name: &n x\nbaseline: {reactor: lt}\n", 1, "spec: anchors and aliases are not supported"},
+}
+
+// TestHealthCheckFields: control_timeout and removal_after reach the load
+// generator's configuration and the cell's description, and the manifest's
+// configuration only where they are not the default (so manifests written
+// before they existed still compare).
+func TestHealthCheckFields(t *testing.T) {
+	s, err := Parse([]byte("name: hc\nbaseline: {reactor: lt, hot: 1, inflight: 1, control_every: 100ms, duration: 1s}\n" +
+		"factors:\n  - {name: control_timeout, values: [5ms]}\n  - {name: removal_after, values: [1, 5]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := checkCells(t, s)
+	want := map[string]struct {
+		timeout time.Duration
+		k       int
+		desc    string
+	}{
+		BaselineID:            {0, 0, "PING every 100ms (timeout 10ms, removal after 3 in a row)"},
+		"control_timeout=5ms": {5 * time.Millisecond, 0, "PING every 100ms (timeout 5ms, removal after 3 in a row)"},
+		"removal_after=1":     {0, 1, "PING every 100ms (timeout 10ms, removal after 1 in a row)"},
+		"removal_after=5":     {0, 5, "PING every 100ms (timeout 10ms, removal after 5 in a row)"},
+	}
+	if len(cells) != len(want) {
+		t.Fatalf("%d cells, want %d", len(cells), len(want))
+	}
+	for _, c := range cells {
+		w, ok := want[c.ID]
+		if !ok {
+			t.Fatalf("unexpected cell %s", c.ID)
+		}
+		_, lc, _ := c.Configs()
+		if lc.ControlTimeout != w.timeout || lc.RemovalAfter != w.k {
+			t.Errorf("%s: load control timeout %v, removal after %d; want %v, %d", c.ID, lc.ControlTimeout, lc.RemovalAfter, w.timeout, w.k)
+		}
+		info := c.Info()
+		if !strings.Contains(info.Describe, w.desc) {
+			t.Errorf("%s: description %q lacks %q", c.ID, info.Describe, w.desc)
+		}
+		_, hasTimeout := info.Config["control_timeout"]
+		_, hasK := info.Config["removal_after"]
+		if hasTimeout != (w.timeout != 0) || hasK != (w.k != 0) {
+			t.Errorf("%s: manifest configuration %v", c.ID, info.Config)
+		}
+	}
 }
 
 // TestServerCPU parses a server_cpu factor over black-box targets and

@@ -230,6 +230,49 @@ func TestCompareOneSidedMetricsAndEmptyCells(t *testing.T) {
 	}
 }
 
+// TestCompareNewMetricsAgainstAnOldBaseline: an old baseline written
+// before the health check's metrics existed lacks them; the new runs have
+// them (huge false timeout counts, even). Asked for by name, each is
+// listed as one-sided, never a regression; by default (the gate) they are
+// not compared at all. Either way the comparison passes.
+func TestCompareNewMetricsAgainstAnOldBaseline(t *testing.T) {
+	oldM := synthManifest("health", 6, compareFactors, noisy(95, typicalMeans, 0.03, nil))
+	newM := synthManifest("health", 6, compareFactors, noisy(96, typicalMeans, 0.03, nil))
+	for i := range newM.Runs {
+		newM.Runs[i].Metrics[results.MetricFalseTimeouts] = 1420
+		newM.Runs[i].Metrics[results.MetricFalseRemovals] = 38
+	}
+	named := []string{results.MetricThroughput, results.MetricFalseTimeouts, results.MetricFalseRemovals}
+	for _, metrics := range [][]string{nil, named} {
+		c, err := results.Compare(oldM, newM, results.CompareOptions{Metrics: metrics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Regressions() != 0 || len(c.Compared) != 3 {
+			t.Errorf("metrics %v: %d regressions, compared %v", metrics, c.Regressions(), c.Compared)
+		}
+		sided := map[string]int{}
+		for _, nc := range c.NotCompared {
+			if nc.Why != results.OneSided {
+				t.Errorf("metrics %v: unexpected %+v", metrics, nc)
+				continue
+			}
+			sided[nc.Metric]++
+			// 6 runs a factor cell, 12 the baseline (one per pair)
+			if m, _ := results.MetricByName(nc.Metric); !strings.HasPrefix(nc.Reason, m.Label+": values in ") || !strings.HasSuffix(nc.Reason, " new runs, none in the old") {
+				t.Errorf("reason %q", nc.Reason)
+			}
+		}
+		want := 0
+		if metrics != nil {
+			want = 3 // one per cell
+		}
+		if sided[results.MetricFalseTimeouts] != want || sided[results.MetricFalseRemovals] != want {
+			t.Errorf("metrics %v: one-sided %v, want %d of each", metrics, sided, want)
+		}
+	}
+}
+
 // TestCompareGateCannotFire: with 2 repeats (a factor cell's 2 runs
 // against 2, the baseline's 4 against 4) and 12 comparisons nothing can be
 // significant: the table says so loudly, and even a halved throughput is

@@ -49,6 +49,8 @@ const (
 	MetricControlP999     = "control_p999"
 	MetricControlMax      = "control_max"
 	MetricControlOver10ms = "control_over_10ms"
+	MetricFalseTimeouts   = "control_false_timeouts"
+	MetricFalseRemovals   = "control_false_removals"
 	MetricStop            = "stop"
 	MetricRotationMax     = "rotation_max"
 	MetricRoundP99        = "round_p99"
@@ -83,7 +85,11 @@ var Metrics = []Metric{
 	{Name: MetricControlP999, Unit: "µs", Label: "control p99.9", Better: LowerIsBetter, Gate: true, Describe: "control PING round trip, 99.9th percentile"},
 	{Name: MetricControlMax, Unit: "µs", Label: "control max", Better: LowerIsBetter, Describe: "control PING round trip, maximum"},
 	{Name: MetricControlOver10ms, Unit: "", Label: "control > 10 ms", Better: LowerIsBetter,
-		Describe: "control PINGs answered after more than 10 ms in the measured period: the notes' false timeouts of a 10 ms health check"},
+		Describe: "control PINGs answered after more than 10 ms in the measured period, whatever the cell's control_timeout"},
+	{Name: MetricFalseTimeouts, Unit: "", Label: "false timeouts", Better: LowerIsBetter,
+		Describe: "the health check's false timeouts: control PINGs answered after control_timeout (default 10 ms) in the measured period, counted by the load generator (a PING never answered is lost, not a false timeout)"},
+	{Name: MetricFalseRemovals, Unit: "", Label: "false removals", Better: LowerIsBetter,
+		Describe: "the health check's false removals: runs of removal_after (default 3) consecutive false timeouts on one control connection, each ending a run (the node re-added, the count starting again)"},
 	{Name: MetricStop, Unit: "µs", Label: "STOP", Better: LowerIsBetter,
 		Describe: "STOP observation latency: from writing STOP to reading STOP_ACK, with data still flowing"},
 	{Name: MetricRotationMax, Unit: "µs", Label: "rotation max", Better: LowerIsBetter,

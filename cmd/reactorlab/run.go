@@ -81,6 +81,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.IntVar(&load.Payload, "payload", loadgen.DefaultPayload, "payload bytes per DATA frame (the header adds 32)")
 	fs.DurationVar(&load.ControlEvery, "control-every", 10*time.Millisecond, "PING period on each control connection (0: no control probes)")
 	fs.IntVar(&load.Control, "control", 0, "control connections (0: 1 when there are probes)")
+	fs.DurationVar(&load.ControlTimeout, "control-timeout", loadgen.DefaultControlTimeout, "health check timeout: a PING answered later is a false timeout")
+	fs.IntVar(&load.RemovalAfter, "removal-after", loadgen.DefaultRemovalAfter, "health check: this many false timeouts in a row on a control connection are a false removal")
 	fs.DurationVar(&load.StopAt, "stop-at", 0, "send STOP this long after the warm-up and record how long until STOP_ACK (0: none)")
 	fs.DurationVar(&load.Duration, "duration", load.Duration, "measured time, after the warm-up")
 	fs.DurationVar(&load.Warmup, "warmup", load.Warmup, "load sent before measuring")

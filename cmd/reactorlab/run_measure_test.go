@@ -45,10 +45,11 @@ func runOnce(t *testing.T, args ...string) (*harness.CellResult, string, string)
 // TestRunReference measures the lt reactor for a short while, as the
 // README shows, and checks what a reader of the files relies on: the
 // summary, the ledger, the interval log and the server's own statistics
-// agree.
+// agree. A health check timeout of 1 ns makes every measured PING a false
+// timeout, and every second one a false removal.
 func TestRunReference(t *testing.T) {
 	res, stdout, dir := runOnce(t, "--reactor", "lt", "--hot", "1", "--inflight", "8", "--control-every", "10ms",
-		"--duration", "1s", "--warmup", "300ms", "--stop-at", "900ms")
+		"--control-timeout", "1ns", "--removal-after", "2", "--duration", "1s", "--warmup", "300ms", "--stop-at", "900ms")
 	for _, want := range []string{"reactorlab run: lt", "Latency distribution", "data", "control", "Throughput", "Ledger", "VALID"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
@@ -58,6 +59,12 @@ func TestRunReference(t *testing.T) {
 	load := res.Load
 	if load == nil || load.Totals.Echoed == 0 || load.Totals.Sent == 0 {
 		t.Fatalf("no data frames echoed: %+v", load)
+	}
+	pings := uint64(load.Latency.Classes[loadgen.ClassControl].Count)
+	if hc := load.HealthCheck; pings == 0 || hc == nil || hc.FalseTimeouts != pings || hc.FalseRemovals != pings/2 {
+		t.Errorf("%d measured PINGs, all later than 1ns: health check %+v", pings, hc)
+	} else if want := fmt.Sprintf("health check: false timeouts %d (answered after 1ns), false removals %d (2 in a row)", pings, pings/2); !strings.Contains(stdout, want) {
+		t.Errorf("summary lacks %q:\n%s", want, stdout)
 	}
 	if load.Stop == nil || load.Stop.Status != "acknowledged" || load.Stop.Ledger == nil || !load.Stop.Balanced {
 		t.Fatalf("STOP probe: %+v", load.Stop)

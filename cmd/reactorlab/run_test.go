@@ -33,6 +33,8 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		{[]string{"--reactor", "lt", "--steady", "1"}, []string{"rate"}},
 		{[]string{"--reactor", "lt", "--hot", "0", "--control-every", "0"}, []string{"source"}},
 		{[]string{"--reactor", "lt", "--hot", "1", "--inflight", "0"}, []string{"inflight"}},
+		{[]string{"--reactor", "lt", "--control-timeout", "-1ms"}, []string{"control-timeout = -1ms", "(0, 1h]"}},
+		{[]string{"--reactor", "lt", "--removal-after", "-2"}, []string{"removal-after = -2", "consecutive false timeouts"}},
 		{[]string{"--reactor", "lt", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
 		{[]string{"--reactor", "lt", "--cpus", "server=x"}, []string{"server", "CPU"}},
 		{[]string{"--reactor", "lt", "--cpus", "server=0,loadgen=0"}, []string{"CPU 0"}},
@@ -131,7 +133,7 @@ func TestRunRefusesWhatTheChildWould(t *testing.T) {
 // TestRunDurationsSayTheirUnit: every duration flag of run refuses a bare
 // number saying it wants a unit.
 func TestRunDurationsSayTheirUnit(t *testing.T) {
-	for _, name := range []string{"--duration", "--warmup", "--control-every", "--stop-at", "--drain", "--interval", "--grace", "--start-timeout", "--tick", "--app-timer"} {
+	for _, name := range []string{"--duration", "--warmup", "--control-every", "--control-timeout", "--stop-at", "--drain", "--interval", "--grace", "--start-timeout", "--tick", "--app-timer"} {
 		msg := refusal(t, time.Second, "run", "--reactor", "lt", name, "3", "--out", filepath.Join(t.TempDir(), "cell"))
 		if !strings.Contains(msg, name+` "3": not a duration (want a number with a unit`) {
 			t.Errorf("%s 3: %q does not say it wants a unit", name, msg)
