@@ -95,11 +95,9 @@ type Rearmer interface {
 	Rearm(s *Source)
 }
 
-// Source is one registered descriptor as a design's hooks see it. Its
-// identity is Ref; its fd number is reused at once after close.
-//
-// The methods below are for a design's hooks, on the thread of the loop
-// that holds the source.
+// Ref is s's identity, (slot, generation): its fd number is reused at
+// once after close, its Ref never. Source's exported methods are for a
+// design's hooks, on the thread of the loop that holds the source.
 func (s *Source) Ref() slots.Ref { return s.ref }
 
 // Control reports whether s is a control connection (accepted on the
@@ -110,10 +108,9 @@ func (s *Source) Control() bool { return s.control }
 // STOP_ACK is queued on it (shared layouts only).
 func (s *Source) Held() bool { return s.state == stateHeld }
 
-// The methods of Loop below are what the shared loop offers a design's
-// hooks; only those hooks, on the loop's own thread, may call them.
-
-// Config is the reactor's configuration (read-only).
+// Config is the reactor's configuration (read-only). Loop's exported
+// methods are what the shared loop offers a design's hooks; only those
+// hooks, on the loop's own thread, may call them.
 func (l *Loop) Config() *Config { return l.cfg }
 
 // Counters are the loop's own counters; a hook counts what it decides

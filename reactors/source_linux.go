@@ -86,7 +86,9 @@ func (l *Loop) setState(s *Source, to sourceState) {
 }
 
 // Source is one registered descriptor: a connection, a listener, or one of
-// the loop's own (ingress eventfd, timerfd, stop eventfd).
+// the loop's own (ingress eventfd, timerfd, stop eventfd). A design's hooks
+// see it through Ref, Control and Held, on the thread of the loop that
+// holds it.
 type Source struct {
 	fd       int
 	ref      slots.Ref
