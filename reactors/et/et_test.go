@@ -28,14 +28,7 @@ func TestBudgetCutSourceIsServedWithoutANewEdge(t *testing.T) {
 		cfg.Budgets.Input = 2
 		cfg.Faults.NoDrain = noDrain
 		r := reactortest.Start(t, reactors.ET, cfg)
-		c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.SendBurst(1, burst, make([]byte, 64)); err != nil {
-			t.Fatal(err)
-		}
+		c := reactortest.DialBurst(t, r, burst)
 		// 1 s without an echo is a stall: a turn of 2 frames takes µs.
 		got, _ := c.RecvCount(burst, time.Second)
 		return got, reactortest.SettledCounters(r, uint64(got), 5*time.Second)

@@ -27,14 +27,7 @@ func TestUnreadSocketDataIsReportedAgain(t *testing.T) {
 	cfg := reactors.DefaultConfig()
 	cfg.Budgets.Bytes = 64
 	r := reactortest.Start(t, reactors.LT, cfg)
-	c, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SendBurst(1, burst, make([]byte, 64)); err != nil {
-		t.Fatal(err)
-	}
+	c := reactortest.DialBurst(t, r, burst)
 	if _, err := c.RecvCount(burst, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"testing"
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
@@ -138,5 +139,21 @@ func SettledCounters(r *reactors.Reactor, echoed uint64, timeout time.Duration) 
 		c = r.Stats().Counters
 		return c.FramesEchoed >= echoed
 	})
+	return c
+}
+
+// DialBurst connects to r's data address and sends n DATA frames of 64-byte
+// payloads in one write (SendBurst); the connection is closed when the test
+// ends.
+func DialBurst(t testing.TB, r *reactors.Reactor, n int) *Client {
+	t.Helper()
+	c, err := Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SendBurst(1, n, make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
