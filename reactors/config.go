@@ -132,6 +132,19 @@ type Config struct {
 	MaxEvents int
 	// StopGrace bounds how long out-queues may take to drain after STOP_ACK.
 	StopGrace time.Duration
+	// ControlSched is the scheduling class of the control loop's thread
+	// (Layout.ControlLoop: prio-thread's control loop; the only loop of a
+	// one-loop design), as ParseSched reads it: "other" (the default: the
+	// process's class), "nice:N", "fifo:P", "rr:P". It is set by the
+	// locked thread on itself; New refuses a class the process may not
+	// grant (a real-time class without CAP_SYS_NICE or RLIMIT_RTPRIO).
+	ControlSched string
+	// RTHold bounds how long a control loop in a real-time class may run
+	// without blocking: once it has been busy that long (checked after
+	// each consume pass and each dispatched batch), it sleeps as long as
+	// it was busy, so the threads it shares a CPU with run and a busy
+	// real-time loop takes at most half of it. Default 2 ms; 100µs..1s.
+	RTHold time.Duration
 	// Wait is how an idle loop waits for events.
 	Wait WaitMode
 	// Stats switches the latency histograms (StatsOn by default).
@@ -160,6 +173,8 @@ func DefaultConfig() Config {
 		MaxConns:       16384,
 		MaxEvents:      128,
 		StopGrace:      2 * time.Second,
+		ControlSched:   string(SchedOther),
+		RTHold:         2 * time.Millisecond,
 		Wait:           WaitPollFirst,
 		Stats:          StatsOn,
 	}
@@ -255,6 +270,9 @@ func (c Config) validateModes() error {
 	default:
 		return rangeErr("timer", c.Timer, "periodic, deadline")
 	}
+	if _, err := ParseSched(c.ControlSched); err != nil {
+		return fmt.Errorf("%w: control-sched: %w", ErrConfig, err)
+	}
 	return nil
 }
 
@@ -271,6 +289,9 @@ func (c Config) validateDurations() error {
 	}
 	if c.PrioDataBudget < time.Microsecond {
 		return rangeErr("prio-data-budget", c.PrioDataBudget, ">= 1µs")
+	}
+	if c.RTHold < 100*time.Microsecond || c.RTHold > time.Second {
+		return rangeErr("rt-hold", c.RTHold, "100µs..1s")
 	}
 	if c.StopGrace <= 0 || c.StopGrace > time.Hour {
 		return rangeErr("stop-grace", c.StopGrace, "(0, 1h]")

@@ -34,7 +34,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&modeValue[TimerMode]{&c.Timer, []TimerMode{TimerPeriodic, TimerDeadline}}, "timer", "timer `mode`: periodic or deadline")
 	fs.DurationVar(&c.Tick, "tick", c.Tick, "periodic timer tick (10µs..1s)")
 	fs.DurationVar(&c.AppTimer, "app-timer", c.AppTimer, "recurring application timer whose lateness is recorded, 0 off (0 or >= 10µs)")
-	fs.Var(&callbackValue{&c.Callback}, "callback", "CPU `cost` per DATA frame: 0, 50us, fixed:50us, uniform:10us-90us, exp:50us, lognormal:50us,0.5")
+	fs.Var(&checkedString{&c.Callback, checkCost}, "callback", "CPU `cost` per DATA frame: 0, 50us, fixed:50us, uniform:10us-90us, exp:50us, lognormal:50us,0.5")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "offload callbacks to this many pool workers, 0 runs them inline (0..1024)")
 	fs.IntVar(&c.WorkerQueue, "worker-queue", c.WorkerQueue, "tasks waiting for the pool (1..16777216)")
 	fs.IntVar(&c.IngressCap, "ingress-cap", c.IngressCap, "ingress queue capacity per loop (2..16777216)")
@@ -44,6 +44,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxEvents, "max-events", c.MaxEvents, "epoll_wait batch size (1..65536)")
 	fs.Var(&modeValue[WaitMode]{&c.Wait, []WaitMode{WaitPollFirst, WaitBlock}}, "wait", "how an idle loop waits (`mode`): poll-first or block")
 	fs.Var(&modeValue[StatsMode]{&c.Stats, []StatsMode{StatsOn, StatsOff}}, "stats", "latency histograms (`mode`): on, or off (to measure what they cost)")
+	fs.Var(&checkedString{&c.ControlSched, checkSched}, "control-sched", "scheduling `class` of the control loop's thread: "+SchedForms)
+	fs.DurationVar(&c.RTHold, "rt-hold", c.RTHold, "a real-time control loop busy this long without blocking sleeps as long as it was busy (100µs..1s)")
 	fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
 }
 
@@ -97,28 +99,44 @@ func (m *modeValue[T]) Set(s string) error {
 // Get returns the mode as a string (flag.Getter).
 func (m *modeValue[T]) Get() any { return m.String() }
 
-// callbackValue is the --callback flag: Set keeps the text as given, once
-// cost.Parse accepts it, and otherwise returns cost.Parse's error, which
-// names the accepted forms.
-type callbackValue struct{ p *string }
+// checkedString is a flag.Value for a string field with a form of its own
+// (--callback, --control-sched): Set keeps the text as given once check
+// accepts it, and otherwise returns check's error, which names the
+// accepted forms.
+type checkedString struct {
+	p     *string
+	check func(string) error
+}
 
-func (v *callbackValue) String() string {
+func (v *checkedString) String() string {
 	if v.p == nil {
 		return ""
 	}
 	return *v.p
 }
 
-func (v *callbackValue) Set(s string) error {
-	if _, err := cost.Parse(s); err != nil {
+func (v *checkedString) Set(s string) error {
+	if err := v.check(s); err != nil {
 		return err
 	}
 	*v.p = s
 	return nil
 }
 
-// Get returns the cost specification as a string (flag.Getter).
-func (v *callbackValue) Get() any { return v.String() }
+// Get returns the text as a string (flag.Getter).
+func (v *checkedString) Get() any { return v.String() }
+
+// checkCost and checkSched are checkedString's checks for --callback (as
+// cost.Parse reads it) and --control-sched (as ParseSched does).
+func checkCost(s string) error {
+	_, err := cost.Parse(s)
+	return err
+}
+
+func checkSched(s string) error {
+	_, err := ParseSched(s)
+	return err
+}
 
 // Specs returns the ParseFault specs that switch on exactly f's faults, in
 // the registry's order ([Mutants]).

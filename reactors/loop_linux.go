@@ -75,6 +75,14 @@ type Loop struct {
 	lastBatch      int   // events the last epoll_wait returned (WaitPollFirst's hint)
 	now            int64 // round start, for timer callbacks
 
+	// The real-time hold (restIfHeld): rtHold is Config.RTHold in ns on
+	// the control loop when its class is real-time, else 0 (no hold);
+	// busySince is when the loop last woke from a blocking wait or rested
+	// (0: it is blocking, or about to).
+	rtHold    int64
+	busySince int64
+	sched     atomic.Pointer[string] // the thread's class as the kernel reports it, once running
+
 	onMessageFn func(message) // bound once: a method value per call would allocate
 	onTimerFn   func(timers.Timer)
 	touched     []*Source // sources given worker results this drain, to flush once
@@ -206,6 +214,7 @@ func (l *Loop) run() {
 	runtime.LockOSThread()
 	defer l.r.wg.Done()
 	l.tid.Store(int32(unix.Gettid()))
+	l.enterSched()
 	l.r.threadsUp.Done()
 	// The thread stays locked on exit: a thread that ran a reactor is
 	// discarded rather than returned to the scheduler's pool.
@@ -231,6 +240,9 @@ func (l *Loop) run() {
 			l.expireTimers(now)
 		}
 		l.consume()
+		if l.rtHold > 0 {
+			l.restIfHeld()
+		}
 		l.publish(now, false)
 
 		timeout := l.waitTimeout()
@@ -249,6 +261,9 @@ func (l *Loop) run() {
 		l.lastBatch = n
 		before := l.progress
 		l.dispatch(l.evs[:n])
+		if l.rtHold > 0 {
+			l.restIfHeld()
+		}
 		if timeout != 0 && l.progress == before {
 			l.stats.IdleWakeups++
 		}
@@ -340,6 +355,10 @@ func (l *Loop) wait(timeout int, now int64) (int, error) {
 	l.publish(now, true)
 	l.yieldToScheduler(now)
 	l.stats.BlockingWaits++
+	if l.rtHold > 0 {
+		l.noteHold(now)
+	}
+	l.busySince = 0
 	n, err := waitBlocking(l.epfd, l.evs, timeout)
 	if err != nil {
 		return 0, os.NewSyscallError("epoll_wait", err)

@@ -109,6 +109,13 @@ func New(design Policy, cfg Config) (*Reactor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: callback: %w", ErrConfig, err)
 	}
+	sched, err := ParseSched(cfg.ControlSched) // accepted by Validate
+	if err != nil {
+		return nil, fmt.Errorf("%w: control-sched: %w", ErrConfig, err)
+	}
+	if err := probeSched(sched); err != nil {
+		return nil, err
+	}
 	if err := startRuntimePoller(); err != nil {
 		return nil, err
 	}
@@ -450,6 +457,7 @@ func (r *Reactor) finish() {
 		s.Raw[name] = h.Export()
 	}
 	s.LoopCPUNs = uint64(r.LoopCPU())
+	s.LoopSched = r.LoopSched()
 	r.final = s
 }
 

@@ -68,6 +68,14 @@ type Counters struct {
 	PoolFullPauses   uint64 `json:"pool_full_pauses"`
 	Rearms           uint64 `json:"rearms"`
 	MissedRearms     uint64 `json:"missed_rearms"`
+	// RTRests counts the real-time hold's rests (restIfHeld): rounds after
+	// which a real-time control loop, busy for RTHold, slept for RTHold.
+	RTRests uint64 `json:"rt_rests"`
+	// RTLongestHoldNs is the longest a real-time control loop ran without
+	// blocking or resting, from waking or its last rest to the next rest
+	// or blocking wait (ns, wall clock: an upper bound on the CPU it held
+	// in one stretch).
+	RTLongestHoldNs uint64 `json:"rt_longest_hold_ns"`
 }
 
 func (c *Counters) add(o *Counters) {
@@ -112,6 +120,8 @@ func (c *Counters) add(o *Counters) {
 	c.PoolFullPauses += o.PoolFullPauses
 	c.Rearms += o.Rearms
 	c.MissedRearms += o.MissedRearms
+	c.RTRests += o.RTRests
+	c.RTLongestHoldNs = max(c.RTLongestHoldNs, o.RTLongestHoldNs)
 }
 
 // Histogram names, the keys of Stats.Histograms.
@@ -199,12 +209,16 @@ func Summarize(h *hdrhistogram.Histogram) HistSummary {
 // ledger, and (once the reactor has stopped, or when requested with
 // histograms) the merged HDR histograms.
 type Stats struct {
-	Design     Design                            `json:"reactor"`
-	Loops      int                               `json:"loops"`
-	Counters   Counters                          `json:"counters"`
-	Ledger     Ledger                            `json:"ledger"`
-	Histograms map[string]HistSummary            `json:"histograms,omitempty"`
-	HistDrops  uint64                            `json:"histogram_values_dropped"`
-	LoopCPUNs  uint64                            `json:"loop_cpu_ns"` // CPU time of the loop threads (offload workers not included)
-	Raw        map[string]*hdrhistogram.Snapshot `json:"-"`
+	Design     Design                 `json:"reactor"`
+	Loops      int                    `json:"loops"`
+	Counters   Counters               `json:"counters"`
+	Ledger     Ledger                 `json:"ledger"`
+	Histograms map[string]HistSummary `json:"histograms,omitempty"`
+	HistDrops  uint64                 `json:"histogram_values_dropped"`
+	LoopCPUNs  uint64                 `json:"loop_cpu_ns"` // CPU time of the loop threads (offload workers not included)
+	// LoopSched is each loop thread's scheduling class as the kernel
+	// reported it once the loop ran (ParseSched's form; see
+	// Config.ControlSched), in loop order.
+	LoopSched []string                          `json:"loop_sched,omitempty"`
+	Raw       map[string]*hdrhistogram.Snapshot `json:"-"`
 }
