@@ -78,10 +78,10 @@ func (cs Case) unmet(inst Instance) string {
 	return "needs " + strings.Join(why, " and ")
 }
 
-// Catalogue returns every case, in id order within groups F R W I S T X.
+// Catalogue returns every case, in id order within groups F R W I S T X A.
 func Catalogue() []Case {
 	var all []Case
-	for _, g := range [][]Case{framingCases(), readinessCases(), writeCases(), identityCases(), schedulingCases(), timerCases(), stopCases()} {
+	for _, g := range [][]Case{framingCases(), readinessCases(), writeCases(), identityCases(), schedulingCases(), timerCases(), stopCases(), admissionCases()} {
 		all = append(all, g...)
 	}
 	return all

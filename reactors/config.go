@@ -39,6 +39,19 @@ const (
 // WaitMode selects how a loop waits when it has no ready work.
 type WaitMode string
 
+// UrgentMode selects whether data connections take TCP urgent data.
+type UrgentMode string
+
+// Urgent modes: off (the default: EPOLLPRI is not asked for, an urgent
+// byte is never read), or oob: data connections subscribe EPOLLPRI and
+// each urgent byte (MSG_OOB, out of line) is read before the
+// connection's in-band batch and answered with an urgent byte of the same
+// value (see urgent_linux.go for what TCP urgent data is and is not).
+const (
+	UrgentOff UrgentMode = "off"
+	UrgentOOB UrgentMode = "oob"
+)
+
 // StatsMode switches the loops' latency histograms.
 type StatsMode string
 
@@ -145,6 +158,21 @@ type Config struct {
 	// it was busy, so the threads it shares a CPU with run and a busy
 	// real-time loop takes at most half of it. Default 2 ms; 100µs..1s.
 	RTHold time.Duration
+	// Admission limits DATA at the data plane's entry past saturation, as
+	// ParseAdmission reads it: "open" (the default) or
+	// "token-bucket:RATE/BURST", per loop. Engaged after AdmissionAfter
+	// saturated rounds in a row (a turn ended on a budget, or data sources
+	// were left queued), it refuses DATA on data connections beyond the
+	// bucket with REJECT, counted in the ledger as rejected; released
+	// once the bucket has stayed full, with no round saturated, for a
+	// second. Control connections are never limited.
+	Admission string
+	// AdmissionAfter is the number of saturated rounds in a row that
+	// engage the admission limit (default 3; 1..1000).
+	AdmissionAfter int
+	// Urgent is whether data connections take urgent data (UrgentOff, the
+	// default, or UrgentOOB).
+	Urgent UrgentMode
 	// Wait is how an idle loop waits for events.
 	Wait WaitMode
 	// Stats switches the latency histograms (StatsOn by default).
@@ -175,6 +203,9 @@ func DefaultConfig() Config {
 		StopGrace:      2 * time.Second,
 		ControlSched:   string(SchedOther),
 		RTHold:         2 * time.Millisecond,
+		Admission:      AdmissionOpen,
+		AdmissionAfter: 3,
+		Urgent:         UrgentOff,
 		Wait:           WaitPollFirst,
 		Stats:          StatsOn,
 	}
@@ -227,6 +258,7 @@ func (c Config) validateCounts() error {
 		{"threads", c.Threads, 1, 256},
 		{"max-conns", c.MaxConns, 16, 1 << 24},
 		{"max-events", c.MaxEvents, 1, 1 << 16},
+		{"admission-after", c.AdmissionAfter, 1, 1000},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return rangeErr(f.name, f.v, fmt.Sprintf("%d..%d", f.lo, f.hi))
@@ -269,6 +301,14 @@ func (c Config) validateModes() error {
 	case TimerPeriodic, TimerDeadline:
 	default:
 		return rangeErr("timer", c.Timer, "periodic, deadline")
+	}
+	switch c.Urgent {
+	case UrgentOff, UrgentOOB:
+	default:
+		return rangeErr("urgent", c.Urgent, "off, oob")
+	}
+	if _, err := ParseAdmission(c.Admission); err != nil {
+		return fmt.Errorf("%w: admission: %w", ErrConfig, err)
 	}
 	if _, err := ParseSched(c.ControlSched); err != nil {
 		return fmt.Errorf("%w: control-sched: %w", ErrConfig, err)

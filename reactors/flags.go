@@ -46,6 +46,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&modeValue[StatsMode]{&c.Stats, []StatsMode{StatsOn, StatsOff}}, "stats", "latency histograms (`mode`): on, or off (to measure what they cost)")
 	fs.Var(&checkedString{&c.ControlSched, checkSched}, "control-sched", "scheduling `class` of the control loop's thread: "+SchedForms)
 	fs.DurationVar(&c.RTHold, "rt-hold", c.RTHold, "a real-time control loop busy this long without blocking sleeps as long as it was busy (100µs..1s)")
+	fs.Var(&checkedString{&c.Admission, checkAdmission}, "admission", "DATA `limit` past saturation: "+AdmissionForms)
+	fs.IntVar(&c.AdmissionAfter, "admission-after", c.AdmissionAfter, "saturated rounds in a row that engage the admission limit (1..1000)")
+	fs.Var(&modeValue[UrgentMode]{&c.Urgent, []UrgentMode{UrgentOff, UrgentOOB}}, "urgent", "TCP urgent data on data connections (`mode`): off, or oob (EPOLLPRI; each MSG_OOB byte answered with one)")
 	fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
 }
 
@@ -126,10 +129,16 @@ func (v *checkedString) Set(s string) error {
 // Get returns the text as a string (flag.Getter).
 func (v *checkedString) Get() any { return v.String() }
 
-// checkCost and checkSched are checkedString's checks for --callback (as
-// cost.Parse reads it) and --control-sched (as ParseSched does).
+// checkCost, checkAdmission and checkSched are checkedString's checks for
+// --callback (as cost.Parse reads it), --admission (ParseAdmission) and
+// --control-sched (ParseSched).
 func checkCost(s string) error {
 	_, err := cost.Parse(s)
+	return err
+}
+
+func checkAdmission(s string) error {
+	_, err := ParseAdmission(s)
 	return err
 }
 

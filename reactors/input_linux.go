@@ -81,12 +81,14 @@ func (l *Loop) serveInput(s *Source) (more, buffered bool) {
 		if l.maxReads > 0 && spent.reads >= l.maxReads {
 			return false, false // the NoDrain mutant's one read per edge
 		}
-		if drained && !s.rdhup {
+		if drained && !s.rdhup && !l.urgent {
 			// A stream socket that returned less than asked is empty now;
 			// data arriving later raises a new event (a new edge under EPOLLET),
 			// so the read that would return EAGAIN is saved. A FIN queued
 			// behind the data raised its edge before this read (EPOLLRDHUP
-			// said so): then read on to the 0.
+			// said so): then read on to the 0. With urgent data on, a read
+			// also stops short at the urgent mark, with data behind it: read
+			// on to EAGAIN.
 			return false, false
 		}
 		var ok bool
@@ -189,6 +191,14 @@ func (l *Loop) readMore(s *Source, spent *turnSpent) (drained, ok bool) {
 	if left := l.cfg.Budgets.Bytes - spent.bytes; !spent.unbounded && len(room) > left {
 		room = room[:left]
 	}
+	if l.urgent && !s.control {
+		// An in-band read that starts at the urgent mark skips the urgent
+		// byte and, once past it, the kernel forgets it: recv(MSG_OOB)
+		// then says EINVAL. So the byte is taken first, whenever it came.
+		if l.serveUrgent(s); s.state == stateClosed {
+			return false, false
+		}
+	}
 	n, e := rawRead(s.fd, room)
 	spent.reads++
 	switch {
@@ -280,6 +290,13 @@ func (l *Loop) handle(s *Source, h wire.Header, frame []byte) bool {
 			l.ledger.Accepted++
 			l.ledger.Rejected++
 			return l.reject(s, h, "stopping: admission closed")
+		}
+		if l.admit != nil && !l.admitted(s) {
+			l.stats.FramesIn++
+			l.stats.AdmissionRejects++
+			l.ledger.Accepted++
+			l.ledger.Rejected++
+			return l.reject(s, h, "admission: over the token-bucket rate")
 		}
 		if l.r.pool != nil {
 			if !l.offload(s, frame) {

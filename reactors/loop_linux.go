@@ -81,7 +81,11 @@ type Loop struct {
 	// (0: it is blocking, or about to).
 	rtHold    int64
 	busySince int64
-	sched     atomic.Pointer[string] // the thread's class as the kernel reports it, once running
+
+	admit  *limiter // Config.Admission's token bucket; nil when open
+	urgent bool     // Config.Urgent is UrgentOOB
+
+	sched atomic.Pointer[string] // the thread's class as the kernel reports it, once running
 
 	onMessageFn func(message) // bound once: a method value per call would allocate
 	onTimerFn   func(timers.Timer)
@@ -112,6 +116,9 @@ func newLoop(r *Reactor, id int, first *Loop) (*Loop, error) {
 		hist: newHistograms(cfg.Stats == StatsOff), sampler: cost.NewSampler(r.dist, uint64(id)+1)}
 	l.onMessageFn, l.onTimerFn = l.onMessage, l.onTimer
 	l.ready = readyq.New(cfg.MaxConns)
+	adm, _ := ParseAdmission(cfg.Admission) // accepted by Validate
+	l.admit = newLimiter(adm, cfg.AdmissionAfter)
+	l.urgent = cfg.Urgent == UrgentOOB
 	l.queues = []*readyq.Queue{l.ready}
 	if err := l.openResources(first); err != nil {
 		l.closeResources()
@@ -240,6 +247,9 @@ func (l *Loop) run() {
 			l.expireTimers(now)
 		}
 		l.consume()
+		if l.admit != nil {
+			l.endAdmissionRound(now)
+		}
 		if l.rtHold > 0 {
 			l.restIfHeld()
 		}
@@ -429,6 +439,12 @@ func (l *Loop) onConnEvent(s *Source, events uint32) {
 			// The kernel reports ERR/HUP whatever the interest; a source
 			// that is not being read would report it forever.
 			l.flushAndClose(s)
+			return
+		}
+	}
+	if events&unix.EPOLLPRI != 0 && l.urgent && !s.control {
+		l.serveUrgent(s) // before the in-band batch
+		if s.state == stateClosed {
 			return
 		}
 	}

@@ -76,6 +76,11 @@ type Faults struct {
 	// requested: while the peer does not read, the loop's thread serves
 	// nothing else.
 	FlushSpinAtEOF bool
+	// AdmissionIgnored admits every DATA frame while the admission limit
+	// (Config.Admission) is engaged, as a limiter that counts saturation
+	// but never refuses: past saturation the data plane takes every
+	// request and the control path waits behind them.
+	AdmissionIgnored bool
 }
 
 // Any reports whether any fault is switched on.
@@ -306,6 +311,13 @@ var Mutants = []Mutant{{
 	Scope: "under oneshot the worker threads share one epoll set, so while one spins the others go on serving every other connection " +
 		"(with the default two threads the hook's detector saw no freeze in 5 of 5 runs; with one thread, a freeze in 3 of 3). " +
 		"Under prio-thread the data loop, which every data connection shares, freezes (its control loop does not)",
+}, {
+	Name: "admission-ignored", Hook: "AdmissionIgnored", flag: func(f *Faults) *bool { return &f.AdmissionIgnored },
+	Designs: []Design{LT, ET}, Cases: []string{"A1"},
+	Doc: "the admission limit engages past saturation but never refuses a frame: at 2× overload every DATA frame is served " +
+		"and a flat loop's control connection waits a whole round of them",
+	Scope: "prio serves its control bucket first every round and prio-thread serves control on its own loop, so their control latency " +
+		"is bounded without admission; under oneshot any idle worker thread serves the control connection. There the case holds either way.",
 }}
 
 // LookupMutant returns the registry entry named name (a name, not a

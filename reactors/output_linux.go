@@ -25,6 +25,9 @@ func (l *Loop) flush(s *Source) bool {
 	if s.state == stateClosed {
 		return false
 	}
+	if s.urgentPending && !l.sendUrgent(s) {
+		return false
+	}
 	if !s.out.Empty() {
 		var n int
 		var err error
@@ -89,15 +92,19 @@ func (l *Loop) flushIgnoringCount(s *Source) (int, error) {
 
 // wantEvents is the interest s should have now: the design's trigger
 // flags; EPOLLIN (and EPOLLRDHUP) only while s is reading and the loop has
-// not quiesced; EPOLLOUT only while the out-queue is non-empty (the
-// PermanentEPOLLOUT mutant keeps it always).
+// not quiesced; EPOLLOUT only while the out-queue is non-empty or an
+// urgent answer waits (the PermanentEPOLLOUT mutant keeps it always);
+// EPOLLPRI on a data connection whenever urgent data is on.
 func (l *Loop) wantEvents(s *Source) uint32 {
 	ev := l.connFlags
 	if s.state == stateReading && !l.quiesced {
 		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
-	if !s.out.Empty() || l.cfg.Faults.PermanentEPOLLOUT {
+	if !s.out.Empty() || s.urgentPending || l.cfg.Faults.PermanentEPOLLOUT {
 		ev |= unix.EPOLLOUT
+	}
+	if l.urgent && !s.control {
+		ev |= unix.EPOLLPRI
 	}
 	return ev
 }

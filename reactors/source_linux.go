@@ -103,6 +103,11 @@ type Source struct {
 	rdhup       bool // EPOLLRDHUP seen: a FIN is queued, so read until 0 even after a short read
 	hadOut      bool // counted in Reactor.outPending (its out-queue is non-empty)
 
+	// An urgent byte read and not yet answered (urgent data on: the
+	// socket was full when it was read).
+	urgentPending bool
+	urgentByte    byte
+
 	in    []byte
 	r     int // parse offset in in
 	out   outq.Queue

@@ -76,6 +76,16 @@ type Counters struct {
 	// or blocking wait (ns, wall clock: an upper bound on the CPU it held
 	// in one stretch).
 	RTLongestHoldNs uint64 `json:"rt_longest_hold_ns"`
+	// AdmissionEngaged counts the times a loop's admission limit engaged
+	// (Config.AdmissionAfter saturated rounds in a row); AdmissionRejects
+	// the DATA frames it refused with REJECT (also in the ledger's
+	// Rejected).
+	AdmissionEngaged uint64 `json:"admission_engaged"`
+	AdmissionRejects uint64 `json:"admission_rejects"`
+	// UrgentIn counts the urgent bytes read (recv MSG_OOB), UrgentOut the
+	// urgent answers sent (send MSG_OOB).
+	UrgentIn  uint64 `json:"urgent_in"`
+	UrgentOut uint64 `json:"urgent_out"`
 }
 
 func (c *Counters) add(o *Counters) {
@@ -122,6 +132,10 @@ func (c *Counters) add(o *Counters) {
 	c.MissedRearms += o.MissedRearms
 	c.RTRests += o.RTRests
 	c.RTLongestHoldNs = max(c.RTLongestHoldNs, o.RTLongestHoldNs)
+	c.AdmissionEngaged += o.AdmissionEngaged
+	c.AdmissionRejects += o.AdmissionRejects
+	c.UrgentIn += o.UrgentIn
+	c.UrgentOut += o.UrgentOut
 }
 
 // Histogram names, the keys of Stats.Histograms.

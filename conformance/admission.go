@@ -1,0 +1,270 @@
+package conformance
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// The admission case's load: admConns data connections, each starting
+// with a backlog of admBacklog frames and then sending one frame every
+// admPeriod, each frame costing admCost: admConns / admPeriod = 5,000
+// frames a second against one loop's 1 / admCost = 2,500, twice its
+// capacity. The bucket admits half the capacity.
+const (
+	admConns   = 50
+	admBacklog = 64
+	admPeriod  = 10 * time.Millisecond
+	admCost    = 400 * time.Microsecond
+	admRate    = 1250 // tokens a second: half of 1 / admCost
+	admBurst   = 16
+	// admRejectCost is what one REJECT costs a loop (parse, answer; no
+	// callback), generously.
+	admRejectCost = 5 * time.Microsecond
+)
+
+func admissionCases() []Case {
+	return []Case{{
+		ID:      "A1",
+		Title:   "control latency bounded at 2× overload with admission limiting",
+		Claim:   "with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while 50 data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT",
+		Mutants: []string{"admission-ignored"},
+		Bound: "PING round trips ≤ 10 × the round the bucket allows (at least 250 ms): (burst × frame cost + connections × input budget × REJECT cost) / (1 − rate × frame cost); " +
+			"at most 2% over it, none over twice it. Without the limit a flat loop's round is every connection's turn, each up to the 20 ms time budget: about 1 s",
+		Needs: NeedReference | NeedControl | NeedStats,
+		Setup: Setup{Tweak: admissionTweak},
+		Run:   runA1,
+	}}
+}
+
+// admissionTweak configures the admission case's reactor: the frame cost,
+// a bucket of admBurst tokens at admRate engaged after one saturated
+// round, and turns long enough (64 frames, 20 ms, a clock read every 4
+// frames) that an unlimited loop's round at 2× overload lasts about a
+// second.
+func admissionTweak(_ reactors.Design, cfg *reactors.Config) {
+	cfg.Callback = fmt.Sprintf("fixed:%v", admCost)
+	cfg.Admission = fmt.Sprintf("token-bucket:%d/%d", admRate, admBurst)
+	cfg.AdmissionAfter = 1
+	cfg.Budgets.Input = 64
+	cfg.Budgets.Time = 20 * time.Millisecond
+	cfg.Budgets.ClockEvery = 4
+}
+
+// admissionBound derives A1's bound from the reference configuration.
+func admissionBound(cfg reactors.Config) (time.Duration, string) {
+	a, _ := reactors.ParseAdmission(cfg.Admission)
+	served := time.Duration(a.Burst) * admCost
+	rejects := time.Duration(admConns*cfg.Budgets.Input) * admRejectCost
+	share := a.Rate * admCost.Seconds()
+	round := time.Duration(float64(served+rejects) / (1 - share))
+	bound := max(250*time.Millisecond, 10*round)
+	return bound, fmt.Sprintf("round ≤ (%d × %v + %d × %d × %v) / (1 − %.2f) = %v; bound max(250 ms, 10 × round) = %v",
+		a.Burst, admCost, admConns, cfg.Budgets.Input, admRejectCost, share, round.Round(time.Microsecond), bound)
+}
+
+func runA1(c *C) {
+	ref := c.Reference()
+	a, err := reactors.ParseAdmission(ref.Config.Admission)
+	if err != nil || a.Open() {
+		c.Skipf("the reactor runs without an admission limit (admission %q): the claim is about one", ref.Config.Admission)
+	}
+	bound, why := admissionBound(ref.Config)
+	c.Evidencef("bound: %s", why)
+	ctl := c.dial("control conn", c.Instance().ControlAddr())
+	lag := startLagMeter()
+	load := startOverload(c, c.Instance().Addr())
+	// The backlog makes the first round saturated: the limit engages and
+	// sheds it; the probe measures the steady overload after it.
+	warm := time.NewTimer(2 * time.Second)
+	select {
+	case <-warm.C:
+	case <-c.Context().Done():
+		return
+	}
+	results := probeAll(c, []*peer{ctl}, wire.KindPing, 10*time.Second)
+	offered := load.stop()
+	clientLag := lag.stop()
+	if err := load.Err(); err != nil {
+		c.Fatalf("overload: %v", err)
+	}
+	c.Evidencef("data: %d frames sent over %v (%.0f/s against a capacity of %.0f/s), %d echoed, %d refused; the client's own longest scheduling delay %v",
+		offered.sent, offered.over.Round(time.Millisecond), offered.rate(), 1/admCost.Seconds(), offered.echoed, offered.rejected, clientLag.Round(time.Microsecond))
+	f := c.Stop()
+	if f.Stats == nil {
+		c.Inconclusivef("no statistics from the reactor: cannot tell whether the admission limit engaged")
+	}
+	k := f.Stats.Counters
+	c.Evidencef("admission: engaged %d times, %d frames refused; ledger %+v", k.AdmissionEngaged, k.AdmissionRejects, f.Stats.Ledger)
+	switch {
+	case clientLag > bound/2:
+		c.Inconclusivef("the case's own client was held off the CPU for %v, over half the bound: the machine was too busy for PING latencies to say anything about the server", clientLag.Round(time.Millisecond))
+	case offered.rate() < 1.5/admCost.Seconds():
+		c.Inconclusivef("the load offered %.0f frames/s, not the 2× overload (%.0f/s) the claim is about", offered.rate(), 2/admCost.Seconds())
+	case k.AdmissionEngaged == 0:
+		c.Inconclusivef("the admission limit never engaged: the load did not saturate the loop, so the claim was not exercised")
+	}
+	judgeProbes(c, []*peer{ctl}, results, bound, "waited behind the data plane at 2× overload")
+	if answered := offered.echoed + offered.rejected; answered != offered.sent {
+		c.Errorf("%d DATA frames sent, %d echoed and %d refused: %d unanswered", offered.sent, offered.echoed, offered.rejected, offered.sent-answered)
+	}
+}
+
+// lagMeter measures how late the case's own goroutines get the CPU: a
+// goroutine sleeping 1 ms at a time records its longest oversleep. Where
+// that is long, the machine, not the server, decided the latencies.
+type lagMeter struct {
+	stopping atomic.Bool
+	done     chan time.Duration
+}
+
+func startLagMeter() *lagMeter {
+	m := &lagMeter{done: make(chan time.Duration, 1)}
+	go func() {
+		var worst time.Duration
+		for !m.stopping.Load() {
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			worst = max(worst, time.Since(start)-time.Millisecond)
+		}
+		m.done <- worst
+	}()
+	return m
+}
+
+// stop ends the meter and returns the longest oversleep.
+func (m *lagMeter) stop() time.Duration {
+	m.stopping.Store(true)
+	return <-m.done
+}
+
+// overload is A1's data load: admConns connections, each a writer on the
+// open-loop schedule and a reader counting answers.
+type overload struct {
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+	links    []*faults.TCPLink
+	start    time.Time
+	sent     atomic.Uint64
+	echoed   atomic.Uint64
+	rejected atomic.Uint64
+	mu       sync.Mutex
+	err      error
+}
+
+// overloadTotals are the load's counts when it stopped.
+type overloadTotals struct {
+	sent, echoed, rejected uint64
+	over                   time.Duration
+}
+
+// rate is the frames a second the load sent.
+func (t overloadTotals) rate() float64 { return float64(t.sent) / max(t.over.Seconds(), 1e-9) }
+
+// startOverload starts the load on addr; stop it with stop.
+func startOverload(c *C, addr string) *overload {
+	o := &overload{start: time.Now()}
+	for i := range admConns {
+		link := c.dialQuiet(fmt.Sprintf("data conn %d", i+1), addr)
+		o.links = append(o.links, link)
+		o.wg.Add(2)
+		go o.write(link, uint64(7000+i))
+		go o.read(link, uint64(7000+i))
+	}
+	c.Cleanup(func() { o.stop() })
+	return o
+}
+
+func (o *overload) fail(err error) {
+	o.mu.Lock()
+	if o.err == nil && !o.stopping.Load() {
+		o.err = err
+	}
+	o.mu.Unlock()
+}
+
+// Err is the load's first error.
+func (o *overload) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// write sends the backlog, then one frame every admPeriod.
+func (o *overload) write(link *faults.TCPLink, token uint64) {
+	defer o.wg.Done()
+	payload := make([]byte, 32)
+	var buf []byte
+	for seq := range uint64(admBacklog) {
+		buf = wire.AppendFrame(buf, wire.KindData, 0, token, seq, 0, payload)
+	}
+	tick := time.NewTicker(admPeriod)
+	defer tick.Stop()
+	for seq, n := uint64(admBacklog), uint64(admBacklog); !o.stopping.Load(); seq, n = seq+1, 1 {
+		if _, err := link.Conn().Write(buf); err != nil {
+			o.fail(fmt.Errorf("data conn %d: write: %w", token, err))
+			return
+		}
+		o.sent.Add(n)
+		<-tick.C
+		buf = wire.AppendFrame(buf[:0], wire.KindData, 0, token, seq, 0, payload)
+	}
+}
+
+// read counts the echoes and REJECTs coming back on link.
+func (o *overload) read(link *faults.TCPLink, token uint64) {
+	defer o.wg.Done()
+	dec := wire.NewDecoder(clientMaxFrame)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := link.Conn().Read(buf)
+		if err != nil {
+			o.fail(fmt.Errorf("data conn %d: read: %w", token, err))
+			return
+		}
+		dec.Write(buf[:n])
+		for {
+			h, _, ok, err := dec.Next()
+			if err != nil {
+				o.fail(fmt.Errorf("data conn %d: %w", token, err))
+				return
+			}
+			if !ok {
+				break
+			}
+			switch h.Kind {
+			case wire.KindData:
+				o.echoed.Add(1)
+			case wire.KindReject:
+				o.rejected.Add(1)
+			default:
+				o.fail(fmt.Errorf("data conn %d: unexpected %v", token, h.Kind))
+			}
+		}
+	}
+}
+
+// stop ends the writers, waits for the answers still in flight (up to
+// 2 s), resets the connections and returns the totals.
+func (o *overload) stop() overloadTotals {
+	if o.stopping.Swap(true) {
+		return overloadTotals{}
+	}
+	over := time.Since(o.start)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if o.echoed.Load()+o.rejected.Load() >= o.sent.Load() {
+			break // polling a count: the answers have no event of their own
+		}
+	}
+	t := overloadTotals{sent: o.sent.Load(), echoed: o.echoed.Load(), rejected: o.rejected.Load(), over: over}
+	for _, l := range o.links {
+		l.Reset()
+	}
+	o.wg.Wait()
+	return t
+}
