@@ -87,7 +87,7 @@ func (r *CellResult) latencyColumns(b *strings.Builder, load loadgen.Config) (ma
 		}
 	}
 	var cols []string
-	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassStop} {
+	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassUrgent, loadgen.ClassStop} {
 		// Without a steady source both data classes are measured from the
 		// write: the second column would repeat the first.
 		if name == loadgen.ClassDataUncorrected && load.Steady == 0 {
@@ -167,8 +167,9 @@ func (r *CellResult) writeFigures(b *strings.Builder, s *loadgen.Summary) {
 	writeSelfCheck(b, s.SelfCheck)
 }
 
-// writeLedger prints the frame ledger of data and of control, and the
-// health check's verdicts on the control probes.
+// writeLedger prints the frame ledger of data and of control, the
+// health check's verdicts on the control probes, and what became of the
+// urgent bytes.
 func writeLedger(b *strings.Builder, s *loadgen.Summary) {
 	t := s.Totals
 	fmt.Fprintf(b, "  %-12s data: sent %s = echoed %s + rejected %s + lost %s + corrupted %s + abandoned by fault %s + unanswered %s;\n"+
@@ -185,6 +186,12 @@ func writeLedger(b *strings.Builder, s *loadgen.Summary) {
 		c := s.Config.WithDefaults()
 		fmt.Fprintf(b, "  %-12s health check: false timeouts %s (answered after %v), false removals %s (%d in a row)\n", "",
 			groupDigits(hc.FalseTimeouts), c.ControlTimeout, groupDigits(hc.FalseRemovals), c.RemovalAfter)
+	}
+	if u := s.Urgent; u != nil {
+		fmt.Fprintf(b, "  %-12s urgent: sent %s = answered %s + wrong byte %s + unanswered %s (unsolicited %s);\n"+
+			"  %-12s         ticks skipped %s (the previous byte unanswered: sent late, from their own intended times), never sent %s\n", "",
+			groupDigits(u.Sent), groupDigits(u.Answered), groupDigits(u.Mismatched), groupDigits(u.Unanswered), groupDigits(u.Unsolicited),
+			"", groupDigits(u.Skipped), groupDigits(u.NotSent))
 	}
 }
 
@@ -230,6 +237,9 @@ func describeLoad(c loadgen.Config) string {
 	}
 	if c.StopAt > 0 {
 		parts = append(parts, fmt.Sprintf("STOP at %v", c.StopAt))
+	}
+	if c.UrgentEvery > 0 {
+		parts = append(parts, fmt.Sprintf("an urgent byte every %v on the data connections in turn", c.UrgentEvery))
 	}
 	parts = append(parts, fmt.Sprintf("%d-byte frames", c.Payload+32))
 	if len(c.Faults) > 0 {

@@ -21,6 +21,9 @@ func (c *conn) onReadable() {
 	l := c.l
 	n, e := epollsys.Read(c.fd, l.readBuf)
 	now := l.clock()
+	if e == unix.EAGAIN || e == 0 && n < len(l.readBuf) {
+		c.urgentReadShort()
+	}
 	switch {
 	case e == unix.EAGAIN:
 		return

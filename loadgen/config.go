@@ -42,6 +42,9 @@ const (
 	MaxBatchBytes = 64 << 20
 	// MaxRemovalAfter bounds RemovalAfter.
 	MaxRemovalAfter = 1000000
+	// MinUrgentEvery and MaxUrgentEvery bound UrgentEvery (when not 0).
+	MinUrgentEvery = 10 * time.Microsecond
+	MaxUrgentEvery = time.Hour
 )
 
 // ErrConfig is wrapped by every error of Config.Validate and of decoding a
@@ -104,6 +107,15 @@ type Config struct {
 	// time after the start of measurement (the end of Warmup); it must come
 	// before the end of Duration.
 	StopAt time.Duration
+
+	// UrgentEvery, when > 0, sends one TCP urgent byte (send(MSG_OOB)) on
+	// a data connection every UrgentEvery, the data connections taking
+	// turns, and measures the time to the target's urgent answer (class
+	// "urgent"; see UrgentOutcome for the schedule, the skips and the
+	// answers). 0, the default, sends none: the data path is then the
+	// same, byte for byte, as without the field. It needs a hot or steady
+	// source and no wire fault.
+	UrgentEvery time.Duration
 
 	// Warmup is sent but not measured; Duration is measured after it; Drain
 	// (default 1 s) is how long outstanding frames may still be answered
@@ -180,6 +192,7 @@ func (c Config) Validate() error {
 	c.checkRate(&p)
 	c.checkBatches(&p)
 	c.checkControl(&p)
+	c.checkUrgent(&p)
 	c.checkTimes(&p)
 	c.checkFaults(&p)
 	return errors.Join(p...)
@@ -281,6 +294,25 @@ func (c Config) checkControl(p *problems) {
 	}
 }
 
+// checkUrgent checks the urgent class's period, and that it has data
+// connections to carry it and no wire fault to rewrite them (a fault's
+// plan would close, reset or pause a connection with its urgent byte
+// outstanding).
+func (c Config) checkUrgent(p *problems) {
+	if c.UrgentEvery == 0 {
+		return
+	}
+	if c.UrgentEvery < MinUrgentEvery || c.UrgentEvery > MaxUrgentEvery {
+		p.bad("urgent-every", c.UrgentEvery, fmt.Sprintf("0 (no urgent bytes) or in [%v, %v]", MinUrgentEvery, MaxUrgentEvery))
+	}
+	if c.Hot+c.Steady == 0 {
+		p.add("urgent-every = %v without data connections (accepted: hot or steady sources to carry the urgent bytes, or urgent-every = 0)", c.UrgentEvery)
+	}
+	if len(c.Faults) > 0 {
+		p.add("urgent-every = %v with wire faults %q (accepted: one or the other: a fault's plan would end or pause a connection with its urgent byte outstanding)", c.UrgentEvery, c.Faults)
+	}
+}
+
 // checkTimes checks the run's durations: duration, warm-up, STOP probe
 // time, drain, interval and connect timeout.
 func (c Config) checkTimes(p *problems) {
@@ -342,6 +374,7 @@ type configJSON struct {
 	ControlTimeout duration `json:"control_timeout,omitempty"`
 	RemovalAfter   int      `json:"removal_after,omitempty"`
 	StopAt         duration `json:"stop_at"`
+	UrgentEvery    duration `json:"urgent_every,omitempty"`
 	Duration       duration `json:"duration"`
 	Warmup         duration `json:"warmup"`
 	Drain          duration `json:"drain"`
@@ -381,7 +414,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		DataAddr: c.DataAddr, ControlAddr: c.ControlAddr, Hot: c.Hot, InFlight: c.InFlight,
 		Steady: c.Steady, Rate: c.Rate, Window: c.Window, Payload: c.Payload,
 		ControlEvery: duration(c.ControlEvery), Control: c.Control, StopAt: duration(c.StopAt),
-		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter,
+		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter, UrgentEvery: duration(c.UrgentEvery),
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
 		Interval: duration(c.Interval), ConnectTimeout: duration(c.ConnectTimeout), Faults: c.Faults,
 	})
@@ -404,7 +437,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		DataAddr: j.DataAddr, ControlAddr: j.ControlAddr, Hot: j.Hot, InFlight: j.InFlight,
 		Steady: j.Steady, Rate: j.Rate, Window: j.Window, Payload: j.Payload,
 		ControlEvery: time.Duration(j.ControlEvery), Control: j.Control, StopAt: time.Duration(j.StopAt),
-		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter,
+		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter, UrgentEvery: time.Duration(j.UrgentEvery),
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),
 		Interval: time.Duration(j.Interval), ConnectTimeout: time.Duration(j.ConnectTimeout), Faults: j.Faults,
 	}

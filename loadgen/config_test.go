@@ -48,6 +48,12 @@ func TestValidate(t *testing.T) {
 		{"unknown fault", func(c *loadgen.Config) { c.Faults = []string{"half-packets", "jitter"} },
 			[]string{`unknown wire fault "jitter"`, "accepted: half-packets, coalesced, slow-consumer, fd-reuse-churn, over-size, reset, half-close"}},
 		{"bad fault parameter", func(c *loadgen.Config) { c.Faults = []string{"reset:after=x"} }, []string{"reset:after=x"}},
+		{"tiny urgent period", func(c *loadgen.Config) { c.UrgentEvery = time.Microsecond }, []string{"urgent-every = 1µs", "accepted: 0 (no urgent bytes) or in [10µs, 1h0m0s]"}},
+		{"negative urgent period", func(c *loadgen.Config) { c.UrgentEvery = -time.Second }, []string{"urgent-every = -1s"}},
+		{"urgent without data", func(c *loadgen.Config) { c.Hot, c.ControlEvery, c.UrgentEvery = 0, time.Second, time.Millisecond },
+			[]string{"urgent-every = 1ms without data connections", "accepted: hot or steady sources"}},
+		{"urgent with faults", func(c *loadgen.Config) { c.UrgentEvery, c.Faults = time.Millisecond, []string{"reset"} },
+			[]string{"urgent-every = 1ms with wire faults", "one or the other"}},
 	}
 	for _, tc := range cases {
 		c := validConfig()
@@ -80,12 +86,12 @@ func TestConfigJSON(t *testing.T) {
 		Steady: 4, Rate: 12345.5, Window: 64, Payload: 100, ControlEvery: 10 * time.Millisecond, Control: 2,
 		ControlTimeout: 25 * time.Millisecond, RemovalAfter: 5, StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
 		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
-		Progress: func(loadgen.Progress) {}}
+		UrgentEvery: 20 * time.Millisecond, Progress: func(loadgen.Progress) {}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`"control_every":"10ms"`, `"control_timeout":"25ms"`, `"removal_after":5`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`} {
+	for _, s := range []string{`"control_every":"10ms"`, `"control_timeout":"25ms"`, `"removal_after":5`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"urgent_every":"20ms"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("JSON %s lacks %s", b, s)
 		}
@@ -97,6 +103,11 @@ func TestConfigJSON(t *testing.T) {
 	in.Progress = nil
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip\n in %+v\nout %+v", in, out)
+	}
+	// Without urgent bytes the field is left out: the JSON is what it was
+	// before the field existed.
+	if b, _ := json.Marshal(validConfig()); strings.Contains(string(b), "urgent") {
+		t.Errorf("JSON without urgent bytes mentions them: %s", b)
 	}
 	for _, bad := range []string{
 		`{"data_addr":"a:1","hot":1,"inflight":1,"duration":"1s","colour":"red"}`,

@@ -148,10 +148,8 @@ type conn struct {
 	readPausedUntil int64
 	halfClosed      bool
 
-	// schedule (steady, control)
-	period float64 // ns between frames
-	phase  int64   // intended time of seq 0
-	endSeq uint64  // first seq intended at or after the end of sending
+	schedule        // steady, control: the frames' timetable
+	endSeq   uint64 // first seq intended at or after the end of sending
 
 	blockedSince int64 // -1: not blocked
 	blockedWhy   blockCause
@@ -162,6 +160,7 @@ type conn struct {
 	serviceFrom int64 // -1: nothing outstanding
 
 	health healthChecker // control: the health check's verdicts on its measured answers
+	urgent *urgentSource // data, with Config.UrgentEvery: its urgent bytes; nil otherwise
 
 	acct             Accounting
 	measuredSent     uint64 // steady: frames intended in the measured time, sent
@@ -232,12 +231,17 @@ func (c *conn) connect() error {
 }
 
 // readInterest is EPOLLIN unless reading is paused (a pause outlives
-// reconnections).
+// reconnections), and EPOLLPRI (urgent data) for a source of the urgent
+// class.
 func (c *conn) readInterest() uint32 {
-	if c.readPaused {
-		return 0
+	var ev uint32
+	if !c.readPaused {
+		ev = unix.EPOLLIN
 	}
-	return unix.EPOLLIN
+	if c.urgent != nil {
+		ev |= unix.EPOLLPRI
+	}
+	return ev
 }
 
 // setInterest registers (or changes) the epoll events of c's fd.
@@ -311,6 +315,9 @@ func (c *conn) deadline() int64 {
 	if c.readPaused {
 		w = min(w, c.readPausedUntil)
 	}
+	if c.urgent != nil {
+		w = min(w, c.urgentDeadline())
+	}
 	return min(w, c.scheduleDeadline())
 }
 
@@ -361,6 +368,9 @@ func (c *conn) fire() {
 	if c.state != stDead && c.scheduleDeadline() <= now {
 		c.sendDue()
 	}
+	if c.urgent != nil {
+		c.sendUrgentDue()
+	}
 }
 
 // onEvent handles an epoll event of c's current connection.
@@ -372,8 +382,16 @@ func (c *conn) onEvent(ev uint32) {
 		}
 		return
 	}
-	if ev&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+	if ev&unix.EPOLLPRI != 0 && c.urgent != nil {
+		// Before the in-band read: one that starts at the urgent mark
+		// discards an urgent byte not yet read (see "Urgent data").
+		c.onUrgent(ev&unix.EPOLLIN != 0)
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 && c.fd >= 0 && c.gen == gen {
 		c.onReadable()
+	}
+	if c.urgent != nil && c.fd >= 0 && c.gen == gen {
+		c.sendUrgentDue() // the next tick may have waited for this event's answer and read
 	}
 	if ev&unix.EPOLLOUT != 0 && c.fd >= 0 && c.gen == gen && c.state != stDead {
 		c.onWritable()
@@ -421,6 +439,13 @@ func (c *conn) reconnect() {
 }
 
 func (c *conn) onWritable() {
+	if c.urgentWaitsWrite() {
+		c.urgent.waitWrite = false
+		c.sendUrgentDue()
+		if c.fd < 0 || c.state == stDead {
+			return
+		}
+	}
 	if c.plan != nil {
 		c.runPlan()
 		if c.plan == nil && c.state == stOpen {

@@ -35,6 +35,13 @@
 //     sending phase ends when STOP_ACK arrives; frames the target never read
 //     after it closed admission are "unanswered", not lost (only once
 //     STOP_ACK has arrived: a STOP merely sent excuses nothing).
+//   - urgent bytes (Config.UrgentEvery): one TCP urgent byte
+//     (send(MSG_OOB)) every UrgentEvery on a data connection, the data
+//     connections taking turns, answered by the target with an urgent byte
+//     of the same value; one outstanding per connection, the ticks that
+//     come meanwhile held back and measured from their own intended times
+//     (see UrgentOutcome). A byte answered with another value, or never
+//     answered, makes the run invalid.
 //
 // # Latency
 //
@@ -43,7 +50,7 @@
 // omission corrected) and minus the actual write for hot sources (a closed
 // loop has no schedule: that is its nature, not an omission);
 // "data-uncorrected" is receive time minus the actual write for both;
-// "control" and "stop" as above; "send-lag" is the generator's own
+// "control", "urgent" and "stop" as above; "send-lag" is the generator's own
 // scheduling delay per steady frame; "service/<source>" is the time between
 // reads that brought answers on a data source while it had frames
 // outstanding.
@@ -69,6 +76,46 @@
 // a wire fault of ours, and not after an acknowledged STOP), and, with no
 // wire fault, a STOP_ACK ledger that accepted other than the DATA frames we
 // saw answered.
+//
+// # Urgent data
+//
+// What TCP urgent data does on Linux, measured on loopback (Linux 6.18, a
+// receiver with SO_OOBINLINE off unless said; RFC 6093 §3 describes the
+// urgent pointer and its history) — the facts the urgent class is built
+// on:
+//
+//   - one byte only: send("PQR", MSG_OOB) makes "R" the urgent byte;
+//     recv(MSG_OOB) returns "R" and the in-band stream holds "PQ";
+//   - a lone urgent byte makes the socket report EPOLLPRI, not EPOLLIN;
+//     once recv(MSG_OOB) has read it, neither is reported, and recv(MSG_OOB)
+//     again fails with EINVAL (as it does when no urgent byte was ever
+//     sent);
+//   - in-band reads stop at the mark: "abc", urgent "X", "def" reads as
+//     "abc" (SIOCATMARK is then 1), then "def". An in-band read that starts
+//     at the mark steps over an urgent byte not yet read and discards it:
+//     recv(MSG_OOB) then fails with EINVAL. So the urgent byte must be
+//     read before the in-band read of the same EPOLLPRI|EPOLLIN event;
+//   - two urgent bytes in a row, the first not yet read: the second takes
+//     the mark. With nothing in front of the first ("X" then "Y"), the
+//     first is dropped: recv(MSG_OOB) gives "Y" and no in-band read ever
+//     returns "X". With in-band bytes around it ("abc", "X", "def", "Y"),
+//     the first becomes an in-band byte: reads return "abcXdef", a
+//     corrupted frame stream. An urgent byte read before the next one is
+//     sent is always delivered;
+//   - SO_OOBINLINE on: recv(MSG_OOB) fails with EINVAL, EPOLLPRI is still
+//     reported, the byte stays in the stream (SIOCATMARK 1 in front of it:
+//     reads return "abc", then "Xdef");
+//   - the mark is announced before its byte arrives: behind 1 MiB of
+//     unread in-band data the receiver saw EPOLLIN and no EPOLLPRI, and
+//     recv(MSG_OOB) failed with EAGAIN; once the in-band data up to the
+//     mark was read, EPOLLPRI came and recv(MSG_OOB) returned the byte.
+//
+// Hence the urgent class's rules: one urgent byte outstanding per
+// connection, EPOLLPRI handled before EPOLLIN, EAGAIN and EINVAL from
+// recv(MSG_OOB) taken as "nothing to read yet". A target that does not
+// take part (a byte echo, SO_OOBINLINE off as by default) never sees the
+// byte in its in-band reads (they step over it) and never answers: the
+// bytes are unanswered, the frame stream intact (TestUrgentNeverAnswered).
 //
 // # Wire faults
 //

@@ -113,6 +113,9 @@ func (l *loop) run() error {
 			c.service, _ = l.rec.Class(ClassServicePrefix + c.name) // "service/hot-0": valid
 		}
 	}
+	if cfg.UrgentEvery > 0 {
+		l.cUrgent, _ = l.rec.Class(ClassUrgent) // a constant name: valid
+	}
 	if cfg.Rate*sendGrain.Seconds() > 1 {
 		l.grain = int64(sendGrain)
 	}
@@ -213,6 +216,9 @@ func (l *loop) endSending() {
 			if c.kind != kindHot && c.state == stOpen {
 				c.sendDue()
 			}
+			if c.urgent != nil && c.state == stOpen {
+				c.sendUrgentDue()
+			}
 		}
 	}
 	l.phase = phaseDraining
@@ -226,10 +232,11 @@ func (l *loop) endSending() {
 	}
 }
 
-// settled reports whether no sent frame awaits an answer on any connection.
+// settled reports whether no sent frame, and no urgent byte, awaits an
+// answer on any connection.
 func (l *loop) settled() bool {
 	for _, c := range l.conns {
-		if c.state != stDead && c.sentOutstanding() > 0 {
+		if c.state != stDead && (c.sentOutstanding() > 0 || c.urgent != nil && c.urgent.out) {
 			return false
 		}
 	}

@@ -34,6 +34,9 @@ func (l *loop) finish() {
 		default:
 			c.settleSent(&c.acct.Lost, "unanswered when the run ended (after a drain of "+l.cfg.Drain.String()+")")
 		}
+		if c.urgent != nil {
+			c.finishUrgent(l.sendStopped)
+		}
 		c.unblock()
 		c.closeFd(false)
 	}
@@ -54,6 +57,9 @@ func (l *loop) result() *Result {
 			}
 		} else {
 			r.Totals.add(cr.Accounting)
+			if c.urgent != nil {
+				r.addUrgent(c.urgent.counts)
+			}
 		}
 		if cr.Accounting.bad() {
 			l.invalid = append(l.invalid, c.verdict())
@@ -77,6 +83,7 @@ func (l *loop) result() *Result {
 				led.Accepted, r.Stop.DataAnswered))
 		}
 	}
+	l.judgeUrgent(r.Urgent)
 	r.Invalid = l.invalid
 	r.Valid = len(r.Invalid) == 0
 	r.SelfCheck = l.selfCheck(r)
@@ -129,6 +136,24 @@ func (l *loop) selfCheck(r *Result) SelfCheck {
 	return sc
 }
 
+// judgeUrgent adds the urgent class's invalid reasons (u nil: no urgent
+// class): answers with a byte other than the one outstanding, or with
+// none outstanding; bytes never answered, unless the run was interrupted
+// or the target acknowledged our STOP.
+func (l *loop) judgeUrgent(u *UrgentOutcome) {
+	if u == nil {
+		return
+	}
+	if u.Mismatched+u.Unsolicited > 0 {
+		l.invalid = append(l.invalid, fmt.Sprintf("urgent: %d answers with a byte other than the one outstanding, %d with none outstanding, of %d urgent bytes sent",
+			u.Mismatched, u.Unsolicited, u.Sent))
+	}
+	if u.Unanswered > 0 && !l.interrupted && !l.stopAcked {
+		l.invalid = append(l.invalid, fmt.Sprintf("urgent: %d of %d urgent bytes unanswered when the run ended (after a drain of %v)",
+			u.Unanswered, u.Sent, l.cfg.Drain))
+	}
+}
+
 // addEvidence keeps the first few anomalies of a connection.
 func (c *conn) addEvidence(format string, args ...any) {
 	const maxEvidence = 5
@@ -165,6 +190,10 @@ func (c *conn) result() ConnResult {
 	if c.kind == kindControl && c.l.cfg.ControlEvery > 0 {
 		h := c.health.counts
 		cr.HealthCheck = &h
+	}
+	if c.urgent != nil {
+		u := c.urgent.counts
+		cr.Urgent = &u
 	}
 	for cause, d := range c.blocked {
 		if d > 0 {

@@ -31,6 +31,10 @@ const (
 	// could take it (window open, socket writable, no fault pause) to the
 	// moment it was built. It is the generator's own scheduling delay.
 	ClassSendLag = "send-lag"
+	// ClassUrgent is, per urgent byte (Config.UrgentEvery), the time from
+	// its tick's intended time to the target's urgent answer (corrected
+	// for coordinated omission; see UrgentOutcome). Only with urgent bytes.
+	ClassUrgent = "urgent"
 	// ClassServicePrefix + connection name ("service/hot-0") is the time
 	// between consecutive reads that brought answers on that connection,
 	// counted only while it had frames outstanding.
@@ -146,6 +150,9 @@ type ConnResult struct {
 	// HealthCheck is a control connection's false timeouts and removals
 	// (nil for a data connection, and without control probes).
 	HealthCheck *HealthCheck `json:"health_check,omitempty"`
+	// Urgent is a data connection's urgent bytes (nil for a control
+	// connection, and without Config.UrgentEvery).
+	Urgent *UrgentOutcome `json:"urgent,omitempty"`
 }
 
 // SelfCheck says whether the generator itself kept up, and which side
@@ -272,6 +279,9 @@ type Result struct {
 	// HealthCheck sums the control connections' false timeouts and
 	// removals (nil without control probes).
 	HealthCheck *HealthCheck
+	// Urgent sums the data connections' urgent bytes (nil without
+	// Config.UrgentEvery).
+	Urgent *UrgentOutcome
 }
 
 // addHealth adds one control connection's health check counts to r's.
@@ -280,6 +290,14 @@ func (r *Result) addHealth(h HealthCheck) {
 		r.HealthCheck = &HealthCheck{}
 	}
 	r.HealthCheck.add(h)
+}
+
+// addUrgent adds one data connection's urgent counts to r's.
+func (r *Result) addUrgent(u UrgentOutcome) {
+	if r.Urgent == nil {
+		r.Urgent = &UrgentOutcome{}
+	}
+	r.Urgent.add(u)
 }
 
 // Summary is the JSON form of a Result: the same fields (Measured in
@@ -299,6 +317,7 @@ type Summary struct {
 	SelfCheck     SelfCheck       `json:"self_check"`
 	Stop          *StopOutcome    `json:"stop,omitempty"`
 	HealthCheck   *HealthCheck    `json:"health_check,omitempty"`
+	Urgent        *UrgentOutcome  `json:"urgent,omitempty"`
 	Latency       results.Summary `json:"latency"`
 	Conns         []ConnResult    `json:"connections"`
 }
@@ -307,7 +326,7 @@ type Summary struct {
 func (r *Result) Summary() Summary {
 	s := Summary{Valid: r.Valid, Invalid: r.Invalid, Interrupted: r.Interrupted, StartTime: r.Start,
 		MeasuredS: r.Measured.Seconds(), Config: r.Config, Totals: r.Totals, ControlTotals: r.ControlTotals,
-		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Conns: r.Conns}
+		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Conns: r.Conns}
 	if r.Recorder != nil {
 		s.Latency = r.Recorder.Summary()
 		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {

@@ -151,8 +151,9 @@ type loop struct {
 
 	rec                                *results.Recorder
 	cData, cRaw, cControl, cStop, cLag *results.Class
-	t0                                 int64 // nanotime at the start of sending
-	now                                int64 // ns since t0
+	cUrgent                            *results.Class // nil without Config.UrgentEvery
+	t0                                 int64          // nanotime at the start of sending
+	now                                int64          // ns since t0
 	phase                              phase
 	measureFrom, sendEnd, drainEnd     int64
 	sendStopped                        int64 // when sending ended (<= sendEnd)
@@ -249,6 +250,9 @@ func (l *loop) addConn(kind connKind, i int, sa unix.Sockaddr, fk wire.Kind, fra
 	c := &conn{l: l, idx: len(l.conns), kind: kind, name: fmt.Sprintf("%s-%d", kind, i), sa: sa, fd: -1,
 		frameKind: fk, frameSize: frame, limit: limit, ring: make([]slot, ring), mask: uint64(ring - 1),
 		split: splitter{max: max(frame, 64<<10)}, blockedSince: -1, serviceFrom: -1, endSeq: math.MaxUint64}
+	if kind != kindControl && l.cfg.UrgentEvery > 0 {
+		c.urgent = newUrgentSource(l.cfg.UrgentEvery, c.idx, l.cfg.Hot+l.cfg.Steady) // data connections come first
+	}
 	switch kind {
 	case kindSteady:
 		c.period = 1e9 * float64(l.cfg.Steady) / l.cfg.Rate

@@ -20,7 +20,10 @@ import (
 // start begins sending at the start of the run.
 func (c *conn) start() {
 	if c.kind != kindHot && c.endSeq != 0 {
-		c.endSeq = c.firstSeqFrom(c.l.sendEnd)
+		c.endSeq = c.firstFrom(c.l.sendEnd)
+	}
+	if u := c.urgent; u != nil {
+		u.endTick = u.firstFrom(c.l.sendEnd)
 	}
 	c.resume()
 }
@@ -35,21 +38,29 @@ func (c *conn) resume() {
 	}
 }
 
-// intended returns the intended send time of seq (steady, control).
-func (c *conn) intended(seq uint64) int64 {
-	return c.phase + int64(float64(seq)*c.period)
+// schedule is an open loop's timetable: item k (a steady or control
+// source's frame seq, an urgent tick) is intended at phase + k·period, in
+// ns since the start of sending; period > 0.
+type schedule struct {
+	period float64 // ns between items
+	phase  int64   // intended time of item 0
 }
 
-// firstSeqFrom returns the first seq intended at or after t.
-func (c *conn) firstSeqFrom(t int64) uint64 {
-	if t <= c.phase {
+// intended returns the intended time of item k.
+func (s schedule) intended(k uint64) int64 {
+	return s.phase + int64(float64(k)*s.period)
+}
+
+// firstFrom returns the first item intended at or after t.
+func (s schedule) firstFrom(t int64) uint64 {
+	if t <= s.phase {
 		return 0
 	}
-	k := uint64(float64(t-c.phase) / c.period)
-	for k > 0 && c.intended(k-1) >= t {
+	k := uint64(float64(t-s.phase) / s.period)
+	for k > 0 && s.intended(k-1) >= t {
 		k--
 	}
-	for c.intended(k) < t {
+	for s.intended(k) < t {
 		k++
 	}
 	return k
@@ -60,7 +71,7 @@ func (c *conn) scheduledIn(from, to int64) uint64 {
 	if to <= from {
 		return 0
 	}
-	return c.firstSeqFrom(to) - c.firstSeqFrom(from)
+	return c.firstFrom(to) - c.firstFrom(from)
 }
 
 // busy reports whether a batch is still being written.
@@ -126,7 +137,7 @@ func (c *conn) sendDue() {
 		c.block(blockSocket)
 		return
 	}
-	last := min(c.firstSeqFrom(now+1), c.endSeq) // first seq not due
+	last := min(c.firstFrom(now+1), c.endSeq) // first seq not due
 	count := int(last - c.nextSeq)
 	room := c.limit - int(c.nextSeq-c.lowSeq)
 	n := min(count, room)
@@ -208,7 +219,7 @@ func (c *conn) flush() {
 		return
 	}
 	c.out, c.outOff = c.out[:0], 0
-	c.wantWrite(false)
+	c.wantWrite(c.urgentWaitsWrite())
 }
 
 // writeFrom writes b[*off:], advancing *off and marking what went out as

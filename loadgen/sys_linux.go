@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -17,7 +18,7 @@ import (
 // reference reactors: see its doc for which skip the runtime's syscall
 // hand-off and why. What only the generator needs is here: resolving and
 // dialling the target, closing with an RST, the timerfd, draining a
-// counter fd.
+// counter fd, and sending and receiving one urgent byte.
 
 // threadCPU is the CPU time (user + system, ns) of the calling thread, 0 if
 // its clock cannot be read.
@@ -108,4 +109,35 @@ func armTimer(fd int, d int64) error {
 func drainFd(fd int) {
 	var b [8]byte
 	epollsys.Read(fd, b[:])
+}
+
+// sendOOB sends v as TCP urgent data: send(2) of one byte with MSG_OOB
+// (and MSG_NOSIGNAL), through RawSyscall like the loop's other
+// non-blocking calls. It returns 0, EAGAIN (the send buffer is full) or
+// the error.
+func sendOOB(fd int, v byte) unix.Errno {
+	b := [1]byte{v}
+	n, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1,
+		unix.MSG_OOB|unix.MSG_NOSIGNAL, 0, 0)
+	if e == 0 && n != 1 {
+		return unix.EAGAIN
+	}
+	return e
+}
+
+// recvOOB reads the connection's urgent byte: recv(2) of one byte with
+// MSG_OOB. It returns the byte and 0, or EAGAIN (the urgent mark is
+// announced, its byte has not arrived), EINVAL (no urgent byte to read:
+// none announced, already read, or passed by an in-band read) or another
+// error; a read of 0 bytes (the connection shut down) is EINVAL.
+func recvOOB(fd int) (byte, unix.Errno) {
+	var b [1]byte
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_OOB, 0, 0)
+	switch {
+	case e != 0:
+		return 0, e
+	case n != 1:
+		return 0, unix.EINVAL
+	}
+	return b[0], 0
 }

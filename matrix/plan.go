@@ -139,10 +139,12 @@ func (c Cell) Info() results.CellInfo {
 	cfg := map[string]string{}
 	for _, name := range Fields {
 		// Fields a cell does not use are left out; server_cpu,
-		// control_timeout and removal_after only when not the default, so
-		// that manifests written before they existed still compare.
+		// control_timeout, removal_after, urgent_every, control_sched,
+		// admission and urgent only when set (not the default), so that
+		// manifests written before they existed still compare.
 		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" ||
-			name == "server_cpu" && c.ServerCPU == 0 ||
+			name == "server_cpu" && c.ServerCPU == 0 || name == "urgent_every" && c.UrgentEvery == 0 ||
+			name == "control_sched" && c.ControlSched == "" || name == "admission" && c.Admission == "" || name == "urgent" && c.Urgent == "" ||
 			name == "control_timeout" && c.controlTimeout() == loadgen.DefaultControlTimeout ||
 			name == "removal_after" && c.removalAfter() == loadgen.DefaultRemovalAfter {
 			continue
@@ -173,7 +175,15 @@ func (c Cell) Describe() string {
 	if c.StopAt > 0 {
 		parts = append(parts, "STOP at "+fields["stop_at"].text(&c.Settings))
 	}
+	if c.UrgentEvery > 0 {
+		parts = append(parts, "urgent byte every "+fields["urgent_every"].text(&c.Settings))
+	}
 	if c.Reactor != "" {
+		for _, name := range []string{"control_sched", "admission", "urgent"} {
+			if v := fields[name].text(&c.Settings); v != passThroughText(name, "") {
+				parts = append(parts, name+" "+v)
+			}
+		}
 		parts = append(parts, "callback "+fields["callback"].text(&c.Settings))
 		if len(c.Budgets) > 0 {
 			parts = append(parts, "budgets "+fields["budgets"].text(&c.Settings))

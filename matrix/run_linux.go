@@ -427,8 +427,9 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 // loadMetrics adds to m what the load generator's summary s measured:
 // throughput, the sources' shares, latencies, the health check's false
 // timeouts and removals (with control probes; absent from a summary
-// written before they were counted), STOP, anomalies and whether it was
-// the limit. The error is for an unreadable interval log at hlog.
+// written before they were counted), the urgent class (with urgent
+// bytes, likewise), STOP, anomalies and whether it was the limit. The
+// error is for an unreadable interval log at hlog.
 func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measuredFrom time.Time) error {
 	var err error
 	m[results.MetricThroughput] = s.EchoRate
@@ -475,6 +476,7 @@ func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measured
 		m[results.MetricFalseTimeouts] = float64(hc.FalseTimeouts)
 		m[results.MetricFalseRemovals] = float64(hc.FalseRemovals)
 	}
+	urgentMetrics(m, s)
 	if s.Stop != nil && s.Stop.LatencyUs > 0 {
 		m[results.MetricStop] = s.Stop.LatencyUs
 	}
@@ -485,6 +487,23 @@ func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measured
 		m[results.MetricLoadgenLimited] = 1
 	}
 	return err
+}
+
+// urgentMetrics adds to m the urgent class of s: its latencies (when any
+// was measured), the answers counted, the skips and the wrong bytes;
+// nothing without urgent bytes.
+func urgentMetrics(m map[string]float64, s *loadgen.Summary) {
+	u := s.Urgent
+	if u == nil {
+		return
+	}
+	cs := s.Latency.Classes[loadgen.ClassUrgent]
+	m[results.MetricUrgentCount] = float64(cs.Count)
+	if cs.Count > 0 {
+		m[results.MetricUrgentP50], m[results.MetricUrgentP99], m[results.MetricUrgentP999], m[results.MetricUrgentMax] = cs.P50Us, cs.P99Us, cs.P999Us, cs.MaxUs
+	}
+	m[results.MetricUrgentSkips] = float64(u.Skipped)
+	m[results.MetricUrgentWrong] = float64(u.Mismatched + u.Unsolicited)
 }
 
 // serverMetrics adds to m what was measured of the server: its peak RSS

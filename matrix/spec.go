@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reactorlab/reactorlab/loadgen"
@@ -59,7 +60,8 @@ type Target struct {
 
 // Settings are the fields of one cell, as a spec's baseline writes them.
 // Exactly one of Reactor and Target is set. The reactor-only fields
-// (Callback, Workers, Budgets, Timer, AppTimer, ReactorFaults) are zero with a Target.
+// (Callback, Workers, Budgets, Timer, AppTimer, ControlSched, Admission,
+// Urgent, ReactorFaults) are zero with a Target.
 type Settings struct {
 	Reactor reactors.Design
 	Target  Target
@@ -79,6 +81,9 @@ type Settings struct {
 	// (loadgen.Config.StopAt; 0: none). STOP closes the reactor's
 	// admission, so frames after it are rejected: keep it near the end.
 	StopAt time.Duration
+	// UrgentEvery sends a TCP urgent byte this often on the data
+	// connections in turn (loadgen.Config.UrgentEvery; 0: none).
+	UrgentEvery time.Duration
 
 	// Callback is the reactor's callback cost spec ("" is the default,
 	// "0").
@@ -96,6 +101,13 @@ type Settings struct {
 	// Workers is the reactor's callback pool size (serve --workers; 0 runs
 	// callbacks inline on the loop).
 	Workers int
+	// ControlSched, Admission and Urgent are passed to the reactor as
+	// serve --control-sched, --admission and --urgent take them (the
+	// scheduling class of the control loop's thread, the admission limit,
+	// the urgent-data mode); "" keeps the reactor's default.
+	ControlSched string
+	Admission    string
+	Urgent       string
 
 	// WireFaults are faults.ParseWire specs, applied by the load generator;
 	// ReactorFaults are reactors.ParseFault specs. Both in the order
@@ -179,7 +191,7 @@ func (s Settings) loadConfig() loadgen.Config {
 	return loadgen.Config{
 		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate,
 		ControlEvery: s.ControlEvery, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
-		StopAt: s.StopAt, Duration: s.Duration, Warmup: s.Warmup,
+		StopAt: s.StopAt, UrgentEvery: s.UrgentEvery, Duration: s.Duration, Warmup: s.Warmup,
 		Faults: slices.Clone(s.WireFaults),
 	}
 }
@@ -199,6 +211,21 @@ type reactorStep struct {
 	field string
 	apply func(*reactors.Config) error
 }
+
+// passThroughStep is the step of a reactor setting passed through to the
+// serve flag named as field is (with '-' for '_'): v as the flag takes
+// it; "" leaves the reactor's default.
+func passThroughStep(field, v string, setFlag func(*reactors.Config, string, string) error) reactorStep {
+	return reactorStep{field, func(rc *reactors.Config) error {
+		if v == "" {
+			return nil
+		}
+		return setFlag(rc, serveFlag(field), v)
+	}}
+}
+
+// serveFlag is the reactorlab serve flag of a spec field: '-' for '_'.
+func serveFlag(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 // reactorSteps are the reactor settings as steps applied in order, so a
 // failing Validate can be laid at the step that broke it.
@@ -233,6 +260,9 @@ func (s Settings) reactorSteps() []reactorStep {
 			}
 			return setFlag(rc, "workers", strconv.Itoa(s.Workers))
 		}},
+		passThroughStep("control_sched", s.ControlSched, setFlag),
+		passThroughStep("admission", s.Admission, setFlag),
+		passThroughStep("urgent", s.Urgent, setFlag),
 		{"budgets", func(rc *reactors.Config) error {
 			for _, k := range slices.Sorted(maps.Keys(s.Budgets)) {
 				if err := setFlag(rc, k, s.Budgets[k]); err != nil {

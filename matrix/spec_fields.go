@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -25,7 +26,8 @@ import (
 // reads them.
 var Fields = []string{
 	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "control_timeout", "removal_after", "stop_at",
-	"callback", "workers", "budgets", "timer", "app_timer", "faults", "server_cpu", "duration", "warmup",
+	"urgent_every", "callback", "workers", "budgets", "timer", "app_timer", "control_sched", "admission", "urgent",
+	"faults", "server_cpu", "duration", "warmup",
 }
 
 // field decodes, compares and prints one baseline field.
@@ -201,10 +203,17 @@ var fields = map[string]field{
 			return orDefault(strings.Join(append(slices.Clone(s.WireFaults), s.ReactorFaults...), "+"), "none")
 		},
 	},
-	"app_timer": durField(func(s *Settings) *time.Duration { return &s.AppTimer }),
-	"workers":   intField(func(s *Settings) *int { return &s.Workers }),
-	"duration":  durField(func(s *Settings) *time.Duration { return &s.Duration }),
-	"warmup":    durField(func(s *Settings) *time.Duration { return &s.Warmup }),
+	"app_timer":    durField(func(s *Settings) *time.Duration { return &s.AppTimer }),
+	"workers":      intField(func(s *Settings) *int { return &s.Workers }),
+	"urgent_every": durField(func(s *Settings) *time.Duration { return &s.UrgentEvery }),
+	// control_sched, admission and urgent pass through to the serve flags
+	// of the same names; they compare and print as their effective values
+	// (the flag's default when absent).
+	"control_sched": passThroughField("control_sched", func(s *Settings) *string { return &s.ControlSched }),
+	"admission":     passThroughField("admission", func(s *Settings) *string { return &s.Admission }),
+	"urgent":        passThroughField("urgent", func(s *Settings) *string { return &s.Urgent }),
+	"duration":      durField(func(s *Settings) *time.Duration { return &s.Duration }),
+	"warmup":        durField(func(s *Settings) *time.Duration { return &s.Warmup }),
 }
 
 // controlTimeout is s's health check timeout, loadgen's default if unset.
@@ -221,6 +230,54 @@ func (s *Settings) removalAfter() int {
 		return loadgen.DefaultRemovalAfter
 	}
 	return s.RemovalAfter
+}
+
+// passThroughField is a reactor setting given to the serve flag of the
+// field's name (serveFlag) as written: decoding checks it as the flag
+// does, and refuses it, naming the flag's accepted forms, if the flag
+// refuses it (or does not exist in this build).
+func passThroughField(name string, p func(*Settings) *string) field {
+	return field{
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			rc := reactors.DefaultConfig()
+			fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			rc.Flags(fs)
+			f := fs.Lookup(serveFlag(name))
+			if f == nil {
+				return fmt.Errorf("%q: this build's reactors have no --%s flag", v, serveFlag(name))
+			}
+			_, usage := flag.UnquoteUsage(f)
+			if v == "" {
+				return fmt.Errorf("empty (accepted: %s; leave it out for the default %s)", usage, f.DefValue)
+			}
+			if err := fs.Set(f.Name, v); err != nil {
+				return fmt.Errorf("%q: %v (accepted: %s)", v, err, usage)
+			}
+			*p(s) = v
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return passThroughText(name, *p(a)) == passThroughText(name, *p(b)) },
+		text:  func(s *Settings) string { return passThroughText(name, *p(s)) },
+	}
+}
+
+// passThroughText is v, or the serve flag's default when v is "".
+func passThroughText(name, v string) string {
+	if v != "" {
+		return v
+	}
+	rc := reactors.DefaultConfig()
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	rc.Flags(fs)
+	if f := fs.Lookup(serveFlag(name)); f != nil {
+		return f.DefValue
+	}
+	return "default"
 }
 
 func orDefault(s, def string) string {

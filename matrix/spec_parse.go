@@ -214,7 +214,8 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"callback", s.Callback != ""}, {"budgets", s.Budgets != nil}, {"timer", s.Timer != ""}, {"app_timer", s.AppTimer != 0}, {"workers", s.Workers != 0}} {
+		}{{"callback", s.Callback != ""}, {"budgets", s.Budgets != nil}, {"timer", s.Timer != ""}, {"app_timer", s.AppTimer != 0}, {"workers", s.Workers != 0},
+			{"control_sched", s.ControlSched != ""}, {"admission", s.Admission != ""}, {"urgent", s.Urgent != ""}} {
 			if f.set {
 				return fail(f.name, errors.New("reactor-only with a target (accepted: reactor settings only with a reactor)"))
 			}

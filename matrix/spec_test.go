@@ -32,8 +32,9 @@ func mustParse(t testing.TB, path string) *Spec {
 var structField = map[string]string{
 	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
 	"Steady": "steady", "Rate": "rate", "ControlEvery": "control_every",
-	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at",
+	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at", "UrgentEvery": "urgent_every",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
+	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
 	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu",
 	"Duration": "duration", "Warmup": "warmup",
 }
@@ -315,6 +316,12 @@ var errorCases = []struct {
 	{"control timeout without probes", okBase + "  control_timeout: 50ms\n", 8, "control_timeout: a health check timeout without control probes (accepted: control_every > 0 with control_timeout)"},
 	{"removal_after without probes", okBase + "  removal_after: 5\n", 8, "removal_after: a health check's removal count without control probes"},
 	{"control timeout factor equals the default", okBase + "  control_every: 10ms\nfactors:\n  - name: control_timeout\n    values: [10ms]\n", 11, "factors[0].values[0] (control_timeout): 10ms equals the baseline's"},
+	{"tiny urgent_every", okBase + "  urgent_every: 1us\n", 8, "urgent_every: urgent-every = 1µs (accepted: 0 (no urgent bytes) or in [10µs, 1h0m0s])"},
+	{"urgent_every with wire faults", okBase + "  urgent_every: 10ms\n  faults: half-packets\n", 8, "urgent_every: urgent-every = 10ms with wire faults"},
+	{"bad control_sched", okBase + "  control_sched: fifo:200\n", 8, `control_sched: "fifo:200": `},
+	{"empty control_sched", okBase + "  control_sched: \"\"\n", 8, "control_sched: empty (accepted: scheduling class of the control loop's thread: other, nice:N"},
+	{"control_sched with a target", "name: e\nbaseline:\n  target: {cmd: 'true'}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  control_sched: fifo:10\n", 7,
+		"control_sched: reactor-only with a target (accepted: reactor settings only with a reactor)"},
 	{"steady without rate", okBase + "  steady: 4\n", 8, "steady: steady sources without a rate"},
 	{"rate without steady", okBase + "  rate: 1000\n", 8, "rate: a rate without steady sources"},
 	{"hot without inflight", strings.Replace(okBase, "  inflight: 4\n", "", 1), 4, "hot: hot sources without inflight"},

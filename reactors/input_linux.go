@@ -201,6 +201,15 @@ func (l *Loop) readMore(s *Source, spent *turnSpent) (drained, ok bool) {
 	}
 	n, e := rawRead(s.fd, room)
 	spent.reads++
+	if s.urgentPastMark && (e == unix.EAGAIN || e == 0 && n < len(room) || atUrgentMark(s.fd)) {
+		// The in-band reads have reached the urgent byte's mark: the
+		// answer may go (urgent_linux.go). Every read while it waits is
+		// followed by this check, so none starts at the mark unnoticed.
+		s.urgentPastMark = false
+		if !l.sendUrgent(s) {
+			return false, false
+		}
+	}
 	switch {
 	case e == unix.EAGAIN:
 		return false, false

@@ -103,10 +103,12 @@ type Source struct {
 	rdhup       bool // EPOLLRDHUP seen: a FIN is queued, so read until 0 even after a short read
 	hadOut      bool // counted in Reactor.outPending (its out-queue is non-empty)
 
-	// An urgent byte read and not yet answered (urgent data on: the
-	// socket was full when it was read).
-	urgentPending bool
-	urgentByte    byte
+	// An urgent byte read and not yet answered: urgentPastMark until the
+	// in-band reads have reached its mark, then urgentPending until the
+	// socket takes the answer (urgent data on; urgent_linux.go).
+	urgentPastMark bool
+	urgentPending  bool
+	urgentByte     byte
 
 	in    []byte
 	r     int // parse offset in in

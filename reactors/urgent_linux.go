@@ -13,7 +13,12 @@ import (
 // sends with MSG_OOB is kept out of the in-band stream and the socket
 // reports EPOLLPRI while it is unread. The loop reads it with
 // recv(MSG_OOB) when the event arrives, before the connection's in-band
-// batch is served, and answers with send(MSG_OOB) of the same byte; an
+// batch is served, and answers with send(MSG_OOB) of the same byte once
+// its in-band reads have reached the byte's mark (at once when SIOCATMARK
+// says they have; else at the in-band read after which SIOCATMARK says so,
+// or which comes back short or EAGAIN): the answer lets the client send its next urgent byte, and one
+// that arrives while the reader is still before the first mark turns the
+// first byte, though already read out of band, into an in-band byte. An
 // answer the socket cannot take yet (EAGAIN) waits in the source and goes
 // out, still out of band, before the out-queue's next write. What TCP
 // urgent data is and is not (RFC 6093): one byte per urgent mark; a
@@ -44,14 +49,26 @@ func (l *Loop) serveUrgent(s *Source) {
 	}
 	l.stats.UrgentIn++
 	l.progress++
-	s.urgentByte, s.urgentPending = b[0], true
-	l.sendUrgent(s)
+	s.urgentByte = b[0]
+	if atUrgentMark(s.fd) {
+		l.sendUrgent(s)
+		return
+	}
+	s.urgentPastMark = true // answered by the read that reaches the mark
 }
 
-// sendUrgent sends s's pending urgent answer with MSG_OOB, and reports
-// whether s is still open. A full socket (EAGAIN) keeps it pending, with
-// EPOLLOUT wanted; another error closes s.
+// atUrgentMark reports whether the in-band reads of fd stand at its urgent
+// mark (SIOCATMARK).
+func atUrgentMark(fd int) bool {
+	at, err := unix.IoctlGetInt(fd, unix.SIOCATMARK)
+	return err == nil && at == 1
+}
+
+// sendUrgent sends s's urgent answer with MSG_OOB, and reports whether s
+// is still open. A full socket (EAGAIN) keeps it pending, with EPOLLOUT
+// wanted; another error closes s.
 func (l *Loop) sendUrgent(s *Source) bool {
+	s.urgentPending = true
 	err := unix.Sendto(s.fd, []byte{s.urgentByte}, unix.MSG_OOB|unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 	switch {
 	case err == nil:

@@ -46,6 +46,7 @@ var benchUnits = map[string]BenchUnit{
 	MetricSourceMin:   {"slowest-source-frames/s", 1},
 	MetricDataP999:    {"data-p99.9-ns", 1e3},
 	MetricControlP999: {"control-p99.9-ns", 1e3},
+	MetricUrgentP999:  {"urgent-p99.9-ns", 1e3},
 	MetricServerCPU:   {"server-cpu-sec/Mframe", 1},
 }
 

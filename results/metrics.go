@@ -51,6 +51,13 @@ const (
 	MetricControlOver10ms = "control_over_10ms"
 	MetricFalseTimeouts   = "control_false_timeouts"
 	MetricFalseRemovals   = "control_false_removals"
+	MetricUrgentP50       = "urgent_p50"
+	MetricUrgentP99       = "urgent_p99"
+	MetricUrgentP999      = "urgent_p999"
+	MetricUrgentMax       = "urgent_max"
+	MetricUrgentCount     = "urgent_count"
+	MetricUrgentSkips     = "urgent_skips"
+	MetricUrgentWrong     = "urgent_mismatches"
 	MetricStop            = "stop"
 	MetricRotationMax     = "rotation_max"
 	MetricRoundP99        = "round_p99"
@@ -90,6 +97,17 @@ var Metrics = []Metric{
 		Describe: "the health check's false timeouts: control PINGs answered after control_timeout (default 10 ms) in the measured period, counted by the load generator (a PING never answered is lost, not a false timeout)"},
 	{Name: MetricFalseRemovals, Unit: "", Label: "false removals", Better: LowerIsBetter,
 		Describe: "the health check's false removals: runs of removal_after (default 3) consecutive false timeouts on one control connection, each ending a run (the node re-added, the count starting again)"},
+	{Name: MetricUrgentP50, Unit: "µs", Label: "urgent p50", Better: LowerIsBetter,
+		Describe: "TCP urgent byte (urgent_every) to the target's urgent answer, from the tick's intended time, 50th percentile, measured period"},
+	{Name: MetricUrgentP99, Unit: "µs", Label: "urgent p99", Better: LowerIsBetter, Describe: "urgent byte to its answer, 99th percentile"},
+	{Name: MetricUrgentP999, Unit: "µs", Label: "urgent p99.9", Better: LowerIsBetter, Describe: "urgent byte to its answer, 99.9th percentile"},
+	{Name: MetricUrgentMax, Unit: "µs", Label: "urgent max", Better: LowerIsBetter, Describe: "urgent byte to its answer, maximum"},
+	{Name: MetricUrgentCount, Unit: "", Label: "urgent answers", Better: Neutral,
+		Describe: "urgent bytes answered with their own value in the measured period (the urgent latencies' count)"},
+	{Name: MetricUrgentSkips, Unit: "", Label: "urgent skips", Better: LowerIsBetter,
+		Describe: "urgent ticks skipped, whole run: due while their data connection still awaited the answer to its previous urgent byte (TCP has one urgent mark per connection), then sent late and measured from their own intended times, or never sent"},
+	{Name: MetricUrgentWrong, Unit: "", Label: "urgent wrong bytes", Better: LowerIsBetter,
+		Describe: "urgent answers carrying another byte than the one outstanding, or none outstanding, whole run (must be 0; any makes the run invalid)"},
 	{Name: MetricStop, Unit: "µs", Label: "STOP", Better: LowerIsBetter,
 		Describe: "STOP observation latency: from writing STOP to reading STOP_ACK, with data still flowing"},
 	{Name: MetricRotationMax, Unit: "µs", Label: "rotation max", Better: LowerIsBetter,

@@ -84,6 +84,7 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.DurationVar(&load.ControlTimeout, "control-timeout", loadgen.DefaultControlTimeout, "health check timeout: a PING answered later is a false timeout")
 	fs.IntVar(&load.RemovalAfter, "removal-after", loadgen.DefaultRemovalAfter, "health check: this many false timeouts in a row on a control connection are a false removal")
 	fs.DurationVar(&load.StopAt, "stop-at", 0, "send STOP this long after the warm-up and record how long until STOP_ACK (0: none)")
+	fs.DurationVar(&load.UrgentEvery, "urgent-every", 0, "send a TCP urgent byte (MSG_OOB) this often on the data connections in turn and time the target's urgent answer (0: none)")
 	fs.DurationVar(&load.Duration, "duration", load.Duration, "measured time, after the warm-up")
 	fs.DurationVar(&load.Warmup, "warmup", load.Warmup, "load sent before measuring")
 	fs.DurationVar(&load.Drain, "drain", loadgen.DefaultDrain, "time outstanding frames may still be answered after sending stops")

@@ -35,6 +35,8 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		{[]string{"--reactor", "lt", "--hot", "1", "--inflight", "0"}, []string{"inflight"}},
 		{[]string{"--reactor", "lt", "--control-timeout", "-1ms"}, []string{"control-timeout = -1ms", "(0, 1h]"}},
 		{[]string{"--reactor", "lt", "--removal-after", "-2"}, []string{"removal-after = -2", "consecutive false timeouts"}},
+		{[]string{"--reactor", "lt", "--urgent-every", "1us"}, []string{"urgent-every = 1µs", "0 (no urgent bytes) or in [10µs, 1h0m0s]"}},
+		{[]string{"--reactor", "lt", "--hot", "0", "--urgent-every", "10ms"}, []string{"urgent-every = 10ms without data connections"}},
 		{[]string{"--reactor", "lt", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}},
 		{[]string{"--reactor", "lt", "--cpus", "server=x"}, []string{"server", "CPU"}},
 		{[]string{"--reactor", "lt", "--cpus", "server=0,loadgen=0"}, []string{"CPU 0"}},
@@ -133,7 +135,7 @@ func TestRunRefusesWhatTheChildWould(t *testing.T) {
 // TestRunDurationsSayTheirUnit: every duration flag of run refuses a bare
 // number saying it wants a unit.
 func TestRunDurationsSayTheirUnit(t *testing.T) {
-	for _, name := range []string{"--duration", "--warmup", "--control-every", "--control-timeout", "--stop-at", "--drain", "--interval", "--grace", "--start-timeout", "--tick", "--app-timer"} {
+	for _, name := range []string{"--duration", "--warmup", "--control-every", "--control-timeout", "--stop-at", "--urgent-every", "--drain", "--interval", "--grace", "--start-timeout", "--tick", "--app-timer"} {
 		msg := refusal(t, time.Second, "run", "--reactor", "lt", name, "3", "--out", filepath.Join(t.TempDir(), "cell"))
 		if !strings.Contains(msg, name+` "3": not a duration (want a number with a unit`) {
 			t.Errorf("%s 3: %q does not say it wants a unit", name, msg)
