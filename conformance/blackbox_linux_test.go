@@ -14,45 +14,28 @@ import (
 	"github.com/reactorlab/reactorlab/conformance"
 )
 
-// The project's example echo server as a black box: clean, it fails
-// nothing (cases that need the reference protocol or counters are
-// skipped, with their reason); with each injected bug, exactly the cases
-// that bug breaks fail; and where a legitimate option of the server
+// The project's example echo server as a black box: clean, with a
+// control address and the SIGTERM stop contract, it fails nothing (cases
+// that need the reference protocol or counters are skipped, with their
+// reason; without a control address and the contract, S2 and X3-X5 are
+// too); with each injected bug, exactly the cases that bug breaks fail; and where a legitimate option of the server
 // removes a case's precondition (it never fills its descriptor table,
 // sets its own limit, or has socket buffers that absorb everything), that
 // case is inconclusive, never a pass.
 func TestBlackBox(t *testing.T) {
 	echo := built(t, "echo", "")
-	for _, tc := range []struct {
-		name         string
-		args         []string
-		fail         []string
-		inconclusive []string
-		needCap      int // a capability the row needs (0: none)
-	}{
-		// A goroutine that blocks in write until its echo is out never holds
-		// echoes when it reads a FIN: I3 and W4 cannot be exercised.
-		{name: "clean", inconclusive: []string{"W4", "I3"}},
-		{name: "drop-partial", args: []string{"--bug", "drop-partial"}, fail: []string{"F1"}},
-		{name: "no-backpressure", args: []string{"--bug", "no-backpressure"}, fail: []string{"W1"}},
-		{name: "busy-idle", args: []string{"--bug", "busy-idle"}, fail: []string{"W2"}},
-		{name: "leak-on-close", args: []string{"--bug", "leak-on-close"}, fail: []string{"I2"}},
-		{name: "exit-on-emfile", args: []string{"--bug", "exit-on-emfile"}, fail: []string{"R4"}},
-		{name: "free-at-eof", args: []string{"--bug", "free-at-eof"}, fail: []string{"I3"}},
-		// R4 measures idle CPU first: a server that spins while idle is
-		// W2's failure, and R4 cannot tell anything more.
-		{name: "busy-idle/R4", args: []string{"--bug", "busy-idle"}, inconclusive: []string{"R4"}},
-		{name: "max-conns", args: []string{"--max-conns", "16"}, inconclusive: []string{"R4"}},
-		{name: "nofile", args: []string{"--nofile", "40"}, inconclusive: []string{"R4"}},
-		{name: "sockbuf", args: []string{"--sockbuf", strconv.Itoa(64 << 20)}, inconclusive: []string{"W4", "I2", "I3"}, needCap: capNetAdmin},
-	} {
+	for _, tc := range blackBoxRows {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needCap != 0 && !haveCap(tc.needCap) {
 				t.Skipf("needs capability %d (CAP_NET_ADMIN: SO_SNDBUFFORCE) to give the server buffers larger than the kernel's maxima", tc.needCap)
 			}
 			argv := append([]string{echo, "--listen", "{addr}", "--lifetime", "5m"}, tc.args...)
-			opts := conformance.Options{}
-			if tc.name != "clean" {
+			opts := conformance.Options{Cases: tc.cases}
+			if !tc.optOut {
+				argv = append(argv, "--control", "{control}")
+				opts.Stop = conformance.StopSIGTERM
+			}
+			if tc.name != "clean" && tc.cases == nil {
 				// The row's own cases, and one it must not disturb.
 				opts.Cases = append(slices.Concat(tc.fail, tc.inconclusive), "R1")
 			}
@@ -60,37 +43,122 @@ func TestBlackBox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var failed, skipped, inconclusive, row []string
-			for _, r := range results {
-				row = append(row, fmt.Sprintf("%s %s", r.ID, r.Verdict))
-				switch r.Verdict {
-				case conformance.Fail:
-					failed = append(failed, r.ID)
-					if r.Cause != conformance.CauseClaim {
-						t.Errorf("%s failed for cause %q, want a claim failure", r.ID, r.Cause)
-					}
-					t.Logf("%s failed: %s\n%s", r.ID, r.Reason, strings.Join(r.Evidence, "\n"))
-				case conformance.Skip:
-					skipped = append(skipped, r.ID)
-					t.Logf("%s skipped: %s", r.ID, r.Reason)
-				case conformance.Inconclusive:
-					inconclusive = append(inconclusive, r.ID)
-					t.Logf("%s inconclusive: %s", r.ID, r.Reason)
-				}
-			}
-			t.Logf("echo %v: %s", tc.args, strings.Join(row, ", "))
+			failed, skipped, inconclusive := verdictsOf(t, tc.args, results)
 			if !slices.Equal(failed, tc.fail) {
 				t.Errorf("echo %v: failed %v, want exactly %v", tc.args, failed, tc.fail)
 			}
 			if !slices.Equal(inconclusive, tc.inconclusive) {
 				t.Errorf("echo %v: inconclusive %v, want exactly %v", tc.args, inconclusive, tc.inconclusive)
 			}
-			// A black box skips exactly what needs the reference protocol,
-			// control address or counters; everything else runs.
-			if want := []string{"F4", "S2", "S3", "T1", "X1", "X2"}; tc.name == "clean" && !slices.Equal(skipped, want) {
-				t.Errorf("clean echo skipped %v, want exactly %v", skipped, want)
+			if tc.skip != nil && !slices.Equal(skipped, tc.skip) {
+				t.Errorf("echo %v: skipped %v, want exactly %v", tc.args, skipped, tc.skip)
 			}
 		})
+	}
+}
+
+// blackBoxRow is one run of examples/echo under the suite: its flags, the
+// cases it runs (nil: the whole catalogue for "clean", else the row's own
+// and R1), and the verdicts it must get. Unless optOut, the echo serves a
+// control address ({control}) and the run opts in to the SIGTERM stop
+// contract.
+type blackBoxRow struct {
+	name               string
+	args, cases        []string
+	fail, inconclusive []string
+	skip               []string // nil: not checked
+	optOut             bool
+	needCap            int // a capability the row needs (0: none)
+}
+
+var blackBoxRows = []blackBoxRow{
+	// A goroutine that blocks in write until its echo is out never holds
+	// echoes when it reads a FIN: I3 and W4 cannot be exercised. A black
+	// box skips exactly what needs the reference protocol or counters;
+	// with a control address and the stop contract everything else runs.
+	{name: "clean", inconclusive: []string{"W4", "I3"}, skip: referenceOnly()},
+	// Without them, S2 and the stop contract's cases are skipped, saying why.
+	{name: "opt-out", cases: []string{"S2", "X3", "X4", "X5"}, optOut: true, skip: []string{"S2", "X3", "X4", "X5"}},
+	// Server buffers of 16 KiB make the echo hold what it has read at the
+	// signal: X3's "answers what it had read" is exercised, and holds.
+	{name: "held-at-term", args: []string{"--sockbuf", "16384"}, cases: []string{"X3"}},
+	{name: "drop-partial", args: []string{"--bug", "drop-partial"}, fail: []string{"F1"}},
+	{name: "no-backpressure", args: []string{"--bug", "no-backpressure"}, fail: []string{"W1"}},
+	{name: "busy-idle", args: []string{"--bug", "busy-idle"}, fail: []string{"W2"}},
+	{name: "leak-on-close", args: []string{"--bug", "leak-on-close"}, fail: []string{"I2"}},
+	{name: "exit-on-emfile", args: []string{"--bug", "exit-on-emfile"}, fail: []string{"R4"}},
+	{name: "free-at-eof", args: []string{"--bug", "free-at-eof"}, fail: []string{"I3"}},
+	{name: "slow-control", args: []string{"--bug", "slow-control"}, fail: []string{"S2"}},
+	// An RST ends the connections at once, and the process exits before
+	// X5's first probe: X5 cannot tell anything.
+	{name: "rst-on-term", args: []string{"--bug", "rst-on-term"}, fail: []string{"X3"}, inconclusive: []string{"X5"}},
+	// The queue is dropped only if the server holds one: small buffers.
+	{name: "drop-on-term", args: []string{"--bug", "drop-on-term", "--sockbuf", "16384"}, fail: []string{"X3"}},
+	// Connections that outlive the grace: X4's failure, and X3 cannot see
+	// how they end.
+	{name: "keep-conns-on-term", args: []string{"--bug", "keep-conns-on-term"}, fail: []string{"X4"}, inconclusive: []string{"X3"}},
+	{name: "serve-after-term", args: []string{"--bug", "serve-after-term"}, fail: []string{"X5"}},
+	// R4 measures idle CPU first: a server that spins while idle is
+	// W2's failure, and R4 cannot tell anything more.
+	{name: "busy-idle/R4", args: []string{"--bug", "busy-idle"}, inconclusive: []string{"R4"}},
+	{name: "max-conns", args: []string{"--max-conns", "16"}, inconclusive: []string{"R4"}},
+	{name: "nofile", args: []string{"--nofile", "40"}, inconclusive: []string{"R4"}},
+	{name: "sockbuf", args: []string{"--sockbuf", strconv.Itoa(64 << 20)}, inconclusive: []string{"W4", "I2", "I3"}, needCap: capNetAdmin},
+}
+
+// referenceOnly lists the cases a black box cannot run: those that need
+// the reference protocol or a reactor's counters.
+func referenceOnly() []string {
+	var ids []string
+	for _, c := range conformance.Catalogue() {
+		if c.Needs&(conformance.NeedReference|conformance.NeedStats) != 0 {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// verdictsOf logs every result and returns the ids that failed (each
+// must be a claim failure), were skipped, and were inconclusive.
+func verdictsOf(t *testing.T, args []string, results []conformance.Result) (failed, skipped, inconclusive []string) {
+	t.Helper()
+	var row []string
+	for _, r := range results {
+		row = append(row, fmt.Sprintf("%s %s", r.ID, r.Verdict))
+		switch r.Verdict {
+		case conformance.Fail:
+			failed = append(failed, r.ID)
+			if r.Cause != conformance.CauseClaim {
+				t.Errorf("%s failed for cause %q, want a claim failure", r.ID, r.Cause)
+			}
+			t.Logf("%s failed: %s\n%s", r.ID, r.Reason, strings.Join(r.Evidence, "\n"))
+		case conformance.Skip:
+			skipped = append(skipped, r.ID)
+			t.Logf("%s skipped: %s", r.ID, r.Reason)
+		case conformance.Inconclusive:
+			inconclusive = append(inconclusive, r.ID)
+			t.Logf("%s inconclusive: %s", r.ID, r.Reason)
+		}
+	}
+	t.Logf("echo %v: %s", args, strings.Join(row, ", "))
+	return failed, skipped, inconclusive
+}
+
+// Every examples/echo bug the catalogue names for a case has a row of
+// TestBlackBox in which that case fails.
+func TestBlackBoxBugsHaveRows(t *testing.T) {
+	for _, c := range conformance.Catalogue() {
+		for _, bug := range c.BlackBoxBugs {
+			found := false
+			for _, row := range blackBoxRows {
+				if slices.Contains(row.args, bug) && slices.Contains(row.fail, c.ID) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s names examples/echo bug %s, but no row of TestBlackBox shows it failing %s", c.ID, bug, c.ID)
+			}
+		}
 	}
 }
 

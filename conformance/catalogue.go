@@ -19,6 +19,10 @@ const (
 	NeedStats
 	// NeedProcess: a process of its own (descriptors, memory, fd limit).
 	NeedProcess
+	// NeedStopContract: the run opted in to the stop contract
+	// (Options.Stop), and the instance is a process the case can send
+	// SIGTERM to and watch.
+	NeedStopContract
 )
 
 // Case is one conformance case: a claim about a reactor, the reactor
@@ -35,6 +39,11 @@ type Case struct {
 	// apply to; WireFaults are the client-side faults it applies.
 	Mutants    []string
 	WireFaults []string
+	// BlackBoxBugs are the examples/echo --bug modes that must make this
+	// case fail: for a claim about a server's own contract (SIGTERM, a
+	// control address) that no reference reactor fault breaks, or broken
+	// in a black box's way besides the mutants'.
+	BlackBoxBugs []string
 	// Bound is the case's limit and its derivation.
 	Bound string
 	Needs Needs
@@ -55,14 +64,22 @@ func (cs Case) timeout() time.Duration {
 	return 30 * time.Second
 }
 
-// unmet returns why inst cannot run the case, or "".
-func (cs Case) unmet(inst Instance) string {
+// unmet returns why inst cannot run the case under the stop contract
+// stop, or "".
+func (cs Case) unmet(inst Instance, stop StopContract) string {
 	var why []string
 	if cs.Needs&NeedReference != 0 && inst.Reference() == nil {
 		why = append(why, "the reference protocol (frame limit, REJECT) and budgets")
 	}
 	if cs.Needs&NeedControl != 0 && inst.ControlAddr() == "" {
-		why = append(why, "the reference control address (PING class, STOP)")
+		why = append(why, "a control address (a reference reactor's, or a black box's {control} / REACTORLAB_CONTROL_LISTEN: conform --control)")
+	}
+	if cs.Needs&NeedStopContract != 0 {
+		if stop == "" {
+			why = append(why, "the stop contract, which is opt-in (conform --stop sigterm; Options.Stop)")
+		} else if _, ok := inst.(terminable); !ok {
+			why = append(why, "a process of its own to send SIGTERM to")
+		}
 	}
 	if cs.Needs&NeedStats != 0 && inst.Reference() == nil {
 		why = append(why, "the reactor's internal counters")
@@ -103,7 +120,8 @@ func (cs Case) NeedsText() string {
 	for _, n := range []struct {
 		bit  Needs
 		text string
-	}{{NeedReference, "reference protocol"}, {NeedControl, "control address"}, {NeedStats, "internal counters"}, {NeedProcess, "own process"}} {
+	}{{NeedReference, "reference protocol"}, {NeedControl, "control address"}, {NeedStats, "internal counters"}, {NeedProcess, "own process"},
+		{NeedStopContract, "the stop contract (--stop sigterm)"}} {
 		if cs.Needs&n.bit != 0 {
 			out = append(out, n.text)
 		}

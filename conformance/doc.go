@@ -14,7 +14,14 @@
 //
 // Cases that need the reference control protocol, the reference frame
 // limit or a reactor's internal counters are skipped on targets that lack
-// them, with the reason: never passed. A case that ran but could not
+// them, with the reason: never passed. A black box (Command) may serve a
+// second, control address ({control} in its arguments, always offered in
+// REACTORLAB_CONTROL_LISTEN): S2 then sends its PINGs there, which a byte
+// echo answers unchanged as a reference reactor does. The SIGTERM stop
+// contract (X3, X4, X5) is opt-in (Options.Stop), for any process target:
+// after SIGTERM each connection's echo stream is an exact prefix of what
+// was sent, at least all the server had read, ending in FIN, not RST;
+// no connection outlives Options.StopGrace; new connections are refused. A case that ran but could not
 // establish what its claim needs (the descriptor limit in force in the
 // serving process, its table full, echoes queued in the server's own
 // buffers) is Inconclusive, with the reason and the evidence: never

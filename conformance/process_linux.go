@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
@@ -82,10 +83,18 @@ func twoFreeAddrs() (string, string, error) {
 // Command is a black-box target: any server, in any language, run as a
 // command. It is started with REACTORLAB_LISTEN=host:port in its
 // environment and "{addr}" in its arguments replaced by the same address,
-// and must serve a plain TCP byte echo there. Cases that need the
-// reference protocol or internal counters are skipped.
+// and must serve a plain TCP byte echo there. It is also given a second,
+// control address, always in REACTORLAB_CONTROL_LISTEN and as "{control}"
+// in its arguments; a command that serves a byte echo there too (Control,
+// or "{control}" in Argv) is waited for on both addresses, and S2 sends
+// its PINGs there. Cases that need the reference protocol or internal
+// counters are skipped.
 type Command struct {
 	Argv []string
+	// Control says the command serves a byte echo on its control address
+	// (REACTORLAB_CONTROL_LISTEN), as one whose Argv holds "{control}"
+	// does whatever Control says.
+	Control bool
 	// Dir is the command's working directory ("" inherits this process's).
 	Dir string
 	// Grace is how long the command may take to exit after SIGTERM before
@@ -117,11 +126,37 @@ func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
 	if len(t.Argv) == 0 {
 		return nil, errors.New("command target: empty command")
 	}
-	p, err := proc.Start(ctx, proc.Spec{Argv: t.Argv, Dir: t.Dir, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout), Grace: t.Grace})
+	dataAddr, ctlAddr, err := twoFreeAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
-	return &process{p: p}, nil
+	spec := proc.Spec{Argv: t.Argv, Dir: t.Dir, Addr: dataAddr, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout), Grace: t.Grace}
+	served := ""
+	if t.ServesControl() {
+		spec.ControlAddr, served = ctlAddr, ctlAddr
+	} else {
+		// Offered, not waited for: the server may ignore it.
+		spec.Env = []string{proc.ControlListenEnv + "=" + ctlAddr}
+	}
+	p, err := proc.Start(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name(), err)
+	}
+	return &process{p: p, ctl: served}, nil
+}
+
+// ServesControl reports whether the command serves its control address:
+// Control, or "{control}" in Argv.
+func (t Command) ServesControl() bool {
+	if t.Control {
+		return true
+	}
+	for _, a := range t.Argv {
+		if strings.Contains(a, proc.ControlPlaceholder) {
+			return true
+		}
+	}
+	return false
 }
 
 // readyBound is how long a process target may take to accept
@@ -134,11 +169,21 @@ func readyBound(ctx context.Context, def time.Duration) time.Duration {
 }
 
 type process struct {
-	p     *proc.Process
-	ctl   string
-	ref   *Reference
-	final *Final
+	p          *proc.Process
+	ctl        string
+	ref        *Reference
+	final      *Final
+	terminated atomic.Bool // a case sent SIGTERM itself (Terminate)
 }
+
+// Terminate sends SIGTERM to the process group now (proc.Terminate).
+func (i *process) Terminate() error {
+	i.terminated.Store(true)
+	return i.p.Terminate()
+}
+
+// Exited is closed once the process has exited and been reaped.
+func (i *process) Exited() <-chan struct{} { return i.p.Done() }
 
 func (i *process) Addr() string          { return i.p.Addr() }
 func (i *process) Group() ([]int, error) { return i.p.Group() }
@@ -192,6 +237,11 @@ func (i *process) Stop() (Final, error) {
 	}
 	if exit.Killed {
 		f.Exit += ", killed after the SIGTERM grace period"
+		if i.terminated.Load() {
+			// The case that sent SIGTERM judges the answer; what is wrong
+			// besides (a crash, unreadable output) is still said below.
+			f.Lingered, f.Clean = true, true
+		}
 	}
 	var problems []string
 	if i.ref != nil {

@@ -74,6 +74,8 @@ type C struct {
 	stopErr  error
 	cleanups []func()
 	stopMu   sync.Mutex // held across inst.Stop: one stop, others wait for it
+	// stopGrace is the stop contract's grace period (Options.StopGrace).
+	stopGrace time.Duration
 }
 
 // Cleanup registers fn to run when the case's code returns (last
@@ -225,6 +227,52 @@ type Options struct {
 	// skipping it: for a target whose preconditions must hold (this
 	// project's reference reactors, or your own server in CI).
 	Strict bool
+	// Stop opts in to a stop contract: the cases that hold a target to it
+	// (X3, X4, X5) run only when it is set, and are skipped otherwise,
+	// saying so. "" (none) or StopSIGTERM.
+	Stop StopContract
+	// StopGrace is the stop contract's grace period: how long a target
+	// may take, after SIGTERM, to answer what it has read and close every
+	// connection (0: DefaultStopGrace).
+	StopGrace time.Duration
+}
+
+// StopContract names a stop contract a target may be held to.
+type StopContract string
+
+// StopSIGTERM is the contract of SIGTERM: the server stops accepting (new
+// connections are refused), answers what it has read, and closes each
+// connection with FIN, not RST, within the grace period.
+const StopSIGTERM StopContract = "sigterm"
+
+// DefaultStopGrace is Options.StopGrace's default.
+const DefaultStopGrace = 5 * time.Second
+
+// caseRun is how one case is run: the bounds of Options, and the stop
+// contract with its grace.
+type caseRun struct {
+	timeout, startTimeout time.Duration
+	stop                  StopContract
+	stopGrace             time.Duration
+}
+
+// caseRun is the run of one case under o.
+func (o Options) caseRun() caseRun {
+	r := caseRun{timeout: o.Timeout, startTimeout: o.StartTimeout, stop: o.Stop, stopGrace: o.StopGrace}
+	if r.stopGrace <= 0 {
+		r.stopGrace = DefaultStopGrace
+	}
+	return r
+}
+
+// caseTimeout is cs's own bound under r: a stop-contract case waits out
+// the grace period (twice, at most, with the probes after it), so its
+// bound grows with it.
+func (r caseRun) caseTimeout(cs Case) time.Duration {
+	if cs.Needs&NeedStopContract != 0 {
+		return max(cs.timeout(), 2*r.stopGrace+20*time.Second)
+	}
+	return cs.timeout()
 }
 
 // Select returns the catalogue entries named by ids (case ids or group
@@ -285,7 +333,7 @@ func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) 
 			results = append(results, notRun(cs))
 			continue
 		}
-		r := runCase(ctx, target, cs, opts.Timeout, opts.StartTimeout)
+		r := runCase(ctx, target, cs, opts.caseRun())
 		results = append(results, r)
 		if opts.Progress != nil {
 			opts.Progress(r)
@@ -313,15 +361,16 @@ const stopBound = 30 * time.Second
 // ctx ends while the case runs, its verdict is Interrupted (NotRun if it
 // ended before), whatever the case had found by then.
 func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration) Result {
-	return runCase(ctx, target, cs, timeout, 0)
+	return runCase(ctx, target, cs, Options{Timeout: timeout}.caseRun())
 }
 
-func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout time.Duration) Result {
+func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
 	start := time.Now()
 	res := Result{ID: cs.ID, Title: cs.Title}
 	if ctx.Err() != nil {
 		return notRun(cs)
 	}
+	timeout, startTimeout := run.timeout, run.startTimeout
 	if startTimeout <= 0 {
 		startTimeout = DefaultStartTimeout
 	}
@@ -329,7 +378,7 @@ func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout 
 	if whole {
 		startBound = min(startBound, timeout)
 	} else {
-		timeout = cs.timeout()
+		timeout = run.caseTimeout(cs)
 	}
 	inst, err := StartInstance(ctx, target, cs.Setup, startBound)
 	if err != nil {
@@ -344,9 +393,9 @@ func runCase(ctx context.Context, target Target, cs Case, timeout, startTimeout 
 	}
 	caseCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	c := &C{ctx: caseCtx, inst: inst, verdict: Pass}
+	c := &C{ctx: caseCtx, inst: inst, verdict: Pass, stopGrace: run.stopGrace}
 	interrupted := false
-	if reason := cs.unmet(inst); reason != "" {
+	if reason := cs.unmet(inst, run.stop); reason != "" {
 		c.verdict, c.reason = Skip, reason
 		c.Stop()
 	} else {
@@ -477,7 +526,7 @@ func Run(t *testing.T, target Target, opts ...Options) {
 	}
 	for _, cs := range cases {
 		t.Run(cs.ID, func(t *testing.T) {
-			r := runCase(context.Background(), target, cs, o.Timeout, o.StartTimeout)
+			r := runCase(context.Background(), target, cs, o.caseRun())
 			for _, l := range r.Log {
 				t.Log(l)
 			}

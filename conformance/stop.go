@@ -10,7 +10,7 @@ import (
 )
 
 func stopCases() []Case {
-	return []Case{{
+	return append([]Case{{
 		ID:      "X1",
 		Title:   "STOP observed within bound under hot load",
 		Claim:   "a STOP sent 1 s into a hot load is observed by every loop, and answered with STOP_ACK, within the bound",
@@ -27,7 +27,7 @@ func stopCases() []Case {
 		Bound:   "STOP_ACK within 5 s; the connections end within the stop grace (2 s) plus 5 s",
 		Needs:   NeedControl | NeedStats,
 		Run:     runX2,
-	}}
+	}}, sigtermCases()...)
 }
 
 // sendStop writes a STOP (send time now) on p, followed by extra frames in

@@ -39,8 +39,9 @@ type Setup struct {
 type Instance interface {
 	// Addr is the data address ("host:port"): a byte-echo service.
 	Addr() string
-	// ControlAddr is the reference control address, "" when the target
-	// does not speak the reference control protocol (black boxes).
+	// ControlAddr is the control address: a reference reactor's (PING
+	// class, STOP), or a black box's second byte-echo address (a Command
+	// that serves {control}); "" when the instance has none.
 	ControlAddr() string
 	// Reference describes the reference reactor behind the instance, or is
 	// nil for a black box. Cases derive their bounds from its budgets.
@@ -85,8 +86,23 @@ type Final struct {
 	// SIGTERM grace"; "" for in-process targets.
 	Exit string
 	// Clean is false when the instance ended badly: a reactor error, a
-	// non-zero exit, or a kill after the grace period.
+	// non-zero exit, or a kill after the grace period (unless Lingered).
 	Clean bool
+	// Lingered: the instance was still running when it was stopped after
+	// a case's own SIGTERM (terminable) and the grace period, and was
+	// killed. That alone leaves Clean true: the stop-contract case that
+	// sent the signal judges how the instance answered it (X4).
+	Lingered bool
+}
+
+// terminable is an instance the stop-contract cases can send SIGTERM to
+// and watch: a process target.
+type terminable interface {
+	// Terminate sends SIGTERM now and returns; Stop afterwards ends what
+	// is left (SIGKILL once the grace period has passed since Terminate).
+	Terminate() error
+	// Exited is closed once the process has exited.
+	Exited() <-chan struct{}
 }
 
 // ErrUnsupported marks what a target cannot provide; cases that need it

@@ -52,7 +52,11 @@ type CellSpec struct {
 	ServeArgs []string `json:"serve_args,omitempty"`
 	// Target is a black-box server command, run by /bin/sh -c in the
 	// server's place with REACTORLAB_LISTEN=host:port and every {addr}
-	// replaced; it serves data and control on one address.
+	// replaced. A command with {control} serves a second, control address:
+	// {control} is replaced by it and REACTORLAB_CONTROL_LISTEN carries it,
+	// the run waits for it too, and the load generator's control class
+	// (PINGs, control_every) goes there. Without {control} it serves data
+	// and control on one address.
 	Target string `json:"target,omitempty"`
 	// Load is the load; its addresses are set by the harness.
 	Load loadgen.Config `json:"load"`

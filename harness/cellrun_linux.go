@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -219,6 +221,12 @@ func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
 		spec.ServerMayExit = load.StopAt > 0
 	} else {
 		spec.Server = Proc{Argv: ShellArgv(cell.Target)}
+		if strings.Contains(cell.Target, ControlPlaceholder) {
+			// It serves a control address of its own: the lab gives it one,
+			// waits for it, and the load generator's control class goes there.
+			spec.Control = true
+			spec.Server.Env = []string{proc.ControlListenEnv + "=" + ControlPlaceholder}
+		}
 	}
 	spec.Client = Proc{Argv: []string{RolePrefix + loadgenRole, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
 		"--data={addr}", "--control={control}", "--out=" + cell.Dir, "--progress=" + filepath.Join(cell.Dir, CellProgressFile)}}

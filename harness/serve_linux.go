@@ -61,8 +61,11 @@ serving the framed echo on --listen and PING/STOP on --control-listen,
 until a STOP frame, SIGTERM or SIGINT, or --lifetime. It prints its
 addresses on stderr once it listens and, when it stops, its final
 statistics as one JSON object on stdout (ledger, counters, histograms,
-why it stopped). Exit 0 after a clean stop (a signal is the normal way
-to stop it), 1 if the reactor failed, 2 for a flag or configuration it
+why it stopped). On SIGTERM or SIGINT it stops as a server should: it
+refuses new connections, answers every frame it has read, shuts each
+connection with FIN once its echoes are written and closes it at the
+client's EOF, within --stop-grace. Exit 0 after a clean stop (a signal is
+the normal way to stop it), 1 if the reactor failed, 2 for a flag or configuration it
 refuses (nothing was started). reactorlab run starts it in the lab, with
 a load generator: to measure a reactor, use run.`
 
@@ -135,8 +138,10 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	select {
 	case <-r.Done():
 	case s := <-sigs:
+		// A signal asks for a server's stop: answer what was read, FIN
+		// each connection, refuse new ones (Reactor.Drain).
 		out.StoppedBy = "signal " + s.String()
-		r.Stop()
+		r.Drain()
 	case <-timer.C:
 		out.StoppedBy = "lifetime"
 		r.Stop()

@@ -280,7 +280,8 @@ func (l *Loop) admissionClosed() bool {
 	if l.cfg.Faults.StopWhenIdle {
 		return l.stopSeen
 	}
-	return l.stopSeen || l.r.stopRequested.Load()
+	closed := l.stopSeen || l.r.stopRequested.Load()
+	return closed && !l.r.draining.Load() // a drain stop answers what it read
 }
 
 // handle acts on one complete frame. It returns false when the frame was not

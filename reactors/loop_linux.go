@@ -433,6 +433,14 @@ func (l *Loop) onConnEvent(s *Source, events uint32) {
 		l.r.fail(fmt.Errorf("one-shot source %v delivered to a second loop", s.ref))
 		return
 	}
+	if s.shutWr {
+		// Drain stop: the echoes are written and the FIN sent; what comes
+		// now is read only to be dropped, until the client's EOF.
+		if l.discardInput(s); l.oneShot && s.state != stateClosed {
+			l.rearm.Rearm(s)
+		}
+		return
+	}
 	if events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 		l.stats.EventsErr++
 		if s.state != stateReading || l.quiesced {

@@ -46,6 +46,9 @@ func (l *Loop) flush(s *Source) bool {
 		l.closeSource(s)
 		return false
 	}
+	if l.quiesced && !l.shutWriteIfDrained(s) && s.state == stateClosed {
+		return false
+	}
 	l.updateInterest(s)
 	l.takeOut(s)
 	return true
@@ -97,7 +100,7 @@ func (l *Loop) flushIgnoringCount(s *Source) (int, error) {
 // EPOLLPRI on a data connection whenever urgent data is on.
 func (l *Loop) wantEvents(s *Source) uint32 {
 	ev := l.connFlags
-	if s.state == stateReading && !l.quiesced {
+	if s.state == stateReading && !l.quiesced || s.shutWr {
 		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
 	if !s.out.Empty() || s.urgentPending || l.cfg.Faults.PermanentEPOLLOUT {
@@ -162,6 +165,9 @@ func (l *Loop) closeSource(s *Source) {
 			l.r.outPending.Add(-1) // nobody will drain it
 		}
 		return
+	}
+	if s.shutWr {
+		l.r.drainOpen.Add(-1)
 	}
 	unix.Close(s.fd) // also removes it from the epoll set (no dups exist)
 	if s.fd < len(l.fdIndex) && l.fdIndex[s.fd] == s.ref {

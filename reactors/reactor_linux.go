@@ -44,6 +44,8 @@ type Reactor struct {
 	acked         atomic.Bool
 	graceDeadline atomic.Int64
 	outPending    atomic.Int64 // connections with a non-empty out-queue
+	draining      atomic.Bool  // the stop is a drain (Drain: SIGTERM), set before stopRequested
+	drainOpen     atomic.Int64 // drain stop: connections shut for writing, not yet closed
 	stopfd        int          // shared layout only: level-triggered eventfd written once on stop
 	stopfdMu      sync.Mutex   // stopfd is written by requestStop and closed at exit
 

@@ -106,6 +106,8 @@ type Source struct {
 	// An urgent byte read and not yet answered: urgentPastMark until the
 	// in-band reads have reached its mark, then urgentPending until the
 	// socket takes the answer (urgent data on; urgent_linux.go).
+	shutWr bool // drain stop: shut for writing, read only to discard until the client's EOF
+
 	urgentPastMark bool
 	urgentPending  bool
 	urgentByte     byte

@@ -70,10 +70,16 @@ func (l *Loop) stopStep(now int64) (exit bool) {
 				}
 				return true
 			})
+			if r.draining.Load() {
+				l.sweepForDrain() // before the ledger is final: it answers frames
+			}
 		}
 		r.quiesce(l)
 	}
 	if r.acked.Load() {
+		if r.draining.Load() {
+			return r.drained() || now > r.graceDeadline.Load()
+		}
 		return r.outPending.Load() <= 0 || now > r.graceDeadline.Load()
 	}
 	return false

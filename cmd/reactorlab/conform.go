@@ -52,7 +52,14 @@ reactorlab conform --list`
 const conformDescription = `Runs the conformance catalogue, or the cases --case names, against a
 target: a reference reactor (DESIGN, one of those --target lists) or
 any server given as cmd:'COMMAND', which must serve a TCP byte echo on the
-address in REACTORLAB_LISTEN (or {addr} in its arguments). The target is
+address in REACTORLAB_LISTEN (or {addr} in its arguments). A cmd target
+is also given a control address, in REACTORLAB_CONTROL_LISTEN and as
+{control} in its arguments; one that serves a byte echo there too ({control}
+in the command, or --control) is waited for on both, and S2 sends its
+PINGs there. With --stop sigterm the cases of the stop contract run (X3,
+X4, X5, on cmd and reference targets alike): after SIGTERM the server
+refuses new connections, answers what it has read and closes every
+connection with FIN, not RST, within --stop-grace. The target is
 started once first: a program that is missing, exits at once or does not
 listen within --start-timeout is refused, with the end of its stderr, and
 nothing is run. Each case then runs alone on a fresh instance. The table
@@ -73,11 +80,22 @@ type conformFlags struct {
 	verbose, strict       bool
 	grace                 time.Duration
 	inLab                 bool
+	control               bool
+	stop                  string
+	stopGrace             time.Duration
+}
+
+// stopContract is --stop as conformance takes it: "" for none.
+func (f *conformFlags) stopContract() conformance.StopContract {
+	if f.stop == "none" {
+		return ""
+	}
+	return conformance.StopContract(f.stop)
 }
 
 // define defines the flags in fs.
 func (f *conformFlags) define(fs *flag.FlagSet) {
-	fs.StringVar(&f.target, "target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there")
+	fs.StringVar(&f.target, "target", "", "what to test (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"); cmd:COMMAND is any server, run by /bin/sh -c (a simple command is exec'd) with REACTORLAB_LISTEN=host:port in its environment and {addr} in its arguments replaced; it must serve a TCP byte echo there (its control address comes the same way: REACTORLAB_CONTROL_LISTEN, {control})")
 	fs.Var(&f.cases, "case", "`IDS` to run: case ids or group letters, repeatable or comma-separated (default: the whole catalogue; --list shows it)")
 	fs.Var(&f.faults, "fault", "reference targets only: run a mutant with reactor `FAULT`, repeatable: "+strings.Join(reactors.FaultNames, ", "))
 	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to `FILE` (- for stdout, which then holds only the JSON)")
@@ -89,6 +107,9 @@ func (f *conformFlags) define(fs *flag.FlagSet) {
 	fs.BoolVar(&f.verbose, "v", false, "show every case's log and evidence, not only the failures'")
 	fs.BoolVar(&f.strict, "strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails")
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
+	fs.BoolVar(&f.control, "control", false, "cmd targets: the command serves a byte echo on the control address in REACTORLAB_CONTROL_LISTEN too (implied when the command has {control}): S2 sends its PINGs there under hot data")
+	fs.StringVar(&f.stop, "stop", "none", "the stop contract to hold the target to (`none|sigterm`): sigterm runs X3, X4, X5 (after SIGTERM: each echo stream a prefix of what was sent, ending in FIN, not RST; every connection closed within --stop-grace; new connections refused); none skips them")
+	fs.DurationVar(&f.stopGrace, "stop-grace", conformance.DefaultStopGrace, "with --stop sigterm: how long the target may take after SIGTERM to answer what it has read and close every connection")
 	fs.BoolVar(&f.inLab, "lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
 }
 
@@ -104,6 +125,10 @@ func (f *conformFlags) conflict() string {
 		return fmt.Sprintf("--start-timeout %v: must be positive", f.startTimeout)
 	case f.grace <= 0:
 		return fmt.Sprintf("--grace %v: must be positive", f.grace)
+	case f.stop != "none" && f.stop != string(conformance.StopSIGTERM):
+		return fmt.Sprintf("--stop %q (accepted: none, sigterm)", f.stop)
+	case f.stopGrace <= 0 || f.stopGrace > time.Hour:
+		return fmt.Sprintf("--stop-grace %v: must be in (0, 1h]", f.stopGrace)
 	}
 	return ""
 }
@@ -131,6 +156,14 @@ func conform(args []string, stdout, stderr io.Writer) int {
 	target, err := conformTarget(f.target, f.faults, f.inProcess, f.grace)
 	if err != nil {
 		return c.Usagef(stderr, "%v", err)
+	}
+	if f.control {
+		cmd, ok := target.(conformance.Command)
+		if !ok {
+			return c.Usagef(stderr, "--control applies to cmd: targets only (a reference reactor always serves its control address)")
+		}
+		cmd.Control = true
+		target = cmd
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -172,7 +205,7 @@ func runConform(ctx context.Context, target conformance.Target, selected []confo
 	fmt.Fprintf(stderr, "reactorlab conform: %s started and listening (checked in %v); %s\n",
 		target.Name(), time.Since(t0).Round(time.Millisecond), countOf(len(selected), "case"))
 	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: f.cases, Timeout: f.timeout,
-		StartTimeout: f.startTimeout, NoStartCheck: true,
+		StartTimeout: f.startTimeout, NoStartCheck: true, Stop: f.stopContract(), StopGrace: f.stopGrace,
 		Progress: func(r conformance.Result) {
 			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
 		}})
@@ -262,6 +295,9 @@ func printCatalogue(w io.Writer) {
 		fmt.Fprintf(tw, "\tbound: %s\n", c.Bound)
 		if len(c.Mutants) > 0 {
 			fmt.Fprintf(tw, "\tmust fail: %s\n", strings.Join(c.Mutants, ", "))
+		}
+		if len(c.BlackBoxBugs) > 0 {
+			fmt.Fprintf(tw, "\tmust fail (examples/echo --bug): %s\n", strings.Join(c.BlackBoxBugs, ", "))
 		}
 		if len(c.WireFaults) > 0 {
 			fmt.Fprintf(tw, "\twire faults: %s\n", strings.Join(c.WireFaults, ", "))

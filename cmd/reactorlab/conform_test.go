@@ -45,6 +45,9 @@ func TestConformRefusesBadUsage(t *testing.T) {
 		{[]string{"--target", "lt", "--timeout", "-1s"}, "--timeout"},
 		{[]string{"--target", "lt", "--start-timeout", "0s"}, "--start-timeout"},
 		{[]string{"--target", "lt", "--json", "-", "--junit", "-"}, "both want stdout"},
+		{[]string{"--target", "lt", "--stop", "sigkill"}, `--stop "sigkill"`},
+		{[]string{"--target", "lt", "--stop", "sigterm", "--stop-grace", "0s"}, "--stop-grace"},
+		{[]string{"--target", "lt", "--control"}, "--control applies to cmd: targets only"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"conform"}, tc.args...), &stdout, &stderr)
@@ -194,6 +197,31 @@ func TestConformInconclusive(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"conform", "--strict", "--target", target, "--case", "R4"}, &stdout, &stderr); code != 1 {
 		t.Fatalf("--strict with an inconclusive case: exit %d, want 1\n%s", code, stdout.String())
+	}
+}
+
+// A black box with a control address and the stop contract: S2 runs
+// against its control address ({control}, or --control with the
+// environment variable alone), X3-X5 run with --stop sigterm and are
+// skipped without it, saying so.
+func TestConformControlAndStop(t *testing.T) {
+	bin := buildEcho(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", "cmd:" + bin + " --control {control}", "--case", "S2,X3,X4,X5", "--stop", "sigterm", "--stop-grace", "3s"}, "4 passed, 0 failed, 0 skipped"},
+		{[]string{"--target", "cmd:" + bin, "--control", "--case", "S2"}, "1 passed, 0 failed, 0 skipped"},
+		{[]string{"--target", "cmd:" + bin, "--case", "S2,X3"}, "0 passed, 0 failed, 2 skipped"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"conform", "-v"}, tc.args...), &stdout, &stderr)
+		if code != 0 || !strings.Contains(stdout.String(), tc.want) {
+			t.Errorf("conform %v: exit %d, want 0 and %q\n%s\n%s", tc.args, code, tc.want, stdout.String(), stderr.String())
+		}
+		if strings.Contains(tc.want, "skipped") && strings.Contains(tc.want, "2 skipped") && !strings.Contains(stdout.String(), "--stop sigterm") {
+			t.Errorf("the stop cases' skip does not say how to opt in:\n%s", stdout.String())
+		}
 	}
 }
 

@@ -25,7 +25,10 @@
 // how). Blank lines and lines starting with # are ignored. needs lists cmd:NAME
 // (a program on PATH) and file:PATH (a file that must exist); build
 // (optional) and run are run by /bin/sh -c in the file's directory with
-// {bin} replaced by the peer's binary path.
+// {bin} replaced by the peer's binary path; a run with {control} serves a
+// control address (conformance.Command). "stop: sigterm" holds the peer to
+// the SIGTERM stop contract (conformance.Options.Stop); without it the
+// contract's cases are skipped, and the file says so.
 package peertruth
 
 import (
@@ -71,7 +74,10 @@ type Peer struct {
 	Needs   []string
 	Build   string // "" when nothing is built
 	Run     string
-	Truth   map[string]Expect
+	// Stop is the stop contract the peer is held to ("stop: sigterm";
+	// "": none, and the stop contract's cases are skipped).
+	Stop  conformance.StopContract
+	Truth map[string]Expect
 }
 
 // Dir is the directory builds and runs happen in.
@@ -160,8 +166,13 @@ func setHeader(p *Peer, key, value string, bad badLine) error {
 		p.Build = value
 	case "run":
 		p.Run = value
+	case "stop":
+		if value != string(conformance.StopSIGTERM) {
+			return bad("stop %q (accepted: sigterm)", value)
+		}
+		p.Stop = conformance.StopContract(value)
 	default:
-		return bad("unknown key %q (accepted: name, library, idiom, needs, build, run)", key)
+		return bad("unknown key %q (accepted: name, library, idiom, needs, build, run, stop)", key)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func TestPeersTruth(t *testing.T) {
 					}
 				}
 			}
-			results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: cases})
+			results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: cases, Stop: p.Stop})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -507,6 +507,14 @@ func TestBugs(t *testing.T) {
 		"drop-partial":    losesFragments,
 		"exit-on-emfile":  nil, // TestExitOnEMFILE: it needs a descriptor limit
 		"free-at-eof":     losesEchoesAtEOF,
+		// The stop contract's bugs show under SIGTERM, slow-control under
+		// hot data on a control address: conformance's TestBlackBox runs
+		// the cases they break (S2, X3, X4, X5).
+		"slow-control":       nil,
+		"rst-on-term":        nil,
+		"drop-on-term":       nil,
+		"keep-conns-on-term": nil,
+		"serve-after-term":   nil,
 	}
 	if len(symptoms) != len(bugs) {
 		t.Fatalf("%d symptoms for %d bugs", len(symptoms), len(bugs))
@@ -533,7 +541,7 @@ func TestBugs(t *testing.T) {
 func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--bug", "nope").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-partial, exit-on-emfile, free-at-eof, leak-on-close, no-backpressure") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-on-term, drop-partial, exit-on-emfile, free-at-eof, keep-conns-on-term, leak-on-close, no-backpressure, rst-on-term, serve-after-term, slow-control") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
 	}
 	out, err = exec.Command(bin, "--help").CombinedOutput()
@@ -541,10 +549,29 @@ func TestFlags(t *testing.T) {
 		t.Errorf("--help: %v, %q", err, out)
 	}
 
+	// --control, else $REACTORLAB_CONTROL_LISTEN, is a second echo.
+	ctl, _ := proc.FreeAddr()
+	p := start(t, "--control", ctl)
+	roundTrip(t, dial(t, p), []byte("data"))
+	c, err := net.DialTimeout("tcp", ctl, 5*time.Second)
+	if err != nil {
+		t.Fatalf("--control %s: %v", ctl, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	roundTrip(t, c, []byte("control"))
+	ctlEnv, _ := proc.FreeAddr()
+	cmd := exec.Command(bin, "--lifetime", "100ms")
+	cmd.Env = append(os.Environ(), "REACTORLAB_CONTROL_LISTEN="+ctlEnv, "REACTORLAB_LISTEN=127.0.0.1:0")
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "echo: control on "+ctlEnv) {
+		t.Errorf("$REACTORLAB_CONTROL_LISTEN=%s: %v, %q", ctlEnv, err, out)
+	}
+
 	// --listen wins over $REACTORLAB_LISTEN.
 	a1, _ := proc.FreeAddr()
 	a2, _ := proc.FreeAddr()
-	cmd := exec.Command(bin, "--listen", a2, "--lifetime", "100ms")
+	cmd = exec.Command(bin, "--listen", a2, "--lifetime", "100ms")
 	cmd.Env = append(os.Environ(), "REACTORLAB_LISTEN="+a1)
 	out, err = cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "echo: listening on "+a2) {

@@ -11,10 +11,20 @@
 //	./reactorlab conform --target cmd:'./echo'
 //
 // It listens on --listen, else $REACTORLAB_LISTEN, else 127.0.0.1:7070, and
-// prints "echo: listening on ADDR" on stderr once listening. Each connection
-// gets a goroutine that echoes through a 64 KiB buffer. SIGTERM or SIGINT
-// closes the listener and every connection, waits for the handlers and exits
-// 0; so does the end of --lifetime (default 1h): every run is bounded.
+// prints "echo: listening on ADDR" on stderr once listening. With --control,
+// else $REACTORLAB_CONTROL_LISTEN, it serves the same byte echo on a second,
+// control address (the suite's PINGs, S2), printing "echo: control on
+// ADDR". Each connection gets a goroutine that echoes through a 64 KiB
+// buffer.
+//
+// SIGTERM or SIGINT (or the end of --lifetime, default 1h: every run is
+// bounded) stops it as the suite's stop contract asks (conform --stop
+// sigterm): the listeners close, so new connections are refused; each
+// connection's reader is interrupted, what it had read is written back,
+// then the server half-closes (FIN) and reads and discards what the client
+// still sends until the client's FIN, for at most 3 s, so that closing
+// with unread data cannot turn into an RST; then it closes and exits 0.
+// Handlers still running 1 s after that are closed.
 //
 // Three flags are legitimate server features, used to show that the cases
 // that depend on a condition the server never reaches report
@@ -59,6 +69,23 @@
 //	                 book's echo server frees its bufferevent at EOF (I3).
 //	                 Without the bug that serve writes everything queued,
 //	                 then half-closes and closes
+//	slow-control     a control connection's echo waits until no data
+//	                 connection has read anything for 100 ms, as a server
+//	                 that serves control only when the data plane is idle:
+//	                 PINGs starve under hot data (S2)
+//	rst-on-term      at SIGTERM every connection is closed with SO_LINGER
+//	                 0: an RST, not a FIN (X3)
+//	drop-on-term     connections are served through the bounded queue of
+//	                 free-at-eof (its correct half); at SIGTERM the writer
+//	                 stops at once and the queue is dropped, then the
+//	                 server half-closes: the echoes of what it had read are
+//	                 lost (X3)
+//	keep-conns-on-term  at SIGTERM the listeners close, but the connections
+//	                 are served on until their clients close them: they
+//	                 outlive any grace period (X4)
+//	serve-after-term at SIGTERM the connections are ended as without a bug,
+//	                 but the listeners stay open and new connections are
+//	                 served until the process exits (X5)
 package main
 
 import (
@@ -81,12 +108,17 @@ import (
 )
 
 var bugs = map[string]string{
-	"busy-idle":       "spin on non-blocking reads while a connection is idle (W2)",
-	"no-backpressure": "buffer everything read, without bound, whether or not the client reads (W1)",
-	"leak-on-close":   "never close the server side when a client closes: fds leak (I2)",
-	"drop-partial":    "drop reads shorter than 32 bytes: fragmented frames are lost (F1)",
-	"exit-on-emfile":  "exit when an accept fails, as when the descriptor table is full (R4)",
-	"free-at-eof":     "close at the reader's EOF at once, dropping the echoes still queued (I3)",
+	"busy-idle":          "spin on non-blocking reads while a connection is idle (W2)",
+	"no-backpressure":    "buffer everything read, without bound, whether or not the client reads (W1)",
+	"leak-on-close":      "never close the server side when a client closes: fds leak (I2)",
+	"drop-partial":       "drop reads shorter than 32 bytes: fragmented frames are lost (F1)",
+	"exit-on-emfile":     "exit when an accept fails, as when the descriptor table is full (R4)",
+	"free-at-eof":        "close at the reader's EOF at once, dropping the echoes still queued (I3)",
+	"slow-control":       "echo on the control address only once the data connections have been idle for 100 ms (S2)",
+	"rst-on-term":        "at SIGTERM close every connection with SO_LINGER 0: RST, not FIN (X3)",
+	"drop-on-term":       "serve through a bounded queue and drop it at SIGTERM: echoes of what was read are lost (X3)",
+	"keep-conns-on-term": "at SIGTERM close the listeners but serve the connections on until their clients close (X4)",
+	"serve-after-term":   "at SIGTERM end the connections, but keep accepting and serving new ones (X5)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -111,26 +143,41 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	bufs := &socketBuffers{size: opt.sockbuf}
-	ln, err := listen(opt.listen, bufs)
+	ln, err := listen(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070", bufs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "echo: listening on %s\n", ln.Addr())
+	listeners := []net.Listener{ln}
+	if ctl, err := listen(opt.control, "REACTORLAB_CONTROL_LISTEN", "", bufs); err != nil {
+		fmt.Fprintln(os.Stderr, "echo: control:", err)
+		ln.Close()
+		return 1
+	} else if ctl != nil {
+		fmt.Fprintf(os.Stderr, "echo: control on %s\n", ctl.Addr())
+		listeners = append(listeners, ctl)
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, opt.lifetime)
 	defer cancel()
-	context.AfterFunc(ctx, func() { ln.Close() })
-
 	s := &server{bug: opt.bug, maxConns: opt.maxConns, conns: map[net.Conn]bool{}}
-	s.acceptAll(ln, bufs)
-	s.closeAll()
+	for i, l := range listeners {
+		s.accepting.Add(1)
+		go func() {
+			defer s.accepting.Done()
+			s.acceptAll(l, bufs, i == 1)
+		}()
+	}
+	<-ctx.Done()
+	s.stop(listeners)
 	return 0
 }
 
 // echoOptions are the command's flags, once parsed and checked.
 type echoOptions struct {
 	listen, bug       string
+	control           string
 	lifetime          time.Duration
 	maxConns, sockbuf int
 	nofile            uint64
@@ -142,13 +189,14 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	names := slices.Sorted(maps.Keys(bugs))
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	fs.StringVar(&opt.listen, "listen", "", "address host:port (default $REACTORLAB_LISTEN, else 127.0.0.1:7070)")
+	fs.StringVar(&opt.control, "control", "", "also serve the echo on this control address host:port (default $REACTORLAB_CONTROL_LISTEN, else none)")
 	fs.DurationVar(&opt.lifetime, "lifetime", time.Hour, "stop by itself after this long: every run is bounded")
 	fs.StringVar(&opt.bug, "bug", "", "inject a known bug: "+strings.Join(names, ", "))
 	fs.IntVar(&opt.maxConns, "max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
 	fs.Uint64Var(&opt.nofile, "nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
 	fs.IntVar(&opt.sockbuf, "sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: echo [--listen ADDR] [--lifetime D] [--max-conns N] [--nofile N] [--sockbuf BYTES] [--bug NAME]")
+		fmt.Fprintln(fs.Output(), "usage: echo [--listen ADDR] [--control ADDR] [--lifetime D] [--max-conns N] [--nofile N] [--sockbuf BYTES] [--bug NAME]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "bugs:")
 		for _, n := range names {
@@ -176,14 +224,17 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	return opt, 0, true
 }
 
-// listen listens on addr, else $REACTORLAB_LISTEN, else 127.0.0.1:7070,
-// with the listener's buffers set by bufs.
-func listen(addr string, bufs *socketBuffers) (net.Listener, error) {
+// listen listens on addr, else $env, else def, with the listener's
+// buffers set by bufs; all three "" is no listener (nil, nil).
+func listen(addr, env, def string, bufs *socketBuffers) (net.Listener, error) {
 	if addr == "" {
-		addr = os.Getenv("REACTORLAB_LISTEN")
+		addr = os.Getenv(env)
 	}
 	if addr == "" {
-		addr = "127.0.0.1:7070"
+		addr = def
+	}
+	if addr == "" {
+		return nil, nil
 	}
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		// Set on the listener too: the window scale its handshakes offer
@@ -195,10 +246,12 @@ func listen(addr string, bufs *socketBuffers) (net.Listener, error) {
 }
 
 // acceptAll accepts connections until ln is closed, and serves each in a
-// goroutine of its own, its buffers set by bufs: one accepted while
-// maxConns are open is closed at once. An accept that fails is retried
-// after 10 ms (with the exit-on-emfile bug, it ends the process).
-func (s *server) acceptAll(ln net.Listener, bufs *socketBuffers) {
+// goroutine of its own (control: ln is the control address), its buffers
+// set by bufs: one accepted while maxConns are open is closed at once. An
+// accept that fails is retried after 10 ms (with the exit-on-emfile bug,
+// it ends the process). One accepted once the server is stopping is ended
+// as the others were (s.stop).
+func (s *server) acceptAll(ln net.Listener, bufs *socketBuffers, control bool) {
 	for {
 		c, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -216,7 +269,9 @@ func (s *server) acceptAll(ln net.Listener, bufs *socketBuffers) {
 		full := s.maxConns > 0 && len(s.conns) >= s.maxConns
 		if !full {
 			s.conns[c] = true
+			s.wg.Add(1)
 		}
+		stopping := s.stopping
 		s.mu.Unlock()
 		if full {
 			c.Close()
@@ -225,8 +280,10 @@ func (s *server) acceptAll(ln net.Listener, bufs *socketBuffers) {
 		if rc, err := c.(syscall.Conn).SyscallConn(); err == nil {
 			bufs.apply(rc, c.RemoteAddr().String())
 		}
-		s.wg.Add(1)
-		go s.serve(c)
+		if stopping && s.bug != "serve-after-term" {
+			s.endConn(c)
+		}
+		go s.serve(c, control)
 	}
 }
 
@@ -241,11 +298,16 @@ func (s *server) closeAll() {
 }
 
 type server struct {
-	bug      string
-	maxConns int // 0: no limit
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
+	bug       string
+	maxConns  int // 0: no limit
+	wg        sync.WaitGroup
+	accepting sync.WaitGroup // the accept loops
+	mu        sync.Mutex
+	conns     map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
+	stopping  bool              // SIGTERM, SIGINT or the lifetime: connections are being ended
+	// lastDataRead is when a data connection last read something
+	// (UnixNano), for the slow-control bug.
+	lastDataRead atomic.Int64
 }
 
 // socketBuffers sets a socket's send and receive buffers to size bytes
@@ -295,22 +357,37 @@ func (b *socketBuffers) set(fd int) error {
 	return os.NewSyscallError("setsockopt SO_RCVBUF", syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, b.size))
 }
 
-func (s *server) serve(c net.Conn) {
+// serve serves c (control: from the control address) until its reader
+// ends; once the server is stopping it then ends c as the stop contract
+// asks (endGracefully) before closing it.
+func (s *server) serve(c net.Conn, control bool) {
 	defer s.wg.Done()
-	switch s.bug {
-	case "busy-idle":
+	switch {
+	case control && s.bug == "slow-control":
+		s.echoWhenDataIdle(c)
+	case control:
+		echo(c, 1, nil)
+	case s.bug == "busy-idle":
 		spin(c)
-	case "no-backpressure":
+	case s.bug == "no-backpressure":
 		unbounded(c)
-	case "drop-partial":
-		echo(c, 32)
-	case "free-at-eof":
+	case s.bug == "drop-partial":
+		echo(c, 32, &s.lastDataRead)
+	case s.bug == "free-at-eof":
 		queued(c, true)
+	case s.bug == "drop-on-term":
+		queued(c, false)
 	default:
-		echo(c, 1)
+		echo(c, 1, &s.lastDataRead)
 	}
 	if s.bug == "leak-on-close" {
 		return // c stays in s.conns, so no finalizer closes its fd either
+	}
+	s.mu.Lock()
+	stopping := s.stopping
+	s.mu.Unlock()
+	if stopping && s.bug != "rst-on-term" {
+		endGracefully(c)
 	}
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -318,11 +395,15 @@ func (s *server) serve(c net.Conn) {
 	c.Close()
 }
 
-// echo writes back every read of at least min bytes.
-func echo(c net.Conn, min int) {
+// echo writes back every read of at least min bytes, noting the time of
+// each read in lastRead (nil: not noted).
+func echo(c net.Conn, min int, lastRead *atomic.Int64) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.Read(buf)
+		if lastRead != nil && n > 0 {
+			lastRead.Store(time.Now().UnixNano())
+		}
 		if n >= min {
 			if _, err := c.Write(buf[:n]); err != nil {
 				return

@@ -3,8 +3,11 @@
 //
 // The target contract (docs/ARCHITECTURE.md, "Harness"): the command gets
 // REACTORLAB_LISTEN=host:port in its environment and every "{addr}" in its
-// arguments replaced by that address; Start returns once the address (and
-// any Spec.WaitAddrs) accepts a TCP connection; Stop ends it.
+// arguments replaced by that address (and, given a Spec.ControlAddr,
+// REACTORLAB_CONTROL_LISTEN and "{control}" the same way); Start returns
+// once the addresses (and any Spec.WaitAddrs) accept a TCP connection;
+// Stop ends it (Terminate sends the SIGTERM alone, for a caller that
+// watches the answer).
 //
 // # Process lifetime
 //
@@ -75,6 +78,13 @@ const ListenEnv = "REACTORLAB_LISTEN"
 
 // AddrPlaceholder is replaced by the target's address in every argument.
 const AddrPlaceholder = "{addr}"
+
+// ControlListenEnv is the environment variable that carries the target's
+// control address, when it is given one (Spec.ControlAddr).
+const ControlListenEnv = "REACTORLAB_CONTROL_LISTEN"
+
+// ControlPlaceholder is replaced by Spec.ControlAddr in every argument.
+const ControlPlaceholder = "{control}"
 
 // Defaults for the zero values of Spec.Ready and Spec.Grace, and the capture
 // limits.
@@ -166,8 +176,9 @@ func (e *StartError) Cause() StartCause {
 	return ""
 }
 
-// ErrNoListenAddr reports a Spec with NoListen and an Addr.
-var ErrNoListenAddr = errors.New("NoListen with an Addr")
+// ErrNoListenAddr reports a Spec with NoListen and an Addr or a
+// ControlAddr.
+var ErrNoListenAddr = errors.New("NoListen with an Addr or a ControlAddr")
 
 // ErrNoSchedstat reports that the kernel has no per-task schedstat file
 // (built without CONFIG_SCHED_INFO), so ThreadCPU cannot measure.
@@ -184,6 +195,13 @@ type Spec struct {
 	// Addr is the host:port the target must listen on; "" picks a free
 	// 127.0.0.1 port (FreeAddr).
 	Addr string
+	// ControlAddr, when set, is a second address the target is to serve:
+	// every "{control}" in Argv is replaced by it,
+	// REACTORLAB_CONTROL_LISTEN=ControlAddr is added to the environment
+	// (after Env, so it wins), and Start waits for it to accept, after Addr
+	// and before WaitAddrs. "" leaves "{control}" as it is and sets no
+	// variable.
+	ControlAddr string
 	// WaitAddrs are further addresses that must accept TCP before Start
 	// returns (for example a reference reactor's control address).
 	WaitAddrs []string

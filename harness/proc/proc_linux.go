@@ -58,6 +58,18 @@ type Process struct {
 	stopOnce sync.Once
 	exit     Exit
 	stopErr  error
+
+	// term is the caller's own SIGTERM (Terminate), once sent.
+	termOnce sync.Once
+	term     *termination
+}
+
+// termination is what Terminate recorded when it sent SIGTERM: the moment,
+// who had departed by then and whether the leader had exited.
+type termination struct {
+	at       time.Time
+	departed []Departure
+	before   bool
 }
 
 // Start starts the command and returns once every address (Spec.Addr, then
@@ -105,7 +117,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	go p.reap()
 
 	if err := p.waitReady(ctx, pl.ready, pl.waitAddrs); err != nil {
-		exit, _ := p.terminate(0)
+		exit, _ := p.terminate(0, false)
 		if errors.Is(err, ErrExited) {
 			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, strings.Join(pl.waitAddrs, " and "))
 		}
@@ -132,7 +144,7 @@ type startPlan struct {
 func planStart(spec Spec) (startPlan, error) {
 	addr := spec.Addr
 	switch {
-	case spec.NoListen && addr != "":
+	case spec.NoListen && (addr != "" || spec.ControlAddr != ""):
 		return startPlan{}, ErrNoListenAddr
 	case addr == "" && !spec.NoListen:
 		var err error
@@ -153,14 +165,24 @@ func planStart(spec Spec) (startPlan, error) {
 		if !spec.NoListen {
 			pl.argv[i] = strings.ReplaceAll(a, AddrPlaceholder, addr)
 		}
+		if spec.ControlAddr != "" {
+			pl.argv[i] = strings.ReplaceAll(pl.argv[i], ControlPlaceholder, spec.ControlAddr)
+		}
 	}
 	pl.env = append(os.Environ(), spec.Env...)
 	if !spec.NoListen {
 		pl.env = append(pl.env, ListenEnv+"="+addr)
 	}
+	if spec.ControlAddr != "" {
+		pl.env = append(pl.env, ControlListenEnv+"="+spec.ControlAddr)
+	}
 	pl.waitAddrs = spec.WaitAddrs
 	if !spec.NoListen {
-		pl.waitAddrs = append([]string{addr}, spec.WaitAddrs...)
+		first := []string{addr}
+		if spec.ControlAddr != "" {
+			first = append(first, spec.ControlAddr)
+		}
+		pl.waitAddrs = append(first, spec.WaitAddrs...)
 	}
 	return pl, nil
 }
@@ -217,33 +239,71 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 // failure to signal, not the target's exit status, which is in Exit. Stop is
 // idempotent: later calls return the same Exit. It is safe after the process
 // has exited by itself.
+//
+// After Terminate, Stop sends no second SIGTERM: it waits what is left of
+// Spec.Grace, counted from Terminate, then sends SIGKILL, and Exit's
+// Departed and ExitedBeforeStop are as Terminate recorded them.
 func (p *Process) Stop() (Exit, error) {
 	p.stopOnce.Do(func() {
-		// Who had left before the signal: after it, leaving is the answer.
-		departed := p.Departed()
-		before := false
-		select {
-		case <-p.done:
-			before = true
-		default:
-			// Exited, and not reaped yet: a zombie leader left too.
-			if st, err := readStatFields(p.pid); err == nil && len(st) > 0 && st[0] == "Z" {
-				before = true
-			}
+		var term *termination
+		p.termOnce.Do(func() {}) // no Terminate from now on
+		p.mu.Lock()
+		term = p.term
+		p.mu.Unlock()
+		if term != nil {
+			p.exit, p.stopErr = p.terminate(max(p.grace-time.Since(term.at), 0), false)
+			p.exit.Departed, p.exit.ExitedBeforeStop = term.departed, term.before
+			return
 		}
-		p.exit, p.stopErr = p.terminate(p.grace)
+		// Who had left before the signal: after it, leaving is the answer.
+		departed, before := p.Departed(), p.leaderExited()
+		p.exit, p.stopErr = p.terminate(p.grace, true)
 		p.exit.Departed, p.exit.ExitedBeforeStop = departed, before
 	})
 	return p.exit, p.stopErr
 }
 
-// terminate ends the process: SIGTERM and up to grace, then SIGKILL (at once
-// if grace is 0). When it returns, no goroutine of p is left.
-func (p *Process) terminate(grace time.Duration) (Exit, error) {
+// Terminate sends SIGTERM to the process group now and returns at once,
+// for a caller that watches how the target answers the signal (its
+// connections, its listener) before it calls Stop. Who had departed and
+// whether the leader had exited are recorded as of this moment, so that
+// an exit in answer to the signal is not reported as one before the stop.
+// Only the first call signals; after Stop, or once the process has been
+// reaped, it does nothing.
+func (p *Process) Terminate() error {
+	var err error
+	p.termOnce.Do(func() {
+		t := &termination{at: time.Now(), departed: p.Departed(), before: p.leaderExited()}
+		p.mu.Lock()
+		p.term = t
+		p.mu.Unlock()
+		err = p.signal(unix.SIGTERM)
+	})
+	return err
+}
+
+// leaderExited reports whether the leader has exited: reaped, or a zombie
+// not reaped yet.
+func (p *Process) leaderExited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+	}
+	st, err := readStatFields(p.pid)
+	return err == nil && len(st) > 0 && st[0] == "Z"
+}
+
+// terminate ends the process: SIGTERM (if sendTerm) and up to grace, then
+// SIGKILL (at once if grace is 0). When it returns, no goroutine of p is
+// left.
+func (p *Process) terminate(grace time.Duration, sendTerm bool) (Exit, error) {
 	var errs []error
 	if grace > 0 {
-		if err := p.signal(unix.SIGTERM); err != nil {
-			errs = append(errs, err)
+		if sendTerm {
+			if err := p.signal(unix.SIGTERM); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		t := time.NewTimer(grace)
 		select {

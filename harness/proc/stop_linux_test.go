@@ -4,7 +4,6 @@ package proc
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 )
@@ -44,12 +43,7 @@ func TestStopKillsAfterGrace(t *testing.T) {
 		Addr:  heldAddr(t),
 		Grace: 200 * time.Millisecond,
 	})
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(p.StderrTail(), "trapped"); {
-		if time.Now().After(deadline) {
-			t.Fatal("sh never set its trap")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitTrapped(t, p)
 	t0 := time.Now()
 	e := mustStop(t, p)
 	el := time.Since(t0)

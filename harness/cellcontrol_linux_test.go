@@ -1,0 +1,29 @@
+//go:build linux
+
+package harness
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/harness/proc"
+)
+
+// A black-box Target with {control} serves a control address of its own:
+// the lab waits for it, and it is given it as REACTORLAB_CONTROL_LISTEN
+// too; without {control}, data and control share one address.
+func TestTargetControlAddress(t *testing.T) {
+	for _, tc := range []struct {
+		target  string
+		control bool
+	}{
+		{"./srv --listen {addr} --control {control}", true},
+		{"./srv --listen {addr}", false},
+	} {
+		spec, _ := CellSpec{Target: tc.target}.labSpec()
+		env := proc.ControlListenEnv + "=" + ControlPlaceholder
+		if spec.Control != tc.control || slices.Contains(spec.Server.Env, env) != tc.control {
+			t.Errorf("target %q: Control %v, env %v; want a control address %v", tc.target, spec.Control, spec.Server.Env, tc.control)
+		}
+	}
+}
