@@ -87,7 +87,7 @@ func runA1(c *C) {
 	case <-c.Context().Done():
 		return
 	}
-	results := probeAll(c, []*peer{ctl}, wire.KindPing, 10*time.Second)
+	results := probeAll(c, []*peer{ctl}, wire.KindPing, 2*bound+time.Second) // longer fails anyway (overBound)
 	offered := load.stop()
 	clientLag := lag.stop()
 	if err := load.Err(); err != nil {
@@ -146,15 +146,13 @@ func (m *lagMeter) stop() time.Duration {
 // overload is A1's data load: admConns connections, each a writer on the
 // open-loop schedule and a reader counting answers.
 type overload struct {
-	stopping atomic.Bool
+	loadState
 	wg       sync.WaitGroup
 	links    []*faults.TCPLink
 	start    time.Time
 	sent     atomic.Uint64
 	echoed   atomic.Uint64
 	rejected atomic.Uint64
-	mu       sync.Mutex
-	err      error
 }
 
 // overloadTotals are the load's counts when it stopped.
@@ -178,21 +176,6 @@ func startOverload(c *C, addr string) *overload {
 	}
 	c.Cleanup(func() { o.stop() })
 	return o
-}
-
-func (o *overload) fail(err error) {
-	o.mu.Lock()
-	if o.err == nil && !o.stopping.Load() {
-		o.err = err
-	}
-	o.mu.Unlock()
-}
-
-// Err is the load's first error.
-func (o *overload) Err() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
 }
 
 // write sends the backlog, then one frame every admPeriod.

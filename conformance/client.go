@@ -57,6 +57,7 @@ func (c *C) dial(name, addr string) *peer {
 	p := &peer{name: name, link: link, frames: make(chan got, 1024), done: make(chan struct{}), exited: make(chan struct{})}
 	go p.read()
 	c.Cleanup(p.close)
+	c.onStop(p.close)
 	return p
 }
 
@@ -68,6 +69,7 @@ func (c *C) dialQuiet(name, addr string) *faults.TCPLink {
 		c.Fatalf("%s: dial %s: %v", name, addr, err)
 	}
 	c.Cleanup(func() { link.Close() })
+	c.onStop(func() { link.Close() })
 	return link
 }
 

@@ -34,12 +34,34 @@ func hotTweak(_ reactors.Design, cfg *reactors.Config) {
 
 // hot is a running hot load.
 type hot struct {
+	loadState
+	wg     sync.WaitGroup
+	links  []*faults.TCPLink
+	echoed atomic.Uint64
+}
+
+// loadState is what a case's load keeps of its own end: whether it is
+// stopping, and its first error before that (errors once it stops are the
+// stop's own doing and are not kept).
+type loadState struct {
 	stopping atomic.Bool
-	wg       sync.WaitGroup
-	links    []*faults.TCPLink
-	echoed   atomic.Uint64
 	mu       sync.Mutex
 	err      error
+}
+
+func (s *loadState) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil && !s.stopping.Load() {
+		s.err = err
+	}
+	s.mu.Unlock()
+}
+
+// Err is the load's first error.
+func (s *loadState) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 // startHot starts hotConns hot connections to addr; stop them with stop.
@@ -59,14 +81,6 @@ func startHot(c *C, addr string) *hot {
 	}
 	c.Cleanup(h.stop)
 	return h
-}
-
-func (h *hot) fail(err error) {
-	h.mu.Lock()
-	if h.err == nil && !h.stopping.Load() {
-		h.err = err
-	}
-	h.mu.Unlock()
 }
 
 func (h *hot) write(link *faults.TCPLink, token uint64, credits chan struct{}) {
@@ -139,13 +153,6 @@ func (h *hot) stop() {
 		l.Reset()
 	}
 	h.wg.Wait()
-}
-
-// Err is the load's first error.
-func (h *hot) Err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
 }
 
 // hotBound is the longest a correct reactor may leave any source (or its

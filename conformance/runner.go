@@ -73,9 +73,22 @@ type C struct {
 	final    *Final
 	stopErr  error
 	cleanups []func()
-	stopMu   sync.Mutex // held across inst.Stop: one stop, others wait for it
+	// hangUps close the case's client connections (dial, dialQuiet);
+	// Stop runs them first, so a server that drains on SIGTERM (waits
+	// for each client's EOF, within its grace) is not kept waiting by
+	// connections the case no longer reads.
+	hangUps []func()
+	stopMu  sync.Mutex // held across inst.Stop: one stop, others wait for it
 	// stopGrace is the stop contract's grace period (Options.StopGrace).
 	stopGrace time.Duration
+}
+
+// onStop registers a client connection's hang-up for Stop to run before
+// it stops the instance.
+func (c *C) onStop(hangUp func()) {
+	c.mu.Lock()
+	c.hangUps = append(c.hangUps, hangUp)
+	c.mu.Unlock()
 }
 
 // Cleanup registers fn to run when the case's code returns (last
@@ -189,7 +202,12 @@ func (c *C) Stop() Final {
 		c.mu.Unlock()
 		return f
 	}
+	hangUps := c.hangUps
+	c.hangUps = nil
 	c.mu.Unlock()
+	for _, hangUp := range hangUps {
+		hangUp()
+	}
 	f, err := c.inst.Stop()
 	c.mu.Lock()
 	c.final, c.stopErr = &f, err

@@ -26,7 +26,7 @@ var embedded = []Embedded{
 		files: []string{"quick.yaml"}},
 	{Name: "design-notes", Summary: "the four comparisons the design began with: 1 vs 8 hot sources, fast vs slow callback (inline, offloaded), LT vs ET, periodic vs deadline timer",
 		files: []string{"design-notes.yaml"}},
-	{Name: "priority", Summary: "flat lt vs prio vs prio-thread under saturating data with 10 ms control probes (the priority split's table)",
+	{Name: "priority", Summary: "the priority split's table under saturating data: flat lt, prio, prio-thread, prio-thread with a SCHED_FIFO control thread, lt with admission limiting, prio with urgent data; probes every 10 ms and every 100 ms",
 		files: []string{"priority.yaml"}},
 	{Name: "peers", Summary: "lt, et, prio-thread beside gnet, netpoll and stdlib servers (build examples/peers first): ping-pong on 1 and 64 connections, pipelined, hot + control",
 		files: []string{"peers.yaml"}},

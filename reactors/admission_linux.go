@@ -7,8 +7,11 @@ import "time"
 // limiter is one loop's admission limit (Config.Admission): a token bucket
 // that refuses DATA on data connections while the loop is past
 // saturation. A round is saturated when a source turn ended on a budget
-// (frames, bytes or time) or the consume pass left data sources queued:
-// the loop had more data than its budgets let it serve. The limiter is
+// (frames, bytes or time), the consume pass left data sources queued, or
+// the loop has not blocked in epoll_wait since the round before: it had
+// more data than its budgets let it serve, or no moment without work (a
+// flat loop whose clients keep fewer frames in flight than a turn's
+// budget never runs a turn into one, however far behind it is). The limiter is
 // engaged after Config.AdmissionAfter saturated rounds in a row and
 // released once the bucket has stayed full, with no round saturated, for
 // admissionRelease: the offered load has fitted under the rate for that
@@ -26,6 +29,7 @@ type limiter struct {
 	engaged  bool
 	calmFrom int64  // nanotime since which the bucket has been full with no round saturated (0: not)
 	lastHits uint64 // the loop's budget-hit counters at the end of the last round
+	lastWait uint64 // its blocking epoll_waits then
 }
 
 // newLimiter returns the limiter for a (nil when it is open), full.
@@ -45,8 +49,8 @@ func (l *Loop) endAdmissionRound(now int64) {
 	}
 	a.last = now
 	hits := l.stats.InputBudgetHits + l.stats.ByteBudgetHits + l.stats.TimeBudgetHits
-	saturated := hits != a.lastHits || l.ready.Len() > 0
-	a.lastHits = hits
+	saturated := hits != a.lastHits || l.ready.Len() > 0 || l.stats.BlockingWaits == a.lastWait
+	a.lastHits, a.lastWait = hits, l.stats.BlockingWaits
 	if !saturated && a.tokens >= a.burst {
 		if a.calmFrom == 0 {
 			a.calmFrom = now

@@ -161,8 +161,9 @@ type Config struct {
 	// Admission limits DATA at the data plane's entry past saturation, as
 	// ParseAdmission reads it: "open" (the default) or
 	// "token-bucket:RATE/BURST", per loop. Engaged after AdmissionAfter
-	// saturated rounds in a row (a turn ended on a budget, or data sources
-	// were left queued), it refuses DATA on data connections beyond the
+	// saturated rounds in a row (a turn ended on a budget, data sources
+	// were left queued, or the loop did not block since the round before),
+	// it refuses DATA on data connections beyond the
 	// bucket with REJECT, counted in the ledger as rejected; released
 	// once the bucket has stayed full, with no round saturated, for a
 	// second. Control connections are never limited.
