@@ -28,7 +28,7 @@ func TestMatrixList(t *testing.T) {
 	if code := run([]string{"matrix", "--list"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"quick (default)", "design-notes", "priority", "nightly", "design-notes-load,design-notes-timer,priority,kinds-budgets-faults"} {
+	for _, want := range []string{"quick (default)", "design-notes", "priority", "nightly", "design-notes-load,design-notes-timer,priority,priority-fifo,priority-urgent,priority-100ms,priority-100ms-fifo,priority-100ms-urgent,kinds-budgets-faults"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("--list does not show %q:\n%s", want, stdout.String())
 		}
