@@ -5,19 +5,19 @@ package reactors
 import "time"
 
 // limiter is one loop's admission limit (Config.Admission): a token bucket
-// that refuses DATA on data connections while the loop is past
-// saturation. A round is saturated when a source turn ended on a budget
-// (frames, bytes or time), the consume pass left data sources queued, or
-// the loop has not blocked in epoll_wait since the round before: it had
-// more data than its budgets let it serve, or no moment without work (a
-// flat loop whose clients keep fewer frames in flight than a turn's
-// budget never runs a turn into one, however far behind it is). The limiter is
-// engaged after Config.AdmissionAfter saturated rounds in a row and
-// released once the bucket has stayed full, with no round saturated, for
-// admissionRelease: the offered load has fitted under the rate for that
-// long. (Released any sooner, a loop at 2× overload would serve every
-// frame again until its backlog next ran a turn into a budget, and its
-// control connection would wait behind that backlog meanwhile.) Control connections are never
+// that refuses DATA on data connections while the loop is past saturation.
+// A round is saturated when a source turn ended on a budget (frames, bytes
+// or time), the consume pass left data sources queued, or the loop has not
+// blocked in epoll_wait since the round before: it had more data than its
+// budgets let it serve, or no moment without work (a flat loop whose
+// clients keep fewer frames in flight than a turn's budget never runs a
+// turn into one, however far behind it is). The limiter is engaged after
+// Config.AdmissionAfter saturated rounds in a row and released once the
+// bucket has stayed full, with no round saturated, for admissionRelease:
+// the offered load has fitted under the rate for that long. (Released any
+// sooner, a loop at 2× overload would serve every frame again until its
+// backlog next ran a turn into a budget, and its control connection would
+// wait behind that backlog meanwhile.) Control connections are never
 // limited: the limiter exists to keep their path clear.
 type limiter struct {
 	perNs    float64 // tokens per nanosecond
@@ -40,8 +40,8 @@ func newLimiter(a Admission, after int) *limiter {
 	return &limiter{perNs: a.Rate / 1e9, burst: float64(a.Burst), tokens: float64(a.Burst), after: after}
 }
 
-// endAdmissionRound refills the bucket to now and moves the engagement by whether
-// the round that ended was saturated.
+// endAdmissionRound refills the bucket to now and moves the engagement by
+// whether the round that ended was saturated.
 func (l *Loop) endAdmissionRound(now int64) {
 	a := l.admit
 	if a.last != 0 {
