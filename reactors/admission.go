@@ -34,20 +34,21 @@ func (a Admission) String() string {
 }
 
 // ParseAdmission reads Config.Admission: "open" or
-// "token-bucket:RATE/BURST". Errors name the form and the ranges.
+// "token-bucket:RATE/BURST". Errors name the form and the ranges (not the
+// text given: the caller names it).
 func ParseAdmission(s string) (Admission, error) {
 	if s == AdmissionOpen {
 		return Admission{}, nil
 	}
 	rest, ok := strings.CutPrefix(s, "token-bucket:")
 	if !ok {
-		return Admission{}, fmt.Errorf("%q is not an admission policy (accepted: %s)", s, AdmissionForms)
+		return Admission{}, fmt.Errorf("not an admission policy (accepted: %s)", AdmissionForms)
 	}
 	rate, burst, ok := strings.Cut(rest, "/")
 	r, err1 := strconv.ParseFloat(rate, 64)
 	b, err2 := strconv.Atoi(burst)
 	if !ok || err1 != nil || err2 != nil || !(r > 0 && r <= 1e9) || b < 1 || b > 1000000 {
-		return Admission{}, fmt.Errorf("%q: want token-bucket:RATE/BURST with RATE in (0, 1e9] and BURST in 1..1000000 (accepted: %s)", s, AdmissionForms)
+		return Admission{}, fmt.Errorf("want token-bucket:RATE/BURST with RATE in (0, 1e9] and BURST in 1..1000000 (accepted: %s)", AdmissionForms)
 	}
 	return Admission{Rate: r, Burst: b}, nil
 }

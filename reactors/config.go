@@ -309,10 +309,10 @@ func (c Config) validateModes() error {
 		return rangeErr("urgent", c.Urgent, "off, oob")
 	}
 	if _, err := ParseAdmission(c.Admission); err != nil {
-		return fmt.Errorf("%w: admission: %w", ErrConfig, err)
+		return fmt.Errorf("%w: admission = %q: %w", ErrConfig, c.Admission, err)
 	}
 	if _, err := ParseSched(c.ControlSched); err != nil {
-		return fmt.Errorf("%w: control-sched: %w", ErrConfig, err)
+		return fmt.Errorf("%w: control-sched = %q: %w", ErrConfig, c.ControlSched, err)
 	}
 	return nil
 }

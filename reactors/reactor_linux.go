@@ -113,7 +113,7 @@ func New(design Policy, cfg Config) (*Reactor, error) {
 	}
 	sched, err := ParseSched(cfg.ControlSched) // accepted by Validate
 	if err != nil {
-		return nil, fmt.Errorf("%w: control-sched: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: control-sched = %q: %w", ErrConfig, cfg.ControlSched, err)
 	}
 	if err := probeSched(sched); err != nil {
 		return nil, err

@@ -47,18 +47,18 @@ const SchedForms = "other, nice:N (N in -20..19), fifo:P or rr:P (P in 1..99)"
 
 // ParseSched reads a scheduling class as ControlSched gives it: "other",
 // "nice:N", "fifo:P" or "rr:P". Errors name the form and the accepted
-// range.
+// range (not the text given: the caller names it).
 func ParseSched(s string) (Sched, error) {
 	class, param, hasParam := strings.Cut(s, ":")
 	switch SchedClass(class) {
 	case SchedOther:
 		if hasParam {
-			return Sched{}, fmt.Errorf("%q: other takes no parameter (accepted: %s)", s, SchedForms)
+			return Sched{}, fmt.Errorf("other takes no parameter (accepted: %s)", SchedForms)
 		}
 		return Sched{Class: SchedOther}, nil
 	case SchedNice, SchedFIFO, SchedRR:
 	default:
-		return Sched{}, fmt.Errorf("%q: unknown scheduling class %q (accepted: %s)", s, class, SchedForms)
+		return Sched{}, fmt.Errorf("unknown scheduling class %q (accepted: %s)", class, SchedForms)
 	}
 	lo, hi := 1, 99
 	if SchedClass(class) == SchedNice {
@@ -66,7 +66,7 @@ func ParseSched(s string) (Sched, error) {
 	}
 	n, err := strconv.Atoi(param)
 	if !hasParam || err != nil || n < lo || n > hi {
-		return Sched{}, fmt.Errorf("%q: %s needs a value in %d..%d (accepted: %s)", s, class, lo, hi, SchedForms)
+		return Sched{}, fmt.Errorf("%s needs a value in %d..%d (accepted: %s)", class, lo, hi, SchedForms)
 	}
 	return Sched{Class: SchedClass(class), Value: n}, nil
 }
