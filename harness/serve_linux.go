@@ -116,6 +116,9 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	r, err := designs.New(design, cfg)
 	if err != nil {
+		if errors.Is(err, reactors.ErrPrivilege) { // refused, but no usage error
+			return c.Errorf(stderr, cli.ExitUsage, "%s", serveMessage(err))
+		}
 		if errors.Is(err, reactors.ErrConfig) { // CheckServe's, should it ever miss one
 			return c.Usagef(stderr, "%s", serveMessage(err))
 		}

@@ -215,6 +215,11 @@ func DefaultConfig() Config {
 // ErrConfig marks every configuration error.
 var ErrConfig = errors.New("invalid reactor configuration")
 
+// ErrPrivilege marks, beside ErrConfig, a configuration the process may
+// not grant (a real-time control-sched without CAP_SYS_NICE): not a bad
+// value, a missing privilege.
+var ErrPrivilege = errors.New("privilege missing")
+
 func rangeErr(field string, v any, accepted string) error {
 	return fmt.Errorf("%w: %s = %v (accepted: %s)", ErrConfig, field, v, accepted)
 }

@@ -41,17 +41,28 @@ func applySched(s Sched) error {
 // schedRefusal says why the kernel refused s, naming the privilege that
 // would grant it.
 func schedRefusal(s Sched, err error) error {
-	why := ""
-	if errors.Is(err, unix.EPERM) {
-		switch {
-		case s.RealTime():
-			why = fmt.Sprintf(": a real-time class needs CAP_SYS_NICE or RLIMIT_RTPRIO >= %d (a rootless lab cannot grant it; leave control-sched at other)", s.Value)
-		case s.Value < 0:
-			why = fmt.Sprintf(": a negative nice value needs CAP_SYS_NICE or RLIMIT_NICE >= %d", 20-s.Value)
-		}
+	wrapped := func(why string) error {
+		return fmt.Errorf("%w: control-sched %s: sched_setattr: %w%s", ErrConfig, s, err, why)
 	}
-	return fmt.Errorf("%w: control-sched %s: sched_setattr: %w%s", ErrConfig, s, err, why)
+	if !errors.Is(err, unix.EPERM) {
+		return wrapped("")
+	}
+	why := ""
+	switch {
+	case s.RealTime():
+		why = fmt.Sprintf(": a real-time class needs CAP_SYS_NICE or RLIMIT_RTPRIO >= %d (a rootless lab cannot grant it; leave control-sched at other)", s.Value)
+	case s.Value < 0:
+		why = fmt.Sprintf(": a negative nice value needs CAP_SYS_NICE or RLIMIT_NICE >= %d", 20-s.Value)
+	}
+	return privilegeRefusal{wrapped(why)}
 }
+
+// privilegeRefusal is a refusal for a missing privilege: it is
+// ErrPrivilege as well as what it wraps, with the same message.
+type privilegeRefusal struct{ error }
+
+func (p privilegeRefusal) Is(target error) bool { return target == ErrPrivilege }
+func (p privilegeRefusal) Unwrap() error        { return p.error }
 
 // probeSched checks, before anything starts, that this process may put a
 // thread in s's class: it applies s on a thread of its own, locked and

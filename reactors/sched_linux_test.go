@@ -42,7 +42,7 @@ func TestSchedRefusedWithoutPrivilege(t *testing.T) {
 		done <- o
 	}()
 	o := <-done
-	if !errors.Is(o.fifo, unix.EPERM) || !errors.Is(o.fifo, ErrConfig) ||
+	if !errors.Is(o.fifo, unix.EPERM) || !errors.Is(o.fifo, ErrConfig) || !errors.Is(o.fifo, ErrPrivilege) ||
 		!strings.Contains(o.fifo.Error(), "control-sched fifo:10") || !strings.Contains(o.fifo.Error(), "CAP_SYS_NICE or RLIMIT_RTPRIO >= 10") {
 		t.Errorf("fifo:10 without CAP_SYS_NICE: %v; want EPERM naming the class and the privilege", o.fifo)
 	}
