@@ -25,14 +25,6 @@ const AdmissionForms = "open, token-bucket:RATE/BURST (RATE DATA frames per seco
 // Open reports whether a admits every frame.
 func (a Admission) Open() bool { return a.Rate == 0 }
 
-// String is the form ParseAdmission reads.
-func (a Admission) String() string {
-	if a.Open() {
-		return AdmissionOpen
-	}
-	return "token-bucket:" + strconv.FormatFloat(a.Rate, 'g', -1, 64) + "/" + strconv.Itoa(a.Burst)
-}
-
 // ParseAdmission reads Config.Admission: "open" or
 // "token-bucket:RATE/BURST". Errors name the form and the ranges (not the
 // text given: the caller names it).

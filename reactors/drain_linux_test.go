@@ -39,7 +39,11 @@ func TestDrainAnswersWhatItReadThenFIN(t *testing.T) {
 			defer c.Close()
 			sent := make(chan []byte, 1)
 			go func() { sent <- pipeline(c) }()
-			time.Sleep(100 * time.Millisecond)
+			// Drain mid-stream: once the reactor has echoed frames, with
+			// more on the way.
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.FramesEchoed > 100 }) {
+				t.Fatalf("no echoes before the drain: %+v", r.Stats().Counters)
+			}
 			drained := make(chan error, 1)
 			go func() { _, err := r.Drain(); drained <- err }()
 			got, rerr := io.ReadAll(c)
