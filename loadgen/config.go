@@ -42,6 +42,8 @@ const (
 	MaxBatchBytes = 64 << 20
 	// MaxRemovalAfter bounds RemovalAfter.
 	MaxRemovalAfter = 1000000
+	// MaxLoops bounds Loops.
+	MaxLoops = 256
 	// MinUrgentEvery and MaxUrgentEvery bound UrgentEvery (when not 0).
 	MinUrgentEvery = 10 * time.Microsecond
 	MaxUrgentEvery = time.Hour
@@ -137,6 +139,20 @@ type Config struct {
 	// faulted, so control probes and STOP keep measuring the target.
 	Faults []string
 
+	// Loops is the number of event loops the generator runs, each on its
+	// own locked OS thread with its own epoll set, recorder and ledger
+	// (default 1). Connections are dealt to loops by their position in the
+	// list hot, steady, control (position p goes to loop p mod Loops), each
+	// keeping its name, its schedule and its share of Rate, so the
+	// aggregate schedule is the same for any Loops; the results are merged
+	// losslessly (see Result.Loops). It must not exceed the connections.
+	Loops int
+	// LoopCPUs, when not empty, pins loop i's thread to CPU
+	// LoopCPUs[i mod len(LoopCPUs)] (sched_setaffinity, read back); empty
+	// leaves every thread on the mask it inherited. Each must be a CPU the
+	// process may use.
+	LoopCPUs []int
+
 	// Progress, when set, is called about once per Interval with the
 	// figures so far, from a goroutine of Run's own (never concurrently
 	// with itself); a slow callback skips reports, it never slows the load.
@@ -148,8 +164,11 @@ type Config struct {
 // WithDefaults returns c with every zero field that has a default set to it:
 // ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
 // or StopAt > 0), ControlTimeout, RemovalAfter, Drain, Interval and
-// ConnectTimeout.
+// ConnectTimeout, and Loops (1).
 func (c Config) WithDefaults() Config {
+	if c.Loops == 0 {
+		c.Loops = 1
+	}
 	if c.ControlAddr == "" {
 		c.ControlAddr = c.DataAddr
 	}
@@ -244,7 +263,22 @@ func (c Config) checkSources(p *problems) {
 	if c.Hot > 0 && (c.InFlight < 1 || c.InFlight > MaxInFlight) {
 		p.bad("inflight", c.InFlight, fmt.Sprintf("1..%d frames in flight per hot source (closed loop)", MaxInFlight))
 	}
+	conns := c.Hot + c.Steady + c.Control
+	switch {
+	case c.Loops < 1 || c.Loops > MaxLoops:
+		p.bad("loops", c.Loops, fmt.Sprintf("1..%d event loops", MaxLoops))
+	case c.Loops > max(conns, 1):
+		p.bad("loops", c.Loops, fmt.Sprintf("at most one loop per connection (%d hot + %d steady + %d control)", c.Hot, c.Steady, c.Control))
+	}
+	for i, cpu := range c.LoopCPUs {
+		if cpu < 0 || cpu >= maxCPU {
+			p.bad(fmt.Sprintf("loop-cpus[%d]", i), cpu, fmt.Sprintf("a CPU number 0..%d", maxCPU-1))
+		}
+	}
 }
+
+// maxCPU bounds a CPU number (the mask golang.org/x/sys/unix.CPUSet holds).
+const maxCPU = 1024
 
 // checkRate checks the open loop's rate against its steady sources.
 func (c Config) checkRate(p *problems) {

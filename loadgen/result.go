@@ -282,6 +282,32 @@ type Result struct {
 	// Urgent sums the data connections' urgent bytes (nil without
 	// Config.UrgentEvery).
 	Urgent *UrgentOutcome
+	// Loops has one entry per event loop (Config.Loops), in order: each
+	// loop's thread, CPU, connections, totals and self-check. The loops'
+	// Totals add up to Totals, their ControlTotals to ControlTotals, and
+	// Recorder is the lossless merge of their recorders.
+	Loops []LoopReport
+}
+
+// LoopReport is one event loop of a run.
+type LoopReport struct {
+	// Index is the loop's number, 0..Config.Loops-1.
+	Index int `json:"index"`
+	// Tid is the loop's OS thread (its /proc/PID/task entry).
+	Tid int `json:"tid"`
+	// CPU is the CPU the thread was pinned to (Config.LoopCPUs), -1 when
+	// it was left on the mask it inherited.
+	CPU int `json:"cpu"`
+	// Connections names the sources the loop served, in order.
+	Connections []string `json:"connections"`
+	// Totals and ControlTotals sum the loop's data and control
+	// connections.
+	Totals        Accounting `json:"totals"`
+	ControlTotals Accounting `json:"control_totals"`
+	// SelfCheck is the loop's own: its steady sources against their share
+	// of the rate, its send lag, its thread's busy fraction (LoopBusy).
+	// CPUUserS and CPUSysS are the loop thread's alone.
+	SelfCheck SelfCheck `json:"self_check"`
 }
 
 // addHealth adds one control connection's health check counts to r's.
@@ -320,13 +346,14 @@ type Summary struct {
 	Urgent        *UrgentOutcome  `json:"urgent,omitempty"`
 	Latency       results.Summary `json:"latency"`
 	Conns         []ConnResult    `json:"connections"`
+	Loops         []LoopReport    `json:"loops,omitempty"`
 }
 
 // Summary returns the JSON-ready summary of r.
 func (r *Result) Summary() Summary {
 	s := Summary{Valid: r.Valid, Invalid: r.Invalid, Interrupted: r.Interrupted, StartTime: r.Start,
 		MeasuredS: r.Measured.Seconds(), Config: r.Config, Totals: r.Totals, ControlTotals: r.ControlTotals,
-		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Conns: r.Conns}
+		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Conns: r.Conns, Loops: r.Loops}
 	if r.Recorder != nil {
 		s.Latency = r.Recorder.Summary()
 		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {
