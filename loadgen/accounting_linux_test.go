@@ -4,6 +4,7 @@ package loadgen_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +19,23 @@ const theFrame = 100
 // TestAccountingDetects runs two steady sources against fake targets that
 // each mishandle one frame per connection in one way, and checks that the
 // accounting names exactly that, that the totals balance, and that the run
-// is invalid for every category but rejection.
+// is invalid for every category but rejection: with one loop, and with
+// each connection on a loop of its own (whose ledgers the run merges).
 func TestAccountingDetects(t *testing.T) {
 	t.Parallel()
-	for _, tc := range accountingCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := startFake(t, tc.mutate)
-			res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: f.Addr(), Steady: 2, Rate: 2000,
-				Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAccountingCase(t, tc, res)
-		})
+	for _, loops := range []int{1, 2} {
+		for _, tc := range accountingCases() {
+			t.Run(fmt.Sprintf("%s/loops=%d", tc.name, loops), func(t *testing.T) {
+				t.Parallel()
+				f := startFake(t, tc.mutate)
+				res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: f.Addr(), Steady: 2, Rate: 2000, Loops: loops,
+					Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkAccountingCase(t, tc, res)
+			})
+		}
 	}
 }
 

@@ -146,6 +146,9 @@ type Config struct {
 	// keeping its name, its schedule and its share of Rate, so the
 	// aggregate schedule is the same for any Loops; the results are merged
 	// losslessly (see Result.Loops). It must not exceed the connections.
+	// The loops run in parallel only with a P each: the process needs
+	// GOMAXPROCS >= Loops+1 (Run does not change it; the lab's loadgen
+	// role sets it).
 	Loops int
 	// LoopCPUs, when not empty, pins loop i's thread to CPU
 	// LoopCPUs[i mod len(LoopCPUs)] (sched_setaffinity, read back); empty

@@ -28,10 +28,10 @@ func (c *conn) peerEnded(err error) {
 // the end of the run, if the close comes first).
 func (c *conn) targetClosed(err error) {
 	switch {
-	case c.l.stopAcked:
+	case c.l.targetAckedStop():
 		c.die("closed by the target after STOP_ACK: "+err.Error(), &c.acct.Unanswered)
 		return
-	case c.l.stopSent:
+	case c.l.stopWasSent():
 		c.die("closed by the target after STOP was sent: "+err.Error(), &c.pendingStop)
 		return
 	}
@@ -68,7 +68,7 @@ func (c *conn) die(why string, into *uint64) {
 	if c.state != stDead {
 		c.endedAt = c.l.now
 		c.endedSending = c.l.phase == phaseSending
-		c.endedAfterStop = c.l.stopSent
+		c.endedAfterStop = c.l.stopWasSent()
 	}
 	c.state = stDead
 	if c.ended == "" {
@@ -115,9 +115,9 @@ func (c *conn) endClosing(why string) {
 		c.addEvidence("%s", why)
 	}
 	switch {
-	case c.closing == closingOverSize || c.l.stopAcked:
+	case c.closing == closingOverSize || c.l.targetAckedStop():
 		c.settleSent(&c.acct.Abandoned, "")
-	case c.l.stopSent:
+	case c.l.stopWasSent():
 		c.settleSent(&c.pendingStop, "")
 	default: // half-close: the target owed an answer to everything before the FIN
 		c.settleSent(&c.acct.Lost, "unanswered when the target closed after our half-close")

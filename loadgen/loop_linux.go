@@ -95,11 +95,13 @@ func (l *loop) connectAll() error {
 	}
 }
 
-// run is the sending and draining phases.
+// run is the sending and draining phases, from the group's start of
+// sending (g.t0, g.startWall). What is still outstanding at the end is
+// settled by finish, once every loop of the group has run.
 func (l *loop) run() error {
-	l.startWall = time.Now()
-	l.t0 = epollsys.Nanotime()
-	l.now = 0
+	l.startWall = l.g.startWall
+	l.t0 = l.g.t0
+	l.clock()
 	cfg := l.cfg
 	l.rec = results.NewRecorder(l.startWall, cfg.Interval, cfg.Warmup)
 	for _, p := range []struct {
@@ -123,7 +125,7 @@ func (l *loop) run() error {
 	l.sendEnd = int64(cfg.Warmup + cfg.Duration)
 	l.sendStopped = l.sendEnd
 	l.drainEnd = never
-	if cfg.StopAt > 0 {
+	if l.stopConn != nil {
 		l.stopDue = int64(cfg.Warmup + cfg.StopAt)
 		l.stop = &StopOutcome{Connection: l.stopConn.name}
 	}
@@ -137,7 +139,7 @@ func (l *loop) run() error {
 		c.start()
 	}
 	l.cpu0 = threadCPU()
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &l.ru0)
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru0)
 
 	for l.phase != phaseDone {
 		l.clock()
@@ -151,8 +153,7 @@ func (l *loop) run() error {
 	}
 	l.wall = l.clock()
 	l.cpu1 = threadCPU()
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &l.ru1)
-	l.finish()
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru1)
 	return nil
 }
 
@@ -292,7 +293,7 @@ func (l *loop) wait(deadline int64) error {
 			l.armed = never
 		case refWake:
 			drainFd(l.efd)
-			l.interrupted = true
+			l.onWake()
 		default:
 			c := l.conns[r.Slot()]
 			if c.fd < 0 || r.Gen() != c.gen {
@@ -307,6 +308,7 @@ func (l *loop) wait(deadline int64) error {
 // sendStop writes the STOP probe.
 func (l *loop) sendStop() {
 	l.stopSent = true
+	l.g.stopSent.Store(true) // before the write: a close it provokes on another loop is after STOP
 	c := l.stopConn
 	if c.state != stOpen {
 		l.stop.Status = "not sent: " + c.name + " is not connected (" + c.ended + ")"
@@ -329,6 +331,8 @@ func (l *loop) onStopAnswer(h wire.Header, payload []byte, now int64) {
 	}
 	l.stop.Status = "acknowledged"
 	l.stopAcked = true
+	l.g.stopAcked.Store(true)
+	l.g.wakeAll(l) // the other loops end sending too
 	l.cStop.Record(time.Duration(now - l.stopSentAt))
 	l.stop.LatencyUs = float64(now-l.stopSentAt) / 1e3
 	led, err := wire.DecodeLedger(payload)
@@ -348,7 +352,8 @@ func (l *loop) onStopAnswer(h wire.Header, payload []byte, now int64) {
 	}
 }
 
-// report sends a progress report, if anyone listens and is ready.
+// report sends a progress report for the interval boundary just passed
+// (l.nextInterval), if anyone listens and is ready.
 func (l *loop) report() {
 	if l.progress == nil {
 		return
@@ -371,7 +376,7 @@ func (l *loop) report() {
 	p.DataP99, _ = l.rec.LastIntervalValueAt(ClassData, 99)
 	p.ControlP99, _ = l.rec.LastIntervalValueAt(ClassControl, 99)
 	select {
-	case l.progress <- p:
-	default: // the callback is still busy with the previous one
+	case l.progress <- loopProgress{loop: l.index, boundary: l.nextInterval, p: p}:
+	default: // the merger is behind: this report is skipped
 	}
 }

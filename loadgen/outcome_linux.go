@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/results"
 )
 
 // finish settles what is still outstanding and closes every connection.
@@ -43,16 +46,27 @@ func (l *loop) finish() {
 	l.rec.Close(time.Duration(l.now))
 }
 
-// result assembles the Result.
-func (l *loop) result() *Result {
-	r := &Result{Config: l.cfg, Recorder: l.rec, Start: l.startWall, Interrupted: l.interrupted, Stop: l.stop}
-	r.Measured = time.Duration(max(0, l.sendStopped-l.measureFrom))
-	for _, c := range l.conns {
+// result assembles the run's Result from its loops, each finished: every
+// connection's outcome in the run's order, the STOP and urgent checks over
+// the whole run, the recorders merged, and the self-check of each loop and
+// of the whole.
+func (g *group) result() (*Result, error) {
+	r := &Result{Config: g.cfg, Start: g.startWall}
+	var invalid []string
+	for _, l := range g.loops {
+		r.Interrupted = r.Interrupted || l.interrupted
+		r.Measured = max(r.Measured, time.Duration(max(0, l.sendStopped-l.measureFrom)))
+		invalid = append(invalid, l.invalid...) // found while running (a STOP_ACK's ledger)
+	}
+	if g.stopLoop != nil {
+		r.Stop = g.stopLoop.stop
+	}
+	for _, c := range g.conns() {
 		cr := c.result()
 		r.Conns = append(r.Conns, cr)
 		if c.kind == kindControl {
 			r.ControlTotals.add(cr.Accounting)
-			if l.cfg.ControlEvery > 0 {
+			if g.cfg.ControlEvery > 0 {
 				r.addHealth(c.health.counts)
 			}
 		} else {
@@ -62,10 +76,10 @@ func (l *loop) result() *Result {
 			}
 		}
 		if cr.Accounting.bad() {
-			l.invalid = append(l.invalid, c.verdict())
+			invalid = append(invalid, c.verdict())
 		}
-		if c.endedSending && !(l.stopAcked && c.endedAfterStop) {
-			l.invalid = append(l.invalid, fmt.Sprintf("%s (token %#x) ended at %.3f s, while sending: %s",
+		if c.endedSending && !(c.l.stopAcked && c.endedAfterStop) {
+			invalid = append(invalid, fmt.Sprintf("%s (token %#x) ended at %.3f s, while sending: %s",
 				c.name, c.firstToken, time.Duration(c.endedAt).Seconds(), c.ended))
 		}
 	}
@@ -78,34 +92,102 @@ func (l *loop) result() *Result {
 		// have admitted), the target admitted exactly the DATA frames we saw
 		// answered: a frame it counts but never sent back is a loss its
 		// ledger confesses.
-		if led := r.Stop.Ledger; led != nil && len(l.faults) == 0 && led.Accepted != r.Stop.DataAnswered {
-			l.invalid = append(l.invalid, fmt.Sprintf("STOP_ACK ledger accepted %d DATA frames, we saw %d answered",
+		if led := r.Stop.Ledger; led != nil && len(g.cfg.Faults) == 0 && led.Accepted != r.Stop.DataAnswered {
+			invalid = append(invalid, fmt.Sprintf("STOP_ACK ledger accepted %d DATA frames, we saw %d answered",
 				led.Accepted, r.Stop.DataAnswered))
 		}
 	}
-	l.judgeUrgent(r.Urgent)
-	r.Invalid = l.invalid
+	invalid = append(invalid, g.judgeUrgent(r.Urgent, r.Interrupted)...)
+	r.Invalid = invalid
 	r.Valid = len(r.Invalid) == 0
-	r.SelfCheck = l.selfCheck(r)
-	return r
+	if err := g.mergeRecorders(r); err != nil {
+		return nil, err
+	}
+	g.selfChecks(r)
+	return r, nil
 }
 
-// selfCheck decides which side limited the run.
-func (l *loop) selfCheck(r *Result) SelfCheck {
-	sc := SelfCheck{TargetRate: l.cfg.Rate}
-	measured := r.Measured.Seconds()
-	sc.RunS = time.Duration(l.wall).Seconds()
-	if l.wall > 0 {
-		sc.LoopBusy = float64(l.cpu1-l.cpu0) / float64(l.wall)
+// mergeRecorders sets r.Recorder: the one loop's, or the lossless merge
+// of every loop's (they share the start, interval and warm-up).
+func (g *group) mergeRecorders(r *Result) error {
+	if len(g.loops) == 1 {
+		r.Recorder = g.loops[0].rec
+		return nil
 	}
-	sc.CPUUserS = time.Duration(unix.TimevalToNsec(l.ru1.Utime) - unix.TimevalToNsec(l.ru0.Utime)).Seconds()
-	sc.CPUSysS = time.Duration(unix.TimevalToNsec(l.ru1.Stime) - unix.TimevalToNsec(l.ru0.Stime)).Seconds()
+	recs := make([]*results.Recorder, len(g.loops))
+	for i, l := range g.loops {
+		recs[i] = l.rec
+	}
+	m, err := results.MergeRecorders(recs...)
+	if err != nil {
+		return fmt.Errorf("loadgen: merging the loops' histograms: %w", err)
+	}
+	r.Recorder = m
+	return nil
+}
+
+// selfChecks sets each loop's report (r.Loops) and the run's self-check:
+// the whole run's figures judged as one, and, with several loops, the
+// generator is the limit when any loop was, the reasons naming the loop.
+func (g *group) selfChecks(r *Result) {
+	var busiest float64
+	var wall int64
+	var loopWhy []string
+	for _, l := range g.loops {
+		lr := LoopReport{Index: l.index, Tid: l.tid, CPU: l.cpu, Recorder: l.rec}
+		for _, c := range l.conns {
+			lr.Connections = append(lr.Connections, c.name)
+			if c.kind == kindControl {
+				lr.ControlTotals.add(c.acct)
+			} else {
+				lr.Totals.add(c.acct)
+			}
+		}
+		sendLag, _ := l.rec.Histogram(ClassSendLag)
+		busy := 0.0
+		if l.wall > 0 {
+			busy = float64(l.cpu1-l.cpu0) / float64(l.wall)
+		}
+		lr.SelfCheck = g.selfCheck(l.conns, sendLag, r.Measured, l.wall, busy, &l.ru0, &l.ru1)
+		if lr.SelfCheck.Limit == LimitLoadgen && len(g.loops) > 1 {
+			on := "not pinned"
+			if l.cpu >= 0 {
+				on = fmt.Sprintf("on CPU %d", l.cpu)
+			}
+			loopWhy = append(loopWhy, fmt.Sprintf("loop %d (%s, serving %s) was the limit: %s",
+				l.index, on, strings.Join(lr.Connections, " "), strings.Join(lr.SelfCheck.loadgenReasons, "; ")))
+		}
+		r.Loops = append(r.Loops, lr)
+		busiest = max(busiest, busy)
+		wall = max(wall, l.wall)
+	}
+	sendLag, _ := r.Recorder.Histogram(ClassSendLag)
+	sc := g.selfCheck(g.conns(), sendLag, r.Measured, wall, busiest, &g.ru0, &g.ru1)
+	if len(loopWhy) > 0 {
+		sc.Limit = LimitLoadgen
+		sc.Reasons = append(loopWhy, sc.Reasons...)
+	}
+	r.SelfCheck = sc
+}
+
+// selfCheck decides which side limited the part of the run that conns
+// are (one loop's sources, or every one): their steady sources against
+// their share of the rate over their loops' measured time, sendLag their
+// send lag, busy the loop thread's busy fraction (the busiest loop's for
+// the whole), ru0 and ru1 the CPU spent (the thread's or the process's)
+// over wall.
+func (g *group) selfCheck(conns []*conn, sendLag *hdrhistogram.Histogram, measured time.Duration, wall int64, busy float64, ru0, ru1 *unix.Rusage) SelfCheck {
+	sc := SelfCheck{LoopBusy: busy, RunS: time.Duration(wall).Seconds()}
+	sc.CPUUserS = time.Duration(unix.TimevalToNsec(ru1.Utime) - unix.TimevalToNsec(ru0.Utime)).Seconds()
+	sc.CPUSysS = time.Duration(unix.TimevalToNsec(ru1.Stime) - unix.TimevalToNsec(ru0.Stime)).Seconds()
 	blocked := map[string]float64{}
 	var expected, achieved, hotEchoed uint64
-	for _, c := range l.conns {
+	steady, hot := 0, 0
+	for _, c := range conns {
 		switch c.kind {
 		case kindSteady:
-			expected += c.scheduledIn(l.measureFrom, l.sendStopped)
+			steady++
+			expected += c.scheduledIn(c.l.measureFrom, c.l.sendStopped)
 			achieved += c.measuredSent
 			for cause, d := range c.blocked {
 				if d > 0 {
@@ -113,45 +195,53 @@ func (l *loop) selfCheck(r *Result) SelfCheck {
 				}
 			}
 		case kindHot:
+			hot++
 			hotEchoed += c.measuredEchoed
 		}
+	}
+	if g.cfg.Steady > 0 {
+		sc.TargetRate = g.cfg.Rate * float64(steady) / float64(g.cfg.Steady)
 	}
 	if len(blocked) > 0 {
 		sc.BlockedS = blocked
 	}
-	if measured > 0 {
-		sc.AchievedRate = float64(achieved) / measured
-		sc.HotEchoRate = float64(hotEchoed) / measured
+	if s := measured.Seconds(); s > 0 {
+		sc.AchievedRate = float64(achieved) / s
+		sc.HotEchoRate = float64(hotEchoed) / s
 	}
-	if h, ok := l.rec.Histogram(ClassSendLag); ok && h.TotalCount() > 0 {
-		sc.SendLagP99Us = float64(h.ValueAtPercentile(99)) / 1e3
-		sc.SendLagMaxUs = float64(h.Max()) / 1e3
+	if sendLag != nil && sendLag.TotalCount() > 0 {
+		sc.SendLagP99Us = float64(sendLag.ValueAtPercentile(99)) / 1e3
+		sc.SendLagMaxUs = float64(sendLag.Max()) / 1e3
 	}
-	if l.cfg.Steady > 0 && expected > 0 {
+	if steady > 0 && expected > 0 {
 		sc.RateRatio = float64(achieved) / float64(expected)
 	}
-	sc.Limit, sc.Reasons = judge(checkFigures{Steady: l.cfg.Steady, Rate: l.cfg.Rate, MeasuredS: measured,
+	var targetWhy []string
+	sc.loadgenReasons, targetWhy = judgeParts(checkFigures{Steady: steady, Rate: sc.TargetRate, MeasuredS: measured.Seconds(),
 		Scheduled: expected, RateRatio: sc.RateRatio, AchievedRate: sc.AchievedRate, SendLagP99Us: sc.SendLagP99Us, SendLagMaxUs: sc.SendLagMaxUs,
-		Blocked: blocked, LoopBusy: sc.LoopBusy, Hot: l.cfg.Hot, InFlight: l.cfg.InFlight, HotEchoRate: sc.HotEchoRate})
+		Blocked: blocked, LoopBusy: sc.LoopBusy, Hot: hot, InFlight: g.cfg.InFlight, HotEchoRate: sc.HotEchoRate})
+	sc.Limit, sc.Reasons = limitOf(sc.loadgenReasons, targetWhy)
 	return sc
 }
 
-// judgeUrgent adds the urgent class's invalid reasons (u nil: no urgent
-// class): answers with a byte other than the one outstanding, or with
-// none outstanding; bytes never answered, unless the run was interrupted
-// or the target acknowledged our STOP.
-func (l *loop) judgeUrgent(u *UrgentOutcome) {
+// judgeUrgent returns the urgent class's invalid reasons (u nil: no
+// urgent class): answers with a byte other than the one outstanding, or
+// with none outstanding; bytes never answered, unless the run was
+// interrupted or the target acknowledged our STOP.
+func (g *group) judgeUrgent(u *UrgentOutcome, interrupted bool) []string {
 	if u == nil {
-		return
+		return nil
 	}
+	var out []string
 	if u.Mismatched+u.Unsolicited > 0 {
-		l.invalid = append(l.invalid, fmt.Sprintf("urgent: %d answers with a byte other than the one outstanding, %d with none outstanding, of %d urgent bytes sent",
+		out = append(out, fmt.Sprintf("urgent: %d answers with a byte other than the one outstanding, %d with none outstanding, of %d urgent bytes sent",
 			u.Mismatched, u.Unsolicited, u.Sent))
 	}
-	if u.Unanswered > 0 && !l.interrupted && !l.stopAcked {
-		l.invalid = append(l.invalid, fmt.Sprintf("urgent: %d of %d urgent bytes unanswered when the run ended (after a drain of %v)",
-			u.Unanswered, u.Sent, l.cfg.Drain))
+	if u.Unanswered > 0 && !interrupted && !g.stopAcked.Load() {
+		out = append(out, fmt.Sprintf("urgent: %d of %d urgent bytes unanswered when the run ended (after a drain of %v)",
+			u.Unanswered, u.Sent, g.cfg.Drain))
 	}
+	return out
 }
 
 // addEvidence keeps the first few anomalies of a connection.

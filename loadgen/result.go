@@ -179,7 +179,8 @@ type SelfCheck struct {
 	// HotEchoRate is frames/s answered to hot sources over the measured time.
 	HotEchoRate float64 `json:"hot_echo_rate"`
 	// LoopBusy is the fraction of the run the generator's loop thread was
-	// on a CPU; near 1 the generator is saturated.
+	// on a CPU (with several loops, the busiest loop's); near 1 the
+	// generator is saturated.
 	LoopBusy float64 `json:"loop_busy"`
 	// CPUUserS and CPUSysS are this process's CPU time during the run,
 	// over RunS: (CPUUserS + CPUSysS) / RunS is the generator's CPU share
@@ -189,6 +190,8 @@ type SelfCheck struct {
 	// RunS is the wall time over which LoopBusy, CPUUserS and CPUSysS were
 	// measured: from the start of sending to the end of the drain.
 	RunS float64 `json:"run_s"`
+
+	loadgenReasons []string // the generator's part of Reasons
 }
 
 // StopOutcome is what became of the STOP probe.
@@ -308,6 +311,9 @@ type LoopReport struct {
 	// of the rate, its send lag, its thread's busy fraction (LoopBusy).
 	// CPUUserS and CPUSysS are the loop thread's alone.
 	SelfCheck SelfCheck `json:"self_check"`
+	// Recorder is the loop's own recorder, closed: Result.Recorder is the
+	// merge of every loop's. Not part of the JSON form.
+	Recorder *results.Recorder `json:"-"`
 }
 
 // addHealth adds one control connection's health check counts to r's.

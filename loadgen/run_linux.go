@@ -10,7 +10,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"sync"
 	"time"
 
@@ -61,9 +60,13 @@ const (
 // holds what was measured, and the frames outstanding are counted as
 // unanswered, not lost.
 //
-// Run locks its goroutine to an OS thread for the loop; the only goroutines
-// it starts (progress reports, the cancellation hook) have ended when it
-// returns, and every descriptor it opened is closed.
+// Run runs Config.Loops event loops, each on a goroutine locked to its own
+// OS thread (pinned to its CPU of Config.LoopCPUs, if any), and waits for
+// them: the loops connect their sources in parallel and start sending at
+// one instant, so their schedules and intervals line up. Every goroutine
+// it starts (the loops, progress reports, the cancellation hook) has ended
+// when it returns, and every descriptor it opened is closed; a loop's
+// thread is discarded, never returned to the runtime with its mask.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -85,20 +88,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("loadgen: not started: %w", err)
 	}
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
-	l, err := newLoop(cfg, fs, dataSA, ctlSA)
+	g, err := newGroup(cfg, fs, dataSA, ctlSA)
 	if err != nil {
 		return nil, err
 	}
-	defer l.closeAll()
+	defer g.closeAll()
 
-	// Cancellation wakes the loop through its eventfd. The hook must be gone
-	// before the eventfd is closed (deferred above, so run after this).
+	// Cancellation wakes every loop through its eventfd. The hook must be
+	// gone before the eventfds are closed (deferred above, so run after
+	// this).
 	fired := make(chan struct{})
 	stopHook := context.AfterFunc(ctx, func() {
-		_ = epollsys.WriteEventfd(l.efd) // it can fail only once efd is closed, after the hook is gone
+		g.interrupted.Store(true)
+		g.wakeAll(nil)
 		close(fired)
 	})
 	defer func() {
@@ -106,13 +108,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			<-fired
 		}
 	}()
-
-	if err := l.connectAll(); err != nil {
-		return nil, err
-	}
-	if l.interrupted {
-		return nil, fmt.Errorf("loadgen: interrupted while connecting: %w", context.Cause(ctx))
-	}
 
 	if cfg.Progress != nil {
 		reports := make(chan Progress, 1)
@@ -122,14 +117,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				cfg.Progress(p)
 			}
 		})
-		l.progress = reports
+		merged := newProgressMerger(len(g.loops), reports)
+		for _, l := range g.loops {
+			l.progress = merged.in
+		}
+		go merged.run() // ended by merged.close, deferred below
 		defer wg.Wait()
 		defer close(reports)
+		defer merged.close()
 	}
-	if err := l.run(); err != nil {
+	if err := g.run(ctx); err != nil {
 		return nil, err
 	}
-	return l.result(), nil
+	return g.result()
 }
 
 // loop is the generator: every connection, the schedule and the recorder.
@@ -163,8 +163,8 @@ type loop struct {
 	connectDeadline                    int64
 	cpu0, cpu1                         int64 // loop thread CPU at start and end
 	ru0, ru1                           unix.Rusage
-	wall                               int64 // ns from start of sending to the end
-	progress                           chan Progress
+	wall                               int64               // ns from start of sending to the end
+	progress                           chan<- loopProgress // nil: no reports
 	lastEchoed                         uint64
 	lastReport                         int64 // l.now at the last progress report
 	lastYield                          int64
@@ -181,11 +181,38 @@ type loop struct {
 	stopSentAt int64
 	stop       *StopOutcome
 	invalid    []string
+
+	g         *group // the run's loops, this one among them
+	index     int    // this loop's number in g.loops
+	positions []int  // conns[i]'s position in the run's list hot, steady, control
+	tid       int    // the loop's thread (set when it starts)
+	cpu       int    // the CPU its thread is pinned to, -1 for none
 }
 
-func newLoop(cfg Config, fs []faults.WireFault, dataSA, ctlSA unix.Sockaddr) (l *loop, err error) {
+// newLoop returns a loop with every source of cfg, alone in a group of
+// its own: the one loop of a run (newGroup makes the others).
+func newLoop(cfg Config, fs []faults.WireFault, dataSA, ctlSA unix.Sockaddr) (*loop, error) {
+	g := &group{cfg: cfg}
+	l, err := newLoopShare(g, 0, 1, fs, dataSA, ctlSA, uint32(rand.Uint32()))
+	if err != nil {
+		return nil, err
+	}
+	g.loops = []*loop{l}
+	if l.stopConn != nil {
+		g.stopLoop = l
+	}
+	return l, nil
+}
+
+// newLoopShare returns loop index of n: its own epoll set, timerfd and
+// eventfd, and the sources at the positions p (in the run's list hot,
+// steady, control) with p mod n == index, each built as in a run of one
+// loop (its name, schedule and urgent turn by its position). Its tokens
+// carry prefix (made odd), which must differ from every other loop's.
+func newLoopShare(g *group, index, n int, fs []faults.WireFault, dataSA, ctlSA unix.Sockaddr, prefix uint32) (l *loop, err error) {
+	cfg := g.cfg
 	l = &loop{cfg: cfg, faults: fs, epfd: -1, tfd: -1, efd: -1, armed: never, stopDue: never,
-		readBuf: make([]byte, readBufSize)}
+		readBuf: make([]byte, readBufSize), g: g, index: index, cpu: -1}
 	for _, f := range fs {
 		if _, ok := f.(faults.OverSize); ok {
 			l.overSize = true
@@ -217,20 +244,28 @@ func newLoop(cfg Config, fs []faults.WireFault, dataSA, ctlSA unix.Sockaddr) (l 
 			return nil, os.NewSyscallError("epoll_ctl add", err)
 		}
 	}
-	l.prefix = uint64(rand.Uint32()|1) << 32
+	l.prefix = uint64(prefix|1) << 32
 	l.tokens = []*conn{nil}
 	frame := wire.HeaderSize + cfg.Payload
+	pos := 0
+	mine := func() bool { p := pos; pos++; return p%n == index }
 	for i := range cfg.Hot {
-		l.addConn(kindHot, i, dataSA, wire.KindData, frame, cfg.InFlight, ringFor(2*cfg.InFlight))
+		if mine() {
+			l.addConn(kindHot, i, pos-1, dataSA, wire.KindData, frame, cfg.InFlight, ringFor(2*cfg.InFlight))
+		}
 	}
 	for i := range cfg.Steady {
-		l.addConn(kindSteady, i, dataSA, wire.KindData, frame, cfg.Window, ringFor(cfg.Window))
+		if mine() {
+			l.addConn(kindSteady, i, pos-1, dataSA, wire.KindData, frame, cfg.Window, ringFor(cfg.Window))
+		}
 	}
 	for i := range cfg.Control {
-		l.addConn(kindControl, i, ctlSA, wire.KindPing, wire.HeaderSize, 1, 4)
-	}
-	if cfg.StopAt > 0 {
-		l.stopConn = l.conns[cfg.Hot+cfg.Steady]
+		if mine() {
+			l.addConn(kindControl, i, pos-1, ctlSA, wire.KindPing, wire.HeaderSize, 1, 4)
+			if i == 0 && cfg.StopAt > 0 {
+				l.stopConn = l.conns[len(l.conns)-1] // STOP goes on the first control connection
+			}
+		}
 	}
 	l.evs = make([]unix.EpollEvent, min(max(len(l.conns)+2, 16), 1024))
 	return l, nil
@@ -246,12 +281,13 @@ func ringFor(n int) int {
 	return size
 }
 
-func (l *loop) addConn(kind connKind, i int, sa unix.Sockaddr, fk wire.Kind, frame, limit, ring int) {
+// addConn adds source i of kind, at position pos of the run's list.
+func (l *loop) addConn(kind connKind, i, pos int, sa unix.Sockaddr, fk wire.Kind, frame, limit, ring int) {
 	c := &conn{l: l, idx: len(l.conns), kind: kind, name: fmt.Sprintf("%s-%d", kind, i), sa: sa, fd: -1,
 		frameKind: fk, frameSize: frame, limit: limit, ring: make([]slot, ring), mask: uint64(ring - 1),
 		split: splitter{max: max(frame, 64<<10)}, blockedSince: -1, serviceFrom: -1, endSeq: math.MaxUint64}
 	if kind != kindControl && l.cfg.UrgentEvery > 0 {
-		c.urgent = newUrgentSource(l.cfg.UrgentEvery, c.idx, l.cfg.Hot+l.cfg.Steady) // data connections come first
+		c.urgent = newUrgentSource(l.cfg.UrgentEvery, pos, l.cfg.Hot+l.cfg.Steady) // data connections come first
 	}
 	switch kind {
 	case kindSteady:
@@ -266,18 +302,26 @@ func (l *loop) addConn(kind connKind, i int, sa unix.Sockaddr, fk wire.Kind, fra
 		}
 	}
 	l.conns = append(l.conns, c)
+	l.positions = append(l.positions, pos)
 }
 
-// newToken returns a token never used before in this run, for c.
+// newToken returns a token never used before in this run, for c; with
+// several loops the group learns it too (owner).
 func (l *loop) newToken(c *conn) uint64 {
 	l.tokens = append(l.tokens, c)
-	return l.prefix | uint64(len(l.tokens)-1)
+	token := l.prefix | uint64(len(l.tokens)-1)
+	if len(l.g.loops) > 1 {
+		l.g.addToken(token, c)
+	}
+	return token
 }
 
-// owner returns the source that used token, or nil if it is not one of ours.
+// owner returns the source that used token (on this loop or another), or
+// nil if it is not one of ours. Only the source's name and identity may be
+// used: another loop's source belongs to that loop's goroutine.
 func (l *loop) owner(token uint64) *conn {
 	if token&^0xffffffff != l.prefix {
-		return nil
+		return l.g.owner(token)
 	}
 	if s := token & 0xffffffff; s > 0 && s < uint64(len(l.tokens)) {
 		return l.tokens[s]

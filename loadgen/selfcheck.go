@@ -42,7 +42,11 @@ const (
 // the target answers). The generator's reasons come first and decide the
 // limit when both sides have some.
 func judge(f checkFigures) (limit string, reasons []string) {
-	var loadgenWhy, targetWhy []string
+	return limitOf(judgeParts(f))
+}
+
+// judgeParts is judge's reasons, the generator's and the target's apart.
+func judgeParts(f checkFigures) (loadgenWhy, targetWhy []string) {
 	if f.Steady > 0 && f.Scheduled > 0 {
 		if f.SendLagP99Us >= maxSendLagP99Us {
 			loadgenWhy = append(loadgenWhy, fmt.Sprintf("send-lag p99 %.0f µs >= 1 ms (max %.0f µs): the generator wrote late", f.SendLagP99Us, f.SendLagMaxUs))
@@ -68,6 +72,12 @@ func judge(f checkFigures) (limit string, reasons []string) {
 	if f.Hot > 0 {
 		targetWhy = append(targetWhy, fmt.Sprintf("hot sources (%d, %d frames in flight each) wait for the target by design (closed loop): %.0f frames/s answered", f.Hot, f.InFlight, f.HotEchoRate))
 	}
+	return loadgenWhy, targetWhy
+}
+
+// limitOf is the limit the reasons make: the generator's reasons come
+// first and decide it when both sides have some.
+func limitOf(loadgenWhy, targetWhy []string) (limit string, reasons []string) {
 	switch {
 	case len(loadgenWhy) > 0:
 		limit = LimitLoadgen
