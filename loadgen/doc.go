@@ -135,13 +135,38 @@
 //
 // # Mechanics and limits
 //
-// One loop on a locked OS thread serves every connection with epoll
+// A loop on a locked OS thread serves its connections with epoll
 // (level-triggered), non-blocking sockets, a timerfd for the schedule and
-// an eventfd for cancellation: no goroutine per connection, batched reads
-// whose frames are checked where they lie in the read buffer (only a frame
-// split between two reads is copied), batched writes, and no allocation per
-// frame (a fault plan allocates per batch). The generator therefore uses
-// one CPU; SelfCheck reports when that CPU, or its scheduling lag, was the
-// limit rather than the target. BenchmarkCapacity compares that CPU per
-// frame with the lt reference reactor's.
+// an eventfd for cancellation and the other loops' news: no goroutine per
+// connection, batched reads whose frames are checked where they lie in the
+// read buffer (only a frame split between two reads is copied), batched
+// writes, and no allocation per frame (a fault plan allocates per batch).
+// One loop uses at most one CPU; SelfCheck reports when that CPU, or its
+// scheduling lag, was the limit rather than the target. BenchmarkCapacity
+// compares that CPU per frame with the lt reference reactor's.
+//
+// # Several loops
+//
+// Config.Loops runs that many loops, each on its own thread (pinned with
+// Config.LoopCPUs), each with its own epoll set, timerfd, eventfd,
+// recorder, token prefix and ledger. Source p of the list hot, steady,
+// control goes to loop p mod Loops and keeps what it has in a run of one
+// loop: its name, its steady period and phase, its urgent turn. So the
+// aggregate schedule is the same for any number of loops, and so is the
+// coordinated-omission correction: each steady source measures from its
+// own intended times, whichever loop sends them. The loops connect in
+// parallel and start sending at one instant (a common time 0 and wall
+// start), so their intervals line up; the recorders are merged interval
+// by interval (results.MergeRecorders), losslessly. What they share while
+// running is small and atomic: cancellation, a failed loop, and the STOP
+// probe's state — STOP goes on the first control connection's loop; once
+// it is written, a close on any loop is the STOP's, and its
+// acknowledgement wakes every loop to stop sending. A frame of one loop's
+// source delivered on another loop's connection is counted as delivered
+// to the wrong connection (the group knows every token). Progress reports
+// are summed over the loops per interval boundary. Result.Loops has each
+// loop's thread, CPU, connections, totals and self-check; the run's
+// self-check says the generator was the limit when any loop's did, naming
+// the loop. The loops run in parallel only if the process has a P for
+// each (GOMAXPROCS >= Loops+1).
 package loadgen
