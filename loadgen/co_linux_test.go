@@ -88,14 +88,17 @@ func testCoordinatedOmission(t *testing.T, loops int) {
 				})
 			})
 		}}
+	lag := startLagMeter()
 	res, err := loadgen.Run(context.Background(), cfg)
+	lag.stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stall time.Duration
+	var resumed time.Time
 	select {
 	case s := <-stalled:
-		stall = s.resume.Sub(s.stopped)
+		stall, resumed = s.resume.Sub(s.stopped), s.resume
 		t.Logf("stalled at %v for %v (nominal %v)", s.at, stall, nominal)
 	default:
 		t.Fatal("the target was never stalled, or not resumed before the run ended")
@@ -109,6 +112,14 @@ func testCoordinatedOmission(t *testing.T, loops int) {
 	got := time.Duration(corrected.ValueAtPercentile(99))
 	raw := time.Duration(uncorrected.ValueAtPercentile(99))
 	t.Logf("p99 corrected %v (analytic %v, %+v off), uncorrected %v; self-check %+v", got, want, got-want, raw, res.SelfCheck)
+	// The margin above assumes the target and the generator get a CPU
+	// within tens of ms once the target resumes. Where this test's own
+	// thread, sleeping 1 ms at a time, was held off a CPU for more than
+	// half the margin then, the machine, not the correction, decides the
+	// tail: inconclusive.
+	if held := lag.maxIn(resumed, resumed.Add(500*time.Millisecond)); got > want+highMargin && held > highMargin/2 {
+		t.Skipf("inconclusive: corrected p99 %v is %v above the analytic %v, but this process was held off a CPU for %v in the 500 ms after SIGCONT (more than half the %v margin): the machine is too busy for the bound", got, got-want, want, held, highMargin)
+	}
 	if got < want-lowMargin || got > want+highMargin {
 		t.Errorf("corrected p99 %v, want within [-%v, +%v] of the analytic %v", got, lowMargin, highMargin, want)
 	}
@@ -140,4 +151,55 @@ func testCoordinatedOmission(t *testing.T, loops int) {
 	if sent != res.Totals.Sent {
 		t.Errorf("the loops sent %d frames in all, the run's totals say %d", sent, res.Totals.Sent)
 	}
+}
+
+// lagMeter is a thread that sleeps 1 ms at a time and records how much
+// later than asked it woke: how long this process was held off a CPU.
+type lagMeter struct {
+	mu    sync.Mutex
+	woke  []time.Time
+	late  []time.Duration
+	done  chan struct{}
+	ended chan struct{}
+}
+
+func startLagMeter() *lagMeter {
+	m := &lagMeter{done: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		defer close(m.ended)
+		for {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			before := time.Now()
+			time.Sleep(time.Millisecond)
+			now := time.Now()
+			m.mu.Lock()
+			m.woke = append(m.woke, now)
+			m.late = append(m.late, now.Sub(before)-time.Millisecond)
+			m.mu.Unlock()
+		}
+	}()
+	return m
+}
+
+// stop ends the meter and waits for its goroutine.
+func (m *lagMeter) stop() {
+	close(m.done)
+	<-m.ended
+}
+
+// maxIn is the longest lateness of a wake-up in [from, to].
+func (m *lagMeter) maxIn(from, to time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var worst time.Duration
+	for i, w := range m.woke {
+		if !w.Before(from) && !w.After(to) {
+			worst = max(worst, m.late[i])
+		}
+	}
+	return worst
 }

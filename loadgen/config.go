@@ -418,6 +418,8 @@ type configJSON struct {
 	Interval       duration `json:"interval"`
 	ConnectTimeout duration `json:"connect_timeout"`
 	Faults         []string `json:"faults,omitempty"`
+	Loops          int      `json:"loops,omitempty"`
+	LoopCPUs       []int    `json:"loop_cpus,omitempty"`
 }
 
 // duration is a time.Duration as a JSON string ("10ms").
@@ -454,6 +456,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter, UrgentEvery: duration(c.UrgentEvery),
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
 		Interval: duration(c.Interval), ConnectTimeout: duration(c.ConnectTimeout), Faults: c.Faults,
+		Loops: c.Loops, LoopCPUs: c.LoopCPUs,
 	})
 }
 
@@ -477,6 +480,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter, UrgentEvery: time.Duration(j.UrgentEvery),
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),
 		Interval: time.Duration(j.Interval), ConnectTimeout: time.Duration(j.ConnectTimeout), Faults: j.Faults,
+		Loops: j.Loops, LoopCPUs: j.LoopCPUs,
 	}
 	return nil
 }

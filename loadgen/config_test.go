@@ -34,6 +34,9 @@ func TestValidate(t *testing.T) {
 		{"negative hot", func(c *loadgen.Config) { c.Hot = -1 }, []string{"hot = -1", "accepted: 0..10000"}},
 		{"no duration", func(c *loadgen.Config) { c.Duration = 0 }, []string{"duration = 0s", "accepted: (0, 24h]"}},
 		{"negative warmup", func(c *loadgen.Config) { c.Warmup = -time.Second }, []string{"warmup = -1s"}},
+		{"more loops than connections", func(c *loadgen.Config) { c.Loops = 2 }, []string{"loops = 2", "at most one loop per connection (1 hot + 0 steady + 0 control)"}},
+		{"negative loops", func(c *loadgen.Config) { c.Loops = -1 }, []string{"loops = -1", "1..256"}},
+		{"loop CPU out of range", func(c *loadgen.Config) { c.LoopCPUs = []int{0, 1024} }, []string{"loop-cpus[1] = 1024", "0..1023"}},
 		{"stop after the end", func(c *loadgen.Config) { c.StopAt = 2 * time.Second }, []string{"stop-at = 2s", "duration = 1s"}},
 		{"bad address", func(c *loadgen.Config) { c.DataAddr = "localhost" }, []string{`addr = "localhost"`, "host:port"}},
 		{"bad control address", func(c *loadgen.Config) { c.ControlAddr = "x:0" }, []string{`control-addr = "x:0"`}},
@@ -86,12 +89,12 @@ func TestConfigJSON(t *testing.T) {
 		Steady: 4, Rate: 12345.5, Window: 64, Payload: 100, ControlEvery: 10 * time.Millisecond, Control: 2,
 		ControlTimeout: 25 * time.Millisecond, RemovalAfter: 5, StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
 		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
-		UrgentEvery: 20 * time.Millisecond, Progress: func(loadgen.Progress) {}}
+		UrgentEvery: 20 * time.Millisecond, Loops: 3, LoopCPUs: []int{1, 0}, Progress: func(loadgen.Progress) {}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`"control_every":"10ms"`, `"control_timeout":"25ms"`, `"removal_after":5`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"urgent_every":"20ms"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`} {
+	for _, s := range []string{`"control_every":"10ms"`, `"control_timeout":"25ms"`, `"removal_after":5`, `"duration":"10s"`, `"stop_at":"1.5s"`, `"urgent_every":"20ms"`, `"inflight":16`, `"data_addr":"198.18.0.1:7070"`, `"loops":3`, `"loop_cpus":[1,0]`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("JSON %s lacks %s", b, s)
 		}
