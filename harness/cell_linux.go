@@ -120,6 +120,9 @@ type CellResult struct {
 	// Server is a reference reactor's final output (nil for a black box or
 	// if it printed none).
 	Server *ServeOutput `json:"server,omitempty"`
+	// CPUBusy is the busy fraction of each pinned side's CPUs over the
+	// measured period (nil without a measured period).
+	CPUBusy *CPUBusy `json:"cpu_busy,omitempty"`
 	// Valid is true when Invalid is empty: the lab run and the measurement
 	// were both valid. Invalid gathers the reasons of both.
 	Valid   bool     `json:"valid"`

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ func (cell CellSpec) prepare() (CellSpec, LabSpec, error) {
 		return cell, LabSpec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
 	}
 	cell.Dir = dir
+	if cell, err = cell.place(); err != nil {
+		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
+	}
 	spec, load := cell.labSpec()
 	if cell.Reactor != "" {
 		cell.ServeArgs = cell.serveArgs()
@@ -119,6 +123,8 @@ func newCellResult(cell CellSpec, lab *LabResult) *CellResult {
 	if cell.Reactor != "" {
 		res.readServer()
 	}
+	res.checkPlacement()
+	res.measureBusy()
 	res.Valid = len(res.Invalid) == 0
 	return res
 }
@@ -215,7 +221,7 @@ func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
 	if cell.Reactor != "" {
 		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
 		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(cell.startTimeout()+loadBound(load)+time.Minute).String())
-		spec.Server = Proc{Argv: argv}
+		spec.Server = Proc{Argv: argv, PinsLoops: len(cell.Config.LoopCPUs) > 0}
 		spec.Control = true
 		// A reference reactor obeys the STOP probe and exits by itself.
 		spec.ServerMayExit = load.StopAt > 0
@@ -228,8 +234,15 @@ func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
 			spec.Server.Env = []string{proc.ControlListenEnv + "=" + ControlPlaceholder}
 		}
 	}
-	spec.Client = Proc{Argv: []string{RolePrefix + loadgenRole, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
-		"--data={addr}", "--control={control}", "--out=" + cell.Dir, "--progress=" + filepath.Join(cell.Dir, CellProgressFile)}}
+	argv := []string{RolePrefix + loadgenRole, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
+		"--data={addr}", "--control={control}", "--out=" + cell.Dir, "--progress=" + filepath.Join(cell.Dir, CellProgressFile)}
+	if load.Loops > 0 {
+		argv = append(argv, "--loops="+strconv.Itoa(load.Loops))
+	}
+	if len(load.LoopCPUs) > 0 {
+		argv = append(argv, "--loop-cpus="+reactors.FormatCPUList(load.LoopCPUs))
+	}
+	spec.Client = Proc{Argv: argv, PinsLoops: len(load.LoopCPUs) > 0}
 	// The client's time: its own bound plus the server's start and a
 	// margin for starting it; the lab's reserves for stopping and auditing
 	// come on top.

@@ -73,6 +73,9 @@ func loadError(err error) error {
 	var parts []string
 	for _, line := range strings.Split(err.Error(), "\n") {
 		line = strings.TrimPrefix(line, loadgen.ErrConfig.Error()+": ")
+		if rest, ok := strings.CutPrefix(line, "loops "); ok { // run's --loadgen-loops
+			line = "loadgen-loops " + rest
+		}
 		// The addresses are loadgen's --data and --control, no run flag.
 		if loadField.MatchString(line) && !strings.HasPrefix(line, "addr ") && !strings.HasPrefix(line, "control-addr ") {
 			line = "--" + line

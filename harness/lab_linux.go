@@ -69,7 +69,7 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 	start := time.Now()
 	s, err := ls.validate()
 	if err == nil {
-		err = allowedCPUs(s.CPUs)
+		s.CPUs, err = resolveCPUs(s.CPUs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lab spec: %w", err)
@@ -465,8 +465,7 @@ func (r *LabResult) judge(runErr error, serverMayExit, alone bool) {
 func (p *ProcResult) problems(name string, serverMayExit bool) []string {
 	var out []string
 	if !p.AffinityOK {
-		out = append(out, fmt.Sprintf("%s: a thread was seen off CPU %d: at start %v, last %v",
-			name, p.CPU, p.AffinityStart, p.AffinityEnd))
+		out = append(out, fmt.Sprintf("%s: placement on CPUs %s did not hold: %s", name, p.CPUs, strings.Join(p.AffinityBad, "; ")))
 	}
 	exit := fmt.Sprintf("exit status %d", p.Code)
 	if p.Signal != "" {

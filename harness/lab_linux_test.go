@@ -72,7 +72,7 @@ func twoCPUs(t *testing.T) CPUs {
 		t.Logf("one CPU: running unpinned")
 		return Unpinned
 	}
-	return CPUs{Server: cpus[0], Client: cpus[1]}
+	return CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}
 }
 
 // echoSpec is a small valid run: test-echo and a test-client that
@@ -121,18 +121,19 @@ func dump(v any) string {
 	return string(b)
 }
 
-// checkPinned fails t unless every thread seen of the process was on cpu.
-func checkPinned(t *testing.T, name string, p *ProcResult, cpu int) {
+// checkPinned fails t unless every thread seen of the process was on
+// its side's set.
+func checkPinned(t *testing.T, name string, p *ProcResult, set CPUSet) {
 	t.Helper()
-	if p.CPU != cpu || !p.AffinityOK || len(p.AffinityStart) == 0 {
-		t.Errorf("%s: CPU %d, affinity ok %v, at start %v", name, p.CPU, p.AffinityOK, p.AffinityStart)
+	if !p.CPUs.Equal(set) || !p.AffinityOK || len(p.AffinityStart) == 0 {
+		t.Errorf("%s: CPUs %s, affinity ok %v (%v), at start %v", name, p.CPUs, p.AffinityOK, p.AffinityBad, p.AffinityStart)
 	}
-	if cpu < 0 {
+	if !set.Pinned() {
 		return
 	}
 	for _, a := range append(slices.Clone(p.AffinityStart), p.AffinityEnd...) {
-		if a.CPUs != strconv.Itoa(cpu) {
-			t.Errorf("%s: thread %d on %q, want %d", name, a.Tid, a.CPUs, cpu)
+		if a.CPUs != set.String() {
+			t.Errorf("%s: thread %d on %q, want %s", name, a.Tid, a.CPUs, set)
 		}
 	}
 }

@@ -34,10 +34,10 @@ func TestSpecRefused(t *testing.T) {
 		{"server cpu too many", func(s *LabSpec) { s.ServerCPU = 5000 }, "server_cpu 5000: want a number of CPUs, 0.05..1024"},
 		{"server cpu without a server", func(s *LabSpec) { s.Server.Argv = nil; s.ServerCPU = 0.5 }, "server_cpu set, but there is no server"},
 		{"short timeout", func(s *LabSpec) { s.Timeout = time.Second }, "timeout 1s leaves the client no time"},
-		{"zero CPUs", func(s *LabSpec) { s.CPUs = CPUs{} }, "both sides on CPU 0"},
-		{"huge CPU", func(s *LabSpec) { s.CPUs = CPUs{Server: 1 << 20, Client: -1} }, "is not a CPU number"},
-		{"negative CPU", func(s *LabSpec) { s.CPUs = CPUs{Server: -7, Client: -1} }, "is not a CPU number"},
-		{"CPU not allowed", func(s *LabSpec) { s.CPUs = CPUs{Server: maxCPU - 1, Client: -1} }, "is not one this process may use"},
+		{"both on CPU 0", func(s *LabSpec) { s.CPUs = CPUs{Server: CPUList(0), Client: CPUList(0)} }, "both sides on CPU 0"},
+		{"sets overlap", func(s *LabSpec) { s.CPUs = CPUs{Server: CPUList(0, 1), Client: CPUList(1, 2)} }, "CPU 1 is in both the server's set and the loadgen's"},
+		{"CPU not allowed", func(s *LabSpec) { s.CPUs = CPUs{Server: CPUList(maxCPU - 1)} }, "server: CPU 1023 is not one this process may use"},
+		{"count too large", func(s *LabSpec) { s.CPUs = CPUs{Server: CPUCount(maxCPU)} }, "server: count:1024, but only"},
 		{"host sysctl", func(s *LabSpec) { s.Sysctls = map[string]string{"kernel.panic": "1"} }, `sysctl "kernel.panic"`},
 		{"path in sysctl", func(s *LabSpec) { s.Sysctls = map[string]string{"net/../../kernel/x": "1"} }, "want a net.* key"},
 		{"sysctl newline", func(s *LabSpec) { s.Sysctls = map[string]string{"net.core.somaxconn": "1\n2"} }, "want one non-empty line"},
@@ -52,51 +52,6 @@ func TestSpecRefused(t *testing.T) {
 				t.Errorf("Run = %v, %v; want nil and an error containing %q", res, err, c.want)
 			}
 		})
-	}
-}
-
-func TestParseCPUs(t *testing.T) {
-	good := []struct {
-		in   string
-		want CPUs
-	}{
-		{"", Unpinned},
-		{"server=0,loadgen=1", CPUs{0, 1}},
-		{" server = 3 , client = 2 ", CPUs{3, 2}},
-		{"loadgen=1", CPUs{-1, 1}},
-		{"server=none,loadgen=0", CPUs{-1, 0}},
-		{"server=-1,loadgen=0", CPUs{-1, 0}},
-	}
-	for _, g := range good {
-		got, err := ParseCPUs(g.in)
-		if err != nil || got != g.want {
-			t.Errorf("ParseCPUs(%q) = %v, %v; want %v", g.in, got, err, g.want)
-		}
-		back, err := ParseCPUs(got.String())
-		if err != nil || back != got {
-			t.Errorf("%q does not read back: %v, %v", got.String(), back, err)
-		}
-	}
-	bad := []struct{ in, want string }{
-		{"server", `"server": want side=CPU`},
-		{"server=", `"server=": want side=CPU`},
-		{"server=0,,loadgen=1", `"": want side=CPU`},
-		{"reactor=0", `unknown side "reactor"`},
-		{"server=x", `server: "x" is not a CPU number`},
-		{"loadgen=-2", `loadgen: "-2" is not a CPU number`},
-		{"server=99999", `server: "99999" is not a CPU number`},
-		{"server=0,server=1", "server given twice"},
-		{"client=0,loadgen=1", "loadgen given twice"},
-	}
-	for _, b := range bad {
-		_, err := ParseCPUs(b.in)
-		if err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("ParseCPUs(%q) error %v, want one containing %q", b.in, err, b.want)
-		}
-	}
-	var c CPUs
-	if err := c.Set("server=1,loadgen=0"); err != nil || c != (CPUs{1, 0}) {
-		t.Errorf("Set: %v, %v", c, err)
 	}
 }
 

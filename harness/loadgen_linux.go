@@ -15,6 +15,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // loadgenRole is the role the load generator of a cell plays: this
@@ -25,11 +26,12 @@ func init() {
 	RegisterRole(loadgenRole, func(args []string) int { return LoadgenMain(args, os.Stdout, os.Stderr) })
 }
 
-const loadgenSynopsis = `reactorlab loadgen --config FILE --out DIR [--data ADDR] [--control ADDR] [--progress FILE]`
+const loadgenSynopsis = `reactorlab loadgen --config FILE --out DIR [--data ADDR] [--control ADDR] [--loops N] [--loop-cpus LIST] [--progress FILE]`
 
 const loadgenDescription = `Runs the load generator alone, as reactorlab run places it in the lab:
 the load FILE describes (JSON, as run writes it to loadgen-config.json),
-against the target's addresses (--data and --control, or the file's).
+against the target's addresses (--data and --control, or the file's), on
+--loops event loops pinned round-robin to --loop-cpus (or the file's).
 It writes loadgen.hlog (an HdrHistogram interval log) and loadgen.json
 (its summary) into DIR, appends a JSON line per progress report to
 --progress, and prints the summary as one JSON line on stdout. SIGINT
@@ -59,6 +61,13 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 	control := fs.String("control", "", "the target's control `address`, host:port (overrides the file's)")
 	out := fs.String("out", "", "`directory` for loadgen.hlog and loadgen.json, which must exist (required)")
 	progressPath := fs.String("progress", "", "append a JSON line per progress report to this `file`")
+	loops := fs.Int("loops", 0, "event loops, each on its own thread (overrides the file's; 0: the file's, or 1)")
+	var loopCPUs []int
+	fs.Func("loop-cpus", "pin loop i's thread to the i-th CPU of this `list` (0-3,8), round-robin (overrides the file's)", func(s string) error {
+		cpus, err := reactors.ParseCPUList(s)
+		loopCPUs = cpus
+		return err
+	})
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
@@ -80,6 +89,12 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 	if *control != "" {
 		cfg.ControlAddr = *control
 	}
+	if *loops > 0 {
+		cfg.Loops = *loops
+	}
+	if len(loopCPUs) > 0 {
+		cfg.LoopCPUs = loopCPUs
+	}
 	if err := loadError(cfg.WithDefaults().Validate()); err != nil {
 		return c.Usagef(stderr, "%s: %v", *cfgPath, err)
 	}
@@ -95,10 +110,11 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	// The generator's loop is a locked thread; its progress reports and
-	// signal handling need a P of their own, pinned or not (see serve).
-	if runtime.GOMAXPROCS(0) < 2 {
-		runtime.GOMAXPROCS(2)
+	// Each of the generator's loops is a locked thread; its progress
+	// reports and signal handling need a P of their own, pinned or not
+	// (see serve): loops + 1.
+	if need := cfg.WithDefaults().Loops + 1; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -39,9 +39,12 @@ type labUp struct {
 // side is one process of a run while it runs.
 type side struct {
 	name string
-	cpu  int
-	w    *worker
-	p    *proc.Process
+	cpus CPUSet // resolved
+	// pinsLoops says the process pins its loop threads to one CPU of
+	// cpus each (Proc.PinsLoops).
+	pinsLoops bool
+	w         *worker
+	p         *proc.Process
 
 	mu  sync.Mutex // guards res while the sampler runs
 	res *ProcResult
@@ -58,8 +61,8 @@ type side struct {
 // left unreaped when it returns. A nil result means that process was never
 // started.
 func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRes, cliRes *ProcResult, err error) {
-	srv := &side{name: "server", cpu: s.CPUs.Server, w: pr.server}
-	cli := &side{name: "client", cpu: s.CPUs.Client, w: pr.client}
+	srv := &side{name: "server", cpus: s.CPUs.Server, pinsLoops: s.Server.PinsLoops, w: pr.server}
+	cli := &side{name: "client", cpus: s.CPUs.Client, pinsLoops: s.Client.PinsLoops, w: pr.client}
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return nil, nil, errors.New("run: no deadline") // Run always sets one
@@ -188,7 +191,7 @@ func recorded(p Proc, pr pair) []string {
 // records every thread's CPU mask.
 func (sd *side) start(ctx context.Context, argv []string, ps proc.Spec) error {
 	err := sd.w.do(func() error {
-		if err := pinThread(sd.cpu); err != nil {
+		if err := pinThread(sd.cpus); err != nil {
 			return err
 		}
 		p, err := proc.Start(ctx, ps)
@@ -198,7 +201,7 @@ func (sd *side) start(ctx context.Context, argv []string, ps proc.Spec) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", sd.name, err)
 	}
-	sd.res = &ProcResult{Argv: argv, Pid: sd.p.Pid(), CPU: sd.cpu, AffinityOK: true}
+	sd.res = &ProcResult{Argv: argv, Pid: sd.p.Pid(), CPUs: sd.cpus, AffinityOK: true}
 	if a, err := sd.p.Affinity(); err == nil {
 		sd.res.AffinityStart = a
 		sd.res.AffinityEnd = a
@@ -219,17 +222,27 @@ func (sd *side) releaseCPULimit(lim *proc.CPULimit) error {
 	return errors.Join(err, lim.Release())
 }
 
-// checkAffinity clears AffinityOK if a thread of a pinned process is on
-// any other mask than its CPU.
+// checkAffinity records each thread's mask in a (ProcResult.Masks) and
+// clears AffinityOK, naming the thread and both masks, if a thread of a
+// pinned process is on any other mask than the side's set, or, for a
+// process that pins its loops, than the set or one CPU of it (which loop
+// may be on which CPU is checked once the process has reported its
+// loops: checkLoopPlacement).
 func (sd *side) checkAffinity(a []proc.ThreadAffinity) {
-	if sd.cpu < 0 {
+	sd.res.noteMasks(a)
+	if !sd.cpus.Pinned() {
 		return
 	}
-	want := strconv.Itoa(sd.cpu)
+	want := sd.cpus.String()
 	for _, t := range a {
-		if t.CPUs != want {
-			sd.res.AffinityOK = false
+		if t.CPUs == want {
+			continue
 		}
+		if one, err := strconv.Atoi(t.CPUs); err == nil && sd.pinsLoops && sd.cpus.Contains(one) {
+			continue
+		}
+		sd.res.AffinityOK = false
+		sd.res.noteBad(fmt.Sprintf("thread %d on CPUs %s, want its side's set %s", t.Tid, t.CPUs, want))
 	}
 }
 
@@ -252,6 +265,7 @@ func (sd *side) sample() {
 		sd.res.AffinityEnd = a
 		sd.checkAffinity(a)
 	}
+	sd.res.noteTicks()
 }
 
 // stop stops the side's process (SIGTERM, grace, SIGKILL; nothing if it

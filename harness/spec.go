@@ -3,7 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,86 +108,6 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("mode %q: want auto, lab or loopback", s)
 }
 
-// CPUs is the placement of a run: the CPU each process is pinned to, -1 for
-// unpinned. The zero value pins both to CPU 0, which Run refuses (two
-// measured sides never share a CPU): start from Unpinned.
-type CPUs struct {
-	Server int `json:"server"`
-	Client int `json:"client"`
-}
-
-// Unpinned leaves both processes on every CPU this process may use.
-var Unpinned = CPUs{Server: -1, Client: -1}
-
-// maxCPU bounds a CPU number (the size of the kernel's affinity mask that
-// golang.org/x/sys/unix.CPUSet holds).
-const maxCPU = 1024
-
-// ParseCPUs parses the command-line form of a placement:
-// "server=0,loadgen=1". Each side is a CPU number, or "none" (or -1) for
-// unpinned; a side not
-// named is unpinned ("client" is accepted for "loadgen"); "" or "none"
-// leaves both unpinned. Errors name the part that is wrong.
-func ParseCPUs(s string) (CPUs, error) {
-	c := Unpinned
-	if t := strings.TrimSpace(s); t == "" || t == "none" {
-		return c, nil
-	}
-	seen := map[string]bool{}
-	for part := range strings.SplitSeq(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return Unpinned, fmt.Errorf("cpus %q: %q: want side=CPU (server=0,loadgen=1)", s, part)
-		}
-		var dst *int
-		switch k {
-		case "server":
-			dst = &c.Server
-		case "loadgen", "client":
-			k, dst = "loadgen", &c.Client
-		default:
-			return Unpinned, fmt.Errorf("cpus %q: %q: unknown side %q (want server or loadgen)", s, part, k)
-		}
-		if seen[k] {
-			return Unpinned, fmt.Errorf("cpus %q: %s given twice", s, k)
-		}
-		seen[k] = true
-		if v == "none" || v == "-1" {
-			*dst = -1
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n >= maxCPU {
-			return Unpinned, fmt.Errorf("cpus %q: %s: %q is not a CPU number (0..%d) or none", s, k, v, maxCPU-1)
-		}
-		*dst = n
-	}
-	return c, nil
-}
-
-// String is the command-line form, "server=0,loadgen=none"; ParseCPUs
-// reads it back.
-func (c CPUs) String() string {
-	side := func(n int) string {
-		if n < 0 {
-			return "none"
-		}
-		return strconv.Itoa(n)
-	}
-	return "server=" + side(c.Server) + ",loadgen=" + side(c.Client)
-}
-
-// Set parses s into c, so that a *CPUs is a flag.Value.
-func (c *CPUs) Set(s string) error {
-	v, err := ParseCPUs(s)
-	if err != nil {
-		return err
-	}
-	*c = v
-	return nil
-}
-
 // Proc is one process of a run.
 type Proc struct {
 	// Argv is the command and its arguments. Argv[0] is a path, a command
@@ -199,6 +119,13 @@ type Proc struct {
 	// same placeholders replaced. The server also gets REACTORLAB_LISTEN
 	// set to its data address, last, so it wins.
 	Env []string `json:"env,omitempty"`
+	// PinsLoops says the process pins its loop threads itself, each to one
+	// CPU of its side's set, and reports which (a reference reactor's
+	// Stats.LoopThreads, the load generator's Summary.Loops): Run then
+	// accepts a thread on one CPU of the set as well as on the set, and
+	// the caller holds each thread to the report (RunCell does). Without
+	// it every thread must be on the whole set.
+	PinsLoops bool `json:"pins_loops,omitempty"`
 }
 
 // LabSpec describes one measured pair.
@@ -355,18 +282,30 @@ type ProcResult struct {
 	// Pid is the process id in the PID namespace of its starter (the lab's,
 	// in lab mode).
 	Pid int `json:"pid"`
-	// CPU is the requested CPU, -1 for unpinned.
-	CPU int `json:"cpu"`
+	// CPUs is the side's CPU set, resolved (CPUs.Resolve); unpinned, the
+	// process kept the mask it inherited.
+	CPUs CPUSet `json:"cpus"`
 	// CPULimit is the server's CPU cap and the kernel's account of it (nil
 	// when LabSpec.ServerCPU was 0).
 	CPULimit *CPULimitRecord `json:"cpu_limit,omitempty"`
 	// AffinityStart is every thread's CPU mask just after the start;
 	// AffinityEnd the last one observed while the process was alive (the
 	// client may exit between samples). AffinityOK is false if any thread
-	// of a pinned process was ever seen off its CPU.
+	// of a pinned process was ever seen on another mask than its side's
+	// set (or, with Proc.PinsLoops, than the set or one CPU of it);
+	// AffinityBad then names each such sighting, the thread and both
+	// masks (at most maxAffinityBad). Masks is every thread's masks as
+	// sampled, in order, each change once: what a caller holds a
+	// process's report of its loop threads to.
 	AffinityStart []proc.ThreadAffinity `json:"affinity_start,omitempty"`
 	AffinityEnd   []proc.ThreadAffinity `json:"affinity_end,omitempty"`
 	AffinityOK    bool                  `json:"affinity_ok"`
+	AffinityBad   []string              `json:"affinity_bad,omitempty"`
+	Masks         []ThreadMasks         `json:"masks,omitempty"`
+	// CPUTicks is the kernel's account of the side's CPUs (a pinned side
+	// only) at each sample, thinned to at most maxCPUTicks: what
+	// CellResult.CPUBusy is computed from.
+	CPUTicks []CPUTicks `json:"cpu_ticks,omitempty"`
 	// Code is the exit code, -1 when a signal ended the process; Signal
 	// names that signal; Killed says the harness had to SIGKILL it;
 	// TimedOut says the client did not exit in its time and was stopped.
@@ -394,6 +333,37 @@ type ProcResult struct {
 	Samples int        `json:"samples"`
 	// Elapsed runs from the start to the exit.
 	Elapsed time.Duration `json:"-"` // JSON: "elapsed_s", seconds
+}
+
+// ThreadMasks is one thread's CPU masks as sampled, in order, each change
+// once (Cpus_allowed_list form: "0-1", "3").
+type ThreadMasks struct {
+	Tid   int      `json:"tid"`
+	Masks []string `json:"masks"`
+}
+
+// maxAffinityBad bounds ProcResult.AffinityBad.
+const maxAffinityBad = 16
+
+// noteMasks appends each thread's mask in a to Masks, where it changed.
+func (p *ProcResult) noteMasks(a []proc.ThreadAffinity) {
+	for _, t := range a {
+		i := slices.IndexFunc(p.Masks, func(m ThreadMasks) bool { return m.Tid == t.Tid })
+		if i < 0 {
+			p.Masks = append(p.Masks, ThreadMasks{Tid: t.Tid})
+			i = len(p.Masks) - 1
+		}
+		if m := p.Masks[i].Masks; len(m) == 0 || m[len(m)-1] != t.CPUs {
+			p.Masks[i].Masks = append(m, t.CPUs)
+		}
+	}
+}
+
+// noteBad records a placement problem once, up to maxAffinityBad.
+func (p *ProcResult) noteBad(why string) {
+	if len(p.AffinityBad) < maxAffinityBad && !slices.Contains(p.AffinityBad, why) {
+		p.AffinityBad = append(p.AffinityBad, why)
+	}
 }
 
 // Audit is the leak audit of a run.

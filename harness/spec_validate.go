@@ -62,21 +62,15 @@ func (s LabSpec) validate() (*spec, error) {
 		errs = append(errs, fmt.Errorf("timeout %v leaves the client no time: stopping takes up to %v with grace %v; want at least %v",
 			v.Timeout, stopReserve(v.Grace), v.Grace, min))
 	}
-	for _, c := range []struct {
-		name string
-		cpu  int
-	}{{"server", s.CPUs.Server}, {"loadgen", s.CPUs.Client}} {
-		if c.cpu < -1 || c.cpu >= maxCPU {
-			errs = append(errs, fmt.Errorf("cpus: %s: %d is not a CPU number (0..%d) or -1", c.name, c.cpu, maxCPU-1))
-		}
-	}
 	if err := CheckServerCPU(s.ServerCPU); err != nil {
 		errs = append(errs, fmt.Errorf("server_cpu %v: %w", s.ServerCPU, err))
 	} else if s.ServerCPU > 0 && s.Alone() {
 		errs = append(errs, errors.New("server_cpu set, but there is no server"))
 	}
-	if s.CPUs.Server >= 0 && s.CPUs.Server == s.CPUs.Client {
-		errs = append(errs, fmt.Errorf("cpus %s: both sides on CPU %d: the two measured sides never share a CPU (give two CPUs, or none)", s.CPUs, s.CPUs.Server))
+	// The sides' overlap and counts, as if every CPU were allowed: which
+	// are is Run's to check (resolveCPUs), here.
+	if _, err := s.CPUs.Resolve(everyCPU()); err != nil {
+		errs = append(errs, err)
 	}
 	v.sysctls = maps.Clone(defaultSysctls)
 	for _, k := range slices.Sorted(maps.Keys(s.Sysctls)) {
@@ -95,6 +89,15 @@ func (s LabSpec) validate() (*spec, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// everyCPU is 0..maxCPU-1.
+func everyCPU() []int {
+	out := make([]int, maxCPU)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // maxSpecSize bounds a LabSpec, which the run child reads from a bounded

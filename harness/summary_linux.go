@@ -165,6 +165,37 @@ func (r *CellResult) writeFigures(b *strings.Builder, s *loadgen.Summary) {
 		b.WriteString("\n")
 	}
 	writeSelfCheck(b, s.SelfCheck)
+	r.writeBusy(b)
+}
+
+// writeBusy prints each pinned side's busy fraction per CPU over the
+// measured period, and which side was the limit.
+func (r *CellResult) writeBusy(b *strings.Builder) {
+	if cb := r.CPUBusy; cb != nil {
+		var parts []string
+		for _, side := range []struct {
+			name string
+			sb   *SideBusy
+		}{{"server", cb.Server}, {"loadgen", cb.Loadgen}} {
+			if side.sb == nil {
+				continue
+			}
+			var cpus []string
+			for i, c := range side.sb.CPUs {
+				cpus = append(cpus, fmt.Sprintf("cpu%d %.0f%%", c, 100*side.sb.Busy[i]))
+			}
+			parts = append(parts, side.name+" "+strings.Join(cpus, " "))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(b, "  %-12s %s (/proc/stat, %.1f s to %.1f s of the measured period)\n", "CPU busy", strings.Join(parts, "; "), cb.FromS, cb.ToS)
+		}
+		for _, n := range cb.Notes {
+			fmt.Fprintf(b, "  %-12s   %s\n", "", n)
+		}
+	}
+	if side, why := r.Limit(); side != "" {
+		fmt.Fprintf(b, "  %-12s %s (%s)\n", "Limit", side, why)
+	}
 }
 
 // writeLedger prints the frame ledger of data and of control, the
@@ -256,12 +287,12 @@ func describePlacement(lab *LabResult) string {
 			return name + ": no record"
 		}
 		s := name + " unpinned"
-		if p.CPU >= 0 {
+		if p.CPUs.Pinned() {
 			ok := "every thread verified"
 			if !p.AffinityOK {
 				ok = "a thread was seen off it"
 			}
-			s = fmt.Sprintf("%s on CPU %d (%s)", name, p.CPU, ok)
+			s = fmt.Sprintf("%s on %s (%s)", name, describeSet(p.CPUs), ok)
 		}
 		if l := p.CPULimit; l != nil {
 			s += fmt.Sprintf(", capped at %g CPU (throttled in %d of %d periods of %g ms)", l.Share, l.Throttled, l.Periods, l.PeriodMs)
@@ -269,6 +300,14 @@ func describePlacement(lab *LabResult) string {
 		return s
 	}
 	return side("server", lab.Server) + ", " + side("loadgen", lab.Client)
+}
+
+// describeSet is "CPU 3" or "CPUs 0-3".
+func describeSet(s CPUSet) string {
+	if s.Len() == 1 {
+		return "CPU " + s.String()
+	}
+	return "CPUs " + s.String()
 }
 
 // writeCPU prints one side's CPU time over a period, its share of a CPU

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // errWorkerGone reports a call to a worker that has ended.
@@ -110,65 +111,57 @@ func (w *worker) stop() {
 	<-w.done
 }
 
-// pinThread sets the calling thread's affinity to cpu alone and reads it
-// back; cpu < 0 leaves the mask as inherited.
-func pinThread(cpu int) error {
-	if cpu < 0 {
+// pinThread sets the calling thread's affinity to set and reads it back;
+// an unpinned set leaves the mask as inherited. set is resolved (a list).
+func pinThread(set CPUSet) error {
+	if !set.Pinned() {
 		return nil
 	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin thread to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
+	var want unix.CPUSet
+	for _, cpu := range set.List() {
+		want.Set(cpu)
+	}
+	if err := unix.SchedSetaffinity(0, &want); err != nil {
+		return fmt.Errorf("pin thread to CPUs %s: %w", set, os.NewSyscallError("sched_setaffinity", err))
 	}
 	var got unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &got); err != nil {
-		return fmt.Errorf("pin thread to CPU %d: %w", cpu, os.NewSyscallError("sched_getaffinity", err))
+		return fmt.Errorf("pin thread to CPUs %s: %w", set, os.NewSyscallError("sched_getaffinity", err))
 	}
-	if got != set {
-		return fmt.Errorf("pin thread to CPU %d: the kernel kept %d CPUs", cpu, got.Count())
+	if got != want {
+		return fmt.Errorf("pin thread to CPUs %s: the kernel kept %s", set, reactors.FormatCPUList(maskList(&got)))
 	}
 	return nil
 }
 
-// allowedCPUs checks that every pinned CPU of c is one this process's
-// calling thread may use: what the children of a worker would inherit
-// before pinning.
-func allowedCPUs(c CPUs) error {
+// AllowedCPUs lists the CPUs the calling thread may use, ascending: what
+// the children of a worker would inherit before pinning, and what
+// CPUs.Resolve resolves a placement against in Run.
+func AllowedCPUs() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return fmt.Errorf("cpus: %w", os.NewSyscallError("sched_getaffinity", err))
+		return nil, fmt.Errorf("cpus: %w", os.NewSyscallError("sched_getaffinity", err))
 	}
-	for _, s := range []struct {
-		name string
-		cpu  int
-	}{{"server", c.Server}, {"loadgen", c.Client}} {
-		if s.cpu >= 0 && !set.IsSet(s.cpu) { // validate bounded s.cpu below maxCPU
-			return fmt.Errorf("cpus %s: %s: CPU %d is not one this process may use (%s)", c, s.name, s.cpu, cpuList(&set))
-		}
-	}
-	return nil
+	return maskList(&set), nil
 }
 
-// cpuList formats a mask like the kernel's Cpus_allowed_list ("0-3,6").
-func cpuList(set *unix.CPUSet) string {
-	out := ""
-	for i := 0; i < maxCPU; i++ {
-		if !set.IsSet(i) {
-			continue
+// maskList is the CPUs of a mask, ascending.
+func maskList(set *unix.CPUSet) []int {
+	var out []int
+	for i := range maxCPU {
+		if set.IsSet(i) {
+			out = append(out, i)
 		}
-		j := i
-		for j+1 < maxCPU && set.IsSet(j+1) {
-			j++
-		}
-		if out != "" {
-			out += ","
-		}
-		out += strconv.Itoa(i)
-		if j > i {
-			out += "-" + strconv.Itoa(j)
-		}
-		i = j
 	}
 	return out
+}
+
+// resolveCPUs is c resolved against the CPUs the calling thread may use
+// (CPUs.Resolve).
+func resolveCPUs(c CPUs) (CPUs, error) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		return Unpinned, err
+	}
+	return c.Resolve(allowed)
 }

@@ -138,12 +138,13 @@ func runDir(index int, id string, repeat int, with string) string {
 func (c Cell) Info() results.CellInfo {
 	cfg := map[string]string{}
 	for _, name := range Fields {
-		// Fields a cell does not use are left out; server_cpu,
-		// control_timeout, removal_after, urgent_every, control_sched,
+		// Fields a cell does not use are left out; server_cpu, cpus,
+		// loadgen_loops, control_timeout, removal_after, urgent_every, control_sched,
 		// admission and urgent only when set (not the default), so that
 		// manifests written before they existed still compare.
 		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" ||
 			name == "server_cpu" && c.ServerCPU == 0 || name == "urgent_every" && c.UrgentEvery == 0 ||
+			name == "cpus" && c.CPUs == "" || name == "loadgen_loops" && c.LoadgenLoops == 0 ||
 			name == "control_sched" && c.ControlSched == "" || name == "admission" && c.Admission == "" || name == "urgent" && c.Urgent == "" ||
 			name == "control_timeout" && c.controlTimeout() == loadgen.DefaultControlTimeout ||
 			name == "removal_after" && c.removalAfter() == loadgen.DefaultRemovalAfter {
@@ -195,6 +196,12 @@ func (c Cell) Describe() string {
 	}
 	if c.ServerCPU > 0 {
 		parts = append(parts, "server capped at "+fields["server_cpu"].text(&c.Settings)+" CPU")
+	}
+	if c.CPUs != "" {
+		parts = append(parts, "cpus "+c.CPUs)
+	}
+	if c.LoadgenLoops > 0 {
+		parts = append(parts, fmt.Sprintf("%d load generator loops", c.LoadgenLoops))
 	}
 	parts = append(parts, fields["duration"].text(&c.Settings)+" after "+fields["warmup"].text(&c.Settings)+" warm-up")
 	return strings.Join(parts, ", ")

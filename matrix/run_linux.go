@@ -379,9 +379,15 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	if err != nil {
 		return harness.CellSpec{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
 	}
+	cpus := opt.CPUs
+	if p.Cell.CPUs != "" {
+		if cpus, err = harness.ParseCPUs(p.Cell.CPUs); err != nil { // accepted when the spec was read
+			return harness.CellSpec{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
+		}
+	}
 	return harness.CellSpec{
 		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
-		CPUs: opt.CPUs, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
+		CPUs: cpus, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil
 }
 
@@ -421,6 +427,7 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 		err = loadMetrics(m, s, hlog, measuredFrom)
 	}
 	serverMetrics(m, res)
+	limitMetrics(m, res)
 	return m, err
 }
 
@@ -428,7 +435,8 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 // throughput, the sources' shares, latencies, the health check's false
 // timeouts and removals (with control probes; absent from a summary
 // written before they were counted), the urgent class (with urgent
-// bytes, likewise), STOP, anomalies and whether it was the limit. The
+// bytes, likewise), STOP and anomalies (whether it was the limit is
+// limitMetrics'). The
 // error is for an unreadable interval log at hlog.
 func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measuredFrom time.Time) error {
 	var err error
@@ -483,10 +491,20 @@ func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measured
 	t, c := s.Totals, s.ControlTotals
 	m[results.MetricAnomalies] = float64(t.Lost + t.Duplicated + t.CorruptedAnswers + t.Unexpected + t.WrongConn +
 		c.Lost + c.Duplicated + c.CorruptedAnswers + c.Unexpected + c.WrongConn)
-	if s.SelfCheck.Limit == loadgen.LimitLoadgen {
-		m[results.MetricLoadgenLimited] = 1
-	}
 	return err
+}
+
+// limitMetrics flags which side limited the run (harness.CellResult.Limit:
+// the self-check and the busy fraction of each side's CPUs), when it says.
+func limitMetrics(m map[string]float64, res *harness.CellResult) {
+	switch side, _ := res.Limit(); side {
+	case "loadgen":
+		m[results.MetricLoadgenLimited] = 1
+	case "server":
+		m[results.MetricServerLimited] = 1
+	case "neither":
+		m[results.MetricNeitherLimited] = 1
+	}
 }
 
 // urgentMetrics adds to m the urgent class of s: its latencies (when any

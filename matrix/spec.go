@@ -120,6 +120,13 @@ type Settings struct {
 	// server and not the load generator is the limit; 0: no cap. It applies
 	// to reference reactors and black-box targets alike.
 	ServerCPU float64
+	// CPUs is the cell's placement in harness.ParseCPUs's form
+	// ("server=0-1,loadgen=2-3", "server=count:2,loadgen=count:2"); ""
+	// places it as the matrix's --cpus says.
+	CPUs string
+	// LoadgenLoops is the load generator's number of event loops; 0 is one
+	// per CPU of its set (harness.DefaultLoadLoops).
+	LoadgenLoops int
 
 	Duration time.Duration
 	Warmup   time.Duration
@@ -192,7 +199,7 @@ func (s Settings) loadConfig() loadgen.Config {
 		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate,
 		ControlEvery: s.ControlEvery, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
 		StopAt: s.StopAt, UrgentEvery: s.UrgentEvery, Duration: s.Duration, Warmup: s.Warmup,
-		Faults: slices.Clone(s.WireFaults),
+		Faults: slices.Clone(s.WireFaults), Loops: s.LoadgenLoops,
 	}
 }
 

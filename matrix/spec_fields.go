@@ -27,7 +27,7 @@ import (
 var Fields = []string{
 	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "control_timeout", "removal_after", "stop_at",
 	"urgent_every", "callback", "workers", "budgets", "timer", "app_timer", "control_sched", "admission", "urgent",
-	"faults", "server_cpu", "duration", "warmup",
+	"faults", "server_cpu", "cpus", "loadgen_loops", "duration", "warmup",
 }
 
 // field decodes, compares and prints one baseline field.
@@ -145,6 +145,48 @@ var fields = map[string]field{
 		},
 		equal: func(a, b *Settings) bool { return a.ServerCPU == b.ServerCPU },
 		text:  func(s *Settings) string { return strconv.FormatFloat(s.ServerCPU, 'g', -1, 64) },
+	},
+	"cpus": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			c, err := harness.ParseCPUs(v)
+			if err != nil {
+				return err
+			}
+			s.CPUs = c.String()
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.CPUs == b.CPUs },
+		text: func(s *Settings) string {
+			if s.CPUs == "" {
+				return "as --cpus"
+			}
+			return s.CPUs
+		},
+	},
+	"loadgen_loops": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 0 || k > loadgen.MaxLoops {
+				return fmt.Errorf("%q is not a number of event loops (accepted: 1..%d; 0 or left out: one per CPU of the load generator's set)", v, loadgen.MaxLoops)
+			}
+			s.LoadgenLoops = k
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.LoadgenLoops == b.LoadgenLoops },
+		text: func(s *Settings) string {
+			if s.LoadgenLoops == 0 {
+				return "one per CPU"
+			}
+			return strconv.Itoa(s.LoadgenLoops)
+		},
 	},
 	"stop_at": durField(func(s *Settings) *time.Duration { return &s.StopAt }),
 	"callback": {

@@ -35,7 +35,7 @@ var structField = map[string]string{
 	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at", "UrgentEvery": "urgent_every",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
-	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu",
+	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "CPUs": "cpus", "LoadgenLoops": "loadgen_loops",
 	"Duration": "duration", "Warmup": "warmup",
 }
 
@@ -307,6 +307,9 @@ var errorCases = []struct {
 	{"budgets with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  budgets: {budget-input: 8}\n", 7, "budgets: reactor-only with a target"},
 	{"timer with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  timer: deadline\n", 7, "timer: reactor-only with a target"},
 	{"reactor fault with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  faults: [no-drain]\n", 7, `faults: reactor fault "no-drain" with a target`},
+	{"bad cpus", okBase + "  cpus: server=0-\n", 8, `cpus: cpus "server=0-": server: "0-": "0-": want a CPU number`},
+	{"cpus side twice", okBase + "  cpus: server=0,server=1\n", 8, `cpus: cpus "server=0,server=1": server given twice`},
+	{"bad loadgen loops", okBase + "  loadgen_loops: -1\n", 8, `loadgen_loops: "-1" is not a number of event loops (accepted: 1..256`},
 	{"bad server cpu", okBase + "  server_cpu: half\n", 8, `server_cpu: "half" is not a CPU cap (accepted: a number of CPUs, 0.05..1024`},
 	{"negative server cpu", okBase + "  server_cpu: -0.5\n", 8, `server_cpu: "-0.5": want a number of CPUs, 0.05..1024, or 0 for no cap`},
 	{"server cpu below the least quota", okBase + "  server_cpu: 0.01\n", 8, `server_cpu: "0.01": want a number of CPUs, 0.05..1024`},
@@ -479,5 +482,46 @@ func TestParseSuiteYAMLLine(t *testing.T) {
 				t.Errorf("err = %v, want ErrSpec and prefix %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlacementFactors: cpus and loadgen_loops are factors like any
+// other: each value one cell, differing from the baseline in that field
+// alone, in its canonical form, and in the manifest's configuration only
+// when set (so that manifests from before them still compare).
+func TestPlacementFactors(t *testing.T) {
+	spec, err := Parse([]byte(okBase + "factors:\n  - {name: cpus, values: [\"server=0-1,loadgen=2,3\", \"server=count:1,loadgen=count:2\"]}\n  - {name: loadgen_loops, values: [2]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := spec.Expand()
+	want := []struct {
+		id, cpus string
+		loops    int
+	}{
+		{"baseline", "", 0}, {"cpus=server=0-1,loadgen=2-3", "server=0-1,loadgen=2-3", 0},
+		{"cpus=server=count:1,loadgen=count:2", "server=count:1,loadgen=count:2", 0}, {"loadgen_loops=2", "", 2},
+	}
+	if len(cells) != len(want) {
+		t.Fatalf("%d cells, want %d: %+v", len(cells), len(want), cells)
+	}
+	for i, c := range cells {
+		w := want[i]
+		if c.CPUs != w.cpus || c.LoadgenLoops != w.loops {
+			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.CPUs, c.LoadgenLoops, w.cpus, w.loops)
+		}
+		if i > 0 {
+			if d := differing(t, cells[0].Settings, c.Settings); len(d) != 1 {
+				t.Errorf("cell %s differs in %v", c.ID, d)
+			}
+		}
+		_, lc, err := c.Configs()
+		if err != nil || lc.Loops != w.loops {
+			t.Errorf("cell %s: load loops %d (%v), want %d", c.ID, lc.Loops, err, w.loops)
+		}
+		_, inCfg := c.Info().Config["cpus"]
+		if inCfg != (w.cpus != "") {
+			t.Errorf("cell %s: cpus in the manifest's configuration %v, want %v", c.ID, inCfg, w.cpus != "")
+		}
 	}
 }

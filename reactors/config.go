@@ -158,6 +158,16 @@ type Config struct {
 	// it was busy, so the threads it shares a CPU with run and a busy
 	// real-time loop takes at most half of it. Default 2 ms; 100µs..1s.
 	RTHold time.Duration
+	// LoopCPUs, when not empty, pins each loop's thread to one CPU: loop i
+	// (in Layout order) to LoopCPUs[i mod len(LoopCPUs)], set by the locked
+	// thread on itself right after it is locked and read back, so a list
+	// with as many CPUs as the layout has loops gives every loop a CPU of
+	// its own (prio-thread's control loop apart from its data loop), and a
+	// shorter one shares them round-robin. Empty (the default) leaves every
+	// thread on the mask it inherited. Each CPU appears once, below
+	// MaxCPU; New refuses one this process may not use, naming it. The
+	// assignment in force is Stats.LoopThreads.
+	LoopCPUs []int
 	// Admission limits DATA at the data plane's entry past saturation, as
 	// ParseAdmission reads it: "open" (the default) or
 	// "token-bucket:RATE/BURST", per loop. Engaged after AdmissionAfter
@@ -319,7 +329,23 @@ func (c Config) validateModes() error {
 	if _, err := ParseSched(c.ControlSched); err != nil {
 		return fmt.Errorf("%w: control-sched = %q: %w", ErrConfig, c.ControlSched, err)
 	}
+	if !distinctCPUs(c.LoopCPUs) {
+		return rangeErr("loop-cpus", c.LoopCPUs, fmt.Sprintf("distinct CPU numbers 0..%d", MaxCPU-1))
+	}
 	return nil
+}
+
+// distinctCPUs reports whether cpus holds no CPU twice and none outside
+// 0..MaxCPU-1.
+func distinctCPUs(cpus []int) bool {
+	seen := map[int]bool{}
+	for _, c := range cpus {
+		if c < 0 || c >= MaxCPU || seen[c] {
+			return false
+		}
+		seen[c] = true
+	}
+	return true
 }
 
 // validateDurations checks the time fields against their ranges.

@@ -45,6 +45,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&modeValue[WaitMode]{&c.Wait, []WaitMode{WaitPollFirst, WaitBlock}}, "wait", "how an idle loop waits (`mode`): poll-first or block")
 	fs.Var(&modeValue[StatsMode]{&c.Stats, []StatsMode{StatsOn, StatsOff}}, "stats", "latency histograms (`mode`): on, or off (to measure what they cost)")
 	fs.Var(&checkedString{&c.ControlSched, checkSched}, "control-sched", "scheduling `class` of the control loop's thread: "+SchedForms)
+	fs.Var(cpuListValue{&c.LoopCPUs}, "loop-cpus", "pin loop i's thread to the i-th CPU of this `list` (0-3,8), round-robin; empty: not pinned")
 	fs.DurationVar(&c.RTHold, "rt-hold", c.RTHold, "a real-time control loop busy this long without blocking sleeps as long as it was busy (100µs..1s)")
 	fs.Var(&checkedString{&c.Admission, checkAdmission}, "admission", "DATA `limit` past saturation: "+AdmissionForms)
 	fs.IntVar(&c.AdmissionAfter, "admission-after", c.AdmissionAfter, "saturated rounds in a row that engage the admission limit (1..1000)")

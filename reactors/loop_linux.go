@@ -97,6 +97,7 @@ type Loop struct {
 	hist   *histograms
 
 	tid       atomic.Int32 // the loop's OS thread, once running
+	cpu       atomic.Int32 // the CPU its thread is pinned to (Config.LoopCPUs), -1 for none
 	cpuAtExit atomic.Int64 // the thread's CPU time (ns) when the loop ended
 
 	pubMu     sync.Mutex
@@ -220,6 +221,9 @@ func (l *Loop) closeResources() {
 func (l *Loop) run() {
 	runtime.LockOSThread()
 	defer l.r.wg.Done()
+	if err := l.pinLoop(); err != nil {
+		l.r.fail(err)
+	}
 	l.tid.Store(int32(unix.Gettid()))
 	l.enterSched()
 	l.r.threadsUp.Done()

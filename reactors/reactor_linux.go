@@ -118,6 +118,9 @@ func New(design Policy, cfg Config) (*Reactor, error) {
 	if err := probeSched(sched); err != nil {
 		return nil, err
 	}
+	if err := checkLoopCPUs(cfg.LoopCPUs); err != nil {
+		return nil, err
+	}
 	if err := startRuntimePoller(); err != nil {
 		return nil, err
 	}
@@ -460,6 +463,7 @@ func (r *Reactor) finish() {
 	}
 	s.LoopCPUNs = uint64(r.LoopCPU())
 	s.LoopSched = r.LoopSched()
+	s.LoopThreads = r.LoopPlacement()
 	r.final = s
 }
 

@@ -233,6 +233,10 @@ type Stats struct {
 	// LoopSched is each loop thread's scheduling class as the kernel
 	// reported it once the loop ran (ParseSched's form; see
 	// Config.ControlSched), in loop order.
-	LoopSched []string                          `json:"loop_sched,omitempty"`
-	Raw       map[string]*hdrhistogram.Snapshot `json:"-"`
+	LoopSched []string `json:"loop_sched,omitempty"`
+	// LoopThreads is each loop's OS thread and the CPU Config.LoopCPUs
+	// pinned it to (-1: not pinned), in loop order, as read back once the
+	// loop ran: what a harness checks every thread's mask against.
+	LoopThreads []LoopThread                      `json:"loop_threads,omitempty"`
+	Raw         map[string]*hdrhistogram.Snapshot `json:"-"`
 }

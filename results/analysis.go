@@ -1,5 +1,11 @@
 package results
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // Verdict is the outcome of one comparison of a cell's metric with the
 // baseline's (or, in Compare, of a new run's with an old run's).
 type Verdict string
@@ -49,6 +55,10 @@ type CellAnalysis struct {
 	Runs      int      `json:"runs"`
 	ValidRuns int      `json:"valid_runs"`
 	Invalid   []string `json:"invalid,omitempty"`
+	// Limits counts the valid runs by the side that limited them
+	// ("loadgen", "server", "neither"; MetricLoadgenLimited and its
+	// siblings); nil when no run says.
+	Limits map[string]int `json:"limits,omitempty"`
 	// Metrics are in catalogue order, for the metrics the runs have.
 	Metrics []MetricResult `json:"metrics"`
 	// Latency summarises the merged measured histograms of the valid runs,
@@ -80,4 +90,19 @@ type MetricResult struct {
 	P         float64 `json:"p,omitempty"`
 	PAdjusted float64 `json:"p_adjusted,omitempty"`
 	Verdict   Verdict `json:"verdict,omitempty"`
+}
+
+// LimitText says which side limited the cell's valid runs, the most
+// frequent first: "server 4/4", "loadgen 3/4, neither 1/4"; "" when no run
+// says.
+func (c CellAnalysis) LimitText() string {
+	sides := []string{"loadgen", "server", "neither"}
+	slices.SortStableFunc(sides, func(a, b string) int { return c.Limits[b] - c.Limits[a] })
+	var parts []string
+	for _, side := range sides {
+		if n := c.Limits[side]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", side, n, c.ValidRuns))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -20,6 +20,28 @@ const DefaultAlpha = 0.05
 // Analyze reports the cells that have such runs in its notes.
 const MetricLoadgenLimited = "loadgen_limited"
 
+// MetricServerLimited and MetricNeitherLimited are a run's flags beside
+// MetricLoadgenLimited, not catalogue metrics: 1 when the server was the
+// limit (its CPUs full), or neither side (both had CPU to spare). A run
+// has at most one of the three; a run with none (recorded before them,
+// or without the figures) says nothing. Analyze counts them per cell
+// (CellAnalysis.Limits).
+const (
+	MetricServerLimited  = "server_limited"
+	MetricNeitherLimited = "neither_limited"
+)
+
+// BusyFull is the mean busy fraction of a side's CPUs over the measured
+// period at which that side is taken for the limit of a run (the kernel
+// left it less than a tenth of its CPUs); harness.CellResult.Limit uses
+// it.
+const BusyFull = 0.9
+
+// limitFlags maps each limit flag to the side CellAnalysis.Limits names.
+var limitFlags = []struct{ metric, side string }{
+	{MetricLoadgenLimited, "loadgen"}, {MetricServerLimited, "server"}, {MetricNeitherLimited, "neither"},
+}
+
 // ModeLoopback is RunRecord.Mode for a run over loopback, without the lab's
 // network namespaces.
 const ModeLoopback = "loopback"
@@ -205,6 +227,14 @@ func cellSamples(ca *CellAnalysis, c CellInfo, runs []RunRecord, base baselineRu
 			continue
 		}
 		ca.ValidRuns++
+		for _, f := range limitFlags {
+			if r.Metrics[f.metric] == 1 {
+				if ca.Limits == nil {
+					ca.Limits = map[string]int{}
+				}
+				ca.Limits[f.side]++
+			}
+		}
 		cur := catalogueValues(r, c.ID, ns)
 		for name, v := range cur {
 			vals[name] = append(vals[name], v)

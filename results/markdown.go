@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,17 +37,29 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		"▲ better, ▼ worse, ◆ different (a metric without a direction), = no significant difference, " +
 		"? inconclusive (too few valid runs for any difference to be significant); " +
 		"n/a says what the cell or the baseline lacks for a comparison.\n\n")
+	// The limit column only where runs say which side limited them
+	// (reports of runs recorded before it stay as they were).
+	limits := slices.ContainsFunc(a.Cells, func(c CellAnalysis) bool { return len(c.Limits) > 0 })
 	p("| cell | valid runs |")
+	if limits {
+		p(" limit |")
+	}
 	for _, metric := range headline {
 		p(" %s |", mdCell(metric.Label+unitSuffix(metric.Unit)))
 	}
 	p("\n|---|---:|")
+	if limits {
+		p("---|")
+	}
 	for range headline {
 		p("---:|")
 	}
 	p("\n")
 	for _, c := range a.Cells {
 		p("| %s | %d/%d |", mdCode(c.ID), c.ValidRuns, c.Runs)
+		if limits {
+			p(" %s |", mdCell(orDash(c.LimitText())))
+		}
 		for _, metric := range headline {
 			p(" %s |", mdCell(summaryText(c, metric)))
 		}
@@ -60,7 +73,11 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		if c.Describe != "" {
 			p("%s\n\n", mdText(c.Describe))
 		}
-		p("%d of %d runs valid.\n\n", c.ValidRuns, c.Runs)
+		p("%d of %d runs valid.", c.ValidRuns, c.Runs)
+		if l := c.LimitText(); l != "" {
+			p(" The limit (the load generator's self-check, and whether a side's CPUs were %.0f%% busy or more): %s.", 100*BusyFull, mdText(l))
+		}
+		p("\n\n")
 		for _, why := range c.Invalid {
 			p("- invalid: %s\n", mdText(why))
 		}

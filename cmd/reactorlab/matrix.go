@@ -123,7 +123,7 @@ func (inv *matrixInvocation) defineFlags() (list *bool) {
 	f.StringVar(&inv.resume, "resume", "", "continue the interrupted run in `DIR` (its spec, shard, placement and lab mode are the ones recorded; a SUITE or FILE given must be the same spec)")
 	f.StringVar(&inv.jsonOut, "json", "", "also write the result (each spec's summary.json, its runs and directory) as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
 	inv.cpus = defaultCPUs()
-	f.Var(&inv.cpus, "cpus", "`PLACEMENT` server=CPU,loadgen=CPU, or none; by default the first two CPUs this process may use (with --resume: the placement recorded)")
+	f.Var(&inv.cpus, "cpus", "`PLACEMENT` server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N or none, for every cell whose spec has no cpus field; by default "+harness.DefaultCPUsText+", here "+defaultCPUs().String()+" (with --resume: the placement recorded)")
 	f.StringVar(&inv.labMode, "lab", "auto", "`MODE` of network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback); with --resume: the mode recorded")
 	f.DurationVar(&inv.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
 	return list

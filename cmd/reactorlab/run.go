@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
@@ -93,7 +91,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
 	f.cpus = defaultCPUs()
-	fs.Var(&f.cpus, "cpus", "placement: server=CPU,loadgen=CPU (or none; default: the first two CPUs this process may use)")
+	fs.Var(&f.cpus, "cpus", "placement: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
+	fs.IntVar(&load.Loops, "loadgen-loops", 0, "event loops of the load generator, each on its own thread and CPU of its set (0: one per CPU of its set, at most one per connection; 1 when unpinned)")
 	fs.Float64Var(&f.serverCPU, "server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	fs.StringVar(&f.lab, "lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	fs.DurationVar(&f.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
@@ -171,6 +170,9 @@ func (f *runFlags) placement(set map[string]bool) (harness.CellSpec, error) {
 		if set[name] {
 			return harness.CellSpec{}, fmt.Errorf("--%s: the harness chooses the server's addresses", name)
 		}
+	}
+	if set["loop-cpus"] {
+		return harness.CellSpec{}, errors.New("--loop-cpus: the harness pins the reactor's loops to the server's set, one CPU each (give the set with --cpus server=LIST)")
 	}
 	if err := harness.CheckServerCPU(f.serverCPU); err != nil {
 		return harness.CellSpec{}, fmt.Errorf("--server-cpu %v: %w", f.serverCPU, err)
@@ -340,23 +342,14 @@ func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *har
 	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
 }
 
-// defaultCPUs is the default placement: the first two CPUs this process
-// may use, server then load generator, or no pinning where it has one.
+// defaultCPUs is the default placement over the CPUs this process may
+// use (harness.DefaultCPUs), or no pinning where they cannot be read.
 func defaultCPUs() harness.CPUs {
-	var allowed unix.CPUSet
-	if unix.SchedGetaffinity(0, &allowed) != nil {
+	allowed, err := harness.AllowedCPUs()
+	if err != nil {
 		return harness.Unpinned
 	}
-	var mine []int
-	for i := 0; i < 1024 && len(mine) < 2; i++ {
-		if allowed.IsSet(i) {
-			mine = append(mine, i)
-		}
-	}
-	if len(mine) < 2 {
-		return harness.Unpinned
-	}
-	return harness.CPUs{Server: mine[0], Client: mine[1]}
+	return harness.DefaultCPUs(allowed)
 }
 
 // writeJSON writes v to w as indented JSON (the --json output of run and

@@ -1,0 +1,205 @@
+//go:build linux
+
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/results"
+)
+
+// CPUTicks is the kernel's cumulative account of each CPU of a side's set
+// at one moment, from /proc/stat in clock ticks (USER_HZ, 10 ms here):
+// Busy is user + nice + system + irq + softirq + steal, Total adds idle
+// and iowait; both per CPU of ProcResult.CPUs, in its order.
+type CPUTicks struct {
+	At    time.Time `json:"at"`
+	Busy  []uint64  `json:"busy"`
+	Total []uint64  `json:"total"`
+}
+
+// maxCPUTicks bounds ProcResult.CPUTicks: past it every second sample is
+// dropped, so a long run keeps an even spread at a coarser step.
+const maxCPUTicks = 512
+
+// readCPUTicks reads /proc/stat's lines of the given CPUs.
+func readCPUTicks(cpus []int) (CPUTicks, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return CPUTicks{}, err
+	}
+	at := time.Now()
+	byCPU := map[int][2]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil {
+			continue
+		}
+		var v [8]uint64 // user nice system idle iowait irq softirq steal
+		for i := range v {
+			v[i], _ = strconv.ParseUint(f[1+i], 10, 64)
+		}
+		busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+		byCPU[n] = [2]uint64{busy, busy + v[3] + v[4]}
+	}
+	t := CPUTicks{At: at}
+	for _, c := range cpus {
+		bt, ok := byCPU[c]
+		if !ok {
+			return CPUTicks{}, fmt.Errorf("/proc/stat has no line for CPU %d", c)
+		}
+		t.Busy, t.Total = append(t.Busy, bt[0]), append(t.Total, bt[1])
+	}
+	return t, nil
+}
+
+// noteTicks appends a sample of the side's CPUs to CPUTicks (pinned
+// sides only), thinning the series at maxCPUTicks.
+func (p *ProcResult) noteTicks() {
+	if !p.CPUs.Pinned() {
+		return
+	}
+	t, err := readCPUTicks(p.CPUs.List())
+	if err != nil {
+		return
+	}
+	if len(p.CPUTicks) >= maxCPUTicks {
+		kept := p.CPUTicks[:0]
+		for i := 0; i < len(p.CPUTicks); i += 2 {
+			kept = append(kept, p.CPUTicks[i])
+		}
+		p.CPUTicks = kept
+	}
+	p.CPUTicks = append(p.CPUTicks, t)
+}
+
+// SideBusy is one side's busy fraction per CPU of its set over a span
+// (0..1 each; Mean their mean): the kernel's account of those CPUs, which
+// counts whatever ran there, the side's threads and the network work the
+// kernel did on them, and anything else the machine placed there.
+type SideBusy struct {
+	CPUs []int     `json:"cpus"`
+	Busy []float64 `json:"busy"`
+	Mean float64   `json:"mean"`
+}
+
+// CPUBusy is the busy fraction of each side's CPUs over the measured
+// period, from the /proc/stat samples (CPUTicks) taken inside it: FromS and
+// ToS are the span they cover, in seconds after the period's start. A side
+// is nil when unpinned (its CPUs are not its own) or when fewer than two
+// samples fell inside the period; Notes say why.
+type CPUBusy struct {
+	FromS   float64   `json:"from_s"`
+	ToS     float64   `json:"to_s"`
+	Server  *SideBusy `json:"server,omitempty"`
+	Loadgen *SideBusy `json:"loadgen,omitempty"`
+	Notes   []string  `json:"notes,omitempty"`
+}
+
+// measureBusy is the busy fraction of each side's CPUs between from and
+// to (the measured period), or nil when there is no period.
+func (res *CellResult) measureBusy() {
+	if res.Lab == nil || res.Load == nil || res.Load.MeasuredS <= 0 {
+		return
+	}
+	from := res.Load.StartTime.Add(res.Cell.Load.WithDefaults().Warmup)
+	to := from.Add(time.Duration(res.Load.MeasuredS * float64(time.Second)))
+	b := &CPUBusy{}
+	for _, side := range []struct {
+		name string
+		p    *ProcResult
+		dst  **SideBusy
+	}{{"server", res.Lab.Server, &b.Server}, {"loadgen", res.Lab.Client, &b.Loadgen}} {
+		if side.p == nil || !side.p.CPUs.Pinned() {
+			b.Notes = append(b.Notes, side.name+": unpinned, its CPUs are not its own")
+			continue
+		}
+		sb, lo, hi, why := busyBetween(side.p, from, to)
+		if sb == nil {
+			b.Notes = append(b.Notes, side.name+": "+why)
+			continue
+		}
+		*side.dst = sb
+		b.FromS, b.ToS = lo.Sub(from).Seconds(), hi.Sub(from).Seconds()
+	}
+	res.CPUBusy = b
+}
+
+// busyBetween is p's busy fractions over the first and last of its
+// samples inside [from, to], with their times; nil and why when there
+// are fewer than two, or no tick passed between them.
+func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.Time, string) {
+	first, last, inside := -1, -1, 0
+	for i, t := range p.CPUTicks {
+		if !t.At.Before(from) && !t.At.After(to) {
+			if first < 0 {
+				first = i
+			}
+			last, inside = i, inside+1
+		}
+	}
+	if inside < 2 {
+		return nil, time.Time{}, time.Time{}, fmt.Sprintf("%d of %d /proc/stat samples inside the measured period; two are needed", inside, len(p.CPUTicks))
+	}
+	a, z := p.CPUTicks[first], p.CPUTicks[last]
+	sb := &SideBusy{CPUs: p.CPUs.List()}
+	for i := range sb.CPUs {
+		total := float64(z.Total[i] - a.Total[i])
+		if total <= 0 {
+			return nil, time.Time{}, time.Time{}, fmt.Sprintf("CPU %d: no clock tick between the samples", sb.CPUs[i])
+		}
+		f := float64(z.Busy[i]-a.Busy[i]) / total
+		sb.Busy = append(sb.Busy, f)
+		sb.Mean += f / float64(len(sb.CPUs))
+	}
+	return sb, a.At, z.At, ""
+}
+
+// Limit says which side limited the cell's throughput, and why: "loadgen"
+// when the load generator's self-check says so (its own scheduling lag or
+// CPU) or its CPUs were busy results.BusyFull or more; else "server" when the
+// server's were; else "neither" (both had CPU to spare: the load's own
+// shape, ping-pong say, set the pace). Without busy figures for the
+// server it says what the self-check says (loadgen.SelfCheck.Limit). ""
+// when the load generator left no summary.
+func (res *CellResult) Limit() (side, why string) {
+	s := res.Load
+	if s == nil {
+		return "", ""
+	}
+	var srv, gen *SideBusy
+	if b := res.CPUBusy; b != nil {
+		srv, gen = b.Server, b.Loadgen
+	}
+	switch {
+	case s.SelfCheck.Limit == loadgen.LimitLoadgen:
+		why = "its self-check"
+		if len(s.SelfCheck.Reasons) > 0 {
+			why += ": " + s.SelfCheck.Reasons[0]
+		}
+		return "loadgen", why
+	case gen != nil && gen.Mean >= results.BusyFull:
+		return "loadgen", fmt.Sprintf("its CPUs %.0f%% busy", 100*gen.Mean)
+	case srv != nil && srv.Mean >= results.BusyFull:
+		return "server", fmt.Sprintf("its CPUs %.0f%% busy", 100*srv.Mean)
+	case srv == nil:
+		return s.SelfCheck.Limit, "the load generator's self-check (no busy figures for the server's CPUs)"
+	}
+	why = fmt.Sprintf("server's CPUs %.0f%% busy", 100*srv.Mean)
+	if gen != nil {
+		why += fmt.Sprintf(", loadgen's %.0f%%", 100*gen.Mean)
+	}
+	return "neither", why
+}

@@ -1,0 +1,228 @@
+//go:build linux
+
+package harness
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// allowedOrSkip is the CPUs this process may use, or a skip where it may
+// use fewer than n.
+func allowedOrSkip(t *testing.T, n int) []int {
+	t.Helper()
+	cpus, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) < n {
+		t.Skipf("this process may use %d CPU(s) (%v); the test needs %d", len(cpus), cpus, n)
+	}
+	return cpus
+}
+
+// TestRunRefusesACPUOutsideTheAllowedSet: on a thread whose mask is
+// narrowed to one CPU, a placement that names another is refused by Run
+// and by CellSpec.Validate before anything starts, naming the side, the
+// CPU and the allowed list. The narrowed thread exits locked, so no
+// thread the process keeps is changed.
+func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
+	cpus := allowedOrSkip(t, 2)
+	placement := CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}
+	type outcome struct {
+		res       *LabResult
+		run, cell error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		var one unix.CPUSet
+		one.Set(cpus[0])
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			done <- outcome{run: err}
+			return
+		}
+		var o outcome
+		o.res, o.run = Run(context.Background(), echoSpec(ModeLoopback, placement))
+		o.cell = CellSpec{Reactor: reactors.LT, Config: reactors.DefaultConfig(), Load: loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second},
+			CPUs: placement, Dir: t.TempDir()}.Validate()
+		done <- o
+	}()
+	o := <-done
+	want := "loadgen: CPU " + strconv.Itoa(cpus[1]) + " is not one this process may use (" + strconv.Itoa(cpus[0]) + ")"
+	if o.res != nil || o.run == nil || !strings.Contains(o.run.Error(), want) {
+		t.Errorf("Run on a thread narrowed to CPU %d: %v, %v; want nil and an error with %q", cpus[0], o.res, o.run, want)
+	}
+	if o.cell == nil || !strings.Contains(o.cell.Error(), want) {
+		t.Errorf("CellSpec.Validate there: %v; want an error with %q", o.cell, want)
+	}
+}
+
+// TestLoopProblems: the check of a side's threads against the loops it
+// reported catches each way a placement can be wrong (each case a fault
+// planted in the samples) and passes the right one.
+func TestLoopProblems(t *testing.T) {
+	set := CPUList(0, 1)
+	pins := []loopPin{{Index: 0, Tid: 10, CPU: 0}, {Index: 1, Tid: 11, CPU: 1}}
+	right := []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}
+	if got := loopProblems("server", &ProcResult{CPUs: set, Masks: right}, pins); len(got) != 0 {
+		t.Errorf("a right placement: %q", got)
+	}
+	for _, tc := range []struct {
+		name  string
+		masks []ThreadMasks
+		pins  []loopPin
+		want  string
+	}{
+		{"loop never pinned", []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
+			"placement: server: thread 10 last seen on CPUs 0-1, want 0 (loop 0's CPU)"},
+		{"loop on the other CPU", []ThreadMasks{{Tid: 10, Masks: []string{"1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
+			"thread 10 on CPUs 1, want 0 (loop 0's CPU)"},
+		{"loop back on the set", []ThreadMasks{{Tid: 10, Masks: []string{"0", "0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
+			"thread 10 last seen on CPUs 0-1, want 0"},
+		{"other thread narrowed", append(slices.Clone(right), ThreadMasks{Tid: 12, Masks: []string{"0-1", "1"}}), pins,
+			"thread 12 on CPUs 1, want 0-1 (its side's set)"},
+		{"loop reported outside the set", right, []loopPin{{Index: 0, Tid: 10, CPU: 5}},
+			"loop 0 (thread 10) reported on CPU 5, outside the side's set 0-1"},
+		{"loop never sampled", right, append(slices.Clone(pins), loopPin{Index: 2, Tid: 13, CPU: 0}),
+			"loop 2's thread 13 was never seen by the samples"},
+	} {
+		got := strings.Join(loopProblems("server", &ProcResult{CPUs: set, Masks: tc.masks}, tc.pins), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := loopProblems("server", &ProcResult{Masks: []ThreadMasks{{Tid: 10, Masks: []string{"1"}}}}, pins); len(got) != 0 {
+		t.Errorf("an unpinned side is not checked: %q", got)
+	}
+}
+
+// placedCell runs prio-thread under a short hot load with cpus, the load
+// generator on loops loops, and returns its valid result.
+func placedCell(t *testing.T, cpus CPUs, loops int) *CellResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cell := CellSpec{Reactor: reactors.PrioThread, Config: reactors.DefaultConfig(), CPUs: cpus, Mode: ModeAuto, Grace: 2 * time.Second,
+		Load: loadgen.Config{Hot: 2, InFlight: 4, ControlEvery: 10 * time.Millisecond, Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, Loops: loops},
+		Dir:  filepath.Join(t.TempDir(), "cell")}
+	res, err := RunCell(ctx, cell, nil)
+	if err != nil {
+		t.Fatalf("RunCell: %v", err)
+	}
+	if !res.Valid {
+		t.Fatalf("invalid: %q\nserver masks %v\nloadgen masks %v", res.Invalid, res.Lab.Server.Masks, res.Lab.Client.Masks)
+	}
+	if res.Server == nil || len(res.Server.LoopThreads) != 2 {
+		t.Fatalf("prio-thread's loop threads: %+v", res.Server)
+	}
+	return res
+}
+
+// lastMask is the thread's last sampled mask.
+func lastMask(p *ProcResult, tid int) string {
+	for _, m := range p.Masks {
+		if m.Tid == tid {
+			return m.Masks[len(m.Masks)-1]
+		}
+	}
+	return "(never sampled)"
+}
+
+// TestCellPlacesEachLoopOnItsCPU runs in the lab (or on loopback):
+// prio-thread on a two-CPU server set (data loop on the first, control
+// loop on the second, every other thread on both) with the load generator
+// unpinned; then the load generator's two loops on a two-CPU set with the
+// server unpinned. Every thread's mask is verified against what was
+// assigned (checkPlacement), and the test reads the masks itself too.
+func TestCellPlacesEachLoopOnItsCPU(t *testing.T) {
+	cpus := allowedOrSkip(t, 2)[:2]
+	res := placedCell(t, CPUs{Server: CPUList(cpus...)}, 1)
+	for i, l := range res.Server.LoopThreads {
+		if l.CPU != cpus[i] || lastMask(res.Lab.Server, l.Tid) != strconv.Itoa(cpus[i]) {
+			t.Errorf("server loop %d (thread %d): CPU %d, last mask %s; want CPU %d", i, l.Tid, l.CPU, lastMask(res.Lab.Server, l.Tid), cpus[i])
+		}
+	}
+	res = placedCell(t, CPUs{Client: CPUList(cpus...)}, 0)
+	if got := len(res.Load.Loops); got != 2 {
+		t.Errorf("the load generator's loops default to one per CPU of its set: %d reported, want 2", got)
+	}
+	for _, l := range res.Load.Loops {
+		if want := cpus[l.Index%2]; l.CPU != want || lastMask(res.Lab.Client, l.Tid) != strconv.Itoa(want) {
+			t.Errorf("loadgen loop %d (thread %d): CPU %d, last mask %s; want CPU %d", l.Index, l.Tid, l.CPU, lastMask(res.Lab.Client, l.Tid), want)
+		}
+	}
+}
+
+// TestCellMoreLoopsThanCPUs: with one CPU a side, prio-thread's two loops
+// share the server's CPU and the load generator's two loops share its
+// own; every thread is verified on its side's CPU.
+func TestCellMoreLoopsThanCPUs(t *testing.T) {
+	cpus := allowedOrSkip(t, 2)
+	t.Logf("2 server loops on CPU %d, 2 load generator loops on CPU %d: several loops per CPU", cpus[0], cpus[1])
+	res := placedCell(t, CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}, 2)
+	for i, l := range res.Server.LoopThreads {
+		if l.CPU != cpus[0] {
+			t.Errorf("server loop %d on CPU %d, want %d", i, l.CPU, cpus[0])
+		}
+	}
+	for _, l := range res.Load.Loops {
+		if l.CPU != cpus[1] {
+			t.Errorf("loadgen loop %d on CPU %d, want %d", l.Index, l.CPU, cpus[1])
+		}
+	}
+	checkPinned(t, "server", res.Lab.Server, CPUList(cpus[0]))
+	checkPinned(t, "loadgen", res.Lab.Client, CPUList(cpus[1]))
+	if b := res.CPUBusy; b == nil || b.Server == nil || b.Loadgen == nil || b.Loadgen.Busy[0] <= 0 {
+		t.Errorf("CPU busy over the measured period: %+v", b)
+	} else {
+		side, why := res.Limit()
+		t.Logf("busy: server %.2f, loadgen %.2f over %.2f..%.2f s; limit %s (%s)", b.Server.Mean, b.Loadgen.Mean, b.FromS, b.ToS, side, why)
+	}
+}
+
+// TestCPUBusy: the busy fraction per CPU is the ticks between the first
+// and the last sample inside the measured period (those outside are left
+// out), a side with fewer than two samples inside gets a note instead,
+// and Limit names the side whose CPUs were full.
+func TestCPUBusy(t *testing.T) {
+	start := time.Unix(1000, 0)
+	tick := func(s float64, busy, total uint64) CPUTicks {
+		return CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}}
+	}
+	srv := &ProcResult{CPUs: CPUList(0), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.1, 100, 200), tick(2, 195, 300), tick(3.5, 195, 500)}}
+	gen := &ProcResult{CPUs: CPUList(1), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.5, 10, 100)}}
+	res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}}, Lab: &LabResult{Server: srv, Client: gen},
+		Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget}}}
+	res.measureBusy()
+	b := res.CPUBusy
+	if b == nil || b.Server == nil || b.Server.Busy[0] != 0.95 || b.FromS < 0.099 || b.FromS > 0.101 || b.ToS != 1 {
+		t.Fatalf("server busy: %+v (server %+v); want 95%% over 0.1 s to 1 s", b, b.Server)
+	}
+	if b.Loadgen != nil || len(b.Notes) != 1 || !strings.Contains(b.Notes[0], "loadgen: 1 of 2 /proc/stat samples inside the measured period") {
+		t.Errorf("loadgen with one sample inside: %+v, notes %q", b.Loadgen, b.Notes)
+	}
+	if side, why := res.Limit(); side != "server" || why != "its CPUs 95% busy" {
+		t.Errorf("Limit = %s (%s), want server", side, why)
+	}
+	res.Load.SelfCheck = loadgen.SelfCheck{Limit: loadgen.LimitLoadgen, Reasons: []string{"send lag p99 5ms"}}
+	if side, why := res.Limit(); side != "loadgen" || !strings.Contains(why, "send lag") {
+		t.Errorf("Limit with the self-check naming the generator = %s (%s), want loadgen", side, why)
+	}
+	res.Load.SelfCheck = loadgen.SelfCheck{Limit: loadgen.LimitTarget}
+	res.CPUBusy.Server.Mean = 0.5
+	if side, _ := res.Limit(); side != "neither" {
+		t.Errorf("Limit with the server half busy = %s, want neither", side)
+	}
+}
