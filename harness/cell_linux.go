@@ -48,7 +48,9 @@ type CellSpec struct {
 	Reactor reactors.Design `json:"reactor,omitempty"`
 	Config  reactors.Config `json:"-"`
 	// ServeArgs are the serve flags that turn the default configuration
-	// into Config, recorded for the reader (filled in by RunCell).
+	// into Config as given, recorded for the reader (filled in by
+	// RunCell); the --loop-cpus the placement adds (Place) is not among
+	// them, but is in the lab's record of the server's argv.
 	ServeArgs []string `json:"serve_args,omitempty"`
 	// Target is a black-box server command, run by /bin/sh -c in the
 	// server's place with REACTORLAB_LISTEN=host:port and every {addr}
@@ -120,6 +122,10 @@ type CellResult struct {
 	// Server is a reference reactor's final output (nil for a black box or
 	// if it printed none).
 	Server *ServeOutput `json:"server,omitempty"`
+	// Placed is where each side's loop threads ran, loop by loop, as
+	// verified against every thread's sampled masks (nil without a lab
+	// record).
+	Placed *Placed `json:"placed,omitempty"`
 	// CPUBusy is the busy fraction of each pinned side's CPUs over the
 	// measured period (nil without a measured period).
 	CPUBusy *CPUBusy `json:"cpu_busy,omitempty"`

@@ -9,23 +9,27 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
 // DefaultLoadLoops is the number of event loops the load generator runs
-// when the cell leaves Load.Loops at 0: one per CPU of its set (client),
-// at most one per connection; 1 when it is unpinned.
+// when the cell leaves Load.Loops at 0 (DefaultLoadLoopsRule): one per
+// CPU of its set (client), at most one per connection; 1 when it is
+// unpinned.
 func DefaultLoadLoops(load loadgen.Config, client CPUSet) int {
 	c := load.WithDefaults()
 	return max(1, min(client.Len(), c.Hot+c.Steady+c.Control))
 }
 
-// place resolves the cell's placement against the CPUs this process may
-// use (CPUs.Resolve) and fills in what follows from it: a reference
-// reactor's loop CPUs (its side's set, unless Config.LoopCPUs already
-// names CPUs of it), the load generator's loop CPUs (its side's set) and
-// loops (DefaultLoadLoops when 0). A Config.LoopCPUs outside the server's
-// set is refused, naming the CPU.
-func (cell CellSpec) place() (CellSpec, error) {
+// Place returns the cell as it will run on this machine: its placement
+// resolved against the CPUs this process may use (CPUs.Resolve: every
+// count a list, every CPU allowed, the sides apart) and what follows from
+// it: a reference reactor's loop CPUs (its side's set, unless
+// Config.LoopCPUs already names CPUs of it), the load generator's loop
+// CPUs (its side's set) and loops (DefaultLoadLoops when 0). A
+// Config.LoopCPUs outside the server's set is refused, naming the CPU.
+// RunCell runs the cell so placed; a matrix records it in its manifest.
+func (cell CellSpec) Place() (CellSpec, error) {
 	cpus, err := resolveCPUs(cell.CPUs)
 	if err != nil {
 		return cell, err
@@ -50,6 +54,49 @@ func (cell CellSpec) place() (CellSpec, error) {
 	return cell, nil
 }
 
+// Placed is where each side's loop threads ran, as the processes reported
+// them and as the samples of every thread's mask verified them
+// (CellResult.Placed). A side is nil when its process left no record.
+type Placed struct {
+	Server  *SidePlaced `json:"server,omitempty"`
+	Loadgen *SidePlaced `json:"loadgen,omitempty"`
+}
+
+// SidePlaced is one side's part of Placed.
+type SidePlaced struct {
+	// CPUs is the side's set as resolved (ProcResult.CPUs; unpinned: the
+	// mask it inherited).
+	CPUs CPUSet `json:"cpus"`
+	// Loops are the loop threads the side reported, in loop order: a
+	// reference reactor's (Stats.LoopThreads) or the load generator's
+	// (Summary.Loops); none for a black box, which reports none.
+	Loops []LoopPlaced `json:"loops,omitempty"`
+	// Verified is true when the side is pinned and nothing was found
+	// wrong with any of its threads: each loop thread on its CPU (having
+	// been on the side's set only before it pinned itself), every other
+	// thread on the set, every loop thread seen by the samples. False for
+	// an unpinned side, which is not checked.
+	Verified bool `json:"verified"`
+}
+
+// LoopPlaced is one loop thread of a side.
+type LoopPlaced struct {
+	// Loop is the loop's index in its process.
+	Loop int `json:"loop"`
+	// Role is what a reference design's loop serves (loopRoles: "data",
+	// "control", "data and control", "worker" on a shared epoll set); ""
+	// for the load generator's loops, which all serve connections.
+	Role string `json:"role,omitempty"`
+	// Tid is the loop's thread; CPU the CPU it pinned itself to (-1: not
+	// pinned, its side unpinned).
+	Tid int `json:"tid"`
+	CPU int `json:"cpu"`
+	// Verified is true when the loop is pinned, its CPU in its side's set,
+	// and its thread was sampled and ended on that CPU, never seen on a
+	// mask other than that CPU or the side's set.
+	Verified bool `json:"verified"`
+}
+
 // loopPin is one loop thread as its process reported it: the thread and
 // the CPU it pinned itself to (-1: none).
 type loopPin struct {
@@ -62,32 +109,68 @@ type loopPin struct {
 // each reported loop thread must end on its CPU (having been, before it
 // pinned itself, only on the side's set) and every other thread must have
 // stayed on the set; each problem is added to Invalid, naming the thread
-// and both masks.
+// and both masks. What was verified, loop by loop, goes to Placed.
 func (res *CellResult) checkPlacement() {
-	if lab := res.Lab; lab != nil && lab.Server != nil && res.Server != nil {
-		var pins []loopPin
-		for i, l := range res.Server.LoopThreads {
-			pins = append(pins, loopPin{Index: i, Tid: l.Tid, CPU: l.CPU})
-		}
-		res.Invalid = append(res.Invalid, loopProblems("server", lab.Server, pins)...)
+	lab := res.Lab
+	if lab == nil {
+		return
 	}
-	if lab := res.Lab; lab != nil && lab.Client != nil && res.Load != nil {
+	placed := &Placed{}
+	if lab.Server != nil {
 		var pins []loopPin
-		for _, l := range res.Load.Loops {
-			pins = append(pins, loopPin{Index: l.Index, Tid: l.Tid, CPU: l.CPU})
+		var roles []string
+		if res.Server != nil {
+			for i, l := range res.Server.LoopThreads {
+				pins = append(pins, loopPin{Index: i, Tid: l.Tid, CPU: l.CPU})
+			}
+			roles = loopRoles(res.Cell.Reactor, res.Cell.serveConfig())
 		}
-		res.Invalid = append(res.Invalid, loopProblems("loadgen", lab.Client, pins)...)
+		side, problems := placeSide("server", lab.Server, pins, roles)
+		placed.Server = side
+		res.Invalid = append(res.Invalid, problems...)
 	}
+	if lab.Client != nil {
+		var pins []loopPin
+		if res.Load != nil {
+			for _, l := range res.Load.Loops {
+				pins = append(pins, loopPin{Index: l.Index, Tid: l.Tid, CPU: l.CPU})
+			}
+		}
+		side, problems := placeSide("loadgen", lab.Client, pins, nil)
+		placed.Loadgen = side
+		res.Invalid = append(res.Invalid, problems...)
+	}
+	res.Placed = placed
 }
 
-// loopProblems is checkPlacement for one side.
-func loopProblems(name string, p *ProcResult, pins []loopPin) []string {
+// placeSide is checkPlacement for one side: its record, loop by loop
+// (roles[i] the role of loop i, if known), and the problems found.
+func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*SidePlaced, []string) {
+	problems, bad := loopProblems(name, p, pins)
+	side := &SidePlaced{CPUs: p.CPUs, Verified: p.CPUs.Pinned() && p.AffinityOK && len(problems) == 0}
+	for _, l := range pins {
+		lp := LoopPlaced{Loop: l.Index, Tid: l.Tid, CPU: l.CPU}
+		if l.Index < len(roles) {
+			lp.Role = roles[l.Index]
+		}
+		lp.Verified = p.CPUs.Pinned() && l.CPU >= 0 && !bad[l.Tid] && p.AffinityOK
+		side.Loops = append(side.Loops, lp)
+	}
+	return side, problems
+}
+
+// loopProblems holds one side's sampled threads to its reported loops
+// (see checkPlacement): the problems, each naming the thread and the
+// masks, and the threads they are about. An unpinned side has none.
+func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int]bool) {
 	if !p.CPUs.Pinned() {
-		return nil
+		return nil, nil
 	}
 	set := p.CPUs.String()
 	var out []string
-	bad := func(format string, a ...any) {
+	bad := map[int]bool{}
+	fault := func(tid int, format string, a ...any) {
+		bad[tid] = true
 		out = append(out, fmt.Sprintf("placement: %s: ", name)+fmt.Sprintf(format, a...))
 	}
 	want := map[int]string{} // tid → the mask it must end on
@@ -95,12 +178,12 @@ func loopProblems(name string, p *ProcResult, pins []loopPin) []string {
 	for _, l := range pins {
 		switch {
 		case l.CPU >= 0 && !p.CPUs.Contains(l.CPU):
-			bad("loop %d (thread %d) reported on CPU %d, outside the side's set %s", l.Index, l.Tid, l.CPU, set)
+			fault(l.Tid, "loop %d (thread %d) reported on CPU %d, outside the side's set %s", l.Index, l.Tid, l.CPU, set)
 		case l.CPU >= 0:
 			want[l.Tid], what[l.Tid] = strconv.Itoa(l.CPU), fmt.Sprintf("loop %d's CPU", l.Index)
 		}
 		if !slices.ContainsFunc(p.Masks, func(m ThreadMasks) bool { return m.Tid == l.Tid }) {
-			bad("loop %d's thread %d was never seen by the samples: its mask is unverified", l.Index, l.Tid)
+			fault(l.Tid, "loop %d's thread %d was never seen by the samples: its mask is unverified", l.Index, l.Tid)
 		}
 	}
 	for _, m := range p.Masks {
@@ -110,12 +193,45 @@ func loopProblems(name string, p *ProcResult, pins []loopPin) []string {
 		}
 		for _, got := range m.Masks {
 			if got != w && got != set {
-				bad("thread %d on CPUs %s, want %s (%s)", m.Tid, got, w, what[m.Tid])
+				fault(m.Tid, "thread %d on CPUs %s, want %s (%s)", m.Tid, got, w, what[m.Tid])
 			}
 		}
 		if last := m.Masks[len(m.Masks)-1]; last != w {
-			bad("thread %d last seen on CPUs %s, want %s (%s)", m.Tid, last, w, what[m.Tid])
+			fault(m.Tid, "thread %d last seen on CPUs %s, want %s (%s)", m.Tid, last, w, what[m.Tid])
 		}
 	}
-	return out
+	return out, bad
+}
+
+// loopRoles names what each loop of reference design d serves under cfg,
+// from its layout (reactors.Layout): loop 0 data (and control, when the
+// control listener goes to it too), Layout.ControlLoop control, any other
+// loop "loop"; every loop of a shared epoll set "worker". Nil when the
+// design is unknown.
+func loopRoles(d reactors.Design, cfg reactors.Config) []string {
+	bp, err := designs.Lookup(d)
+	if err != nil {
+		return nil
+	}
+	policy, ok := bp.(reactors.Policy)
+	if !ok {
+		return nil
+	}
+	lay := policy.Layout(&cfg)
+	roles := make([]string, lay.Loops)
+	for i := range roles {
+		switch {
+		case lay.Shared:
+			roles[i] = "worker"
+		case i == 0 && lay.ControlLoop == 0:
+			roles[i] = "data and control"
+		case i == 0:
+			roles[i] = "data"
+		case i == lay.ControlLoop:
+			roles[i] = "control"
+		default:
+			roles[i] = "loop"
+		}
+	}
+	return roles
 }

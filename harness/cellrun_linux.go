@@ -71,13 +71,15 @@ func (cell CellSpec) prepare() (CellSpec, LabSpec, error) {
 		return cell, LabSpec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
 	}
 	cell.Dir = dir
-	if cell, err = cell.place(); err != nil {
+	if cell.Reactor != "" {
+		// The flags as given, before the placement adds --loop-cpus:
+		// the lab's record of the server's argv keeps that one.
+		cell.ServeArgs = cell.serveArgs()
+	}
+	if cell, err = cell.Place(); err != nil {
 		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
 	}
 	spec, load := cell.labSpec()
-	if cell.Reactor != "" {
-		cell.ServeArgs = cell.serveArgs()
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
 	}

@@ -80,7 +80,7 @@ func (cell CellSpec) Validate() error {
 	if _, err := ls.validate(); err != nil {
 		return fmt.Errorf("cell: %w", err)
 	}
-	if _, err := cell.place(); err != nil {
+	if _, err := cell.Place(); err != nil {
 		return fmt.Errorf("cell: %w", err)
 	}
 	return nil

@@ -15,16 +15,6 @@ import (
 	"github.com/reactorlab/reactorlab/results"
 )
 
-// CPUTicks is the kernel's cumulative account of each CPU of a side's set
-// at one moment, from /proc/stat in clock ticks (USER_HZ, 10 ms here):
-// Busy is user + nice + system + irq + softirq + steal, Total adds idle
-// and iowait; both per CPU of ProcResult.CPUs, in its order.
-type CPUTicks struct {
-	At    time.Time `json:"at"`
-	Busy  []uint64  `json:"busy"`
-	Total []uint64  `json:"total"`
-}
-
 // maxCPUTicks bounds ProcResult.CPUTicks: past it every second sample is
 // dropped, so a long run keeps an even spread at a coarser step.
 const maxCPUTicks = 512

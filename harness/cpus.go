@@ -227,7 +227,8 @@ var errOverlap = errors.New("the two measured sides never share a CPU")
 // lists must not share a CPU (refused naming both sides and the CPU); a
 // count takes the first allowed CPUs the other side's list does not hold
 // (the server's count before the load generator's), and is refused when
-// too few are left. Unpinned sides stay unpinned.
+// too few are left (saying, when the placement needs more CPUs than are
+// allowed, how many it needs in all). Unpinned sides stay unpinned.
 func (c CPUs) Resolve(allowed []int) (CPUs, error) {
 	ok := map[int]bool{}
 	for _, a := range allowed {
@@ -272,11 +273,23 @@ func (c CPUs) Resolve(allowed []int) (CPUs, error) {
 			}
 		}
 		if len(got) < side.set.count {
-			return Unpinned, fmt.Errorf("cpus %s: %s: count:%d, but only %d of the CPUs this process may use (%s) are left to it", c, side.name, side.set.count, len(got), here)
+			return Unpinned, fmt.Errorf("cpus %s: %s: count:%d, but only %d of the CPUs this process may use (%s) are left to it%s", c, side.name, side.set.count, len(got), here, c.shortOf(allowed))
 		}
 		*side.set = CPUSet{list: got}
 	}
 	return out, nil
+}
+
+// shortOf says, for Resolve's refusal of a count, how many CPUs the
+// placement needs in all against the allowed ones, when it needs more
+// than there are: ": the placement needs 8 CPUs (server 4, loadgen 4),
+// this process may use 2"; "" otherwise.
+func (c CPUs) shortOf(allowed []int) string {
+	need := c.Server.Len() + c.Client.Len()
+	if need <= len(allowed) {
+		return ""
+	}
+	return fmt.Sprintf(": the placement needs %d CPUs (server %d, loadgen %d), this process may use %d", need, c.Server.Len(), c.Client.Len(), len(allowed))
 }
 
 // DefaultCPUs is the default placement over allowed (the CPUs this process
@@ -292,5 +305,14 @@ func DefaultCPUs(allowed []int) CPUs {
 	return CPUs{Server: CPUList(allowed[:half]...), Client: CPUList(allowed[half:]...)}
 }
 
+// DefaultCPUsRule says in a line what DefaultCPUs gives, for a record
+// (a matrix's manifest) that names the CPUs it resolved to beside it.
+const DefaultCPUsRule = "the first half of the CPUs this process may use to the server, the rest to the load generator"
+
 // DefaultCPUsText says what DefaultCPUs gives, for --help.
-const DefaultCPUsText = "the first half of the CPUs this process may use for the server, the rest for the load generator (one each on 2 CPUs: server=0,loadgen=1; unpinned with fewer than 2)"
+const DefaultCPUsText = DefaultCPUsRule + " (one each on 2 CPUs: server=0,loadgen=1; unpinned with fewer than 2)"
+
+// DefaultLoadLoopsRule says what DefaultLoadLoops gives (the load
+// generator's loops when a cell leaves them at 0), for --help and the
+// manifest.
+const DefaultLoadLoopsRule = "one per CPU of the load generator's set, at most one per connection; 1 when it is unpinned"

@@ -76,34 +76,38 @@ func TestLoopProblems(t *testing.T) {
 	set := CPUList(0, 1)
 	pins := []loopPin{{Index: 0, Tid: 10, CPU: 0}, {Index: 1, Tid: 11, CPU: 1}}
 	right := []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}
-	if got := loopProblems("server", &ProcResult{CPUs: set, Masks: right}, pins); len(got) != 0 {
+	if got, _ := loopProblems("server", &ProcResult{CPUs: set, Masks: right}, pins); len(got) != 0 {
 		t.Errorf("a right placement: %q", got)
 	}
 	for _, tc := range []struct {
-		name  string
-		masks []ThreadMasks
-		pins  []loopPin
-		want  string
+		name   string
+		masks  []ThreadMasks
+		pins   []loopPin
+		want   string
+		badTid int
 	}{
 		{"loop never pinned", []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
-			"placement: server: thread 10 last seen on CPUs 0-1, want 0 (loop 0's CPU)"},
+			"placement: server: thread 10 last seen on CPUs 0-1, want 0 (loop 0's CPU)", 10},
 		{"loop on the other CPU", []ThreadMasks{{Tid: 10, Masks: []string{"1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
-			"thread 10 on CPUs 1, want 0 (loop 0's CPU)"},
+			"thread 10 on CPUs 1, want 0 (loop 0's CPU)", 10},
 		{"loop back on the set", []ThreadMasks{{Tid: 10, Masks: []string{"0", "0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
-			"thread 10 last seen on CPUs 0-1, want 0"},
+			"thread 10 last seen on CPUs 0-1, want 0", 10},
 		{"other thread narrowed", append(slices.Clone(right), ThreadMasks{Tid: 12, Masks: []string{"0-1", "1"}}), pins,
-			"thread 12 on CPUs 1, want 0-1 (its side's set)"},
+			"thread 12 on CPUs 1, want 0-1 (its side's set)", 12},
 		{"loop reported outside the set", right, []loopPin{{Index: 0, Tid: 10, CPU: 5}},
-			"loop 0 (thread 10) reported on CPU 5, outside the side's set 0-1"},
+			"loop 0 (thread 10) reported on CPU 5, outside the side's set 0-1", 10},
 		{"loop never sampled", right, append(slices.Clone(pins), loopPin{Index: 2, Tid: 13, CPU: 0}),
-			"loop 2's thread 13 was never seen by the samples"},
+			"loop 2's thread 13 was never seen by the samples", 13},
 	} {
-		got := strings.Join(loopProblems("server", &ProcResult{CPUs: set, Masks: tc.masks}, tc.pins), "\n")
-		if !strings.Contains(got, tc.want) {
+		problems, bad := loopProblems("server", &ProcResult{CPUs: set, Masks: tc.masks}, tc.pins)
+		if got := strings.Join(problems, "\n"); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+		if !bad[tc.badTid] {
+			t.Errorf("%s: threads found wrong %v, want thread %d among them", tc.name, bad, tc.badTid)
+		}
 	}
-	if got := loopProblems("server", &ProcResult{Masks: []ThreadMasks{{Tid: 10, Masks: []string{"1"}}}}, pins); len(got) != 0 {
+	if got, _ := loopProblems("server", &ProcResult{Masks: []ThreadMasks{{Tid: 10, Masks: []string{"1"}}}}, pins); len(got) != 0 {
 		t.Errorf("an unpinned side is not checked: %q", got)
 	}
 }
@@ -167,7 +171,8 @@ func TestCellPlacesEachLoopOnItsCPU(t *testing.T) {
 
 // TestCellMoreLoopsThanCPUs: with one CPU a side, prio-thread's two loops
 // share the server's CPU and the load generator's two loops share its
-// own; every thread is verified on its side's CPU.
+// own; every thread is verified on its side's CPU, and the cell's files
+// say so, loop by loop (checkSummaryNamesLoops).
 func TestCellMoreLoopsThanCPUs(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)
 	t.Logf("2 server loops on CPU %d, 2 load generator loops on CPU %d: several loops per CPU", cpus[0], cpus[1])
@@ -184,6 +189,7 @@ func TestCellMoreLoopsThanCPUs(t *testing.T) {
 	}
 	checkPinned(t, "server", res.Lab.Server, CPUList(cpus[0]))
 	checkPinned(t, "loadgen", res.Lab.Client, CPUList(cpus[1]))
+	checkSummaryNamesLoops(t, res, cpus[0], cpus[1])
 	if b := res.CPUBusy; b == nil || b.Server == nil || b.Loadgen == nil || b.Loadgen.Busy[0] <= 0 {
 		t.Errorf("CPU busy over the measured period: %+v", b)
 	} else {

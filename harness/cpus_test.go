@@ -97,7 +97,7 @@ func TestResolveCPUs(t *testing.T) {
 		{"server=0-2,loadgen=2-3", "CPU 2 is in both the server's set and the loadgen's"},
 		{"server=4,loadgen=0", "server: CPU 4 is not one this process may use (0-3,8-9)"},
 		{"server=0,loadgen=1-5", "loadgen: CPU 4 is not one this process may use (0-3,8-9)"},
-		{"server=count:4,loadgen=count:3", "loadgen: count:3, but only 2 of the CPUs this process may use (0-3,8-9) are left to it"},
+		{"server=count:4,loadgen=count:3", "loadgen: count:3, but only 2 of the CPUs this process may use (0-3,8-9) are left to it: the placement needs 7 CPUs (server 4, loadgen 3), this process may use 6"},
 		{"server=count:7", "server: count:7, but only 6"},
 	}
 	for _, b := range bad {

@@ -63,7 +63,7 @@ func LoadgenMain(args []string, stdout, stderr io.Writer) int {
 	progressPath := fs.String("progress", "", "append a JSON line per progress report to this `file`")
 	loops := fs.Int("loops", 0, "event loops, each on its own thread (overrides the file's; 0: the file's, or 1)")
 	var loopCPUs []int
-	fs.Func("loop-cpus", "pin loop i's thread to the i-th CPU of this `list` (0-3,8), round-robin (overrides the file's)", func(s string) error {
+	fs.Func("loop-cpus", "pin loop i's thread to the i-th CPU of this `list` (0-3,8), round-robin (overrides the file's; neither: not pinned)", func(s string) error {
 		cpus, err := reactors.ParseCPUList(s)
 		loopCPUs = cpus
 		return err

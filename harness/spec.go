@@ -335,6 +335,16 @@ type ProcResult struct {
 	Elapsed time.Duration `json:"-"` // JSON: "elapsed_s", seconds
 }
 
+// CPUTicks is the kernel's cumulative account of each CPU of a side's set
+// at one moment, from /proc/stat in clock ticks (USER_HZ, 10 ms here):
+// Busy is user + nice + system + irq + softirq + steal, Total adds idle
+// and iowait; both per CPU of ProcResult.CPUs, in its order.
+type CPUTicks struct {
+	At    time.Time `json:"at"`
+	Busy  []uint64  `json:"busy"`
+	Total []uint64  `json:"total"`
+}
+
 // ThreadMasks is one thread's CPU masks as sampled, in order, each change
 // once (Cpus_allowed_list form: "0-1", "3").
 type ThreadMasks struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +71,12 @@ func (r *CellResult) writeSetting(b *strings.Builder, load loadgen.Config) {
 		if lab.UserNS {
 			where += ", rootless (user namespace)"
 		}
-		fmt.Fprintf(b, "  %s; %s\n", where, describePlacement(lab))
+		fmt.Fprintf(b, "  %s\n", where)
+		var srv, gen *SidePlaced
+		if p := r.Placed; p != nil {
+			srv, gen = p.Server, p.Loadgen
+		}
+		fmt.Fprintf(b, "  %s\n  %s\n", describeSide("server", lab.Server, srv), describeSide("loadgen", lab.Client, gen))
 	}
 }
 
@@ -279,27 +286,120 @@ func describeLoad(c loadgen.Config) string {
 	return strings.Join(parts, ", ")
 }
 
-// describePlacement says where each side ran and whether every thread
-// stayed there.
-func describePlacement(lab *LabResult) string {
-	side := func(name string, p *ProcResult) string {
-		if p == nil {
-			return name + ": no record"
-		}
-		s := name + " unpinned"
-		if p.CPUs.Pinned() {
-			ok := "every thread verified"
-			if !p.AffinityOK {
-				ok = "a thread was seen off it"
-			}
-			s = fmt.Sprintf("%s on %s (%s)", name, describeSet(p.CPUs), ok)
-		}
-		if l := p.CPULimit; l != nil {
-			s += fmt.Sprintf(", capped at %g CPU (throttled in %d of %d periods of %g ms)", l.Share, l.Throttled, l.Periods, l.PeriodMs)
-		}
-		return s
+// describeSide says where one side ran (p, its process's record; placed,
+// its loops as verified, nil if unknown): its CPU set, its loops and
+// their CPUs, whether every thread stayed where it was put, and the
+// server's CPU cap.
+func describeSide(name string, p *ProcResult, placed *SidePlaced) string {
+	if p == nil {
+		return name + ": no record"
 	}
-	return side("server", lab.Server) + ", " + side("loadgen", lab.Client)
+	s := name + " unpinned"
+	if p.CPUs.Pinned() {
+		s = name + " on " + describeSet(p.CPUs)
+	}
+	if placed != nil {
+		if loops := describeLoops(placed); loops != "" {
+			s += ", " + loops
+		}
+	}
+	if p.CPUs.Pinned() {
+		switch {
+		case !p.AffinityOK:
+			s += " (a thread was seen off it)"
+		case placed != nil && !placed.Verified:
+			s += " (a loop thread was not where it was put: see the verdict)"
+		default:
+			s += " (every thread verified)"
+		}
+	}
+	if l := p.CPULimit; l != nil {
+		s += fmt.Sprintf(", capped at %g CPU (throttled in %d of %d periods of %g ms)", l.Share, l.Throttled, l.Periods, l.PeriodMs)
+	}
+	return s
+}
+
+// describeLoops says how many loops a side ran and on which CPUs: "2
+// loops (both on CPU 1: more loops than CPUs)", "2 loops (data loop on
+// CPU 0, control loop on CPU 1)", "4 loops (loops 0 and 2 on CPU 2, loops
+// 1 and 3 on CPU 3)"; "" for a side that reported none.
+func describeLoops(side *SidePlaced) string {
+	n := len(side.Loops)
+	if n == 0 {
+		return ""
+	}
+	count := plural(n, "loop")
+	var cpus []int           // in the order first seen
+	byCPU := map[int][]int{} // CPU → indexes into side.Loops
+	for i, l := range side.Loops {
+		if _, seen := byCPU[l.CPU]; !seen {
+			cpus = append(cpus, l.CPU)
+		}
+		byCPU[l.CPU] = append(byCPU[l.CPU], i)
+	}
+	if n == 1 || slices.Equal(cpus, []int{-1}) {
+		return count
+	}
+	crowded := ""
+	if side.CPUs.Len() > 0 && n > side.CPUs.Len() {
+		crowded = ": more loops than CPUs"
+	}
+	if len(cpus) == 1 {
+		who := "both"
+		if n > 2 {
+			who = fmt.Sprintf("all %d", n)
+		}
+		if names := loopNames(side.Loops, byCPU[cpus[0]]); side.Loops[0].Role != "" {
+			who = names + " " + who
+		}
+		return fmt.Sprintf("%s (%s on %s%s)", count, who, cpuText(cpus[0]), crowded)
+	}
+	var groups []string
+	for _, c := range cpus {
+		groups = append(groups, loopNames(side.Loops, byCPU[c])+" on "+cpuText(c))
+	}
+	return fmt.Sprintf("%s (%s%s)", count, strings.Join(groups, ", "), strings.Replace(crowded, ":", ";", 1))
+}
+
+// loopNames names the loops at idx: by role for a reference design's
+// ("data loop and control loop"), else by index ("loop 0", "loops 0 and
+// 2").
+func loopNames(loops []LoopPlaced, idx []int) string {
+	var names []string
+	if loops[idx[0]].Role != "" {
+		for _, i := range idx {
+			switch r := loops[i].Role; r {
+			case "worker", "loop":
+				names = append(names, fmt.Sprintf("%s %d", r, loops[i].Loop))
+			default:
+				names = append(names, r+" loop")
+			}
+		}
+		return andList(names)
+	}
+	for _, i := range idx {
+		names = append(names, strconv.Itoa(loops[i].Loop))
+	}
+	if len(names) == 1 {
+		return "loop " + names[0]
+	}
+	return "loops " + andList(names)
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// cpuText is "CPU 3", or "no CPU of its own" for an unpinned loop.
+func cpuText(cpu int) string {
+	if cpu < 0 {
+		return "no CPU of its own"
+	}
+	return "CPU " + strconv.Itoa(cpu)
 }
 
 // describeSet is "CPU 3" or "CPUs 0-3".

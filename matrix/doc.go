@@ -35,7 +35,9 @@
 //
 // A file may hold several specs as YAML documents: ParseSuite reads them
 // all; the built-in suites (EmbeddedSuites: quick, design-notes, priority,
-// nightly) are such files.
+// peers, peers-capacity, scaling, nightly) are such files. A suite whose
+// cells need more CPUs than this process may use (scaling needs 8) is
+// refused by Check before anything runs, naming the cell.
 //
 // Beyond the spec, this package runs it (cmd → matrix → harness):
 //
@@ -49,9 +51,14 @@
 //     rewriting the manifest after every run, so an interrupted matrix
 //     leaves a readable directory. Before anything is written, every
 //     planned cell is checked as the harness will check it (Check), and
-//     the directory is locked against a second matrix.
+//     the directory is locked against a second matrix. The manifest's
+//     shard records the placement as asked and as resolved here
+//     (harness.CellSpec.Place: counts and defaults made CPU lists, the
+//     load generator's loops counted, each default's rule named), and
+//     each cell placed otherwise than the baseline (results.Resolved).
 //   - Options.Resume continues an interrupted run in its directory: the
-//     same spec, shard, placement and build (CheckResume), its runs kept
+//     same spec, shard, placement (as asked, and as resolved when the
+//     manifest recorded it) and build (CheckResume), its runs kept
 //     but the one the interruption cut short and the other half of that
 //     one's pair, the rest of the plan run, and the manifest's shard
 //     saying when it was resumed and what it kept (results.Resume).

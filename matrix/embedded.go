@@ -32,6 +32,8 @@ var embedded = []Embedded{
 		files: []string{"peers.yaml"}},
 	{Name: "peers-capacity", Summary: "peers' pipelined cell with every server capped at half a CPU (cgroup quota; needs root), so the server, not the load generator, is the limit",
 		files: []string{"peers-capacity.yaml"}},
+	{Name: "scaling", Summary: "several CPUs per side (needs 8 CPUs; refused on fewer): lt and prio-thread, pipelined with control probes, on 4 CPUs a side vs one each, and one load generator loop vs one per CPU",
+		files: []string{"scaling.yaml"}},
 	{Name: "nightly", Summary: "design-notes + priority + every reactor kind, input budgets 8/32/64 and the wire faults; run sharded in CI",
 		files: []string{"design-notes.yaml", "priority.yaml", "nightly-extra.yaml"}},
 }

@@ -43,7 +43,9 @@ type Resumption struct {
 // the directory and the difference). The directory must hold the manifest
 // of one run (not a merge) of the same spec (name, text, repeats and the
 // cells this build expands it into), the same shard, placement and lab
-// mode, on a machine with the same CPUs, by the same build: the same
+// mode (and, when the manifest recorded them, the same placements and load
+// generator loops as they resolve here: otherPlacement), on a machine with
+// the same CPUs, by the same build: the same
 // version, commit and Go, and, when the commit does not tell the code (a
 // work tree with changes, or no commit known), the same executable (its
 // SHA-256). Its runs must be the plan's first ones, in order.
@@ -112,6 +114,12 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 		}
 		return refuse("was run with %s, not %s: a resumed run is placed as it was (resume with no --cpus or --lab to use what was recorded)", strings.Join(was, " "), strings.Join(asked, " "))
 	}
+	if why, err := otherPlacement(shard, opt, plan); err != nil || why != "" {
+		if err != nil {
+			return nil, Resumption{}, err
+		}
+		return refuse("%s: a resumed run is placed as it was", why)
+	}
 	if why := otherBuild(m.Tool, ToolInfo()); why != "" {
 		return refuse("was run by another build (%s): resume it with the build that made it", why)
 	}
@@ -144,6 +152,34 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 	shard.Finished = time.Time{}
 	shard.Resumed = append(shard.Resumed, results.Resume{At: time.Now().UTC(), Kept: res.Kept, Dropped: res.Dropped})
 	return m, res, nil
+}
+
+// otherPlacement says how the placements recorded for shard (its
+// Resolved and CellPlacements) differ from what opt's placement resolves
+// to here for plan ("" when they do not, or when none was recorded: a
+// manifest written before they were). The error is a cell the harness
+// refuses.
+func otherPlacement(shard *results.ShardInfo, opt Options, plan []PlannedRun) (string, error) {
+	if shard.Resolved == (results.Resolved{}) {
+		return "", nil
+	}
+	cells, err := harnessCells(plan, opt)
+	if err != nil {
+		return "", err
+	}
+	base, others, err := placements(plan, cells, opt)
+	if err != nil {
+		return "", err
+	}
+	if base.PlacementResolved != shard.PlacementResolved || base.LoadgenLoops != shard.LoadgenLoops {
+		return fmt.Sprintf("was placed on %s, which resolves here to %s", shard.Resolved.Text(), base.Text()), nil
+	}
+	if !slices.EqualFunc(others, shard.CellPlacements, func(a, b results.CellPlacement) bool {
+		return a.Cell == b.Cell && a.PlacementResolved == b.PlacementResolved && a.LoadgenLoops == b.LoadgenLoops
+	}) {
+		return "its cells were placed otherwise than they resolve to here", nil
+	}
+	return "", nil
 }
 
 // cpusFlag is a recorded placement (harness.CPUs.String) as the --cpus

@@ -34,10 +34,15 @@ type Options struct {
 	// empty, so no earlier result is ever overwritten (unless Resume).
 	Dir   string
 	Shard Shard
-	// CPUs, Mode and Grace are as in harness.CellSpec, for every run.
+	// CPUs, Mode and Grace are as in harness.CellSpec, for every run
+	// (CPUs for every cell whose spec has no cpus field of its own).
 	CPUs  harness.CPUs
 	Mode  harness.Mode
 	Grace time.Duration
+	// DefaultCPUs says CPUs is the default placement (harness.DefaultCPUs),
+	// not one asked for: the manifest records the default's rule beside
+	// what it resolved to.
+	DefaultCPUs bool
 	// Resume continues the run in Dir, which an interrupted Run of the
 	// same spec, shard, placement and build left (CheckResume says what
 	// it keeps), instead of starting one in a new or empty Dir.
@@ -80,7 +85,7 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, first, unlock, err := openRunDir(opt, sh, plan)
+	m, first, unlock, err := openRunDir(opt, sh, plan, cells)
 	if err != nil {
 		return nil, err
 	}
@@ -99,18 +104,23 @@ func Run(ctx context.Context, opt Options) (*results.Manifest, error) {
 }
 
 // openRunDir prepares opt.Dir, locks it (unlock releases the lock) and
-// returns its manifest: a new one, or, resuming, the one recorded, with
+// returns its manifest: a new one (its placements resolved from cells,
+// the harness's cells of plan), or, resuming, the one recorded, with
 // first the index in plan of the first run still to run. On an error
 // nothing is locked.
-func openRunDir(opt Options, sh Shard, plan []PlannedRun) (m *results.Manifest, first int, unlock func(), err error) {
+func openRunDir(opt Options, sh Shard, plan []PlannedRun, cells []harness.CellSpec) (m *results.Manifest, first int, unlock func(), err error) {
 	if !opt.Resume {
+		m, err := newManifest(opt, sh, plan, cells)
+		if err != nil {
+			return nil, 0, nil, err
+		}
 		if err := prepareDir(opt.Dir); err != nil {
 			return nil, 0, nil, err
 		}
 		if unlock, err = lockDir(opt.Dir); err != nil {
 			return nil, 0, nil, err
 		}
-		return newManifest(opt, sh), 0, unlock, nil
+		return m, 0, unlock, nil
 	}
 	// Checked before the lock (a directory that is no run is refused
 	// as such), then read again under it.
@@ -213,21 +223,61 @@ func (r *shardRun) runFrom(ctx context.Context, first int) (*results.Manifest, e
 }
 
 // newManifest is the manifest of a new run of opt's spec, before its
-// first run.
-func newManifest(opt Options, sh Shard) *results.Manifest {
+// first run: cells are the harness's cells of plan, whose placements it
+// records as resolved here (placements).
+func newManifest(opt Options, sh Shard, plan []PlannedRun, cells []harness.CellSpec) (*results.Manifest, error) {
+	base, others, err := placements(plan, cells, opt)
+	if err != nil {
+		return nil, err
+	}
 	m := &results.Manifest{
 		Format: results.ManifestFormat,
 		Tool:   ToolInfo(),
 		Spec:   results.SpecInfo{Name: opt.Spec.Name, Source: opt.Source, Text: opt.Text, Repeats: opt.Spec.Repeats},
 		Shards: []results.ShardInfo{{
 			Index: sh.Index, Count: sh.Count, Cells: opt.Spec.ShardCells(sh), Machine: MachineInfo(),
-			Placement: opt.CPUs.String(), Mode: string(orMode(opt.Mode)), Started: time.Now().UTC(),
+			Placement: opt.CPUs.String(), Mode: string(orMode(opt.Mode)), Resolved: base, CellPlacements: others,
+			Started: time.Now().UTC(),
 		}},
 	}
 	for _, c := range opt.Spec.Expand() {
 		m.Cells = append(m.Cells, c.Info())
 	}
-	return m
+	return m, nil
+}
+
+// placements resolves the placement and the load generator's loops of
+// each cell of plan (cells: the harness's cells of its runs) as the
+// harness will (harness.CellSpec.Place): the baseline's, and each other
+// cell's where it differs from the baseline's, in plan order. A default
+// is recorded with its rule: the placement's when opt.DefaultCPUs and
+// the cell has no cpus field, the loops' when the cell gives none.
+func placements(plan []PlannedRun, cells []harness.CellSpec, opt Options) (base results.Resolved, others []results.CellPlacement, err error) {
+	seen := map[string]bool{}
+	for i, p := range plan {
+		if seen[p.Cell.ID] {
+			continue
+		}
+		seen[p.Cell.ID] = true
+		placed, err := cells[i].Place()
+		if err != nil {
+			return base, nil, &cellError{cell: p.Cell.ID, err: err}
+		}
+		r := results.Resolved{PlacementResolved: placed.CPUs.String(), LoadgenLoops: placed.Load.Loops}
+		if opt.DefaultCPUs && p.Cell.CPUs == "" {
+			r.PlacementDefault = "default: " + harness.DefaultCPUsRule
+		}
+		if cells[i].Load.Loops == 0 {
+			r.LoadgenLoopsDefault = "default: " + harness.DefaultLoadLoopsRule
+		}
+		switch {
+		case p.Cell.ID == BaselineID:
+			base = r
+		case r != base:
+			others = append(others, results.CellPlacement{Cell: p.Cell.ID, Resolved: r})
+		}
+	}
+	return base, others, nil
 }
 
 // harnessCells are the harness's cells of the plan's runs, each checked as

@@ -128,8 +128,21 @@ func writeHeader(p func(string, ...any), m *Manifest) {
 			p("; **interrupted**")
 		}
 		p("\n")
+		writeResolved(p, s)
 	}
 	p("\n")
+}
+
+// writeResolved lists what shard s's placement and load generator loops
+// resolved to, the baseline's and each cell's placed otherwise; nothing
+// for a manifest that did not record them.
+func writeResolved(p func(string, ...any), s ShardInfo) {
+	if t := s.Resolved.Text(); t != "" {
+		p("  - placed: %s\n", mdText(t))
+	}
+	for _, c := range s.CellPlacements {
+		p("  - cell %s placed: %s\n", mdCode(c.Cell), mdText(c.Resolved.Text()))
+	}
 }
 
 // summaryText is a cell's entry in the summary table for metric: the

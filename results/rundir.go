@@ -123,16 +123,75 @@ type ShardInfo struct {
 	Machine Machine  `json:"machine"`
 	// Placement is the CPU placement asked for ("server=0,loadgen=1"), Mode
 	// the lab mode asked for (auto, lab, loopback).
-	Placement string    `json:"placement"`
-	Mode      string    `json:"mode"`
-	Started   time.Time `json:"started"`
-	Finished  time.Time `json:"finished"`
+	Placement string `json:"placement"`
+	Mode      string `json:"mode"`
+	// Resolved is the baseline cell's placement and load generator loops
+	// as resolved where the shard ran; empty in manifests written before
+	// it was recorded.
+	Resolved
+	// CellPlacements are the cells that were placed otherwise than the
+	// baseline (their own cpus, or another number of load generator
+	// loops), in cell order; the cells not listed were placed as
+	// Resolved says.
+	CellPlacements []CellPlacement `json:"cell_placements,omitempty"`
+	Started        time.Time       `json:"started"`
+	Finished       time.Time       `json:"finished"`
 	// Interrupted is true if the shard stopped before its last run.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Resumed lists, in order, each time the shard was continued after it
 	// stopped early (reactorlab matrix --resume); Finished is then the end
 	// of the last part.
 	Resumed []Resume `json:"resumed,omitempty"`
+}
+
+// Resolved is a placement and the load generator's loops as they were
+// resolved on the shard's machine: what a cell ran with, where the spec
+// or the command line left it a count, a default or nothing. Its zero
+// value is "not recorded" (a manifest written before it was).
+type Resolved struct {
+	// PlacementResolved is the placement with every side a CPU list
+	// ("server=0-7,loadgen=8-15"; "none" for an unpinned side), never a
+	// count.
+	PlacementResolved string `json:"placement_resolved,omitempty"`
+	// PlacementDefault is "default: " and the default's rule when the
+	// placement was the default, "" when it was asked for.
+	PlacementDefault string `json:"placement_default,omitempty"`
+	// LoadgenLoops is the number of the load generator's event loops, and
+	// LoadgenLoopsDefault "default: " and the default's rule when the
+	// cell left it to the default ("" when it named a number).
+	LoadgenLoops        int    `json:"loadgen_loops,omitempty"`
+	LoadgenLoopsDefault string `json:"loadgen_loops_default,omitempty"`
+}
+
+// Text is the resolution for a person: "server=0-3,loadgen=4-7 (default:
+// …), 4 load generator loops (default: …)"; "" when not recorded.
+func (r Resolved) Text() string {
+	if r == (Resolved{}) {
+		return ""
+	}
+	s := r.PlacementResolved
+	if r.PlacementDefault != "" {
+		s += " (" + r.PlacementDefault + ")"
+	}
+	if r.LoadgenLoops > 0 {
+		loops := "loops"
+		if r.LoadgenLoops == 1 {
+			loops = "loop"
+		}
+		s += fmt.Sprintf(", %d load generator %s", r.LoadgenLoops, loops)
+		if r.LoadgenLoopsDefault != "" {
+			s += " (" + r.LoadgenLoopsDefault + ")"
+		}
+	}
+	return s
+}
+
+// CellPlacement is one cell's resolution (Resolved), where it differs
+// from its shard's.
+type CellPlacement struct {
+	// Cell is the cell's ID (CellInfo.ID).
+	Cell string `json:"cell"`
+	Resolved
 }
 
 // Resume is one continuation of an interrupted shard: when it started,

@@ -268,7 +268,7 @@ func (inv *matrixInvocation) planJobs([]string) (int, bool) {
 func (inv *matrixInvocation) options(j *matrixJob) matrix.Options {
 	return matrix.Options{
 		Spec: j.spec, Source: inv.source, Text: inv.text, Dir: j.dir, Shard: inv.shard,
-		CPUs: inv.cpus, Mode: inv.mode, Grace: inv.grace, Resume: j.resume, Log: inv.stderr, RunCell: matrixRunCell,
+		CPUs: inv.cpus, DefaultCPUs: !inv.set["cpus"] && inv.resume == "", Mode: inv.mode, Grace: inv.grace, Resume: j.resume, Log: inv.stderr, RunCell: matrixRunCell,
 	}
 }
 

@@ -28,7 +28,7 @@ func TestMatrixList(t *testing.T) {
 	if code := run([]string{"matrix", "--list"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"quick (default)", "design-notes", "priority", "nightly", "design-notes-load,design-notes-timer,priority,priority-fifo,priority-urgent,priority-100ms,priority-100ms-fifo,priority-100ms-urgent,kinds-budgets-faults"} {
+	for _, want := range []string{"quick (default)", "design-notes", "priority", "scaling", "nightly", "design-notes-load,design-notes-timer,priority,priority-fifo,priority-urgent,priority-100ms,priority-100ms-fifo,priority-100ms-urgent,kinds-budgets-faults"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("--list does not show %q:\n%s", want, stdout.String())
 		}
@@ -49,7 +49,7 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 		want  []string
 		lines int // of stderr: 1 for a refusal, 2 for a usage error
 	}{
-		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, peers-capacity, nightly"}, 2},
+		{[]string{"matrix", "slow"}, []string{`"slow"`, "quick, design-notes, priority, peers, peers-capacity, scaling, nightly"}, 2},
 		{[]string{"matrix", "quick", "--shard", "3/2"}, []string{"--shard", "3/2", "i/n"}, 2},
 		{[]string{"matrix", "quick", "--lab", "maybe"}, []string{"maybe", "auto, on, off"}, 2},
 		{[]string{"matrix", badSpec}, []string{badSpec + ": line 7: baseline.colour: unknown key"}, 1},

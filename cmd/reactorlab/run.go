@@ -31,7 +31,8 @@ const runDescription = `Measures one cell: a reference reactor (--reactor, confi
 reactor flags, as serve takes them) or a black-box server (--target,
 which must echo bytes on the address in REACTORLAB_LISTEN or {addr})
 under the load the load flags describe, in the lab (network namespaces
-joined by veth, each side pinned to a CPU) or on loopback. It prints
+joined by veth, each side pinned to its CPU set, each loop thread to one
+CPU of it: --cpus) or on loopback. It prints
 progress and then a wrk2-style summary (latency percentiles, throughput,
 CPU and memory per side, the frame ledger, the verdict) and writes the
 run's files into --out: summary.txt, summary.json, loadgen.hlog,
@@ -69,7 +70,15 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	f := &runFlags{cfg: reactors.DefaultConfig(), load: loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}}
 	fs.StringVar(&f.reactor, "reactor", "", "reference reactor to measure: "+designs.NameList())
 	fs.StringVar(&f.target, "target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
-	f.cfg.Flags(fs)
+	// The reactor's flags, as serve takes them, but for those the
+	// harness sets (runRefusedFlags): run's help does not list them.
+	reactorFlags := flag.NewFlagSet("", flag.ContinueOnError)
+	f.cfg.Flags(reactorFlags)
+	reactorFlags.VisitAll(func(fl *flag.Flag) {
+		if _, refused := runRefusedFlags[fl.Name]; !refused {
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+		}
+	})
 	load := &f.load
 	fs.IntVar(&load.Hot, "hot", 1, "hot sources: closed loop, --inflight frames in flight each")
 	fs.IntVar(&load.InFlight, "inflight", 16, "frames in flight per hot source (K)")
@@ -91,8 +100,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
 	f.cpus = defaultCPUs()
-	fs.Var(&f.cpus, "cpus", "placement: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
-	fs.IntVar(&load.Loops, "loadgen-loops", 0, "event loops of the load generator, each on its own thread and CPU of its set (0: one per CPU of its set, at most one per connection; 1 when unpinned)")
+	fs.Var(&f.cpus, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
+	fs.IntVar(&load.Loops, "loadgen-loops", 0, "event loops of the load generator, each on its own thread, pinned round-robin to the CPUs of its set (0: "+harness.DefaultLoadLoopsRule+"; here, with the default placement, "+defaultLoopsText()+")")
 	fs.Float64Var(&f.serverCPU, "server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	fs.StringVar(&f.lab, "lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	fs.DurationVar(&f.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
@@ -103,9 +112,39 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	return c, f
 }
 
+// runRefusedFlags are the reactor flags serve takes and run does not,
+// with why: the harness sets them. run does not define them; given, they
+// are refused in these words (refusedRunFlag) rather than as unknown.
+var runRefusedFlags = map[string]string{
+	"listen":         "the harness chooses the server's addresses",
+	"control-listen": "the harness chooses the server's addresses",
+	"loop-cpus":      "the harness pins the reactor's loops to the server's set, one CPU each (give the set with --cpus server=LIST)",
+}
+
+// refusedRunFlag finds the first of runRefusedFlags among args (before a
+// "--"), as -name, --name or --name=value; "" when there is none.
+func refusedRunFlag(args []string) (name, why string) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		n, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if why, ok := runRefusedFlags[n]; ok {
+			return n, why
+		}
+	}
+	return "", ""
+}
+
 // runCell is `reactorlab run`: one measured cell.
 func runCell(args []string, stdout, stderr io.Writer) int {
 	c, f := newRunCommand()
+	if name, why := refusedRunFlag(args); name != "" {
+		return c.Usagef(stderr, "--%s: %s", name, why)
+	}
 	if done, code := c.ParseNoArgs(args, stdout, stderr); done {
 		return code
 	}
@@ -127,7 +166,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 // cellSpec is the cell the flags describe (set: the flags given), checked
 // as the harness will check it; the error is a usage error's message.
 func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
-	cell, err := f.placement(set)
+	cell, err := f.placement()
 	if err != nil {
 		return cell, err
 	}
@@ -164,16 +203,9 @@ func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
 
 // placement is the cell's load and where it runs: the CPUs, the server's
 // CPU cap, the lab mode, the grace and the start timeout; the server's
-// addresses are the harness's to choose.
-func (f *runFlags) placement(set map[string]bool) (harness.CellSpec, error) {
-	for _, name := range []string{"listen", "control-listen"} {
-		if set[name] {
-			return harness.CellSpec{}, fmt.Errorf("--%s: the harness chooses the server's addresses", name)
-		}
-	}
-	if set["loop-cpus"] {
-		return harness.CellSpec{}, errors.New("--loop-cpus: the harness pins the reactor's loops to the server's set, one CPU each (give the set with --cpus server=LIST)")
-	}
+// addresses and its loops' CPUs are the harness's to choose
+// (runRefusedFlags).
+func (f *runFlags) placement() (harness.CellSpec, error) {
 	if err := harness.CheckServerCPU(f.serverCPU); err != nil {
 		return harness.CellSpec{}, fmt.Errorf("--server-cpu %v: %w", f.serverCPU, err)
 	}
@@ -350,6 +382,21 @@ func defaultCPUs() harness.CPUs {
 		return harness.Unpinned
 	}
 	return harness.DefaultCPUs(allowed)
+}
+
+// defaultLoopsText says how many loops the load generator runs by default
+// with the default placement here: "loadgen on CPU 1: 1 loop", "loadgen
+// on CPUs 8-15: up to 8 loops, one per connection beyond".
+func defaultLoopsText() string {
+	gen := defaultCPUs().Client
+	switch n := gen.Len(); {
+	case !gen.Pinned():
+		return "loadgen unpinned: 1 loop"
+	case n == 1:
+		return "loadgen on CPU " + gen.String() + ": 1 loop"
+	default:
+		return fmt.Sprintf("loadgen on CPUs %s: %d loops, fewer with fewer connections", gen, n)
+	}
 }
 
 // writeJSON writes v to w as indented JSON (the --json output of run and

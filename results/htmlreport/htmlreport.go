@@ -240,7 +240,7 @@ func (v *view) addShards(m *results.Manifest) {
 			Kernel:      s.Machine.Kernel,
 			CPU:         s.Machine.CPUModel,
 			CPUs:        strconv.Itoa(s.Machine.CPUs),
-			Placement:   s.Placement,
+			Placement:   placementText(s),
 			Mode:        s.Mode,
 			Interrupted: s.Interrupted,
 		}
@@ -256,11 +256,20 @@ func (v *view) addShards(m *results.Manifest) {
 		valid, total := m.ShardRuns(s.Index)
 		sv.Runs = fmt.Sprintf("%d/%d", valid, total)
 		v.Shards = append(v.Shards, sv)
-		placements = append(placements, s.Placement)
+		placements = append(placements, placementText(s))
 		modes = append(modes, s.Mode)
 	}
 	v.Placement = same(placements)
 	v.Mode = same(modes)
+}
+
+// placementText is the placement shard s asked for and, when recorded,
+// what it resolved to there (results.Resolved.Text).
+func placementText(s results.ShardInfo) string {
+	if t := s.Resolved.Text(); t != "" {
+		return s.Placement + ", placed: " + t
+	}
+	return s.Placement
 }
 
 // addSummary adds the summary table: a column for each headline metric
