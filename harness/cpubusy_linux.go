@@ -157,13 +157,24 @@ func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.
 	return sb, a.At, z.At, ""
 }
 
+// minThrottledShare: a capped server was held at its cap when at least
+// this share of the periods it ran in ended with its quota spent. The
+// count covers its whole life, start-up and drain included (a run's
+// measured period is most of it), so the bound is well below 1.
+const minThrottledShare = 0.5
+
 // Limit says which side limited the cell's throughput, and why: "loadgen"
 // when the load generator's self-check says so (its own scheduling lag or
-// CPU) or its CPUs were busy results.BusyFull or more; else "server" when the
-// server's were; else "neither" (both had CPU to spare: the load's own
-// shape, ping-pong say, set the pace). Without busy figures for the
-// server it says what the self-check says (loadgen.SelfCheck.Limit). ""
-// when the load generator left no summary.
+// CPU) or one of its CPUs was busy results.BusyFull or more (a loop
+// thread fills one CPU, whatever the size of the set); else "server" when
+// one of the server's CPUs was, or, for a server under a CPU cap
+// (server_cpu), when the kernel throttled it in at least half the periods
+// it ran (it spent its quota: the cap was the limit); else "neither" (the
+// load's own shape, ping-pong say, set the pace; a capped server that was
+// not held at its cap says so: its figures are not those of an equal CPU
+// budget). Without busy figures for the server it says what the
+// self-check says (loadgen.SelfCheck.Limit). "" when the load generator
+// left no summary.
 func (res *CellResult) Limit() (side, why string) {
 	s := res.Load
 	if s == nil {
@@ -173,6 +184,10 @@ func (res *CellResult) Limit() (side, why string) {
 	if b := res.CPUBusy; b != nil {
 		srv, gen = b.Server, b.Loadgen
 	}
+	var capped *CPULimitRecord
+	if res.Lab != nil && res.Lab.Server != nil {
+		capped = res.Lab.Server.CPULimit
+	}
 	switch {
 	case s.SelfCheck.Limit == loadgen.LimitLoadgen:
 		why = "its self-check"
@@ -180,16 +195,52 @@ func (res *CellResult) Limit() (side, why string) {
 			why += ": " + s.SelfCheck.Reasons[0]
 		}
 		return "loadgen", why
-	case gen != nil && gen.Mean >= results.BusyFull:
-		return "loadgen", fmt.Sprintf("its CPUs %.0f%% busy", 100*gen.Mean)
-	case srv != nil && srv.Mean >= results.BusyFull:
-		return "server", fmt.Sprintf("its CPUs %.0f%% busy", 100*srv.Mean)
+	case gen != nil && gen.fullest() >= results.BusyFull:
+		return "loadgen", gen.describe()
+	case capped != nil:
+		return capped.limit()
+	case srv != nil && srv.fullest() >= results.BusyFull:
+		return "server", srv.describe()
 	case srv == nil:
 		return s.SelfCheck.Limit, "the load generator's self-check (no busy figures for the server's CPUs)"
 	}
-	why = fmt.Sprintf("server's CPUs %.0f%% busy", 100*srv.Mean)
+	why = "server's " + srv.describe()
 	if gen != nil {
-		why += fmt.Sprintf(", loadgen's %.0f%%", 100*gen.Mean)
+		why += ", loadgen's " + gen.describe()
 	}
 	return "neither", why
+}
+
+// limit is Limit's verdict on a capped server: "server" when it was held
+// at its cap, "neither" when it was not.
+func (c *CPULimitRecord) limit() (side, why string) {
+	held := fmt.Sprintf("capped at %g CPU, throttled in %d of the %d periods it ran", c.Share, c.Throttled, c.Periods)
+	if c.Periods > 0 && float64(c.Throttled) >= minThrottledShare*float64(c.Periods) {
+		return "server", held
+	}
+	return "neither", held + ": not held at its cap, so not an equal CPU budget (something else set the pace)"
+}
+
+// fullest is the busy fraction of the side's busiest CPU.
+func (b *SideBusy) fullest() float64 {
+	m := 0.0
+	for _, f := range b.Busy {
+		m = max(m, f)
+	}
+	return m
+}
+
+// describe says how busy the side's CPUs were: "its CPUs 95% busy" for
+// one, "CPU 2 97% busy (CPUs 0-3: mean 31%)" for several.
+func (b *SideBusy) describe() string {
+	if len(b.CPUs) == 1 {
+		return fmt.Sprintf("its CPUs %.0f%% busy", 100*b.fullest())
+	}
+	i := 0
+	for j, f := range b.Busy {
+		if f > b.Busy[i] {
+			i = j
+		}
+	}
+	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)", b.CPUs[i], 100*b.Busy[i], CPUList(b.CPUs...), 100*b.Mean)
 }

@@ -227,8 +227,24 @@ func TestCPUBusy(t *testing.T) {
 		t.Errorf("Limit with the self-check naming the generator = %s (%s), want loadgen", side, why)
 	}
 	res.Load.SelfCheck = loadgen.SelfCheck{Limit: loadgen.LimitTarget}
-	res.CPUBusy.Server.Mean = 0.5
+	res.CPUBusy.Server.Busy[0], res.CPUBusy.Server.Mean = 0.5, 0.5
 	if side, _ := res.Limit(); side != "neither" {
 		t.Errorf("Limit with the server half busy = %s, want neither", side)
+	}
+	// One full CPU of four is a full loop thread: the server was the limit.
+	res.CPUBusy.Server = &SideBusy{CPUs: []int{0, 1, 2, 3}, Busy: []float64{0.1, 0.97, 0.1, 0.1}, Mean: 0.3175}
+	if side, why := res.Limit(); side != "server" || why != "CPU 1 97% busy (CPUs 0-3: mean 32%)" {
+		t.Errorf("Limit with one of four server CPUs full = %s (%s), want server naming CPU 1", side, why)
+	}
+	// A capped server is the limit when it spent its quota, whatever its
+	// CPU's busy fraction; not when it was seldom throttled.
+	res.CPUBusy.Server = &SideBusy{CPUs: []int{0}, Busy: []float64{0.5}, Mean: 0.5}
+	srv.CPULimit = &CPULimitRecord{Share: 0.5, Periods: 150, Throttled: 140}
+	if side, why := res.Limit(); side != "server" || !strings.Contains(why, "throttled in 140 of the 150 periods") {
+		t.Errorf("Limit of a server held at its cap = %s (%s), want server", side, why)
+	}
+	srv.CPULimit.Throttled = 20
+	if side, why := res.Limit(); side != "neither" || !strings.Contains(why, "not held at its cap") {
+		t.Errorf("Limit of a capped server seldom throttled = %s (%s), want neither, saying so", side, why)
 	}
 }
