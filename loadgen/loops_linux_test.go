@@ -181,16 +181,7 @@ func addAccounting(a, b loadgen.Accounting) loadgen.Accounting {
 // /proc/self/task while the run goes on, that each loop's thread had
 // exactly its CPU; a CPU the process may not use is refused naming it.
 func TestLoopsPinned(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for i := 0; i < 1024 && len(cpus) < 2; i++ {
-		if allowed.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
+	cpus := firstAllowedCPUs(t, 2)
 	if len(cpus) < 2 {
 		t.Logf("one CPU allowed (%v): both loops are pinned to it", cpus)
 	}
@@ -228,6 +219,23 @@ func TestLoopsPinned(t *testing.T) {
 	}
 }
 
+// firstAllowedCPUs returns up to n of the CPUs this thread may use, the
+// lowest first.
+func firstAllowedCPUs(t *testing.T, n int) []int {
+	t.Helper()
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for i := 0; i < 1024 && len(cpus) < n; i++ {
+		if allowed.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
+
 // taskMasks reads Cpus_allowed_list of every thread of this process.
 func taskMasks(t *testing.T) map[int]string {
 	out := map[int]string{}
@@ -260,16 +268,7 @@ func taskMasks(t *testing.T) map[int]string {
 // among them. Needs two CPUs and the privilege for SCHED_FIFO; skips
 // otherwise, saying which.
 func TestLoopSelfCheckNamesTheLoop(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for i := 0; i < 1024 && len(cpus) < 2; i++ {
-		if allowed.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
+	cpus := firstAllowedCPUs(t, 2)
 	if len(cpus) < 2 {
 		t.Skipf("needs two CPUs to starve one loop alone; this process may use %v", cpus)
 	}
