@@ -39,7 +39,15 @@ func (c *conn) onReadable() {
 
 // onAnswers handles the bytes of one read, received at now: it settles
 // every frame they complete, records their latencies, and sends what the
-// source may send in their place.
+// source may send in their place: a hot source refills; a steady or control
+// source sends only if its due frames were waiting for the window. One that
+// was not waiting sends at its next deadline, as tick finds it: at once for
+// a frame already due, and at the send grain for steady sources batched by
+// it, so that every due frame of a grain goes out in one write
+// (TestSteadyWritesOncePerGrain). Sending the frames due when an answer
+// arrived split a grain's batch: one steady source at 100k frames/s against
+// lt made 0.29-0.34 writes per frame instead of 0.18-0.19, and lt as many
+// reads and writes with it.
 func (c *conn) onAnswers(b []byte, now int64) {
 	l := c.l
 	c.split.feed(b)
@@ -91,7 +99,7 @@ func (c *conn) onAnswers(b []byte, now int64) {
 		if c.sentOutstanding() > 0 {
 			c.serviceFrom = now
 		}
-		if c.state == stOpen && !c.busy() {
+		if c.state == stOpen && !c.busy() && (c.kind == kindHot || c.blockedSince >= 0) {
 			c.resume()
 		}
 	}

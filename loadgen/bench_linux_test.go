@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
@@ -32,9 +34,11 @@ import (
 // Both sides are measured alike: each is a process of its own (the test
 // binary as a child: lt serving, the generator running one loadgen.Run and
 // nothing else, so the test process's goroutines are not counted), and each
-// one's CPU is the sum of the schedstat run times of all its threads (the Go
-// runtime's included) over the same window, the Run, read by the generator
-// child just before and after it. gen-busy and lt-busy are those CPU times
+// one's CPU is that of all its threads (the Go runtime's included) over the
+// same window, the Run, read by the generator child just before and after
+// it: lt's as the sum of its threads' schedstat run times, the generator's
+// as its process CPU clock, which keeps the time of the loop threads that
+// end with Run. gen-busy and lt-busy are those CPU times
 // over the Run's wall time; the user/system split per frame comes from
 // /proc/<pid>/stat (10 ms steps: rough).
 //
@@ -56,6 +60,14 @@ import (
 // side can spend what the other leaves: each one's CPU is the work it did,
 // and the ratio compares their costs per frame.
 //
+// The system calls per frame, counted by the kernel for each process over
+// the same window (syscallCounts: exact, and free of tracing overhead):
+// reads and writes per frame, and sleeps (voluntary context switches: a
+// blocking wait that slept, a futex wait) per frame. The floor of a hot
+// source is one read and one write per batch of K frames, and at most one
+// wait per round; a zero-timeout poll or a wait that did not sleep is in no
+// count (it shows as system time only).
+//
 // go test's -cpuprofile profiles the parent, which only waits: set
 // LOADGEN_TEST_GEN_CPUPROFILE=PREFIX to profile the generator children's
 // Runs instead, each into PREFIX-<pid>; go tool pprof merges them.
@@ -65,6 +77,7 @@ func BenchmarkCapacity(b *testing.B) {
 		rate           float64
 	}
 	cells := []cell{{hot: 1, k: 1}, {hot: 1, k: 16}, {hot: 4, k: 64}, {hot: 1, k: 1024}, {hot: 4, k: 256}, {hot: 16, k: 256},
+		{hot: 100, k: 16}, // the peers suite's pipelined cell
 		{steady: 1, rate: 100e3}, {steady: 1, rate: 300e3}, {steady: 4, rate: 1e6}}
 	placements := []struct {
 		name          string
@@ -84,6 +97,7 @@ func BenchmarkCapacity(b *testing.B) {
 				cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: tc.hot, InFlight: tc.k,
 					Steady: tc.steady, Rate: tc.rate, Window: 4096, Duration: time.Second, Drain: time.Second}
 				var frames, genNs, ltNs, wallNs, genUser, genSys, ltUser, ltSys float64
+				var genCalls, ltCalls syscallCounts
 				for b.Loop() {
 					run := runGenerator(b, cfg, r.Pid(), pl.genCPU)
 					frames += float64(run.Frames)
@@ -94,6 +108,7 @@ func BenchmarkCapacity(b *testing.B) {
 					genSys += float64(run.GenSysNs)
 					ltUser += float64(run.TargetUserNs)
 					ltSys += float64(run.TargetSysNs)
+					genCalls, ltCalls = genCalls.add(run.GenCalls), ltCalls.add(run.TargetCalls)
 				}
 				if pl.ltCPU >= 0 {
 					checkPinned(b, "lt", r.Pid(), pl.ltCPU)
@@ -109,6 +124,8 @@ func BenchmarkCapacity(b *testing.B) {
 				b.ReportMetric(genSys/frames, "gen-sys-ns/frame")
 				b.ReportMetric(ltUser/frames, "lt-user-ns/frame")
 				b.ReportMetric(ltSys/frames, "lt-sys-ns/frame")
+				genCalls.report(b, "gen", frames)
+				ltCalls.report(b, "lt", frames)
 			})
 		}
 	}
@@ -127,13 +144,15 @@ const (
 type capacityRun struct {
 	Frames   uint64 // DATA frames echoed
 	WallNs   int64  // the Run's wall time
-	GenNs    int64  // CPU of every thread of the generator's process during Run
+	GenNs    int64  // CPU of the generator's process during Run, its loop threads (ended with Run) included
 	TargetNs int64  // CPU of every thread of the target's process, same window
 	// The same split into user and system time (/proc/<pid>/stat, in steps
 	// of 10 ms: a rough split of the figures above).
 	GenUserNs, GenSysNs, TargetUserNs, TargetSysNs int64
-	Invalid                                        []string // the Result's invalid reasons
-	Affinity                                       []proc.ThreadAffinity
+	// The system calls each process made in the window (syscallCounts).
+	GenCalls, TargetCalls syscallCounts
+	Invalid               []string // the Result's invalid reasons
+	Affinity              []proc.ThreadAffinity
 }
 
 // generatorChild runs the Run described by its environment and reports it.
@@ -174,32 +193,47 @@ func generatorChild(cfgJSON string) int {
 	runtime.GC()
 	// Each side's counters are read just before and after Run, the
 	// generator's innermost: the only work in its window that is not Run is
-	// reading its own schedstat. (lt is idle around Run: its window may be
+	// reading its own counters. (lt is idle around Run: its window may be
 	// wider.)
+	tc0, e9 := readSyscallCounts(target)
 	tu0, e1 := proc.ReadUsage(target)
 	t0, e2 := proc.ReadThreadCPU(target)
+	gc0, e10 := selfSyscallCounts()
 	gu0, e3 := proc.ReadUsage(self)
-	g0, e4 := proc.ReadThreadCPU(self)
+	g0, e4 := processCPU()
 	began := time.Now()
 	res, err := loadgen.Run(context.Background(), cfg)
 	wall := time.Since(began)
-	g1, e5 := proc.ReadThreadCPU(self)
+	g1, e5 := processCPU()
 	gu1, e6 := proc.ReadUsage(self)
+	gc1, e11 := selfSyscallCounts()
 	t1, e7 := proc.ReadThreadCPU(target)
 	tu1, e8 := proc.ReadUsage(target)
-	if err := errors.Join(err, e1, e2, e3, e4, e5, e6, e7, e8); err != nil {
+	tc1, e12 := readSyscallCounts(target)
+	if err := errors.Join(err, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12); err != nil {
 		fmt.Fprintln(os.Stderr, "generator child:", err)
 		return 1
 	}
 	run := capacityRun{Frames: res.Totals.Echoed, WallNs: wall.Nanoseconds(), GenNs: g1 - g0, TargetNs: t1 - t0, Invalid: res.Invalid,
 		GenUserNs: gu1.UserNs - gu0.UserNs, GenSysNs: gu1.SysNs - gu0.SysNs,
-		TargetUserNs: tu1.UserNs - tu0.UserNs, TargetSysNs: tu1.SysNs - tu0.SysNs}
+		TargetUserNs: tu1.UserNs - tu0.UserNs, TargetSysNs: tu1.SysNs - tu0.SysNs,
+		GenCalls: gc1.sub(gc0), TargetCalls: tc1.sub(tc0)}
 	run.Affinity, _ = proc.ReadAffinity(self)
 	if err := json.NewEncoder(os.Stdout).Encode(run); err != nil {
 		fmt.Fprintln(os.Stderr, "generator child:", err)
 		return 1
 	}
 	return 0
+}
+
+// processCPU is the CPU time of this process, every thread it ran
+// included, the ended ones too (CLOCK_PROCESS_CPUTIME_ID, in ns).
+func processCPU() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0, os.NewSyscallError("clock_gettime CLOCK_PROCESS_CPUTIME_ID", err)
+	}
+	return ts.Nano(), nil
 }
 
 // runGenerator runs cfg in a generator child on CPU cpu (< 0: anywhere)

@@ -74,7 +74,8 @@ const (
 
 // slot is one frame of a connection's ring, at index seq & mask. Only the
 // frames in [lowSeq, nextSeq) are live; the ring is at least as large as
-// that span may be, so a live frame is never overwritten.
+// that span may be, so a live frame is never overwritten. appendFrame sets
+// every field, one by one: a field added here must be set there too.
 type slot struct {
 	seq    uint64
 	stamp  int64  // the header's SendNs: intended time (steady, control) or build time (hot), ns since the run start

@@ -40,11 +40,27 @@ func BenchmarkFrameCost(b *testing.B) {
 // benchConn returns a hot source with k frames in flight, written to
 // /dev/null.
 func benchConn(b *testing.B, k int) (*conn, func()) {
-	cfg := Config{DataAddr: "127.0.0.1:1", Hot: 1, InFlight: k, Duration: time.Hour}.WithDefaults()
+	c, done := devNullConn(b, Config{DataAddr: "127.0.0.1:1", Hot: 1, InFlight: k, Duration: time.Hour})
+	c.refill()
+	if c.live != k || c.sentSeq != uint64(k) {
+		b.Fatalf("after the first refill: %d live, %d sent", c.live, c.sentSeq)
+	}
+	return c, done
+}
+
+// devNullConn returns the first source of cfg (one source only) in a loop
+// of its own that is sending from time 0 until cfg.Duration, at the loop's
+// send grain (see sendGrain), its recorder and classes in place, its
+// connection /dev/null: every write goes through in full, nothing is read.
+// The caller moves the loop's clock (l.now) and hands the source its
+// answers (onAnswers). The second result closes the loop.
+func devNullConn(tb testing.TB, cfg Config) (*conn, func()) {
+	tb.Helper()
+	cfg = cfg.WithDefaults()
 	sa := &unix.SockaddrInet4{Port: 1, Addr: [4]byte{127, 0, 0, 1}}
 	l, err := newLoop(cfg, nil, sa, sa)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	l.rec = results.NewRecorder(time.Now(), time.Second, 0)
 	for _, p := range []struct {
@@ -53,17 +69,20 @@ func benchConn(b *testing.B, k int) (*conn, func()) {
 	}{{&l.cData, ClassData}, {&l.cRaw, ClassDataUncorrected}, {&l.cControl, ClassControl}, {&l.cStop, ClassStop}, {&l.cLag, ClassSendLag}} {
 		*p.c, _ = l.rec.Class(p.name)
 	}
-	l.measureFrom, l.sendEnd, l.phase = 0, never, phaseSending
+	if cfg.Rate*sendGrain.Seconds() > 1 {
+		l.grain = int64(sendGrain) // as loop.run sets it
+	}
+	l.measureFrom, l.sendEnd, l.phase = 0, int64(cfg.Duration), phaseSending
 	c := l.conns[0]
 	c.service, _ = l.rec.Class(ClassServicePrefix + c.name)
 	if c.fd, err = unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0); err != nil {
-		b.Fatal(err)
+		l.closeAll()
+		tb.Fatal(err)
 	}
 	c.token = l.newToken(c)
 	c.state, c.inEpoll, c.interest = stOpen, true, unix.EPOLLIN // /dev/null cannot be in an epoll set: pretend
-	c.refill()
-	if c.live != k || c.sentSeq != uint64(k) {
-		b.Fatalf("after the first refill: %d live, %d sent", c.live, c.sentSeq)
+	if c.kind != kindHot {
+		c.endSeq = c.firstFrom(l.sendEnd) // as start does, without sending
 	}
 	return c, l.closeAll
 }
