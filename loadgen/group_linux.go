@@ -154,6 +154,9 @@ func (g *group) run(ctx context.Context) error {
 			if runErrs[i] = l.run(); runErrs[i] != nil {
 				g.abort()
 			}
+			if l.progress != nil {
+				l.progress <- loopProgress{loop: i, ended: true} // the merger reads until every loop has ended
+			}
 		})
 	}
 	var first error
@@ -266,18 +269,22 @@ func (g *group) conns() []*conn {
 	return out
 }
 
-// loopProgress is one loop's report at an interval boundary.
+// loopProgress is one loop's report at an interval boundary, or its
+// last word: it has ended and reports no more.
 type loopProgress struct {
 	loop     int
 	boundary int64 // the interval boundary just passed, ns since the start
 	p        Progress
+	ended    bool
 }
 
 // progressMerger sums the loops' reports of each interval boundary into
-// one Progress, sent (without blocking) once every loop has reported that
-// boundary. A boundary a loop skipped (it was late by more than an
-// interval, or the merger was behind) is never sent; it is forgotten once
-// a later one is.
+// one Progress, sent (without blocking) once every loop still running has
+// reported that boundary; a loop that has ended counts with its last
+// report (its counts, at no rate), so the sums never go back. A
+// boundary a running loop skipped (it was late by more than an interval,
+// or the merger was behind) is never sent; it is forgotten once a later
+// one is.
 type progressMerger struct {
 	n      int
 	in     chan loopProgress
@@ -290,14 +297,18 @@ func newProgressMerger(n int, out chan<- Progress) *progressMerger {
 	return &progressMerger{n: n, in: make(chan loopProgress, 8*n), out: out, done: make(chan struct{}), exited: make(chan struct{})}
 }
 
+// boundarySum is the reports of one boundary so far.
+type boundarySum struct {
+	from []bool // which loops reported it
+	p    Progress
+}
+
 // run merges until close; it is the merger's only goroutine.
 func (m *progressMerger) run() {
 	defer close(m.exited)
-	type partial struct {
-		loops int
-		p     Progress
-	}
-	pending := map[int64]*partial{}
+	pending := map[int64]*boundarySum{}
+	ended := make([]bool, m.n)
+	last := make([]Progress, m.n) // each loop's latest report
 	for {
 		var lp loopProgress
 		select {
@@ -305,25 +316,56 @@ func (m *progressMerger) run() {
 		case <-m.done:
 			return
 		}
-		q := pending[lp.boundary]
-		if q == nil {
-			q = &partial{p: Progress{Measuring: true}}
-			pending[lp.boundary] = q
-		}
-		q.loops++
-		q.p = q.p.plus(lp.p)
-		if q.loops < m.n {
-			continue
-		}
-		for b := range pending {
-			if b <= lp.boundary {
-				delete(pending, b)
+		if lp.ended {
+			ended[lp.loop] = true
+		} else {
+			q := pending[lp.boundary]
+			if q == nil {
+				q = &boundarySum{from: make([]bool, m.n), p: Progress{Measuring: true}}
+				pending[lp.boundary] = q
 			}
+			q.from[lp.loop] = true
+			q.p = q.p.plus(lp.p)
+			last[lp.loop] = lp.p
 		}
-		select {
-		case m.out <- q.p:
-		default: // the callback is still busy with the previous one
+		m.sendComplete(pending, ended, last)
+	}
+}
+
+// sendComplete sends the latest boundary every running loop has reported
+// (if any), the ended loops' last reports added in, and forgets it and
+// every earlier one.
+func (m *progressMerger) sendComplete(pending map[int64]*boundarySum, ended []bool, last []Progress) {
+	latest, found := int64(0), false
+	for b, q := range pending {
+		complete := true
+		for i, from := range q.from {
+			complete = complete && (from || ended[i])
 		}
+		if complete && (!found || b > latest) {
+			latest, found = b, true
+		}
+	}
+	if !found {
+		return
+	}
+	q := pending[latest]
+	p := q.p
+	for i, from := range q.from {
+		if !from {
+			gone := last[i] // an ended loop's: its counts stand, it sends no more
+			gone.Rate, gone.DataP99, gone.ControlP99 = 0, 0, 0
+			p = p.plus(gone)
+		}
+	}
+	for b := range pending {
+		if b <= latest {
+			delete(pending, b)
+		}
+	}
+	select {
+	case m.out <- p:
+	default: // the callback is still busy with the previous one
 	}
 }
 
