@@ -92,6 +92,9 @@ var blackBoxRows = []blackBoxRow{
 	// An RST ends the connections at once, and the process exits before
 	// X5's first probe: X5 cannot tell anything.
 	{name: "rst-on-term", args: []string{"--bug", "rst-on-term"}, fail: []string{"X3"}, inconclusive: []string{"X5"}},
+	// Every echo out and a FIN, but no reading to the client's EOF: the
+	// bytes the client sends after the FIN are reset (X3's probe).
+	{name: "close-at-fin-on-term", args: []string{"--bug", "close-at-fin-on-term"}, fail: []string{"X3"}, inconclusive: []string{"X5"}},
 	// The queue is dropped only if the server holds one: small buffers.
 	{name: "drop-on-term", args: []string{"--bug", "drop-on-term", "--sockbuf", "16384"}, fail: []string{"X3"}},
 	// Connections that outlive the grace: X4's failure, and X3 cannot see

@@ -36,6 +36,15 @@ const (
 	// window and its writes against the full socket buffers (a few ms on
 	// loopback), so that it holds echoes and is measured at rest.
 	termPause = 100 * time.Millisecond
+	// finProbeWait is how long a stream that read the server's FIN waits,
+	// after writing finProbe more bytes, for an RST: a server that closed
+	// without reading to the client's EOF resets them (on loopback or a
+	// veth, within microseconds of their arrival); one that reads and
+	// discards until the client's EOF, as a graceful close does, never
+	// does. A server that closes later than this after its FIN is not
+	// caught.
+	finProbeWait = 50 * time.Millisecond
+	finProbe     = termFrame
 )
 
 // streamEnd is how a connection's echo stream ended.
@@ -205,7 +214,10 @@ func (s *termStream) read() {
 // A read sees EOF after an RST too when a write took the reset's error
 // first (the kernel reports it once); a write that failed with
 // ECONNRESET means an RST came before any FIN (after a FIN, a reset is
-// EPIPE), so the stream ended in RST whatever the read saw.
+// EPIPE), so the stream ended in RST whatever the read saw. After a FIN
+// the stream writes a little more and waits for an RST (resetAfterFIN):
+// a server whose close resets the client's later bytes would destroy, on
+// the way, echoes the client had not read yet.
 func (s *termStream) finish(end streamEnd, err error) {
 	s.endAt = time.Now()
 	s.stopWriting()
@@ -213,10 +225,35 @@ func (s *termStream) finish(end streamEnd, err error) {
 	if end == endEOF && errors.Is(s.writeErr, syscall.ECONNRESET) {
 		end, err = endReset, fmt.Errorf("EOF read, but a write had failed with %w", s.writeErr)
 	}
+	if end == endEOF && !s.holdOpen {
+		if reset := s.resetAfterFIN(); reset != nil {
+			end, err = endReset, reset
+		}
+	}
 	s.end, s.endErr = end, err
 	if end == endEOF && !s.holdOpen {
 		s.conn.CloseWrite()
 	}
+}
+
+// resetAfterFIN writes finProbe bytes every 5 ms after the server's FIN,
+// for finProbeWait, and reports the RST they meet, or nil. (A read after
+// the FIN returns EOF at once, so the writes are the probe: once an RST
+// has come, a write fails with EPIPE, the kernel's error for a reset
+// after a FIN, or ECONNRESET.)
+func (s *termStream) resetAfterFIN() error {
+	probe := make([]byte, finProbe)
+	for end := time.Now().Add(finProbeWait); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		s.conn.SetWriteDeadline(time.Now().Add(finProbeWait))
+		_, err := s.conn.Write(probe)
+		if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+			return fmt.Errorf("FIN, then RST: a write after the FIN failed with %w (the server closed without reading to the client's EOF, so its kernel reset the client's later bytes; echoes the client had not read yet would be lost with them)", err)
+		}
+		if err != nil {
+			return nil // a write that timed out: the server is not reading, but it has not reset either
+		}
+	}
+	return nil
 }
 
 // classifyEnd says what a read error means for the stream.

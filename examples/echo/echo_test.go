@@ -510,11 +510,12 @@ func TestBugs(t *testing.T) {
 		// The stop contract's bugs show under SIGTERM, slow-control under
 		// hot data on a control address: conformance's TestBlackBox runs
 		// the cases they break (S2, X3, X4, X5).
-		"slow-control":       nil,
-		"rst-on-term":        nil,
-		"drop-on-term":       nil,
-		"keep-conns-on-term": nil,
-		"serve-after-term":   nil,
+		"slow-control":         nil,
+		"rst-on-term":          nil,
+		"close-at-fin-on-term": nil,
+		"drop-on-term":         nil,
+		"keep-conns-on-term":   nil,
+		"serve-after-term":     nil,
 	}
 	if len(symptoms) != len(bugs) {
 		t.Fatalf("%d symptoms for %d bugs", len(symptoms), len(bugs))
@@ -541,7 +542,7 @@ func TestBugs(t *testing.T) {
 func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--bug", "nope").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, drop-on-term, drop-partial, exit-on-emfile, free-at-eof, keep-conns-on-term, leak-on-close, no-backpressure, rst-on-term, serve-after-term, slow-control") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, close-at-fin-on-term, drop-on-term, drop-partial, exit-on-emfile, free-at-eof, keep-conns-on-term, leak-on-close, no-backpressure, rst-on-term, serve-after-term, slow-control") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
 	}
 	out, err = exec.Command(bin, "--help").CombinedOutput()

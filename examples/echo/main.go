@@ -75,6 +75,11 @@
 //	                 PINGs starve under hot data (S2)
 //	rst-on-term      at SIGTERM every connection is closed with SO_LINGER
 //	                 0: an RST, not a FIN (X3)
+//	close-at-fin-on-term  at SIGTERM every echo is written back and the
+//	                 server half-closes (FIN), then closes at once instead
+//	                 of reading and discarding to the client's EOF: what
+//	                 the client sends after the FIN is answered with RST,
+//	                 which would destroy echoes it had not read yet (X3)
 //	drop-on-term     connections are served through the bounded queue of
 //	                 free-at-eof (its correct half); at SIGTERM the writer
 //	                 stops at once and the queue is dropped, then the
@@ -108,17 +113,18 @@ import (
 )
 
 var bugs = map[string]string{
-	"busy-idle":          "spin on non-blocking reads while a connection is idle (W2)",
-	"no-backpressure":    "buffer everything read, without bound, whether or not the client reads (W1)",
-	"leak-on-close":      "never close the server side when a client closes: fds leak (I2)",
-	"drop-partial":       "drop reads shorter than 32 bytes: fragmented frames are lost (F1)",
-	"exit-on-emfile":     "exit when an accept fails, as when the descriptor table is full (R4)",
-	"free-at-eof":        "close at the reader's EOF at once, dropping the echoes still queued (I3)",
-	"slow-control":       "echo on the control address only once the data connections have been idle for 100 ms (S2)",
-	"rst-on-term":        "at SIGTERM close every connection with SO_LINGER 0: RST, not FIN (X3)",
-	"drop-on-term":       "serve through a bounded queue and drop it at SIGTERM: echoes of what was read are lost (X3)",
-	"keep-conns-on-term": "at SIGTERM close the listeners but serve the connections on until their clients close (X4)",
-	"serve-after-term":   "at SIGTERM end the connections, but keep accepting and serving new ones (X5)",
+	"busy-idle":            "spin on non-blocking reads while a connection is idle (W2)",
+	"no-backpressure":      "buffer everything read, without bound, whether or not the client reads (W1)",
+	"leak-on-close":        "never close the server side when a client closes: fds leak (I2)",
+	"drop-partial":         "drop reads shorter than 32 bytes: fragmented frames are lost (F1)",
+	"exit-on-emfile":       "exit when an accept fails, as when the descriptor table is full (R4)",
+	"free-at-eof":          "close at the reader's EOF at once, dropping the echoes still queued (I3)",
+	"slow-control":         "echo on the control address only once the data connections have been idle for 100 ms (S2)",
+	"rst-on-term":          "at SIGTERM close every connection with SO_LINGER 0: RST, not FIN (X3)",
+	"close-at-fin-on-term": "at SIGTERM write every echo back, half-close, then close without reading to the client's EOF: its later bytes are reset (X3)",
+	"drop-on-term":         "serve through a bounded queue and drop it at SIGTERM: echoes of what was read are lost (X3)",
+	"keep-conns-on-term":   "at SIGTERM close the listeners but serve the connections on until their clients close (X4)",
+	"serve-after-term":     "at SIGTERM end the connections, but keep accepting and serving new ones (X5)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -387,7 +393,7 @@ func (s *server) serve(c net.Conn, control bool) {
 	stopping := s.stopping
 	s.mu.Unlock()
 	if stopping && s.bug != "rst-on-term" {
-		endGracefully(c)
+		endGracefully(c, s.bug == "close-at-fin-on-term")
 	}
 	s.mu.Lock()
 	delete(s.conns, c)

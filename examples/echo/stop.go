@@ -85,9 +85,14 @@ func (s *server) endConn(c net.Conn) {
 // (half-close), then what the client still sends is read and discarded
 // until its FIN, for at most drainFor, so that the close that follows has
 // no unread data to answer with RST.
-func endGracefully(c net.Conn) {
+// With closeAtFIN (the close-at-fin-on-term bug) it returns after the FIN,
+// and the close that follows resets what the client sends next.
+func endGracefully(c net.Conn, closeAtFIN bool) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.CloseWrite()
+	}
+	if closeAtFIN {
+		return
 	}
 	c.SetReadDeadline(time.Now().Add(drainFor))
 	io.Copy(io.Discard, c)
