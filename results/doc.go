@@ -12,6 +12,8 @@
 // every class (sparse, as hdrhistogram.PackedHistogram) for the interval log,
 // and the measured total of a class is the lossless merge of its measured
 // intervals: the interval log read back and merged gives the totals exactly.
+// MergeRecorders merges recorders that cut the same intervals (a load
+// generator's loops) into one, interval by interval, losslessly.
 //
 // [Recorder.WriteHlog] writes the HdrHistogram interval log format 1.3
 // through hdrhistogram-go's log writer, one "Tag=<class>" line per class per
