@@ -146,11 +146,7 @@ func TestSyscallCountsSeeTheCalls(t *testing.T) {
 		return living, every
 	}
 	before, selfBefore := read()
-	done := make(chan struct{})
-	go func() {
-		// On a thread of its own, which ends with the goroutine (locked).
-		defer close(done)
-		runtime.LockOSThread()
+	tid := onEndingThread(func() {
 		buf := make([]byte, 8)
 		for range calls {
 			unix.Write(fd, buf)
@@ -162,9 +158,18 @@ func TestSyscallCountsSeeTheCalls(t *testing.T) {
 			// A blocking nanosleep of this locked thread: one voluntary switch.
 			unix.Nanosleep(&unix.Timespec{Nsec: int64(100 * time.Microsecond)}, nil)
 		}
-	}()
-	<-done
-	time.Sleep(10 * time.Millisecond) // the thread's exit (if it is still there, both count it)
+	})
+	// The runtime ends the locked thread after the goroutine returns: wait
+	// until it has gone from /proc, so that "every thread" counts an
+	// ended thread.
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("thread %d (pid %d) still in /proc/self/task 5 s after its goroutine ended", tid, os.Getpid())
+		}
+	}
 	after, selfAfter := read()
 	d, ds := after.sub(before), selfAfter.sub(selfBefore)
 	t.Logf("living threads: %+v; every thread: %+v", d, ds)
@@ -184,4 +189,29 @@ func TestSyscallCountsSeeTheCalls(t *testing.T) {
 	if _, err := readSyscallCounts(-1); err == nil {
 		t.Error("pid -1: no error")
 	}
+}
+
+// onEndingThread runs f on a locked thread that ends with it and returns
+// the thread's id once f has returned. Go never ends the main thread (a
+// goroutine that exits locked to it wedges it instead), so a goroutine
+// that finds itself there keeps it locked while f runs on another.
+func onEndingThread(f func()) int {
+	tidc := make(chan int, 1)
+	var run func()
+	run = func() {
+		runtime.LockOSThread() // unlocked only on the main thread: any other ends with the goroutine
+		if unix.Gettid() == unix.Getpid() {
+			done := make(chan struct{})
+			go func() { run(); close(done) }() // not on this thread, which this goroutine holds
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+		tidc <- unix.Gettid()
+	}
+	finished := make(chan struct{})
+	go func() { run(); close(finished) }()
+	<-finished
+	return <-tidc
 }
