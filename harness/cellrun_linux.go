@@ -256,10 +256,10 @@ func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
 	return spec, load
 }
 
-// loadBound is the longest a load generator with cfg runs.
+// loadBound is the longest a load generator with cfg runs: its own bound
+// (a hot lead included) and a second for closing.
 func loadBound(cfg loadgen.Config) time.Duration {
-	c := cfg.WithDefaults()
-	return c.ConnectTimeout + c.Warmup + c.Duration + c.Drain + time.Second
+	return cfg.MaxDuration() + time.Second
 }
 
 // lastLine is the last non-empty line of b: a role's summary follows

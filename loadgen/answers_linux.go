@@ -76,7 +76,9 @@ func (c *conn) onAnswers(b []byte, now int64) {
 		}
 		switch c.kind {
 		case kindHot:
-			lat = append(lat, now-s.actual)
+			if s.actual >= l.schedStart { // not a frame of the hot lead
+				lat = append(lat, now-s.actual)
+			}
 		case kindSteady:
 			lat = append(lat, now-s.stamp)
 			raw = append(raw, now-s.actual)
@@ -109,7 +111,7 @@ func (c *conn) onAnswers(b []byte, now int64) {
 // received at now (see there).
 func (c *conn) flushLatencies(lat, raw []int64, now int64) {
 	l := c.l
-	if len(lat) > 0 {
+	if len(lat) > 0 && l.rec != nil { // no recorder during a hot lead: nothing measured
 		switch c.kind {
 		case kindHot:
 			if now >= l.measureFrom && now < l.sendEnd {

@@ -47,7 +47,17 @@ const (
 	// MinUrgentEvery and MaxUrgentEvery bound UrgentEvery (when not 0).
 	MinUrgentEvery = 10 * time.Microsecond
 	MaxUrgentEvery = time.Hour
+	// MaxChurnRate bounds ChurnRate (connections/s).
+	MaxChurnRate = 100000
+	// MaxChurnBurst bounds ChurnBurst; MaxChurnMax bounds ChurnMax.
+	MaxChurnBurst = 10000
+	MaxChurnMax   = 65536
+	// MaxHotLead bounds HotLead.
+	MaxHotLead = 10 * time.Second
 )
+
+// DefaultChurnMax is ChurnMax when churn is on and the field is 0.
+const DefaultChurnMax = 256
 
 // ErrConfig is wrapped by every error of Config.Validate and of decoding a
 // Config from JSON.
@@ -110,6 +120,29 @@ type Config struct {
 	// before the end of Duration.
 	StopAt time.Duration
 
+	// ChurnRate, when > 0, opens this many churn connections per second
+	// during the sending phase, open loop (see ChurnOutcome): each one
+	// connects at its intended instant, sends one DATA frame of Payload
+	// bytes, reads its echo and closes. 0, the default, opens none.
+	ChurnRate float64
+	// ChurnBurst is how many churn connections arrive together at each
+	// intended instant (default 1 with ChurnRate): bursts come
+	// ChurnRate/ChurnBurst times a second.
+	ChurnBurst int
+	// ChurnMax caps the churn connections open at once (default 256 with
+	// ChurnRate), dealt over the loops; one due while the cap is reached
+	// is skipped and counted (ChurnOutcome.Skipped), never opened late.
+	ChurnMax int
+
+	// HotLead, when > 0, connects the hot sources and lets them send for
+	// HotLead before the steady and control sources connect; the
+	// measured schedule (warm-up, then Duration, the steady and control
+	// timetables, STOP, urgent ticks, churn, the intervals) starts once
+	// every source is connected. Hot frames sent before it are accounted
+	// and never measured. 0, the default, connects every source at once.
+	// It needs a hot source.
+	HotLead time.Duration
+
 	// UrgentEvery, when > 0, sends one TCP urgent byte (send(MSG_OOB)) on
 	// a data connection every UrgentEvery, the data connections taking
 	// turns, and measures the time to the target's urgent answer (class
@@ -121,8 +154,9 @@ type Config struct {
 
 	// Warmup is sent but not measured; Duration is measured after it; Drain
 	// (default 1 s) is how long outstanding frames may still be answered
-	// after sending stops. A run lasts at most ConnectTimeout + Warmup +
-	// Duration + Drain (plus closing, a few milliseconds).
+	// after sending stops. A run lasts at most MaxDuration:
+	// ConnectTimeout + Warmup + Duration + Drain, plus HotLead +
+	// ConnectTimeout with a hot lead (plus closing, a few milliseconds).
 	Duration time.Duration
 	Warmup   time.Duration
 	Drain    time.Duration
@@ -167,7 +201,8 @@ type Config struct {
 // WithDefaults returns c with every zero field that has a default set to it:
 // ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
 // or StopAt > 0), ControlTimeout, RemovalAfter, Drain, Interval and
-// ConnectTimeout, and Loops (1).
+// ConnectTimeout, Loops (1), and with ChurnRate ChurnBurst (1) and
+// ChurnMax (DefaultChurnMax).
 func (c Config) WithDefaults() Config {
 	if c.Loops == 0 {
 		c.Loops = 1
@@ -199,7 +234,28 @@ func (c Config) WithDefaults() Config {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
+	if c.ChurnRate > 0 {
+		if c.ChurnBurst == 0 {
+			c.ChurnBurst = 1
+		}
+		if c.ChurnMax == 0 {
+			c.ChurnMax = DefaultChurnMax
+		}
+	}
 	return c
+}
+
+// MaxDuration is the longest a run of c lasts, defaults applied, closing
+// aside: ConnectTimeout + Warmup + Duration + Drain, and with a hot lead
+// HotLead and a second ConnectTimeout (the steady and control sources
+// connect after the lead).
+func (c Config) MaxDuration() time.Duration {
+	c = c.WithDefaults()
+	d := c.ConnectTimeout + c.Warmup + c.Duration + c.Drain
+	if c.HotLead > 0 {
+		d += c.HotLead + c.ConnectTimeout
+	}
+	return d
 }
 
 // Validate checks c after WithDefaults and returns every problem found,
@@ -215,6 +271,7 @@ func (c Config) Validate() error {
 	c.checkBatches(&p)
 	c.checkControl(&p)
 	c.checkUrgent(&p)
+	c.checkChurn(&p)
 	c.checkTimes(&p)
 	c.checkFaults(&p)
 	return errors.Join(p...)
@@ -260,8 +317,8 @@ func (c Config) checkSources(p *problems) {
 			p.bad(f.name, f.v, fmt.Sprintf("0..%d", MaxSources))
 		}
 	}
-	if c.Hot+c.Steady == 0 && c.ControlEvery == 0 {
-		p.add("no source: hot = 0, steady = 0 and control-every = 0 (accepted: at least one hot or steady source, or control probes)")
+	if c.Hot+c.Steady == 0 && c.ControlEvery == 0 && c.ChurnRate == 0 {
+		p.add("no source: hot = 0, steady = 0, control-every = 0 and churn-rate = 0 (accepted: at least one hot or steady source, or control probes, or churn-rate > 0)")
 	}
 	if c.Hot > 0 && (c.InFlight < 1 || c.InFlight > MaxInFlight) {
 		p.bad("inflight", c.InFlight, fmt.Sprintf("1..%d frames in flight per hot source (closed loop)", MaxInFlight))
@@ -270,6 +327,8 @@ func (c Config) checkSources(p *problems) {
 	switch {
 	case c.Loops < 1 || c.Loops > MaxLoops:
 		p.bad("loops", c.Loops, fmt.Sprintf("1..%d event loops", MaxLoops))
+	case c.ChurnRate > 0:
+		// Every loop has its share of the churn (checkChurn bounds it).
 	case c.Loops > max(conns, 1):
 		p.bad("loops", c.Loops, fmt.Sprintf("at most one loop per connection (%d hot + %d steady + %d control)", c.Hot, c.Steady, c.Control))
 	}
@@ -350,6 +409,42 @@ func (c Config) checkUrgent(p *problems) {
 	}
 }
 
+// checkChurn checks the churn rate, burst and cap, that every loop has a
+// share of the cap, and the hot lead.
+func (c Config) checkChurn(p *problems) {
+	if math.IsNaN(c.ChurnRate) || math.IsInf(c.ChurnRate, 0) || c.ChurnRate < 0 || c.ChurnRate > MaxChurnRate {
+		p.bad("churn-rate", c.ChurnRate, fmt.Sprintf("0 (no churn) or in (0, %d] connections/s", MaxChurnRate))
+	}
+	if c.ChurnRate == 0 {
+		if c.ChurnBurst != 0 {
+			p.bad("churn-burst", c.ChurnBurst, "0 without churn-rate")
+		}
+		if c.ChurnMax != 0 {
+			p.bad("churn-max", c.ChurnMax, "0 without churn-rate")
+		}
+	} else {
+		if c.ChurnBurst < 1 || c.ChurnBurst > MaxChurnBurst {
+			p.bad("churn-burst", c.ChurnBurst, fmt.Sprintf("1..%d connections per burst", MaxChurnBurst))
+		}
+		switch {
+		case c.ChurnMax < 1 || c.ChurnMax > MaxChurnMax:
+			p.bad("churn-max", c.ChurnMax, fmt.Sprintf("1..%d churn connections open at once", MaxChurnMax))
+		case c.ChurnMax < c.ChurnBurst:
+			p.bad("churn-max", c.ChurnMax, fmt.Sprintf(">= churn-burst = %d (a burst must fit)", c.ChurnBurst))
+		case c.ChurnMax < c.Loops:
+			p.bad("churn-max", c.ChurnMax, fmt.Sprintf(">= loops = %d (each loop gets a share of it)", c.Loops))
+		}
+		if frame := wire.HeaderSize + c.Payload; c.Payload > 0 && c.ChurnMax*frame > MaxBatchBytes {
+			p.bad("churn-max", c.ChurnMax, fmt.Sprintf("churn-max x frame size (%d bytes) <= %d MiB", frame, MaxBatchBytes>>20))
+		}
+	}
+	if c.HotLead < 0 || c.HotLead > MaxHotLead {
+		p.bad("hot-lead", c.HotLead, fmt.Sprintf("0 (no lead) or in (0, %v]", MaxHotLead))
+	} else if c.HotLead > 0 && c.Hot == 0 {
+		p.add("hot-lead = %v without hot sources (accepted: hot >= 1 to lead, or hot-lead = 0)", c.HotLead)
+	}
+}
+
 // checkTimes checks the run's durations: duration, warm-up, STOP probe
 // time, drain, interval and connect timeout.
 func (c Config) checkTimes(p *problems) {
@@ -412,6 +507,10 @@ type configJSON struct {
 	RemovalAfter   int      `json:"removal_after,omitempty"`
 	StopAt         duration `json:"stop_at"`
 	UrgentEvery    duration `json:"urgent_every,omitempty"`
+	ChurnRate      float64  `json:"churn_rate,omitempty"`
+	ChurnBurst     int      `json:"churn_burst,omitempty"`
+	ChurnMax       int      `json:"churn_max,omitempty"`
+	HotLead        duration `json:"hot_lead,omitempty"`
 	Duration       duration `json:"duration"`
 	Warmup         duration `json:"warmup"`
 	Drain          duration `json:"drain"`
@@ -457,6 +556,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
 		Interval: duration(c.Interval), ConnectTimeout: duration(c.ConnectTimeout), Faults: c.Faults,
 		Loops: c.Loops, LoopCPUs: c.LoopCPUs,
+		ChurnRate: c.ChurnRate, ChurnBurst: c.ChurnBurst, ChurnMax: c.ChurnMax, HotLead: duration(c.HotLead),
 	})
 }
 
@@ -481,6 +581,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),
 		Interval: time.Duration(j.Interval), ConnectTimeout: time.Duration(j.ConnectTimeout), Faults: j.Faults,
 		Loops: j.Loops, LoopCPUs: j.LoopCPUs,
+		ChurnRate: j.ChurnRate, ChurnBurst: j.ChurnBurst, ChurnMax: j.ChurnMax, HotLead: time.Duration(j.HotLead),
 	}
 	return nil
 }

@@ -115,6 +115,7 @@ type conn struct {
 	fd        int
 	gen       uint32 // bumped per physical connection, never 0; with idx, the slots.Ref of its epoll events (see ref)
 	state     connState
+	started   bool   // it has begun sending (begin): before, a failed connect ends it, and nothing is sent
 	inEpoll   bool   // fd is in the epoll set
 	interest  uint32 // epoll events registered
 	token     uint64
@@ -328,7 +329,7 @@ func (c *conn) deadline() int64 {
 // the wait is noticed when it begins; once it is, events (answers, the
 // socket turning writable, the fault's end) resume the source.
 func (c *conn) scheduleDeadline() int64 {
-	if c.kind == kindHot || c.l.phase != phaseSending || c.nextSeq >= c.endSeq || c.blockedSince >= 0 {
+	if c.kind == kindHot || !c.started || c.l.phase != phaseSending || c.nextSeq >= c.endSeq || c.blockedSince >= 0 {
 		return never
 	}
 	w := c.intended(c.nextSeq)
@@ -409,14 +410,14 @@ func (c *conn) finishConnect() {
 		c.die(err.Error(), &c.acct.Lost)
 		return
 	}
-	if c.l.phase == phaseSending {
+	if c.l.phase == phaseSending && c.started {
 		c.resume()
 	}
 }
 
 func (c *conn) connectFailed(err error) {
 	c.closeFd(false)
-	if c.l.phase == phaseConnecting {
+	if c.l.phase == phaseConnecting || !c.started { // its first connection: the run cannot start
 		c.state, c.ended = stDead, err.Error()
 		return
 	}

@@ -84,5 +84,6 @@ func devNullConn(tb testing.TB, cfg Config) (*conn, func()) {
 	if c.kind != kindHot {
 		c.endSeq = c.firstFrom(l.sendEnd) // as start does, without sending
 	}
+	c.started = true
 	return c, l.closeAll
 }

@@ -37,6 +37,14 @@ type group struct {
 	t0        int64
 	startWall time.Time
 
+	// The hot lead (Config.HotLead): each loop tells joined once how its
+	// part went (lead); once every loop has connected its sources,
+	// schedStart (ns since t0) is set and then measuring, and the loops
+	// are woken. Without a lead schedStart is 0.
+	joined     chan error
+	measuring  atomic.Bool
+	schedStart int64
+
 	interrupted atomic.Bool // the run's context ended
 	aborted     atomic.Bool // a loop failed: the others stop
 	// stopSent and stopAcked are the STOP probe's state as the stop loop
@@ -75,7 +83,7 @@ func (g *group) owner(token uint64) *conn {
 // newGroup builds cfg.Loops loops, each with its share of the sources
 // (newLoopShare) and a token prefix of its own.
 func newGroup(cfg Config, fs []faults.WireFault, dataSA, ctlSA unix.Sockaddr) (*group, error) {
-	g := &group{cfg: cfg}
+	g := &group{cfg: cfg, joined: make(chan error, cfg.Loops)}
 	base := rand.Uint32()
 	for i := range cfg.Loops {
 		l, err := newLoopShare(g, i, cfg.Loops, fs, ownSockaddr(dataSA), ownSockaddr(ctlSA), base+2*uint32(i)) // distinct once made odd
@@ -123,9 +131,10 @@ func (g *group) wakeAll(except *loop) {
 	}
 }
 
-// run connects every loop's sources, each loop on its own locked thread,
-// starts them sending at one instant once all are connected, and waits
-// for every loop to end; then it settles what is outstanding (finish).
+// run connects every loop's sources (with a hot lead, the hot ones
+// first: see lead), each loop on its own locked thread, starts them
+// sending at one instant once all are connected, and waits for every loop
+// to end; then it settles what is outstanding (finish).
 // A loop that fails stops the others; the error is the first failure.
 func (g *group) run(ctx context.Context) error {
 	n := len(g.loops)
@@ -176,6 +185,9 @@ func (g *group) run(ctx context.Context) error {
 		_ = unix.Getrusage(unix.RUSAGE_SELF, &g.ru0)
 	}
 	close(start)
+	if first == nil && g.cfg.HotLead > 0 {
+		first = g.awaitLead(ctx)
+	}
 	wg.Wait()
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &g.ru1)
 	if first != nil {

@@ -96,14 +96,57 @@ func (l *loop) connectAll() error {
 }
 
 // run is the sending and draining phases, from the group's start of
-// sending (g.t0, g.startWall). What is still outstanding at the end is
-// settled by finish, once every loop of the group has run.
+// sending (g.t0, g.startWall): with a hot lead, the lead first, then the
+// measured schedule from the group's g.schedStart. What is still
+// outstanding at the end is settled by finish, once every loop of the
+// group has run.
 func (l *loop) run() error {
+	l.beginSending()
+	if l.cfg.HotLead > 0 {
+		if proceed, err := l.lead(); err != nil || !proceed {
+			return err
+		}
+	}
+	l.beginSchedule(l.g.schedStart)
+	for l.phase != phaseDone {
+		l.clock()
+		deadline := l.tick()
+		if l.phase == phaseDone {
+			break
+		}
+		if err := l.wait(deadline); err != nil {
+			return err
+		}
+	}
+	l.wall = l.clock()
+	l.cpu1 = threadCPU()
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru1)
+	return nil
+}
+
+// beginSending starts the loop's clock at the group's start of sending:
+// nothing is scheduled yet (beginSchedule), but the sources already
+// serving (the hot ones of a lead) may send.
+func (l *loop) beginSending() {
 	l.startWall = l.g.startWall
 	l.t0 = l.g.t0
 	l.clock()
+	l.measureFrom, l.sendEnd, l.sendStopped, l.drainEnd = never, never, never, never
+	l.nextInterval = never
+	l.phase = phaseSending
+	l.cpu0 = threadCPU()
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru0)
+}
+
+// beginSchedule starts the measured schedule at s (ns since t0; 0 without
+// a hot lead): the recorder, whose warm-up ends at s + Warmup, the
+// measured period and its end, the STOP probe, the first interval
+// boundary after s, and every source's and the churn's timetable, offset
+// by s.
+func (l *loop) beginSchedule(s int64) {
 	cfg := l.cfg
-	l.rec = results.NewRecorder(l.startWall, cfg.Interval, cfg.Warmup)
+	l.schedStart = s
+	l.rec = results.NewRecorder(l.startWall, cfg.Interval, time.Duration(s)+cfg.Warmup)
 	for _, p := range []struct {
 		c    **results.Class
 		name string
@@ -121,46 +164,36 @@ func (l *loop) run() error {
 	if cfg.Rate*sendGrain.Seconds() > 1 {
 		l.grain = int64(sendGrain)
 	}
-	l.measureFrom = int64(cfg.Warmup)
-	l.sendEnd = int64(cfg.Warmup + cfg.Duration)
+	l.measureFrom = s + int64(cfg.Warmup)
+	l.sendEnd = l.measureFrom + int64(cfg.Duration)
 	l.sendStopped = l.sendEnd
 	l.drainEnd = never
 	if l.stopConn != nil {
-		l.stopDue = int64(cfg.Warmup + cfg.StopAt)
+		l.stopDue = l.measureFrom + int64(cfg.StopAt)
 		l.stop = &StopOutcome{Connection: l.stopConn.name}
 	}
-	first := cfg.Warmup % cfg.Interval
-	if first == 0 {
-		first = cfg.Interval
+	// The interval boundaries are measureFrom + k·Interval: the first one
+	// after s.
+	iv := int64(cfg.Interval)
+	l.nextInterval = l.measureFrom - (l.measureFrom-s)/iv*iv
+	if l.nextInterval <= s {
+		l.nextInterval += iv
 	}
-	l.nextInterval = int64(first)
 	l.phase = phaseSending
 	for _, c := range l.conns {
 		c.start()
 	}
-	l.cpu0 = threadCPU()
-	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru0)
-
-	for l.phase != phaseDone {
-		l.clock()
-		deadline := l.tick()
-		if l.phase == phaseDone {
-			break
-		}
-		if err := l.wait(deadline); err != nil {
-			return err
-		}
+	if l.churn != nil {
+		l.churn.begin()
 	}
-	l.wall = l.clock()
-	l.cpu1 = threadCPU()
-	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru1)
-	return nil
 }
 
 // tick does what is due at l.now and returns the next deadline.
 func (l *loop) tick() int64 {
 	now := l.now
-	l.rec.Advance(time.Duration(now))
+	if l.rec != nil { // nil during a hot lead
+		l.rec.Advance(time.Duration(now))
+	}
 	if now >= l.nextInterval {
 		l.report()
 		for l.nextInterval <= now {
@@ -200,7 +233,10 @@ func (l *loop) tick() int64 {
 			alive++
 		}
 	}
-	if alive == 0 && l.phase == phaseSending {
+	if l.churn != nil {
+		deadline = min(deadline, l.churn.fire())
+	}
+	if alive == 0 && l.phase == phaseSending && !l.leading && l.churn == nil {
 		l.endSending() // every source has ended: nothing more to send or read
 		return now
 	}
@@ -221,6 +257,9 @@ func (l *loop) endSending() {
 				c.sendUrgentDue()
 			}
 		}
+		if l.churn != nil {
+			l.churn.openDue()
+		}
 	}
 	l.phase = phaseDraining
 	l.sendStopped = min(l.now, l.sendEnd)
@@ -233,9 +272,12 @@ func (l *loop) endSending() {
 	}
 }
 
-// settled reports whether no sent frame, and no urgent byte, awaits an
-// answer on any connection.
+// settled reports whether no sent frame, no urgent byte and no churn
+// connection awaits an answer.
 func (l *loop) settled() bool {
+	if l.churn != nil && l.churn.open > 0 {
+		return false
+	}
 	for _, c := range l.conns {
 		if c.state != stDead && (c.sentOutstanding() > 0 || c.urgent != nil && c.urgent.out) {
 			return false
@@ -295,6 +337,10 @@ func (l *loop) wait(deadline int64) error {
 			drainFd(l.efd)
 			l.onWake()
 		default:
+			if r.Slot() >= churnSlotBase {
+				l.churn.onEvent(r, ev.Events)
+				continue
+			}
 			c := l.conns[r.Slot()]
 			if c.fd < 0 || r.Gen() != c.gen {
 				continue // an event of a connection since closed

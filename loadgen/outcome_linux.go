@@ -43,6 +43,9 @@ func (l *loop) finish() {
 		c.unblock()
 		c.closeFd(false)
 	}
+	if l.churn != nil {
+		l.churn.finish()
+	}
 	l.rec.Close(time.Duration(l.now))
 }
 
@@ -60,6 +63,13 @@ func (g *group) result() (*Result, error) {
 	}
 	if g.stopLoop != nil {
 		r.Stop = g.stopLoop.stop
+	}
+	if g.cfg.ChurnRate > 0 {
+		r.Churn = &ChurnOutcome{}
+		for _, l := range g.loops {
+			r.Churn.add(l.churn.counts)
+		}
+		invalid = append(invalid, r.Churn.invalid(r.Interrupted || g.stopAcked.Load())...)
 	}
 	for _, c := range g.conns() {
 		cr := c.result()
@@ -88,6 +98,9 @@ func (g *group) result() (*Result, error) {
 			r.Stop.Status = "not acknowledged: no answer"
 		}
 		r.Stop.DataAnswered = r.Totals.Echoed + r.Totals.Rejected
+		if r.Churn != nil {
+			r.Stop.DataAnswered += r.Churn.Answered + r.Churn.Rejected // the churn's frames are DATA too
+		}
 		// With no wire fault of ours (which abandons frames the target may
 		// have admitted), the target admitted exactly the DATA frames we saw
 		// answered: a frame it counts but never sent back is a loss its
@@ -148,7 +161,13 @@ func (g *group) selfChecks(r *Result) {
 		if l.wall > 0 {
 			busy = float64(l.cpu1-l.cpu0) / float64(l.wall)
 		}
+		var churn *ChurnOutcome
+		if l.churn != nil {
+			churn = &l.churn.counts
+			lr.Churn = churn
+		}
 		lr.SelfCheck = g.selfCheck(l.conns, sendLag, r.Measured, l.wall, busy, &l.ru0, &l.ru1)
+		lr.SelfCheck.judgeChurn(l.rec, churn, g.cfg.ChurnMax)
 		if lr.SelfCheck.Limit == LimitLoadgen && len(g.loops) > 1 {
 			on := "not pinned"
 			if l.cpu >= 0 {
@@ -163,6 +182,7 @@ func (g *group) selfChecks(r *Result) {
 	}
 	sendLag, _ := r.Recorder.Histogram(ClassSendLag)
 	sc := g.selfCheck(g.conns(), sendLag, r.Measured, wall, busiest, &g.ru0, &g.ru1)
+	sc.judgeChurn(r.Recorder, r.Churn, g.cfg.ChurnMax)
 	if len(loopWhy) > 0 {
 		sc.Limit = LimitLoadgen
 		sc.Reasons = append(loopWhy, sc.Reasons...)

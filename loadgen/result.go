@@ -190,6 +190,11 @@ type SelfCheck struct {
 	// RunS is the wall time over which LoopBusy, CPUUserS and CPUSysS were
 	// measured: from the start of sending to the end of the drain.
 	RunS float64 `json:"run_s"`
+	// ChurnLagP99Us and ChurnLagMaxUs summarise ClassChurnLag (how late
+	// churn connections were opened behind their instants) over the
+	// measured time, with churn; the check wants p99 < 1 ms.
+	ChurnLagP99Us float64 `json:"churn_lag_p99_us,omitempty"`
+	ChurnLagMaxUs float64 `json:"churn_lag_max_us,omitempty"`
 
 	loadgenReasons []string // the generator's part of Reasons
 }
@@ -285,6 +290,9 @@ type Result struct {
 	// Urgent sums the data connections' urgent bytes (nil without
 	// Config.UrgentEvery).
 	Urgent *UrgentOutcome
+	// Churn sums the loops' churn connections (nil without
+	// Config.ChurnRate).
+	Churn *ChurnOutcome
 	// Loops has one entry per event loop (Config.Loops), in order: each
 	// loop's thread, CPU, connections, totals and self-check. The loops'
 	// Totals add up to Totals, their ControlTotals to ControlTotals, and
@@ -311,6 +319,9 @@ type LoopReport struct {
 	// of the rate, its send lag, its thread's busy fraction (LoopBusy).
 	// CPUUserS and CPUSysS are the loop thread's alone.
 	SelfCheck SelfCheck `json:"self_check"`
+	// Churn is the loop's churn connections (nil without
+	// Config.ChurnRate); the loops' add up to Result.Churn.
+	Churn *ChurnOutcome `json:"churn,omitempty"`
 	// Recorder is the loop's own recorder, closed: Result.Recorder is the
 	// merge of every loop's. Not part of the JSON form.
 	Recorder *results.Recorder `json:"-"`
@@ -350,6 +361,7 @@ type Summary struct {
 	Stop          *StopOutcome    `json:"stop,omitempty"`
 	HealthCheck   *HealthCheck    `json:"health_check,omitempty"`
 	Urgent        *UrgentOutcome  `json:"urgent,omitempty"`
+	Churn         *ChurnOutcome   `json:"churn,omitempty"`
 	Latency       results.Summary `json:"latency"`
 	Conns         []ConnResult    `json:"connections"`
 	Loops         []LoopReport    `json:"loops,omitempty"`
@@ -359,7 +371,7 @@ type Summary struct {
 func (r *Result) Summary() Summary {
 	s := Summary{Valid: r.Valid, Invalid: r.Invalid, Interrupted: r.Interrupted, StartTime: r.Start,
 		MeasuredS: r.Measured.Seconds(), Config: r.Config, Totals: r.Totals, ControlTotals: r.ControlTotals,
-		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Conns: r.Conns, Loops: r.Loops}
+		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Churn: r.Churn, Conns: r.Conns, Loops: r.Loops}
 	if r.Recorder != nil {
 		s.Latency = r.Recorder.Summary()
 		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {

@@ -141,10 +141,13 @@ type loop struct {
 	epfd      int
 	tfd, efd  int // timerfd (schedule), eventfd (cancellation)
 	evs       []unix.EpollEvent
-	conns     []*conn
+	conns     []*conn // the sources being served: every one, or during a hot lead's first part the hot ones
+	all       []*conn // every source of the loop, hot ones first (conns is a prefix of it)
+	nHot      int     // hot sources among all
 	stopConn  *conn
-	prefix    uint64  // high 32 bits of every token of this run
-	tokens    []*conn // token serial (low 32 bits) → its source; [0] unused
+	churn     *churner // nil without Config.ChurnRate
+	prefix    uint64   // high 32 bits of every token of this run
+	tokens    []*conn  // token serial (low 32 bits) → its source; [0] unused
 	readBuf   []byte
 	scratch   [3][]int64 // latency batches: data (or control), data-uncorrected, send-lag
 	startWall time.Time
@@ -154,6 +157,8 @@ type loop struct {
 	cUrgent                            *results.Class // nil without Config.UrgentEvery
 	t0                                 int64          // nanotime at the start of sending
 	now                                int64          // ns since t0
+	schedStart                         int64          // start of the measured schedule (0 without a hot lead)
+	leading                            bool           // in the hot lead (before schedStart)
 	phase                              phase
 	measureFrom, sendEnd, drainEnd     int64
 	sendStopped                        int64 // when sending ended (<= sendEnd)
@@ -192,7 +197,7 @@ type loop struct {
 // newLoop returns a loop with every source of cfg, alone in a group of
 // its own: the one loop of a run (newGroup makes the others).
 func newLoop(cfg Config, fs []faults.WireFault, dataSA, ctlSA unix.Sockaddr) (*loop, error) {
-	g := &group{cfg: cfg}
+	g := &group{cfg: cfg, joined: make(chan error, 1)}
 	l, err := newLoopShare(g, 0, 1, fs, dataSA, ctlSA, uint32(rand.Uint32()))
 	if err != nil {
 		return nil, err
@@ -252,6 +257,7 @@ func newLoopShare(g *group, index, n int, fs []faults.WireFault, dataSA, ctlSA u
 	for i := range cfg.Hot {
 		if mine() {
 			l.addConn(kindHot, i, pos-1, dataSA, wire.KindData, frame, cfg.InFlight, ringFor(2*cfg.InFlight))
+			l.nHot++
 		}
 	}
 	for i := range cfg.Steady {
@@ -267,7 +273,14 @@ func newLoopShare(g *group, index, n int, fs []faults.WireFault, dataSA, ctlSA u
 			}
 		}
 	}
-	l.evs = make([]unix.EpollEvent, min(max(len(l.conns)+2, 16), 1024))
+	l.all = l.conns
+	if cfg.HotLead > 0 {
+		l.conns = l.all[:l.nHot] // the others connect after the lead (lead)
+	}
+	if cfg.ChurnRate > 0 {
+		l.churn = newChurner(l, index, n, dataSA)
+	}
+	l.evs = make([]unix.EpollEvent, min(max(len(l.all)+2+cfg.ChurnMax/max(n, 1), 16), 1024))
 	return l, nil
 }
 
@@ -330,11 +343,14 @@ func (l *loop) owner(token uint64) *conn {
 }
 
 func (l *loop) closeAll() {
-	for _, c := range l.conns {
+	for _, c := range l.all {
 		if c.fd >= 0 {
 			unix.Close(c.fd)
 			c.fd = -1
 		}
+	}
+	if l.churn != nil {
+		l.churn.closeAll()
 	}
 	for _, fd := range []*int{&l.epfd, &l.tfd, &l.efd} {
 		if *fd >= 0 {

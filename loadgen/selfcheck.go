@@ -1,6 +1,11 @@
 package loadgen
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/reactorlab/reactorlab/results"
+)
 
 // checkFigures are the measured figures the self-check decides from.
 type checkFigures struct {
@@ -87,4 +92,35 @@ func limitOf(loadgenWhy, targetWhy []string) (limit string, reasons []string) {
 		limit = LimitNone
 	}
 	return limit, append(loadgenWhy, targetWhy...)
+}
+
+// judgeChurn adds the churn's part to sc (churn nil: no churn), from the
+// churn lag in rec (over the measured time) and the counts: the generator
+// was the limit when it opened churn connections late (lag p99 >= 1 ms);
+// the target when connections were skipped because churnMax were open
+// (it answered too slowly for the cap).
+func (sc *SelfCheck) judgeChurn(rec *results.Recorder, churn *ChurnOutcome, churnMax int) {
+	if churn == nil {
+		return
+	}
+	var loadgenWhy, targetWhy []string
+	if h, ok := rec.Histogram(ClassChurnLag); ok && h.TotalCount() > 0 {
+		sc.ChurnLagP99Us = float64(h.ValueAtPercentile(99)) / 1e3
+		sc.ChurnLagMaxUs = float64(h.Max()) / 1e3
+		if sc.ChurnLagP99Us >= maxSendLagP99Us {
+			loadgenWhy = append(loadgenWhy, fmt.Sprintf("churn connects p99 %.0f µs behind their instants >= 1 ms (max %.0f µs): the generator opened them late",
+				sc.ChurnLagP99Us, sc.ChurnLagMaxUs))
+		}
+	}
+	if churn.Skipped > 0 {
+		targetWhy = append(targetWhy, fmt.Sprintf("%d of %d churn connections skipped: churn-max = %d were open (the target answered too slowly for the cap)",
+			churn.Skipped, churn.Scheduled, churnMax))
+	}
+	if len(loadgenWhy)+len(targetWhy) == 0 {
+		return
+	}
+	// Copies: limitOf's Reasons share their array with loadgenReasons.
+	target := append(slices.Clone(sc.Reasons[len(sc.loadgenReasons):]), targetWhy...)
+	sc.loadgenReasons = append(slices.Clone(sc.loadgenReasons), loadgenWhy...)
+	sc.Limit, sc.Reasons = limitOf(slices.Clone(sc.loadgenReasons), target)
 }

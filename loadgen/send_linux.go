@@ -17,19 +17,38 @@ import (
 	"github.com/reactorlab/reactorlab/wire"
 )
 
-// start begins sending at the start of the run.
+// start begins the source's part of the measured schedule, which starts
+// at l.schedStart: its timetable and its urgent ticks are offset by it
+// and end at the end of sending; a source not yet sending begins.
 func (c *conn) start() {
-	if c.kind != kindHot && c.endSeq != 0 {
-		c.endSeq = c.firstFrom(c.l.sendEnd)
+	l := c.l
+	if c.kind != kindHot {
+		c.phase += l.schedStart
+		if c.endSeq != 0 {
+			c.endSeq = c.firstFrom(l.sendEnd)
+		}
 	}
 	if u := c.urgent; u != nil {
-		u.endTick = u.firstFrom(c.l.sendEnd)
+		u.phase += l.schedStart
+		u.endTick = u.firstFrom(l.sendEnd)
 	}
+	if !c.started {
+		c.begin()
+	}
+}
+
+// begin lets the source send: at the start of the measured schedule, or
+// for a hot source at the start of a hot lead.
+func (c *conn) begin() {
+	c.started = true
 	c.resume()
 }
 
-// resume sends whatever the source may send now.
+// resume sends whatever the source may send now (nothing before begin).
 func (c *conn) resume() {
+	if !c.started {
+		return
+	}
 	switch c.kind {
 	case kindHot:
 		c.refill()
@@ -117,7 +136,7 @@ func (c *conn) refill() {
 // as far as the window allows, in one batch.
 func (c *conn) sendDue() {
 	l := c.l
-	if l.phase != phaseSending || c.nextSeq >= c.endSeq {
+	if l.phase != phaseSending || !c.started || c.nextSeq >= c.endSeq {
 		c.unblock()
 		return
 	}

@@ -52,10 +52,11 @@ func (c *conn) urgentWaitsWrite() bool { return c.urgent != nil && c.urgent.wait
 // urgentDeadline is when c's next urgent tick is due, or never: nothing
 // is sent while a byte is outstanding (its answer resumes the source),
 // waits for the socket (EPOLLOUT resumes it) or for the in-band reads to
-// reach the answer's mark (a short read resumes it), nor outside sending.
+// reach the answer's mark (a short read resumes it), nor outside sending
+// or during a hot lead.
 func (c *conn) urgentDeadline() int64 {
 	u := c.urgent
-	if c.l.phase != phaseSending || c.state != stOpen || u.out || u.waitWrite || u.behindMark || u.next >= u.endTick {
+	if c.l.phase != phaseSending || c.l.leading || c.state != stOpen || u.out || u.waitWrite || u.behindMark || u.next >= u.endTick {
 		return never
 	}
 	return u.intended(u.next)

@@ -138,21 +138,36 @@ func runDir(index int, id string, repeat int, with string) string {
 func (c Cell) Info() results.CellInfo {
 	cfg := map[string]string{}
 	for _, name := range Fields {
-		// Fields a cell does not use are left out; server_cpu, cpus,
-		// loadgen_loops, control_timeout, removal_after, urgent_every, control_sched,
-		// admission and urgent only when set (not the default), so that
-		// manifests written before they existed still compare.
-		if name == "target" && c.Target == (Target{}) || name == "reactor" && c.Reactor == "" ||
-			name == "server_cpu" && c.ServerCPU == 0 || name == "urgent_every" && c.UrgentEvery == 0 ||
-			name == "cpus" && c.CPUs == "" || name == "loadgen_loops" && c.LoadgenLoops == 0 ||
-			name == "control_sched" && c.ControlSched == "" || name == "admission" && c.Admission == "" || name == "urgent" && c.Urgent == "" ||
-			name == "control_timeout" && c.controlTimeout() == loadgen.DefaultControlTimeout ||
-			name == "removal_after" && c.removalAfter() == loadgen.DefaultRemovalAfter {
+		if unset := unsetFields[name]; unset != nil && unset(&c) {
 			continue
 		}
 		cfg[name] = fields[name].text(&c.Settings)
 	}
 	return results.CellInfo{ID: c.ID, Factor: c.Factor, Value: c.Value, Config: cfg, Describe: c.Describe()}
+}
+
+// unsetFields are the fields a manifest leaves out when a cell does not
+// use them (target, reactor) or leaves them at their default, so that
+// manifests written before the field existed still compare.
+var unsetFields = map[string]func(c *Cell) bool{
+	"target":          func(c *Cell) bool { return c.Target == (Target{}) },
+	"reactor":         func(c *Cell) bool { return c.Reactor == "" },
+	"server_cpu":      func(c *Cell) bool { return c.ServerCPU == 0 },
+	"urgent_every":    func(c *Cell) bool { return c.UrgentEvery == 0 },
+	"churn_rate":      func(c *Cell) bool { return c.ChurnRate == 0 },
+	"churn_burst":     func(c *Cell) bool { return c.ChurnBurst == 0 },
+	"churn_max":       func(c *Cell) bool { return c.ChurnMax == 0 },
+	"hot_lead":        func(c *Cell) bool { return c.HotLead == 0 },
+	"cpus":            func(c *Cell) bool { return c.CPUs == "" },
+	"loadgen_loops":   func(c *Cell) bool { return c.LoadgenLoops == 0 },
+	"control_sched":   func(c *Cell) bool { return c.ControlSched == "" },
+	"admission":       func(c *Cell) bool { return c.Admission == "" },
+	"urgent":          func(c *Cell) bool { return c.Urgent == "" },
+	"loops":           func(c *Cell) bool { return c.Loops == 0 },
+	"assign":          func(c *Cell) bool { return c.Assign == "" },
+	"exclusive":       func(c *Cell) bool { return c.Exclusive == "" },
+	"control_timeout": func(c *Cell) bool { return c.controlTimeout() == loadgen.DefaultControlTimeout },
+	"removal_after":   func(c *Cell) bool { return c.removalAfter() == loadgen.DefaultRemovalAfter },
 }
 
 // Describe says in one line what the cell runs.
@@ -179,8 +194,17 @@ func (c Cell) Describe() string {
 	if c.UrgentEvery > 0 {
 		parts = append(parts, "urgent byte every "+fields["urgent_every"].text(&c.Settings))
 	}
+	if c.ChurnRate > 0 {
+		parts = append(parts, c.describeChurn())
+	}
+	if c.HotLead > 0 {
+		parts = append(parts, "hot lead "+fields["hot_lead"].text(&c.Settings))
+	}
 	if c.Reactor != "" {
-		for _, name := range []string{"control_sched", "admission", "urgent"} {
+		if c.Loops > 0 {
+			parts = append(parts, fmt.Sprintf("%d loops", c.Loops))
+		}
+		for _, name := range []string{"assign", "exclusive", "control_sched", "admission", "urgent"} {
 			if v := fields[name].text(&c.Settings); v != passThroughText(name, "") {
 				parts = append(parts, name+" "+v)
 			}
@@ -205,4 +229,17 @@ func (c Cell) Describe() string {
 	}
 	parts = append(parts, fields["duration"].text(&c.Settings)+" after "+fields["warmup"].text(&c.Settings)+" warm-up")
 	return strings.Join(parts, ", ")
+}
+
+// describeChurn says what churn the cell opens, loadgen's defaults
+// written out.
+func (c Cell) describeChurn() string {
+	burst, most := c.ChurnBurst, c.ChurnMax
+	if burst == 0 {
+		burst = 1
+	}
+	if most == 0 {
+		most = loadgen.DefaultChurnMax
+	}
+	return fmt.Sprintf("churn %s connections/s in bursts of %d (at most %d open)", fields["churn_rate"].text(&c.Settings), burst, most)
 }

@@ -61,7 +61,8 @@ type Target struct {
 // Settings are the fields of one cell, as a spec's baseline writes them.
 // Exactly one of Reactor and Target is set. The reactor-only fields
 // (Callback, Workers, Budgets, Timer, AppTimer, ControlSched, Admission,
-// Urgent, ReactorFaults) are zero with a Target.
+// Urgent, Loops, Assign, Exclusive, ReactorFaults) are zero with a
+// Target.
 type Settings struct {
 	Reactor reactors.Design
 	Target  Target
@@ -84,6 +85,17 @@ type Settings struct {
 	// UrgentEvery sends a TCP urgent byte this often on the data
 	// connections in turn (loadgen.Config.UrgentEvery; 0: none).
 	UrgentEvery time.Duration
+	// ChurnRate, ChurnBurst and ChurnMax open churn connections during
+	// the sending phase: ChurnRate a second, ChurnBurst at each instant,
+	// at most ChurnMax open at once (loadgen.Config's fields of the same
+	// names; 0: no churn, and with churn loadgen's defaults 1 and 256).
+	// Set ChurnBurst and ChurnMax only with ChurnRate.
+	ChurnRate  float64
+	ChurnBurst int
+	ChurnMax   int
+	// HotLead connects the hot sources this long before the steady and
+	// control sources (loadgen.Config.HotLead; 0: all at once).
+	HotLead time.Duration
 
 	// Callback is the reactor's callback cost spec ("" is the default,
 	// "0").
@@ -108,6 +120,15 @@ type Settings struct {
 	ControlSched string
 	Admission    string
 	Urgent       string
+	// Loops, Assign and Exclusive are passed to the reactor as serve
+	// --loops, --assign and --exclusive take them (a multi-loop design's
+	// data loops, mainsub's assignment of accepted connections, the shared
+	// listener's EPOLLEXCLUSIVE); 0 and "" keep the reactor's default. A
+	// design that does not take one (a one-loop design with loops 4) is
+	// refused in its own words.
+	Loops     int
+	Assign    string
+	Exclusive string
 
 	// WireFaults are faults.ParseWire specs, applied by the load generator;
 	// ReactorFaults are reactors.ParseFault specs. Both in the order
@@ -200,6 +221,7 @@ func (s Settings) loadConfig() loadgen.Config {
 		ControlEvery: s.ControlEvery, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
 		StopAt: s.StopAt, UrgentEvery: s.UrgentEvery, Duration: s.Duration, Warmup: s.Warmup,
 		Faults: slices.Clone(s.WireFaults), Loops: s.LoadgenLoops,
+		ChurnRate: s.ChurnRate, ChurnBurst: s.ChurnBurst, ChurnMax: s.ChurnMax, HotLead: s.HotLead,
 	}
 }
 
@@ -267,6 +289,14 @@ func (s Settings) reactorSteps() []reactorStep {
 			}
 			return setFlag(rc, "workers", strconv.Itoa(s.Workers))
 		}},
+		{"loops", func(rc *reactors.Config) error {
+			if s.Loops == 0 {
+				return nil
+			}
+			return setFlag(rc, "loops", strconv.Itoa(s.Loops))
+		}},
+		passThroughStep("assign", s.Assign, setFlag),
+		passThroughStep("exclusive", s.Exclusive, setFlag),
 		passThroughStep("control_sched", s.ControlSched, setFlag),
 		passThroughStep("admission", s.Admission, setFlag),
 		passThroughStep("urgent", s.Urgent, setFlag),

@@ -26,7 +26,8 @@ import (
 // reads them.
 var Fields = []string{
 	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "control_timeout", "removal_after", "stop_at",
-	"urgent_every", "callback", "workers", "budgets", "timer", "app_timer", "control_sched", "admission", "urgent",
+	"urgent_every", "churn_rate", "churn_burst", "churn_max", "hot_lead", "callback", "workers", "budgets", "timer", "app_timer",
+	"control_sched", "admission", "urgent", "loops", "assign", "exclusive",
 	"faults", "server_cpu", "cpus", "loadgen_loops", "duration", "warmup",
 }
 
@@ -72,25 +73,21 @@ var fields = map[string]field{
 		equal:  func(a, b *Settings) bool { return a.Target == b.Target },
 		text:   func(s *Settings) string { return "cmd:" + s.Target.Cmd },
 	},
-	"hot":      intField(func(s *Settings) *int { return &s.Hot }),
-	"inflight": intField(func(s *Settings) *int { return &s.InFlight }),
-	"steady":   intField(func(s *Settings) *int { return &s.Steady }),
-	"rate": {
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			r, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
-				return fmt.Errorf("%q is not a rate (accepted: a number >= 0 of frames/s)", v)
-			}
-			s.Rate = r
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return a.Rate == b.Rate },
-		text:  func(s *Settings) string { return strconv.FormatFloat(s.Rate, 'g', -1, 64) },
-	},
+	"hot":        intField(func(s *Settings) *int { return &s.Hot }),
+	"inflight":   intField(func(s *Settings) *int { return &s.InFlight }),
+	"steady":     intField(func(s *Settings) *int { return &s.Steady }),
+	"rate":       rateField("frames/s", func(s *Settings) *float64 { return &s.Rate }),
+	"churn_rate": rateField("connections/s", func(s *Settings) *float64 { return &s.ChurnRate }),
+	// churn_burst and churn_max: 0 (absent) is loadgen's default with
+	// churn; loadgen refuses them without churn_rate.
+	"churn_burst": intField(func(s *Settings) *int { return &s.ChurnBurst }),
+	"churn_max":   intField(func(s *Settings) *int { return &s.ChurnMax }),
+	"hot_lead":    durField(func(s *Settings) *time.Duration { return &s.HotLead }),
+	// loops, assign and exclusive pass through to the serve flags of the
+	// same names; a design that does not take them refuses them (check).
+	"loops":         intField(func(s *Settings) *int { return &s.Loops }),
+	"assign":        passThroughField("assign", func(s *Settings) *string { return &s.Assign }),
+	"exclusive":     passThroughField("exclusive", func(s *Settings) *string { return &s.Exclusive }),
 	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
 	// control_timeout and removal_after are the health check's (absent:
 	// loadgen's defaults); they compare and print as their effective
@@ -327,6 +324,26 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// rateField is a rate of unit (frames/s, connections/s): a number >= 0.
+func rateField(unit string, p func(*Settings) *float64) field {
+	return field{
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+				return fmt.Errorf("%q is not a rate (accepted: a number >= 0 of %s)", v, unit)
+			}
+			*p(s) = r
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return *p(a) == *p(b) },
+		text:  func(s *Settings) string { return strconv.FormatFloat(*p(s), 'g', -1, 64) },
+	}
 }
 
 func intField(p func(*Settings) *int) field {

@@ -215,7 +215,8 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 			name string
 			set  bool
 		}{{"callback", s.Callback != ""}, {"budgets", s.Budgets != nil}, {"timer", s.Timer != ""}, {"app_timer", s.AppTimer != 0}, {"workers", s.Workers != 0},
-			{"control_sched", s.ControlSched != ""}, {"admission", s.Admission != ""}, {"urgent", s.Urgent != ""}} {
+			{"control_sched", s.ControlSched != ""}, {"admission", s.Admission != ""}, {"urgent", s.Urgent != ""},
+			{"loops", s.Loops != 0}, {"assign", s.Assign != ""}, {"exclusive", s.Exclusive != ""}} {
 			if f.set {
 				return fail(f.name, errors.New("reactor-only with a target (accepted: reactor settings only with a reactor)"))
 			}
@@ -233,8 +234,8 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		return fail("hot", errors.New("hot sources without inflight (accepted: inflight >= 1 with hot)"))
 	case s.Hot == 0 && s.InFlight > 0:
 		return fail("inflight", errors.New("inflight without hot sources (accepted: hot >= 1 with inflight)"))
-	case s.Hot == 0 && s.Steady == 0 && s.ControlEvery == 0:
-		return fail("hot", errors.New("no source (accepted: hot or steady sources, or control_every)"))
+	case s.Hot == 0 && s.Steady == 0 && s.ControlEvery == 0 && s.ChurnRate == 0:
+		return fail("hot", errors.New("no source (accepted: hot or steady sources, control_every, or churn_rate)"))
 	case s.Duration == 0:
 		return fail("duration", errors.New("missing or zero (accepted: a duration > 0, e.g. 5s)"))
 	case s.ControlEvery == 0 && s.ControlTimeout != 0:
@@ -256,6 +257,9 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 				f = cand
 			}
 		}
+		if strings.HasPrefix(msg, "loops ") {
+			f = "loadgen_loops" // loadgen's loops; the field loops is the reactor's
+		}
 		return fail(f, errors.New(msg))
 	}
 	if s.Reactor != "" {
@@ -272,10 +276,27 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		// serve role checks it, with both addresses the harness sets.
 		rc.Listen, rc.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
 		if err := designs.ValidateFor(s.Reactor, rc); err != nil {
-			return fail("workers", err)
+			return fail(s.refusedBy(), err)
 		}
 	}
 	return nil
+}
+
+// refusedBy names the reactor setting that made the design refuse s (the
+// first step after which designs.ValidateFor refuses it), or "reactor"
+// when the design refuses its defaults.
+func (s *Settings) refusedBy() string {
+	rc := reactors.DefaultConfig()
+	rc.Listen, rc.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
+	if designs.ValidateFor(s.Reactor, rc) != nil {
+		return "reactor"
+	}
+	for _, step := range s.reactorSteps() {
+		if step.apply(&rc) != nil || designs.ValidateFor(s.Reactor, rc) != nil {
+			return step.field
+		}
+	}
+	return "reactor"
 }
 
 // cmdLine is the line of the cmd of a target mapping n ({cmd: '...'}), or

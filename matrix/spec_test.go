@@ -35,6 +35,8 @@ var structField = map[string]string{
 	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at", "UrgentEvery": "urgent_every",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
+	"ChurnRate": "churn_rate", "ChurnBurst": "churn_burst", "ChurnMax": "churn_max", "HotLead": "hot_lead",
+	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive",
 	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "CPUs": "cpus", "LoadgenLoops": "loadgen_loops",
 	"Duration": "duration", "Warmup": "warmup",
 }
@@ -284,7 +286,7 @@ var errorCases = []struct {
 	{"missing baseline", "name: x\n", 1, "baseline: missing"},
 	{"repeats zero", okBase + "repeats: 0\n", 8, `repeats: "0" (accepted: 1..1000)`},
 	{"unknown baseline key", okBase + "  callbak: 5us\n", 8, "baseline.callbak: unknown key (accepted: reactor, target,"},
-	{"bad reactor", strings.Replace(okBase, "reactor: lt", "reactor: epoll", 1), 3, `reactor: unknown reactor "epoll" (accepted: lt, et, oneshot, prio, prio-thread)`},
+	{"bad reactor", strings.Replace(okBase, "reactor: lt", "reactor: epoll", 1), 3, `reactor: unknown reactor "epoll" (accepted: lt, et, oneshot, prio, prio-thread, mainsub, reuseport, shared)`},
 	{"bad count", strings.Replace(okBase, "hot: 2", "hot: many", 1), 4, `hot: "many" is not a count (accepted: an integer >= 0)`},
 	{"negative count", strings.Replace(okBase, "hot: 2", "hot: -1", 1), 4, `hot: "-1" is not a count`},
 	{"hot too many", strings.Replace(okBase, "hot: 2", "hot: 20000", 1), 4, "hot: hot = 20000 (accepted: 0..10000)"},

@@ -16,6 +16,7 @@ import (
 // not become a busy loop (reserve-fd trick, else a timed pause).
 func (l *Loop) accept(ls *Source) {
 	paused := false
+	l.stats.AcceptWakeups++
 	budget := l.cfg.Budgets.Accept
 	if l.cfg.Faults.AcceptOnceET {
 		budget = 1 // the mutant: one accept per edge (see listenerEvents)
@@ -23,6 +24,9 @@ func (l *Loop) accept(ls *Source) {
 	for i := 0; i < budget; i++ {
 		fd, e := rawAccept(ls.fd)
 		if e == unix.EAGAIN {
+			if i == 0 {
+				l.stats.UselessAcceptWakeups++
+			}
 			break
 		}
 		if e == unix.EMFILE || e == unix.ENFILE {
@@ -57,9 +61,16 @@ func (l *Loop) accept(ls *Source) {
 			l.stats.ConnsRefused++
 			continue
 		}
-		l.addConn(fd, ls.control)
+		l.stats.Accepts++
+		if l.isAcceptor() && !ls.control {
+			l.handOff(fd, nanotime())
+			continue
+		}
+		if s := l.addConn(fd, ls.control); s != nil && !ls.control {
+			l.twin(s)
+		}
 	}
-	if ev := l.listenerEvents(); ev&unix.EPOLLONESHOT != 0 && ls.fd >= 0 && !paused {
+	if ev := l.listenerEvents(ls); ev&unix.EPOLLONESHOT != 0 && ls.fd >= 0 && !paused {
 		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, ev, ls.ref); err != nil {
 			l.r.fail(err)
 		}
@@ -91,7 +102,12 @@ func (l *Loop) shedOneConnection(ls *Source) (more, paused bool) {
 	// Lock order is timersMu before reserveMu (the accept-pause timer takes
 	// both): release reserveMu before scheduling.
 	l.r.reserveMu.Unlock()
-	if !l.shared { // shared layout: a one-shot listener, simply not rearmed
+	if ls.borrowed { // EPOLLEXCLUSIVE takes no MOD: leave the set until resumed
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ls.fd, nil); err != nil {
+			l.r.fail(os.NewSyscallError("epoll_ctl del", err))
+			return false, true
+		}
+	} else if !l.shared { // shared layout: a one-shot listener, simply not rearmed
 		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, ls.fd, 0, ls.ref); err != nil {
 			l.r.fail(err)
 			return false, true
@@ -102,7 +118,9 @@ func (l *Loop) shedOneConnection(ls *Source) (more, paused bool) {
 	return false, true
 }
 
-func (l *Loop) addConn(fd int, control bool) {
+// addConn registers accepted connection fd on l; it returns its source,
+// or nil when it was refused (closed and counted).
+func (l *Loop) addConn(fd int, control bool) *Source {
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	s := &Source{fd: fd, kind: kindConn, control: control, loop: l,
 		out: outq.New(outq.Limits{High: l.cfg.OutHigh, Low: l.cfg.OutLow, HardCap: l.cfg.OutCap})}
@@ -110,7 +128,7 @@ func (l *Loop) addConn(fd int, control bool) {
 	if err != nil {
 		unix.Close(fd)
 		l.stats.ConnsRefused++
-		return
+		return nil
 	}
 	s.ref = ref
 	interest := l.wantEvents(s)
@@ -120,8 +138,10 @@ func (l *Loop) addConn(fd int, control bool) {
 		l.table.Free(ref)
 		unix.Close(fd)
 		l.stats.ConnsRefused++
-		return
+		return nil
 	}
+	l.r.noteFdOwner(fd, l)
+	l.open.Add(1)
 	if !l.shared { // a shared table has no single owner to keep the index
 		for fd >= len(l.fdIndex) {
 			l.fdIndex = append(l.fdIndex, 0)
@@ -130,6 +150,7 @@ func (l *Loop) addConn(fd int, control bool) {
 	}
 	l.stats.ConnsAccepted++
 	l.progress++
+	return s
 }
 
 // addSpecial registers a non-connection descriptor in the slot table and the
@@ -148,26 +169,53 @@ func (l *Loop) addSpecial(fd int, kind sourceKind, events uint32) (slots.Ref, er
 	return ref, nil
 }
 
-// listenerEvents is the interest a listener is registered and rearmed with:
-// level-triggered, so connections left in the backlog after the accept
-// budget are reported again (shared layout: one-shot, rearmed after each turn).
-func (l *Loop) listenerEvents() uint32 {
+// listenerEvents is the interest listener ls is registered and rearmed
+// with: level-triggered, so connections left in the backlog after the
+// accept budget are reported again (shared layout: one-shot, rearmed after
+// each turn); a listener in every loop's set (borrowed) is EPOLLEXCLUSIVE
+// when the layout says so, unless the NoAcceptCoordination mutant is on.
+func (l *Loop) listenerEvents(ls *Source) uint32 {
+	excl := uint32(0)
+	if ls.borrowed && l.r.layout.Exclusive && !l.cfg.Faults.NoAcceptCoordination {
+		excl = unix.EPOLLEXCLUSIVE
+	}
 	if l.cfg.Faults.AcceptOnceET {
 		// The mutant: edge-triggered, every design (a shared layout too: a rearm
 		// would re-report the backlog), with one accept per edge (accept).
-		return unix.EPOLLIN | unix.EPOLLET
+		return unix.EPOLLIN | unix.EPOLLET | excl
 	}
-	return unix.EPOLLIN | l.sharedFlag()
+	return unix.EPOLLIN | l.sharedFlag() | excl
 }
 
+// addListener registers listener fd on l; afterwards it is l's to close.
 func (l *Loop) addListener(fd int, control bool) error {
-	ref, err := l.addSpecial(fd, kindListener, l.listenerEvents())
+	return l.registerListener(fd, control, false)
+}
+
+// addSharedListener registers the reactor's one listener fd
+// (ListenerInEverySet) in l's set; it stays the reactor's (releaseListener).
+func (l *Loop) addSharedListener(fd int) error {
+	return l.registerListener(fd, false, true)
+}
+
+func (l *Loop) registerListener(fd int, control, borrowed bool) error {
+	s := &Source{fd: fd, kind: kindListener, loop: l, control: control, borrowed: borrowed}
+	ref, err := l.table.Alloc(s)
 	if err != nil {
-		unix.Close(fd)
+		if !borrowed {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("register fd %d: %w", fd, err)
+	}
+	s.ref = ref
+	s.interest = l.listenerEvents(s)
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, s.interest, ref); err != nil {
+		l.table.Free(ref)
+		if !borrowed {
+			unix.Close(fd)
+		}
 		return err
 	}
-	s, _ := l.table.Get(ref)
-	s.control = control
 	l.listeners = append(l.listeners, ref)
 	return nil
 }

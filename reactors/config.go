@@ -24,6 +24,16 @@ const (
 	OneShot    Design = "oneshot"
 	Prio       Design = "prio"
 	PrioThread Design = "prio-thread"
+	// MainSub is one acceptor loop handing each accepted connection to one
+	// of Config.Loops sub-loops through that loop's ingress.
+	MainSub Design = "mainsub"
+	// ReusePort is Config.Loops loops, each with its own SO_REUSEPORT
+	// listener on the data address (the kernel's flow hash picks the loop).
+	ReusePort Design = "reuseport"
+	// SharedListener is Config.Loops loops with one data listener in every
+	// loop's epoll set, registered EPOLLEXCLUSIVE unless Config.Exclusive
+	// is "off".
+	SharedListener Design = "shared"
 )
 
 // TimerMode selects how the owner loop wakes for timers.
@@ -137,6 +147,22 @@ type Config struct {
 	IngressCap int
 	// Threads is the number of ONESHOT worker threads on the one epoll fd.
 	Threads int
+	// Loops is the number of data loops of a multi-loop design (mainsub:
+	// its sub-loops, beside the acceptor loop; reuseport, shared: every
+	// loop), 1..256; 0 (the default) is DefaultLoops(). A one-loop design
+	// refuses a value above 1 (its Check).
+	Loops int
+	// Assign is how mainsub's acceptor picks the sub-loop of each accepted
+	// connection, as ParseAssign reads it: "round-robin" (the default,
+	// also ""), "least-conns" or "least-loaded". Other designs refuse a
+	// value: the kernel (reuseport) or whichever loop accepts (shared)
+	// assigns there.
+	Assign string
+	// Exclusive is whether the shared design registers its listener
+	// EPOLLEXCLUSIVE in every loop's set: "on" (the default, also "") or
+	// "off" (every loop waiting on the listener wakes for each
+	// connection: the thundering herd). Other designs refuse "off".
+	Exclusive string
 	// PrioDataBudget bounds the data bucket per round of the prio design.
 	PrioDataBudget time.Duration
 	// MaxConns is the slot table capacity (connections per reactor).
@@ -272,6 +298,7 @@ func (c Config) validateCounts() error {
 		{"worker-queue", c.WorkerQueue, 1, 1 << 24},
 		{"ingress-cap", c.IngressCap, 2, 1 << 24},
 		{"threads", c.Threads, 1, 256},
+		{"loops", c.Loops, 0, 256},
 		{"max-conns", c.MaxConns, 16, 1 << 24},
 		{"max-events", c.MaxEvents, 1, 1 << 16},
 		{"admission-after", c.AdmissionAfter, 1, 1000},
@@ -322,6 +349,14 @@ func (c Config) validateModes() error {
 	case UrgentOff, UrgentOOB:
 	default:
 		return rangeErr("urgent", c.Urgent, "off, oob")
+	}
+	if _, err := ParseAssign(c.Assign); err != nil {
+		return fmt.Errorf("%w: assign = %q: %w", ErrConfig, c.Assign, err)
+	}
+	switch c.Exclusive {
+	case "", "on", "off":
+	default:
+		return rangeErr("exclusive", c.Exclusive, "on, off")
 	}
 	if _, err := ParseAdmission(c.Admission); err != nil {
 		return fmt.Errorf("%w: admission = %q: %w", ErrConfig, c.Admission, err)

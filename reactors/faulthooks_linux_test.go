@@ -99,8 +99,19 @@ var faultHooks = map[string][]faultHook{
 	},
 	// Every design it applies to: not oneshot, whose other worker thread
 	// serves everyone else while one spins (its registry entry's Scope).
-	"flush-spin-at-eof": {{detect: detectFlushSpinAtEOF}},
-	"admission-ignored": {{designs: []reactors.Design{reactors.LT, reactors.ET}, setup: admissionLimit, detect: detectIgnoredAdmission}},
+	"flush-spin-at-eof":      {{detect: detectFlushSpinAtEOF}},
+	"admission-ignored":      {{designs: []reactors.Design{reactors.LT, reactors.ET}, setup: admissionLimit, detect: detectIgnoredAdmission}},
+	"handoff-drop-when-full": {{setup: tinySubLoopIngress, detect: detectLostHandoff}},
+	"serve-on-two-loops":     {{setup: twoLoops, detect: detectTwoLoopsOnOneSocket}},
+	// mainsub deals the old and the new connection to different sub-loops
+	// every time; reuseport's flow hash does half the time (conformance M3
+	// retries until it does).
+	"fd-identity-across-loops": {{designs: []reactors.Design{reactors.MainSub}, setup: twoLoopsSlowOffload, detect: detectStaleResult}},
+	"no-accept-coordination":   {{setup: fourIdleLoops, detect: detectHerd}},
+	"stop-wakes-one-loop": {
+		{designs: []reactors.Design{reactors.MainSub, reactors.ReusePort, reactors.SharedListener}, setup: fourIdleLoops, detect: detectStopNotSeen},
+		{designs: []reactors.Design{reactors.PrioThread}, setup: deadlineTimers, detect: detectStopNotSeen},
+	},
 }
 
 // faultHookCase is one row of TestFaultHooksChangeBehaviour: a detector

@@ -39,6 +39,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WorkerQueue, "worker-queue", c.WorkerQueue, "tasks waiting for the pool (1..16777216)")
 	fs.IntVar(&c.IngressCap, "ingress-cap", c.IngressCap, "ingress queue capacity per loop (2..16777216)")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "oneshot worker threads (1..256)")
+	fs.IntVar(&c.Loops, "loops", c.Loops, "data loops of mainsub (its sub-loops), reuseport and shared; 0: one per CPU, at least 2 (0..256)")
+	fs.Var(&checkedString{&c.Assign, checkAssign}, "assign", "mainsub: how the acceptor picks a sub-loop (`mode`): round-robin, least-conns, least-loaded")
+	fs.Var(&checkedString{&c.Exclusive, checkExclusive}, "exclusive", "shared: register the listener EPOLLEXCLUSIVE in every loop's set (`on` or off)")
 	fs.DurationVar(&c.PrioDataBudget, "prio-data-budget", c.PrioDataBudget, "prio: data bucket time per round (>= 1µs)")
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "connections per reactor (16..16777216)")
 	fs.IntVar(&c.MaxEvents, "max-events", c.MaxEvents, "epoll_wait batch size (1..65536)")
@@ -102,6 +105,18 @@ func (m *modeValue[T]) Set(s string) error {
 
 // Get returns the mode as a string (flag.Getter).
 func (m *modeValue[T]) Get() any { return m.String() }
+
+func checkAssign(s string) error {
+	_, err := ParseAssign(s)
+	return err
+}
+
+func checkExclusive(s string) error {
+	if s != "on" && s != "off" {
+		return fmt.Errorf("want on or off")
+	}
+	return nil
+}
 
 // checkedString is a flag.Value for a string field with a form of its own
 // (--callback, --control-sched): Set keeps the text as given once check

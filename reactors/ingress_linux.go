@@ -19,12 +19,15 @@ const (
 	msgWake   msgKind = iota + 1 // re-check the stop state
 	msgResult                    // an offloaded callback finished
 	msgAck                       // send STOP_ACK: every loop has quiesced
+	msgConn                      // register an accepted connection (mainsub's handoff)
 )
 
 type message struct {
 	kind msgKind
+	twin bool // msgConn: the ServeOnTwoLoops mutant's duplicate
 	ref  slots.Ref
 	fd   int32
+	at   int64   // msgConn: when the acceptor accepted it
 	buf  *[]byte // msgResult: the frame to echo, from the pool's buffers
 }
 
@@ -32,6 +35,7 @@ type message struct {
 // keep the next wait at timeout 0; the LostWakeup mutant forgets them and
 // sleeps on an eventfd that was already cleared.
 func (l *Loop) drainIngress() {
+	l.lastDrain.Store(nanotime())
 	if d := uint64(l.ingress.Len()); d > l.stats.IngressMaxDepth {
 		l.stats.IngressMaxDepth = d
 	}
@@ -50,6 +54,8 @@ func (l *Loop) drainIngress() {
 func (l *Loop) onMessage(m message) {
 	switch m.kind {
 	case msgWake:
+	case msgConn:
+		l.adoptConn(m)
 	case msgAck:
 		l.sendStopAck(slots.Ref(l.r.stopRef.Load()))
 		l.r.acked.Store(true)
@@ -58,10 +64,12 @@ func (l *Loop) onMessage(m message) {
 			l.putTaskBuf(m.buf) // counted as rejected when the stop timed out
 			return
 		}
-		l.tasks--
+		if l.tasks > 0 || !l.cfg.Faults.FdIdentityAcrossLoops {
+			l.tasks-- // (the mutant delivers other loops' results here: this loop owes them nothing)
+		}
 		ref := m.ref
-		if l.cfg.Faults.FdIdentity && int(m.fd) < len(l.fdIndex) {
-			ref = l.fdIndex[m.fd] // the mutant: whoever holds that fd number now
+		if (l.cfg.Faults.FdIdentity || l.cfg.Faults.FdIdentityAcrossLoops) && int(m.fd) < len(l.fdIndex) {
+			ref = l.fdIndex[m.fd] // the mutants: whoever holds that fd number now
 		}
 		s, ok := l.table.Get(ref)
 		if s != nil && ref == m.ref {
@@ -69,6 +77,9 @@ func (l *Loop) onMessage(m message) {
 		}
 		if !ok || s.kind != kindConn || s.state == stateClosed {
 			l.stats.StaleResults++
+			if o := l.r.fdOwner(int(m.fd)); o != nil && o != l {
+				l.stats.StaleResultsFdElsewhere++
+			}
 			l.ledger.Rejected++
 			l.ledger.Abandoned++
 			l.putTaskBuf(m.buf)
@@ -151,7 +162,13 @@ func (p *pool) work(q chan task) {
 			cost.Spin(min(left, spinSlice))
 		}
 		m := message{kind: msgResult, ref: t.ref, fd: t.fd, buf: t.buf}
-		for !t.loop.ingress.Push(m) {
+		to := t.loop
+		if to.cfg.Faults.FdIdentityAcrossLoops {
+			if o := to.r.fdOwner(int(t.fd)); o != nil && o.ingress != nil {
+				to = o // the mutant: to whichever loop holds that fd number now
+			}
+		}
+		for !to.ingress.Push(m) {
 			if p.closing.Load() {
 				break
 			}

@@ -96,6 +96,23 @@ type Loop struct {
 	ledger Ledger
 	hist   *histograms
 
+	// The multi-loop mechanism (handoff_linux.go). handingIn and open are
+	// read by the acceptor's assignment; busyRecent and lastDrain by
+	// least-loaded; stopObservedNs and endedAt by LoopStats readers.
+	handoffBacklog []message     // acceptor: connections no sub-loop had room for, in order
+	handingIn      atomic.Int64  // connections pushed to this loop's ingress, not yet registered
+	open           atomic.Int64  // data and control connections registered here and open
+	lastDrain      atomic.Int64  // nanotime of the last ingress drain
+	busyRecent     atomic.Uint64 // float64 bits: busy fraction of the last window
+	awakeAt        int64         // when the loop last left a blocking wait (0: in one)
+	windowAt       int64         // start of the current busy window
+	windowBusy     uint64        // BusyNs at windowAt
+	stopObservedNs atomic.Int64  // when this loop first saw the stop, after it was issued; -1 before
+	endedAt        atomic.Int64  // nanotime the loop ended (0: running)
+	cpuAtStart     atomic.Int64  // the thread's CPU time (ns) when the loop started
+	vcswAtStart    atomic.Int64  // the thread's voluntary context switches when the loop started
+	vcswAtExit     atomic.Int64  // ... when it ended (-1: running)
+
 	tid       atomic.Int32 // the loop's OS thread, once running
 	cpu       atomic.Int32 // the CPU its thread is pinned to (Config.LoopCPUs), -1 for none
 	cpuAtExit atomic.Int64 // the thread's CPU time (ns) when the loop ended
@@ -116,6 +133,8 @@ func newLoop(r *Reactor, id int, first *Loop) (*Loop, error) {
 		evs: make([]unix.EpollEvent, cfg.MaxEvents), bufSize: max(cfg.Budgets.Bytes, 4096),
 		hist: newHistograms(cfg.Stats == StatsOff), sampler: cost.NewSampler(r.dist, uint64(id)+1)}
 	l.onMessageFn, l.onTimerFn = l.onMessage, l.onTimer
+	l.stopObservedNs.Store(-1)
+	l.vcswAtExit.Store(-1)
 	l.ready = readyq.New(cfg.MaxConns)
 	adm, _ := ParseAdmission(cfg.Admission) // accepted by Validate
 	l.admit = newLimiter(adm, cfg.AdmissionAfter)
@@ -193,7 +212,7 @@ func (l *Loop) sharedFlag() uint32 {
 func (l *Loop) closeResources() {
 	if l.table != nil && (l.ownsEpfd || !l.shared) {
 		l.table.Range(func(ref slots.Ref, s *Source) bool {
-			if s.kind == kindConn || s.kind == kindListener {
+			if (s.kind == kindConn || s.kind == kindListener) && !s.borrowed && s.fd >= 0 {
 				unix.Close(s.fd)
 			}
 			s.out.Release()
@@ -224,6 +243,8 @@ func (l *Loop) run() {
 	if err := l.pinLoop(); err != nil {
 		l.r.fail(err)
 	}
+	l.cpuAtStart.Store(threadCPU(0))
+	l.vcswAtStart.Store(ownSwitches())
 	l.tid.Store(int32(unix.Gettid()))
 	l.enterSched()
 	l.r.threadsUp.Done()
@@ -233,6 +254,7 @@ func (l *Loop) run() {
 		l.scheduleTimer(timerApp, nanotime()+int64(l.cfg.AppTimer), 0)
 	}
 	roundStart := nanotime()
+	l.awakeAt, l.windowAt = roundStart, roundStart
 	lastRoundIdle := false
 	for {
 		now := roundStart
@@ -246,6 +268,9 @@ func (l *Loop) run() {
 		roundProgress := l.progress
 		if l.ingressPending {
 			l.drainIngress()
+		}
+		if len(l.handoffBacklog) > 0 {
+			l.retryHandoffs()
 		}
 		if l.timers != nil {
 			l.expireTimers(now)
@@ -283,8 +308,12 @@ func (l *Loop) run() {
 		}
 		lastRoundIdle = l.progress == roundProgress
 	}
-	l.publish(nanotime(), true)
+	end := nanotime()
+	l.noteBusy(end)
+	l.publish(end, true)
 	l.cpuAtExit.Store(threadCPU(0))
+	l.vcswAtExit.Store(ownSwitches())
+	l.endedAt.Store(end)
 	// Descriptors are closed by the reactor once every loop has exited:
 	// a shared layout's loops share theirs.
 }
@@ -331,9 +360,9 @@ func (l *Loop) waitTimeout() int {
 	if !l.stopSeen && l.r.stopRequested.Load() {
 		return 0 // this loop read the STOP itself: nobody else will wake it
 	}
-	if l.stopSeen || len(l.blocked) > 0 {
-		// Shutting down (bounded by the stop grace) or waiting for room in
-		// the worker pool: poll at a millisecond.
+	if l.stopSeen || len(l.blocked) > 0 || len(l.handoffBacklog) > 0 {
+		// Shutting down (bounded by the stop grace), waiting for room in
+		// the worker pool or in a sub-loop's ingress: poll at a millisecond.
 		return 1
 	}
 	return -1
@@ -366,6 +395,7 @@ func (l *Loop) wait(timeout int, now int64) (int, error) {
 	if now == 0 {
 		now = nanotime()
 	}
+	l.noteBusy(now)
 	l.publish(now, true)
 	l.yieldToScheduler(now)
 	l.stats.BlockingWaits++
@@ -374,6 +404,7 @@ func (l *Loop) wait(timeout int, now int64) (int, error) {
 	}
 	l.busySince = 0
 	n, err := waitBlocking(l.epfd, l.evs, timeout)
+	l.awakeAt = nanotime()
 	if err != nil {
 		return 0, os.NewSyscallError("epoll_wait", err)
 	}
@@ -387,8 +418,12 @@ func (l *Loop) publish(now int64, force bool) {
 		return
 	}
 	l.lastPub = now
+	l.updateRecentBusy(now)
 	l.pubMu.Lock()
 	l.pub = l.stats
+	if l.awakeAt != 0 { // the busy span in progress
+		l.pub.BusyNs += uint64(max(0, now-l.awakeAt))
+	}
 	l.pubLedger = l.ledger
 	l.pubMu.Unlock()
 }

@@ -81,6 +81,31 @@ type Faults struct {
 	// but never refuses: past saturation the data plane takes every
 	// request and the control path waits behind them.
 	AdmissionIgnored bool
+	// HandoffDropWhenFull makes mainsub's acceptor close an accepted
+	// connection when the sub-loop the assignment picked has a full
+	// ingress, instead of trying the others and keeping it until one has
+	// room: under an accept storm connections are lost.
+	HandoffDropWhenFull bool
+	// ServeOnTwoLoops registers every new data connection on a second data
+	// loop as well (a duplicate of its descriptor, through that loop's
+	// ingress), as a reactor whose loops all watch one socket: two loops
+	// read and write it at once, and its frames are split between them.
+	ServeOnTwoLoops bool
+	// FdIdentityAcrossLoops routes an offloaded result to whichever loop
+	// registered a connection on its fd number last, and delivers it there
+	// to whoever holds that number, ignoring generations: a stale result
+	// crosses to a reused fd on another loop.
+	FdIdentityAcrossLoops bool
+	// NoAcceptCoordination lets every loop wait on the data listener with
+	// nothing to pick one: shared registers it without EPOLLEXCLUSIVE even
+	// when exclusive is on, and mainsub's sub-loops watch (and accept from)
+	// the acceptor's listener too (tidwall/evio #73). Each connection
+	// wakes every loop, and all but one find the backlog empty.
+	NoAcceptCoordination bool
+	// StopWakesOneLoop leaves a STOP frame to the loop that read it: the
+	// other loops are not woken, so an idle loop, blocked in epoll_wait
+	// until an event, never sees the stop and STOP_ACK never comes.
+	StopWakesOneLoop bool
 }
 
 // Any reports whether any fault is switched on.
@@ -216,7 +241,18 @@ var (
 	pooledDesigns    = []Design{LT, ET, Prio, PrioThread}
 	levelTrigDesigns = []Design{LT, OneShot, Prio, PrioThread}
 	turnDesigns      = []Design{LT, ET, Prio, PrioThread}
+	// oneLoopDesigns: the mutants whose hook is in the loop every design
+	// shares are held to account on the designs whose policies differ
+	// (the first five); the multi-loop designs run lt's policy on each of
+	// their loops, so there they would repeat lt's rows (see multiLoopScope).
+	oneLoopDesigns = []Design{LT, ET, OneShot, Prio, PrioThread}
+	multiLoop      = []Design{MainSub, ReusePort, SharedListener}
 )
+
+// multiLoopScope is the Scope of a shared-loop mutant not run on the
+// multi-loop designs.
+const multiLoopScope = "not run on mainsub, reuseport and shared: their loops run lt's policy, and the hook is in the loop every design shares, " +
+	"so the rows would repeat lt's (the multi-loop designs are held to the whole catalogue clean, and their own mutants below)"
 
 // Mutants is the mutant registry: every reactor fault, one entry each, in
 // the order FaultNames lists them. Each names a distinct Faults field, and
@@ -253,8 +289,9 @@ var Mutants = []Mutant{{
 		"so X1 has its own mutant, stop-when-idle.)",
 }, {
 	Name: "unbounded-outq", Hook: "UnboundedOutQueue", flag: func(f *Faults) *bool { return &f.UnboundedOutQueue },
-	Cases: []string{"W1"},
+	Designs: oneLoopDesigns, Cases: []string{"W1"},
 	Doc:   "the out-queue has no watermarks and no hard cap: a client that does not read makes the server buffer everything it sends",
+	Scope: multiLoopScope,
 }, {
 	Name: "lost-wakeup", Hook: "LostWakeup", flag: func(f *Faults) *bool { return &f.LostWakeup },
 	Designs: pooledDesigns, Cases: []string{"S3"},
@@ -262,36 +299,43 @@ var Mutants = []Mutant{{
 	Scope: "ONESHOT has no offload pool, so no ingress of results",
 }, {
 	Name: "no-frame-limit", Hook: "NoFrameLimit", flag: func(f *Faults) *bool { return &f.NoFrameLimit },
-	Cases: []string{"F4"},
+	Designs: oneLoopDesigns, Cases: []string{"F4"},
 	Doc:   "whatever a frame header declares is allocated",
+	Scope: multiLoopScope,
 }, {
 	Name: "drop-partial", Hook: "DropPartial", flag: func(f *Faults) *bool { return &f.DropPartial },
-	Cases: []string{"F1"},
+	Designs: oneLoopDesigns, Cases: []string{"F1"},
 	Doc:   "an incomplete frame left in the input buffer at the end of a turn is discarded",
+	Scope: multiLoopScope,
 }, {
 	Name: "limit-off-by-one", Hook: "FrameLimitOffByOne", flag: func(f *Faults) *bool { return &f.FrameLimitOffByOne },
-	Cases: []string{"F3"},
+	Designs: oneLoopDesigns, Cases: []string{"F3"},
 	Doc:   "a frame of exactly the maximum size is refused",
+	Scope: multiLoopScope,
 }, {
 	Name: "drop-short-write", Hook: "DropShortWrite", flag: func(f *Faults) *bool { return &f.DropShortWrite },
-	Cases: []string{"W3"},
+	Designs: oneLoopDesigns, Cases: []string{"W3"},
 	Doc:   "the unwritten tail of a short write is dropped as if it had been sent",
+	Scope: multiLoopScope,
 }, {
 	Name: "accept-once-et", Hook: "AcceptOnceET", flag: func(f *Faults) *bool { return &f.AcceptOnceET },
 	Cases: []string{"R3"},
 	Doc:   "listeners are registered edge-triggered and accept one connection per event: a storm leaves connections in the backlog",
 }, {
 	Name: "no-emfile-shed", Hook: "NoEMFILEShed", flag: func(f *Faults) *bool { return &f.NoEMFILEShed },
-	Cases: []string{"R4"},
+	Designs: oneLoopDesigns, Cases: []string{"R4"},
 	Doc:   "EMFILE ends the accept turn and nothing more: the level-triggered listener stays readable and the loop spins while the descriptor table is full",
+	Scope: multiLoopScope,
 }, {
 	Name: "leak-pending", Hook: "LeakPending", flag: func(f *Faults) *bool { return &f.LeakPending },
-	Cases: []string{"I2"},
+	Designs: oneLoopDesigns, Cases: []string{"I2"},
 	Doc:   "a connection that goes away with work pending is forgotten, leaking its descriptor and slot",
+	Scope: multiLoopScope,
 }, {
 	Name: "silent-after-stop", Hook: "SilentAfterStop", flag: func(f *Faults) *bool { return &f.SilentAfterStop },
-	Cases: []string{"X2"},
+	Designs: oneLoopDesigns, Cases: []string{"X2"},
 	Doc:   "DATA frames read after a STOP are dropped, without REJECT and uncounted",
+	Scope: multiLoopScope,
 }, {
 	Name: "stop-when-idle", Hook: "StopWhenIdle", flag: func(f *Faults) *bool { return &f.StopWhenIdle },
 	Designs: turnDesigns, Cases: []string{"X1"},
@@ -300,9 +344,10 @@ var Mutants = []Mutant{{
 		"(measured: the mutant escaped X1 in 1 of 10 runs): it is not counted there",
 }, {
 	Name: "free-at-eof", Hook: "FreeAtEOF", flag: func(f *Faults) *bool { return &f.FreeAtEOF },
-	Cases: []string{"I3"},
+	Designs: oneLoopDesigns, Cases: []string{"I3"},
 	Doc: "a connection is closed as soon as a read returns EOF, dropping the echoes still queued for it and those read in the same turn " +
 		"(as the libevent book's echo server frees its bufferevent at EOF)",
+	Scope: multiLoopScope,
 }, {
 	Name: "flush-spin-at-eof", Hook: "FlushSpinAtEOF", flag: func(f *Faults) *bool { return &f.FlushSpinAtEOF },
 	Designs: turnDesigns, Cases: []string{"W4"},
@@ -318,6 +363,32 @@ var Mutants = []Mutant{{
 		"and a flat loop's control connection waits a whole round of them",
 	Scope: "prio serves its control bucket first every round and prio-thread serves control on its own loop, so their control latency " +
 		"is bounded without admission; under oneshot any idle worker thread serves the control connection. There the case holds either way.",
+}, {
+	Name: "handoff-drop-when-full", Hook: "HandoffDropWhenFull", flag: func(f *Faults) *bool { return &f.HandoffDropWhenFull },
+	Designs: []Design{MainSub}, Cases: []string{"M1"},
+	Doc:   "the acceptor closes an accepted connection when the chosen sub-loop's ingress is full, instead of trying the others and keeping it",
+	Scope: "only mainsub hands connections over",
+}, {
+	Name: "serve-on-two-loops", Hook: "ServeOnTwoLoops", flag: func(f *Faults) *bool { return &f.ServeOnTwoLoops },
+	Designs: multiLoop, Cases: []string{"M2"},
+	Doc:   "every new data connection is registered on a second data loop too (a duplicate descriptor): two loops read and write one socket",
+	Scope: "needs two data loops",
+}, {
+	Name: "fd-identity-across-loops", Hook: "FdIdentityAcrossLoops", flag: func(f *Faults) *bool { return &f.FdIdentityAcrossLoops },
+	Designs: []Design{MainSub, ReusePort}, Cases: []string{"M3"},
+	Doc: "an offloaded result goes to whichever loop registered its fd number last and to whoever holds that number there, ignoring generations",
+	Scope: "needs the fd reused on another loop: mainsub deals new connections round-robin and reuseport's flow hash spreads them; " +
+		"shared's exclusive wakeups mostly go to the loop that accepted last, so the case's precondition is rarely met there",
+}, {
+	Name: "no-accept-coordination", Hook: "NoAcceptCoordination", flag: func(f *Faults) *bool { return &f.NoAcceptCoordination },
+	Designs: []Design{MainSub, SharedListener}, Cases: []string{"M4"},
+	Doc:   "every loop waits on the data listener with nothing to pick one (no EPOLLEXCLUSIVE; mainsub's sub-loops watch the acceptor's listener, tidwall/evio #73)",
+	Scope: "reuseport's loops each have a listener of their own: there is nothing to coordinate",
+}, {
+	Name: "stop-wakes-one-loop", Hook: "StopWakesOneLoop", flag: func(f *Faults) *bool { return &f.StopWakesOneLoop },
+	Designs: []Design{PrioThread, MainSub, ReusePort, SharedListener}, Cases: []string{"M5"},
+	Doc:   "a STOP frame wakes only the loop that read it: an idle loop never sees the stop and STOP_ACK never comes",
+	Scope: "needs a second loop with an epoll set of its own (oneshot's workers share one and a level-triggered stop eventfd)",
 }}
 
 // LookupMutant returns the registry entry named name (a name, not a

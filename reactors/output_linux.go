@@ -169,7 +169,13 @@ func (l *Loop) closeSource(s *Source) {
 	if s.shutWr {
 		l.r.drainOpen.Add(-1)
 	}
+	if s.twinned { // the mutant's duplicate keeps the file open: leave the set first
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+	}
 	unix.Close(s.fd) // also removes it from the epoll set (no dups exist)
+	if s.kind == kindConn {
+		l.open.Add(-1)
+	}
 	if s.fd < len(l.fdIndex) && l.fdIndex[s.fd] == s.ref {
 		l.fdIndex[s.fd] = 0
 	}

@@ -53,8 +53,53 @@ type Layout struct {
 	// table, timer set and ingress.
 	Shared bool
 	// ControlLoop is the loop that gets the control listener (and so the
-	// control connections); the data listener goes to loop 0.
+	// control connections); the data listener goes to loop 0 unless
+	// Listener spreads it.
 	ControlLoop int
+	// Listener is how the data listener is spread over the loops
+	// (ListenerOnFirst, the zero value: loop 0 has the only one). A Shared
+	// layout takes only ListenerOnFirst.
+	Listener ListenerLayout
+	// Exclusive registers a ListenerInEverySet listener EPOLLEXCLUSIVE in
+	// every loop's set, so one connection wakes one loop (or a few), not
+	// every loop waiting on it.
+	Exclusive bool
+}
+
+// ListenerLayout is how a layout spreads the data listener over its loops.
+type ListenerLayout uint8
+
+const (
+	// ListenerOnFirst: one data listener, on loop 0.
+	ListenerOnFirst ListenerLayout = iota
+	// ListenerHandoff: one data listener, on loop 0, the acceptor, which
+	// serves no data connection: it hands each one it accepts to one of
+	// loops 1..Loops-1 (its sub-loops, chosen by Config.Assign) through
+	// that loop's ingress; the sub-loop registers it and owns it from then
+	// on. A sub-loop's full ingress never loses a connection: the acceptor
+	// tries the others, then keeps it and retries every round.
+	ListenerHandoff
+	// ListenerPerLoop: every loop has a data listener of its own, all
+	// bound to one address with SO_REUSEPORT: the kernel's flow hash picks
+	// the loop of each connection.
+	ListenerPerLoop
+	// ListenerInEverySet: one data listener, registered in every loop's
+	// epoll set (EPOLLEXCLUSIVE with Layout.Exclusive): whichever loop
+	// accepts a connection owns it.
+	ListenerInEverySet
+)
+
+// String names the listener layout as the loop roles and docs do.
+func (ll ListenerLayout) String() string {
+	switch ll {
+	case ListenerHandoff:
+		return "handoff"
+	case ListenerPerLoop:
+		return "per-loop"
+	case ListenerInEverySet:
+		return "in-every-set"
+	}
+	return "on-first"
 }
 
 // LoopPolicy is a design's part of one loop: its state and the hooks where

@@ -59,6 +59,17 @@ type Reactor struct {
 	reserveMu sync.Mutex
 	reserveFd int // spare descriptor released on EMFILE (the reserve-fd trick)
 
+	// sharedListener is the ListenerInEverySet listener: every loop holds
+	// it in its set until it sees the stop; the last to let go closes it.
+	sharedListener struct {
+		fd   int
+		refs atomic.Int32
+	}
+	assign   AssignMode     // Config.Assign, parsed
+	nextSub  atomic.Uint32  // mainsub round-robin cursor (the acceptor's)
+	fdOwners []atomic.Int32 // fd number → id+1 of the loop that registered it last (0: none)
+	startNs  int64          // when Start ran the loops (busy fractions' origin)
+
 	threadsUp sync.WaitGroup // every loop has recorded its thread id
 
 	startOnce sync.Once
@@ -129,6 +140,9 @@ func New(design Policy, cfg Config) (*Reactor, error) {
 	}
 	r := &Reactor{design: design.Name(), policy: design, cfg: cfg, dist: dist, stopfd: -1, reserveFd: -1,
 		ledgerReady: make(chan struct{}), done: make(chan struct{})}
+	r.sharedListener.fd = -1
+	r.assign, _ = ParseAssign(cfg.Assign) // accepted by Validate
+	r.fdOwners = make([]atomic.Int32, fdOwnerSlots())
 	r.layout = design.Layout(&r.cfg)
 	if err := r.layout.check(&r.cfg); err != nil {
 		return nil, fmt.Errorf("design %s: %w", r.design, err)
@@ -153,6 +167,12 @@ func (lay Layout) check(cfg *Config) error {
 	if lay.Shared && cfg.Workers > 0 {
 		return fmt.Errorf("%w: workers = %d: a shared layout has no ingress for offloaded results", ErrConfig, cfg.Workers)
 	}
+	if lay.Shared && lay.Listener != ListenerOnFirst {
+		return fmt.Errorf("layout: a shared layout keeps its listener on loop 0 (listener %s)", lay.Listener)
+	}
+	if lay.Listener == ListenerHandoff && (lay.Loops < 2 || lay.ControlLoop != 0) {
+		return fmt.Errorf("layout: a handoff layout needs an acceptor (loop 0, also the control loop) and a sub-loop (%d loops, control loop %d)", lay.Loops, lay.ControlLoop)
+	}
 	return nil
 }
 
@@ -169,48 +189,153 @@ func (r *Reactor) build() error {
 	// Each listener fd is owned by exactly one party at a time: here until
 	// it is handed to a loop (addListener closes it if registering fails),
 	// so every error path closes it once.
-	dataFd, dataAddr, err := listenTCP(r.cfg.Listen, 4096)
+	dataFds, dataAddr, err := r.listenData()
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	r.dataAddr = dataAddr
 	ctlFd := -1
 	if r.cfg.ControlListen != "" {
-		ctlFd, r.ctlAddr, err = listenTCP(r.cfg.ControlListen, 4096)
+		ctlFd, r.ctlAddr, err = listenTCP(r.cfg.ControlListen, 4096, false)
 		if err != nil {
-			unix.Close(dataFd)
+			closeFds(dataFds)
 			return fmt.Errorf("control-listen: %w", err)
 		}
 	}
 	defer func() {
-		for _, fd := range []int{dataFd, ctlFd} {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
+		closeFds(dataFds)
+		if ctlFd >= 0 {
+			unix.Close(ctlFd)
 		}
 	}()
 	if err := r.buildLoops(); err != nil {
 		return err
 	}
-	// handOff gives fd to loop l as a listener; afterwards it is l's.
-	handOff := func(l *Loop, fd *int, control bool) error {
-		f := *fd
-		*fd = -1
-		if f < 0 {
-			return nil
+	if err := r.handListeners(dataFds); err != nil {
+		return err
+	}
+	if ctlFd >= 0 {
+		fd := ctlFd
+		ctlFd = -1
+		if err := r.loops[r.layout.ControlLoop].addListener(fd, true); err != nil {
+			return err
 		}
-		return l.addListener(f, control)
-	}
-	if err := handOff(r.loops[0], &dataFd, false); err != nil {
-		return err
-	}
-	if err := handOff(r.loops[r.layout.ControlLoop], &ctlFd, true); err != nil {
-		return err
 	}
 	if r.cfg.Workers > 0 {
 		r.pool = newPool(r.cfg.Workers, r.cfg.WorkerQueue)
 	}
 	return nil
+}
+
+// listenData opens the data listener (ListenerPerLoop: one per loop, all
+// SO_REUSEPORT on the first one's address) and returns the bound address.
+func (r *Reactor) listenData() ([]int, netip.AddrPort, error) {
+	if r.layout.Listener != ListenerPerLoop {
+		fd, addr, err := listenTCP(r.cfg.Listen, 4096, false)
+		if err != nil {
+			return nil, addr, err
+		}
+		return []int{fd}, addr, nil
+	}
+	fds := make([]int, 0, r.layout.Loops)
+	fd, addr, err := listenTCP(r.cfg.Listen, 4096, true)
+	if err != nil {
+		return nil, addr, err
+	}
+	fds = append(fds, fd)
+	for len(fds) < r.layout.Loops {
+		fd, _, err := listenTCP(addr.String(), 4096, true)
+		if err != nil {
+			closeFds(fds)
+			return nil, addr, fmt.Errorf("listener %d of %d on %s: %w", len(fds)+1, r.layout.Loops, addr, err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds, addr, nil
+}
+
+// handListeners gives the data listeners to the loops as the layout
+// spreads them; each fd handed is set to -1 in fds (it is the loop's).
+func (r *Reactor) handListeners(fds []int) error {
+	take := func(i int) int {
+		fd := fds[i]
+		fds[i] = -1
+		return fd
+	}
+	spread := r.layout.Listener
+	if spread == ListenerHandoff && r.cfg.Faults.NoAcceptCoordination {
+		spread = ListenerInEverySet // the mutant: the sub-loops watch the acceptor's listener too
+	}
+	switch spread {
+	case ListenerPerLoop:
+		for i, l := range r.loops {
+			if err := l.addListener(take(i), false); err != nil {
+				return err
+			}
+		}
+		return nil
+	case ListenerInEverySet:
+		fd := take(0)
+		r.sharedListener.fd = fd
+		r.sharedListener.refs.Store(int32(len(r.loops)))
+		for i, l := range r.loops {
+			if err := l.addSharedListener(fd); err != nil {
+				// Loops 0..i-1 hold it; the reactor's exit closes it.
+				r.sharedListener.refs.Store(int32(i))
+				if i == 0 {
+					unix.Close(fd)
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	return r.loops[0].addListener(take(0), false)
+}
+
+// releaseSharedListener is a loop letting go of the ListenerInEverySet
+// listener (it has left its set); the last one closes it.
+func (r *Reactor) releaseSharedListener() {
+	if r.sharedListener.refs.Add(-1) == 0 {
+		unix.Close(r.sharedListener.fd)
+		r.sharedListener.fd = -1
+	}
+}
+
+// fdOwnerSlots sizes Reactor.fdOwners: the descriptor limit, at most 1<<20.
+func fdOwnerSlots() int {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil {
+		return 1 << 16
+	}
+	return int(min(rl.Cur, 1<<20))
+}
+
+// noteFdOwner records that loop l registered a connection on fd.
+func (r *Reactor) noteFdOwner(fd int, l *Loop) {
+	if fd < len(r.fdOwners) {
+		r.fdOwners[fd].Store(int32(l.id + 1))
+	}
+}
+
+// fdOwner is the loop that last registered a connection on fd, or nil.
+func (r *Reactor) fdOwner(fd int) *Loop {
+	if fd < 0 || fd >= len(r.fdOwners) {
+		return nil
+	}
+	if id := r.fdOwners[fd].Load(); id > 0 {
+		return r.loops[id-1]
+	}
+	return nil
+}
+
+func closeFds(fds []int) {
+	for i, fd := range fds {
+		if fd >= 0 {
+			unix.Close(fd)
+			fds[i] = -1
+		}
+	}
 }
 
 // buildLoops creates the layout's loops: each with its own epoll fd, or,
@@ -260,6 +385,7 @@ func (r *Reactor) Config() Config { return r.cfg }
 func (r *Reactor) Start() {
 	r.startOnce.Do(func() {
 		r.started.Store(true)
+		r.startNs = nanotime()
 		if r.pool != nil {
 			r.pool.start()
 		}
@@ -324,7 +450,9 @@ func (r *Reactor) Stop() (Ledger, error) {
 		})
 		return Ledger{}, nil
 	}
-	r.requestStop(nanotime(), nil, 0, nil)
+	if !r.requestStop(nanotime(), nil, 0, nil) {
+		r.wakeLoops(nil) // a STOP frame won: make sure every loop sees it
+	}
 	select {
 	case <-r.ledgerReady:
 	case <-r.done:
@@ -367,11 +495,14 @@ func (r *Reactor) Stats() Stats {
 	default:
 	}
 	s := Stats{Design: r.design, Loops: len(r.loops)}
+	now := nanotime()
 	for _, l := range r.loops {
 		c, led := l.published()
 		s.Counters.add(&c)
 		s.Ledger.add(led)
+		s.PerLoop = append(s.PerLoop, l.loopStats(c, now))
 	}
+	s.Imbalance = ImbalanceOf(s.PerLoop)
 	return s
 }
 
@@ -400,12 +531,20 @@ func (r *Reactor) requestStop(at int64, by *Loop, ref slots.Ref, hdr *wire.Heade
 		}
 	}
 	r.stopfdMu.Unlock()
+	if by == nil || !r.cfg.Faults.StopWakesOneLoop {
+		r.wakeLoops(by)
+	}
+	return true
+}
+
+// wakeLoops wakes every loop but by (which is awake) to look at the stop
+// state. The StopWakesOneLoop mutant skips it for a STOP frame.
+func (r *Reactor) wakeLoops(by *Loop) {
 	for _, l := range r.loops {
 		if l != by && l.ingress != nil {
 			l.ingress.Push(message{kind: msgWake})
 		}
 	}
-	return true
 }
 
 // quiesce records that loop l's ledger is final. The last loop to quiesce
@@ -464,6 +603,11 @@ func (r *Reactor) finish() {
 	s.LoopCPUNs = uint64(r.LoopCPU())
 	s.LoopSched = r.LoopSched()
 	s.LoopThreads = r.LoopPlacement()
+	now := nanotime()
+	for _, l := range r.loops {
+		s.PerLoop = append(s.PerLoop, l.loopStats(l.stats, now))
+	}
+	s.Imbalance = ImbalanceOf(s.PerLoop)
 	r.final = s
 }
 
@@ -478,6 +622,10 @@ func (r *Reactor) closeAll() {
 		r.stopfd = -1
 	}
 	r.stopfdMu.Unlock()
+	if r.sharedListener.fd >= 0 && r.sharedListener.refs.Load() > 0 {
+		unix.Close(r.sharedListener.fd) // loops that never saw a stop still held it
+		r.sharedListener.fd = -1
+	}
 	if r.reserveFd >= 0 {
 		unix.Close(r.reserveFd)
 		r.reserveFd = -1

@@ -102,6 +102,8 @@ type Source struct {
 	touchedMark bool // in Loop.touched: given worker results this drain, to be flushed once
 	rdhup       bool // EPOLLRDHUP seen: a FIN is queued, so read until 0 even after a short read
 	hadOut      bool // counted in Reactor.outPending (its out-queue is non-empty)
+	borrowed    bool // a listener that is the reactor's, in every loop's set (ListenerInEverySet): never closed by the loop
+	twinned     bool // the ServeOnTwoLoops mutant: another loop holds a duplicate of fd in its set
 
 	// An urgent byte read and not yet answered: urgentPastMark until the
 	// in-band reads have reached its mark, then urgentPending until the

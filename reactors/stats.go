@@ -86,6 +86,33 @@ type Counters struct {
 	// urgent answers sent (send MSG_OOB).
 	UrgentIn  uint64 `json:"urgent_in"`
 	UrgentOut uint64 `json:"urgent_out"`
+
+	// BusyNs is the time the loop spent outside blocking epoll_waits since
+	// it started (a zero-timeout poll is busy; so is time runnable but not
+	// on a CPU).
+	BusyNs uint64 `json:"busy_ns"`
+	// AcceptWakeups counts accept turns (listener events served);
+	// Accepts the connections they accepted; UselessAcceptWakeups the turns
+	// whose first accept found the backlog empty (EAGAIN): another loop
+	// took the connection this wakeup was for, or none was there.
+	AcceptWakeups        uint64 `json:"accept_wakeups"`
+	Accepts              uint64 `json:"accepts"`
+	UselessAcceptWakeups uint64 `json:"useless_accept_wakeups"`
+	// Handoffs counts the connections an acceptor handed to a sub-loop,
+	// HandoffsIn those a sub-loop registered from its ingress; HandoffFull
+	// the pushes that found the chosen sub-loop's ingress full (the
+	// acceptor then tries the others or keeps the connection), and
+	// HandoffBacklogMax the most connections the acceptor held at once
+	// because every sub-loop's ingress was full.
+	Handoffs          uint64 `json:"handoffs"`
+	HandoffsIn        uint64 `json:"handoffs_in"`
+	HandoffFull       uint64 `json:"handoff_full"`
+	HandoffBacklogMax uint64 `json:"handoff_backlog_max"`
+	// StaleResultsFdElsewhere counts the stale results (StaleResults)
+	// whose connection's fd number had by then been registered by another
+	// loop: results that a reactor routing by fd number would have
+	// delivered to a stranger there.
+	StaleResultsFdElsewhere uint64 `json:"stale_results_fd_elsewhere"`
 }
 
 func (c *Counters) add(o *Counters) {
@@ -136,6 +163,15 @@ func (c *Counters) add(o *Counters) {
 	c.AdmissionRejects += o.AdmissionRejects
 	c.UrgentIn += o.UrgentIn
 	c.UrgentOut += o.UrgentOut
+	c.BusyNs += o.BusyNs
+	c.AcceptWakeups += o.AcceptWakeups
+	c.Accepts += o.Accepts
+	c.UselessAcceptWakeups += o.UselessAcceptWakeups
+	c.Handoffs += o.Handoffs
+	c.HandoffsIn += o.HandoffsIn
+	c.HandoffFull += o.HandoffFull
+	c.HandoffBacklogMax = max(c.HandoffBacklogMax, o.HandoffBacklogMax)
+	c.StaleResultsFdElsewhere += o.StaleResultsFdElsewhere
 }
 
 // Histogram names, the keys of Stats.Histograms.
@@ -145,11 +181,14 @@ const (
 	HistRotation    = "rotation_interval_ns"
 	HistTimerLate   = "timer_deviation_ns"
 	HistStopObserve = "stop_observation_ns"
+	// HistHandoff is mainsub's handoff latency: from the acceptor's
+	// accept to the connection's registration on its sub-loop.
+	HistHandoff = "handoff_ns"
 )
 
 // histograms is a loop's set of HDR histograms, recorded only by that loop.
 type histograms struct {
-	round, readyLen, rotation, timerLate, stopObserve *hdrhistogram.Histogram
+	round, readyLen, rotation, timerLate, stopObserve, handoff *hdrhistogram.Histogram
 	// off: nothing is recorded (Config.Stats == StatsOff).
 	off bool
 	// dropped counts values outside a histogram's range (never swallowed).
@@ -172,6 +211,7 @@ func newHistograms(off bool) *histograms {
 		rotation:    hdrhistogram.New(1, maxNs, histDigits),
 		timerLate:   hdrhistogram.New(1, maxNs, histDigits),
 		stopObserve: hdrhistogram.New(1, maxNs, histDigits),
+		handoff:     hdrhistogram.New(1, maxNs, histDigits),
 		off:         off,
 	}
 }
@@ -191,7 +231,7 @@ func (h *histograms) record(to *hdrhistogram.Histogram, v int64) {
 func (h *histograms) byName() map[string]*hdrhistogram.Histogram {
 	return map[string]*hdrhistogram.Histogram{
 		HistRound: h.round, HistReadyQueue: h.readyLen, HistRotation: h.rotation,
-		HistTimerLate: h.timerLate, HistStopObserve: h.stopObserve,
+		HistTimerLate: h.timerLate, HistStopObserve: h.stopObserve, HistHandoff: h.handoff,
 	}
 }
 
@@ -237,6 +277,10 @@ type Stats struct {
 	// LoopThreads is each loop's OS thread and the CPU Config.LoopCPUs
 	// pinned it to (-1: not pinned), in loop order, as read back once the
 	// loop ran: what a harness checks every thread's mask against.
-	LoopThreads []LoopThread                      `json:"loop_threads,omitempty"`
-	Raw         map[string]*hdrhistogram.Snapshot `json:"-"`
+	LoopThreads []LoopThread `json:"loop_threads,omitempty"`
+	// PerLoop is each loop's own figures, in loop order (see LoopStats);
+	// Imbalance compares its data loops. Both are live in Reactor.Stats.
+	PerLoop   []LoopStats                       `json:"per_loop,omitempty"`
+	Imbalance *Imbalance                        `json:"imbalance,omitempty"`
+	Raw       map[string]*hdrhistogram.Snapshot `json:"-"`
 }

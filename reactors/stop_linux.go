@@ -45,7 +45,9 @@ func (l *Loop) stopStep(now int64) (exit bool) {
 	if !l.stopSeen {
 		l.stopSeen = true
 		l.hist.record(l.hist.stopObserve, now-r.stopAt.Load())
+		l.stopObservedNs.Store(max(0, now-r.stopAt.Load()))
 		l.closeListeners()
+		l.refuseBacklog()
 		if r.stopfd >= 0 && int(r.stopObserved.Add(1)) == len(r.loops) {
 			// Every worker has seen the level-triggered stopfd; stop it
 			// waking them.
@@ -95,7 +97,12 @@ func (l *Loop) closeListeners() {
 	}
 	for _, ref := range l.listeners {
 		if s, ok := l.table.Get(ref); ok {
-			unix.Close(s.fd)
+			if s.borrowed {
+				_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
+				l.r.releaseSharedListener()
+			} else {
+				unix.Close(s.fd)
+			}
 			s.fd = -1
 			l.table.Free(ref)
 		}

@@ -96,8 +96,10 @@ func epollOpName(op int) string {
 }
 
 // listenTCP opens a non-blocking, close-on-exec TCP listener on addr
-// ("host:port"; port 0 picks one) and returns its fd and bound address.
-func listenTCP(addr string, backlog int) (int, netip.AddrPort, error) {
+// ("host:port"; port 0 picks one) and returns its fd and bound address;
+// reusePort sets SO_REUSEPORT before bind, so listeners of one process
+// may share the address and the kernel spreads connections over them.
+func listenTCP(addr string, backlog int, reusePort bool) (int, netip.AddrPort, error) {
 	ap, err := resolveListen(addr)
 	if err != nil {
 		return -1, netip.AddrPort{}, err
@@ -113,6 +115,12 @@ func listenTCP(addr string, backlog int) (int, netip.AddrPort, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 		unix.Close(fd)
 		return -1, netip.AddrPort{}, os.NewSyscallError("setsockopt SO_REUSEADDR", err)
+	}
+	if reusePort {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			unix.Close(fd)
+			return -1, netip.AddrPort{}, os.NewSyscallError("setsockopt SO_REUSEPORT", err)
+		}
 	}
 	var sa unix.Sockaddr
 	if family == unix.AF_INET {

@@ -75,7 +75,11 @@ func (l *Loop) onTimer(t timers.Timer) {
 			}
 		}
 		l.r.reserveMu.Unlock()
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, l.listenerEvents(), ref); err != nil {
+		op := unix.EPOLL_CTL_MOD
+		if s.borrowed {
+			op = unix.EPOLL_CTL_ADD // paused by leaving the set (EPOLLEXCLUSIVE takes no MOD)
+		}
+		if err := epollCtl(l.epfd, op, s.fd, l.listenerEvents(s), ref); err != nil {
 			l.r.fail(err)
 		}
 	}

@@ -12,14 +12,18 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/et"
 	"github.com/reactorlab/reactorlab/reactors/lt"
+	"github.com/reactorlab/reactorlab/reactors/mainsub"
 	"github.com/reactorlab/reactorlab/reactors/oneshot"
 	"github.com/reactorlab/reactorlab/reactors/prio"
 	"github.com/reactorlab/reactorlab/reactors/priothread"
+	"github.com/reactorlab/reactorlab/reactors/reuseport"
+	"github.com/reactorlab/reactorlab/reactors/shared"
 )
 
 // All is every reference design, in the order help texts and tables list
 // them. Names must be unique (a test checks).
-var All = []reactors.Blueprint{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{}}
+var All = []reactors.Blueprint{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{},
+	mainsub.Design{}, reuseport.Design{}, shared.Design{}}
 
 // Names is the name of every design in All, in its order.
 func Names() []reactors.Design {

@@ -8,5 +8,5 @@ type Design struct{}
 // Name is reactors.ET.
 func (Design) Name() reactors.Design { return reactors.ET }
 
-// Check accepts every configuration Config.Validate accepts.
-func (Design) Check(reactors.Config) error { return nil }
+// Check refuses the multi-loop fields (reactors.CheckOneLoop): et runs one loop.
+func (Design) Check(cfg reactors.Config) error { return reactors.CheckOneLoop(reactors.ET, cfg) }

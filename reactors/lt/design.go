@@ -9,5 +9,5 @@ type Design struct{}
 // Name is reactors.LT.
 func (Design) Name() reactors.Design { return reactors.LT }
 
-// Check accepts every configuration Config.Validate accepts.
-func (Design) Check(reactors.Config) error { return nil }
+// Check refuses the multi-loop fields (reactors.CheckOneLoop): lt runs one loop.
+func (Design) Check(cfg reactors.Config) error { return reactors.CheckOneLoop(reactors.LT, cfg) }

@@ -8,6 +8,5 @@ type Design struct{}
 // Name is reactors.Prio.
 func (Design) Name() reactors.Design { return reactors.Prio }
 
-// Check accepts every configuration Config.Validate accepts
-// (Config.PrioDataBudget is checked there).
-func (Design) Check(reactors.Config) error { return nil }
+// Check refuses the multi-loop fields (reactors.CheckOneLoop): prio runs one loop.
+func (Design) Check(cfg reactors.Config) error { return reactors.CheckOneLoop(reactors.Prio, cfg) }

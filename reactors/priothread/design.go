@@ -16,6 +16,9 @@ func (Design) Name() reactors.Design { return reactors.PrioThread }
 // Check refuses a configuration without a control address: the control
 // loop would have nothing to serve.
 func (Design) Check(cfg reactors.Config) error {
+	if err := reactors.CheckOneLoop(reactors.PrioThread, cfg); err != nil {
+		return err
+	}
 	if cfg.ControlListen == "" {
 		return fmt.Errorf("%w: control-listen is empty: prio-thread serves control on its own thread and needs a control address", reactors.ErrConfig)
 	}

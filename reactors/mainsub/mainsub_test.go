@@ -1,0 +1,116 @@
+//go:build linux
+
+package mainsub_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/mainsub"
+	"github.com/reactorlab/reactorlab/reactors/reactortest"
+)
+
+// TestEndToEnd serves 16 connections on 3 sub-loops under every
+// assignment, with inline and offloaded callbacks: every frame echoed, the
+// ledger balanced, nothing leaked, and every connection handed over by the
+// acceptor and registered by a sub-loop, none by the acceptor.
+func TestEndToEnd(t *testing.T) {
+	for _, assign := range reactors.AssignModes {
+		for _, workers := range []int{0, 2} {
+			t.Run(string(assign)+"/workers="+string(rune('0'+workers)), func(t *testing.T) {
+				cfg := reactors.DefaultConfig()
+				cfg.Loops, cfg.Assign, cfg.Workers = 3, string(assign), workers
+				st := reactortest.EndToEnd(t, mainsub.New, cfg)
+				checkHandedOver(t, st, 16)
+			})
+		}
+	}
+}
+
+func checkHandedOver(t *testing.T, st reactors.Stats, data uint64) {
+	t.Helper()
+	if len(st.PerLoop) != 4 {
+		t.Fatalf("%d loops in PerLoop, want the acceptor and 3 sub-loops", len(st.PerLoop))
+	}
+	acc := st.PerLoop[0]
+	if acc.Role != reactors.RoleAcceptor || acc.Handoffs != data {
+		t.Errorf("loop 0: role %s, %d handoffs; want the acceptor, %d", acc.Role, acc.Handoffs, data)
+	}
+	var in uint64
+	for _, s := range st.PerLoop[1:] {
+		if s.Role != reactors.RoleSubLoop {
+			t.Errorf("loop %d: role %s, want sub-loop", s.Loop, s.Role)
+		}
+		in += s.HandoffsIn
+	}
+	if in != data {
+		t.Errorf("sub-loops registered %d handed-over connections, want %d", in, data)
+	}
+	if h := st.Histograms[reactors.HistHandoff]; h.Count != data {
+		t.Errorf("handoff histogram holds %d values, want %d", h.Count, data)
+	}
+}
+
+// TestRoundRobinDeals: 12 connections opened one after another land 4 on
+// each of 3 sub-loops.
+func TestRoundRobinDeals(t *testing.T) {
+	cfg := reactors.DefaultConfig()
+	cfg.Loops = 3
+	r := reactortest.Start(t, reactors.MainSub, cfg)
+	for range 12 {
+		c := reactortest.DialBurst(t, r, 1)
+		if _, err := c.RecvCount(1, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := r.Stats()
+	for _, s := range st.PerLoop[1:] {
+		if s.Conns != 4 {
+			t.Errorf("sub-loop %d has %d connections, want 4 (round-robin over 3): %+v", s.Loop, s.Conns, st.PerLoop)
+		}
+	}
+}
+
+// TestFullIngressKeepsConnections: with sub-loop ingresses of 2 items, a
+// storm of 200 connections finds them full (HandoffFull > 0) and every
+// connection is still served; the mutant loses some.
+func TestFullIngressKeepsConnections(t *testing.T) {
+	for _, mutant := range []bool{false, true} {
+		cfg := reactors.DefaultConfig()
+		cfg.Loops, cfg.IngressCap = 2, 2
+		cfg.Faults.HandoffDropWhenFull = mutant
+		r := reactortest.Start(t, reactors.MainSub, cfg)
+		err := reactortest.Echo(r.Addr().String(), 200, []int{64}, 10*time.Second)
+		st := r.Stats()
+		if st.Counters.HandoffFull == 0 {
+			t.Skipf("no push found a full ingress (%+v): the storm did not outrun the sub-loops", st.Counters)
+		}
+		switch {
+		case !mutant && err != nil:
+			t.Errorf("correct: %v (handoff full %d, backlog max %d)", err, st.Counters.HandoffFull, st.Counters.HandoffBacklogMax)
+		case mutant && err == nil:
+			t.Errorf("mutant: every connection served although %d pushes found a full ingress", st.Counters.HandoffFull)
+		}
+		t.Logf("mutant=%v: handoff full %d, backlog max %d, err %.80v", mutant, st.Counters.HandoffFull, st.Counters.HandoffBacklogMax, err)
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(*reactors.Config)
+		want string
+	}{
+		{func(c *reactors.Config) { c.Loops = 256 }, "loops = 256"},
+		{func(c *reactors.Config) { c.Exclusive = "off" }, "exclusive = off"},
+		{func(c *reactors.Config) { c.Assign = "fastest" }, "assign"},
+	} {
+		cfg := reactors.DefaultConfig()
+		tc.mod(&cfg)
+		_, err := mainsub.New(cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v, want an error naming %q", err, tc.want)
+		}
+	}
+}
