@@ -238,7 +238,8 @@ func (l *Loop) loopStats(c Counters, now int64) LoopStats {
 	if e := l.endedAt.Load(); e != 0 {
 		end = e
 	}
-	if life := end - l.r.startNs; l.r.startNs != 0 && life > 0 {
+	if start := l.r.startNs.Load(); start != 0 && end-start > 0 {
+		life := end - start
 		s.Busy = min(1, float64(c.BusyNs)/float64(life))
 		cpu := l.cpuAtExit.Load()
 		if cpu <= 0 && s.Tid != 0 {

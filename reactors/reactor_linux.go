@@ -68,7 +68,7 @@ type Reactor struct {
 	assign   AssignMode     // Config.Assign, parsed
 	nextSub  atomic.Uint32  // mainsub round-robin cursor (the acceptor's)
 	fdOwners []atomic.Int32 // fd number → id+1 of the loop that registered it last (0: none)
-	startNs  int64          // when Start ran the loops (busy fractions' origin)
+	startNs  atomic.Int64   // when Start ran the loops (busy fractions' origin)
 
 	threadsUp sync.WaitGroup // every loop has recorded its thread id
 
@@ -385,7 +385,7 @@ func (r *Reactor) Config() Config { return r.cfg }
 func (r *Reactor) Start() {
 	r.startOnce.Do(func() {
 		r.started.Store(true)
-		r.startNs = nanotime()
+		r.startNs.Store(nanotime())
 		if r.pool != nil {
 			r.pool.start()
 		}

@@ -3,6 +3,9 @@
 package mainsub_test
 
 import (
+	"sync"
+
+	"github.com/reactorlab/reactorlab/wire"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +116,97 @@ func TestCheckRefuses(t *testing.T) {
 			t.Errorf("New: %v, want an error naming %q", err, tc.want)
 		}
 	}
+}
+
+// TestLeastLoadedAvoidsTheBusyLoop: one connection keeps its sub-loop
+// busy (pipelined frames at 20 µs of callback each); ten connections
+// opened then go to the other sub-loop under least-loaded, and are dealt
+// five and five under round-robin and least-conns, which count
+// connections, not work.
+func TestLeastLoadedAvoidsTheBusyLoop(t *testing.T) {
+	for _, assign := range reactors.AssignModes {
+		t.Run(string(assign), func(t *testing.T) {
+			cfg := reactors.DefaultConfig()
+			cfg.Loops, cfg.Assign, cfg.Callback = 2, string(assign), "20us"
+			r := reactortest.Start(t, reactors.MainSub, cfg)
+			hot := reactortest.DialBurst(t, r, 1)
+			if _, err := hot.RecvCount(1, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			stopLoad := keepBusy(t, hot)
+			defer stopLoad()
+			busyLoop := 1
+			if r.Stats().PerLoop[2].Conns == 1 {
+				busyLoop = 2
+			}
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().PerLoop[busyLoop].Busy > 0.5 }) {
+				t.Skipf("the hot connection's loop never got busy: %+v", r.Stats().PerLoop)
+			}
+			before := r.Stats().PerLoop
+			for range 10 {
+				c := reactortest.DialBurst(t, r, 1)
+				if _, err := c.RecvCount(1, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			after := r.Stats().PerLoop
+			onBusy := after[busyLoop].Conns - before[busyLoop].Conns
+			t.Logf("%s: %d of 10 new connections on the busy sub-loop (busy %.2f)", assign, onBusy, after[busyLoop].Busy)
+			var ok bool
+			switch assign {
+			case reactors.AssignRoundRobin:
+				ok = onBusy == 5
+			case reactors.AssignLeastConns: // counts even: 1+onBusy against 10-onBusy
+				ok = onBusy == 4 || onBusy == 5
+			case reactors.AssignLeastLoaded:
+				ok = onBusy <= 1
+			}
+			if !ok {
+				t.Errorf("%s put %d of 10 new connections on the busy sub-loop", assign, onBusy)
+			}
+		})
+	}
+}
+
+// keepBusy writes pipelined DATA frames on c and discards its echoes
+// until the returned function is called.
+func keepBusy(t *testing.T, c *reactortest.Client) func() {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	burst := make([]byte, 0, 64*80)
+	for i := range 64 {
+		burst = wire.AppendFrame(burst, wire.KindData, 0, 9, uint64(i), 0, make([]byte, 48))
+	}
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c.Conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, err := c.Conn.Write(burst); err != nil && !reactortest.IsTimeout(err) {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 1<<16)
+		for {
+			c.Conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, err := c.Conn.Read(buf); err != nil && !reactortest.IsTimeout(err) {
+				return
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }

@@ -80,3 +80,25 @@ func TestCheckRefuses(t *testing.T) {
 		t.Errorf("New: %v, want an error naming assign", err)
 	}
 }
+
+// TestStopClosesTheSharedListener: once every loop has seen the stop, the
+// last one to let go of the listener closes it, so a connect is refused
+// while the reactor is still draining, not only after it exits.
+func TestStopClosesTheSharedListener(t *testing.T) {
+	cfg := reactors.DefaultConfig()
+	cfg.Loops = 3
+	r := reactortest.Start(t, reactors.SharedListener, cfg)
+	addr := r.Addr().String()
+	if _, err := reactortest.StopFrame(r.ControlAddr().String(), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Stats().PerLoop {
+		if s.StopObservedNs < 0 {
+			t.Fatalf("STOP_ACK came before loop %d saw the stop", s.Loop)
+		}
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("connect to %s accepted after every loop saw the stop", addr)
+	}
+}
