@@ -68,6 +68,13 @@ func TestRoundRobinDeals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	reactortest.WaitFor(2*time.Second, func() bool { // counters are published up to a millisecond late
+		var n uint64
+		for _, s := range r.Stats().PerLoop[1:] {
+			n += s.Conns
+		}
+		return n == 12
+	})
 	st := r.Stats()
 	for _, s := range st.PerLoop[1:] {
 		if s.Conns != 4 {
@@ -149,6 +156,9 @@ func TestLeastLoadedAvoidsTheBusyLoop(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			total := func(per []reactors.LoopStats) uint64 { return per[1].Conns + per[2].Conns }
+			// Counters are published at most a millisecond late: wait for all 11.
+			reactortest.WaitFor(2*time.Second, func() bool { return total(r.Stats().PerLoop) == 11 })
 			after := r.Stats().PerLoop
 			onBusy := after[busyLoop].Conns - before[busyLoop].Conns
 			t.Logf("%s: %d of 10 new connections on the busy sub-loop (busy %.2f)", assign, onBusy, after[busyLoop].Busy)
