@@ -174,6 +174,7 @@ func (l *Loop) adoptConn(m message) {
 	}
 	l.stats.HandoffsIn++
 	l.hist.record(l.hist.handoff, nanotime()-m.at)
+	s.acceptedAt = m.at
 	l.twin(s)
 }
 

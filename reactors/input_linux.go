@@ -223,6 +223,10 @@ func (l *Loop) readMore(s *Source, spent *turnSpent) (drained, ok bool) {
 	s.in = s.in[:len(s.in)+n]
 	spent.bytes += n
 	l.stats.BytesIn += uint64(n)
+	if s.acceptedAt != 0 { // handed over: the first read ends the handoff
+		l.hist.record(l.hist.firstRead, nanotime()-s.acceptedAt)
+		s.acceptedAt = 0
+	}
 	return n < len(room), true
 }
 

@@ -182,13 +182,17 @@ const (
 	HistTimerLate   = "timer_deviation_ns"
 	HistStopObserve = "stop_observation_ns"
 	// HistHandoff is mainsub's handoff latency: from the acceptor's
-	// accept to the connection's registration on its sub-loop.
-	HistHandoff = "handoff_ns"
+	// accept to the connection's registration on its sub-loop;
+	// HistHandoffFirstRead from the accept to the sub-loop's first read of
+	// it that brought bytes (the handoff plus the wait for the client's
+	// first bytes and for the sub-loop to serve them).
+	HistHandoff          = "handoff_ns"
+	HistHandoffFirstRead = "handoff_first_read_ns"
 )
 
 // histograms is a loop's set of HDR histograms, recorded only by that loop.
 type histograms struct {
-	round, readyLen, rotation, timerLate, stopObserve, handoff *hdrhistogram.Histogram
+	round, readyLen, rotation, timerLate, stopObserve, handoff, firstRead *hdrhistogram.Histogram
 	// off: nothing is recorded (Config.Stats == StatsOff).
 	off bool
 	// dropped counts values outside a histogram's range (never swallowed).
@@ -197,8 +201,10 @@ type histograms struct {
 
 // histDigits is the precision of the loop's histograms: 2 significant
 // digits, so a value is recorded within 1% of itself. With 3 digits each
-// histogram up to a minute took 216 KiB; with 2, 30 KiB, and the five of a
-// loop fit in a core's L2 cache beside the loop's own data. Recording into
+// histogram up to a minute took 216 KiB; with 2, 30 KiB, and the five a
+// loop records into fit in a core's L2 cache beside the loop's own data
+// (the two handoff histograms are touched only on mainsub's sub-loops,
+// and only once per connection). Recording into
 // the larger ones cost et and oneshot about 3.5% of their capacity at half
 // a CPU (see docs/PERFORMANCE.md).
 const histDigits = 2
@@ -212,6 +218,7 @@ func newHistograms(off bool) *histograms {
 		timerLate:   hdrhistogram.New(1, maxNs, histDigits),
 		stopObserve: hdrhistogram.New(1, maxNs, histDigits),
 		handoff:     hdrhistogram.New(1, maxNs, histDigits),
+		firstRead:   hdrhistogram.New(1, maxNs, histDigits),
 		off:         off,
 	}
 }
@@ -232,6 +239,7 @@ func (h *histograms) byName() map[string]*hdrhistogram.Histogram {
 	return map[string]*hdrhistogram.Histogram{
 		HistRound: h.round, HistReadyQueue: h.readyLen, HistRotation: h.rotation,
 		HistTimerLate: h.timerLate, HistStopObserve: h.stopObserve, HistHandoff: h.handoff,
+		HistHandoffFirstRead: h.firstRead,
 	}
 }
 

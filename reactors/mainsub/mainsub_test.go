@@ -51,8 +51,10 @@ func checkHandedOver(t *testing.T, st reactors.Stats, data uint64) {
 	if in != data {
 		t.Errorf("sub-loops registered %d handed-over connections, want %d", in, data)
 	}
-	if h := st.Histograms[reactors.HistHandoff]; h.Count != data {
-		t.Errorf("handoff histogram holds %d values, want %d", h.Count, data)
+	for _, name := range []string{reactors.HistHandoff, reactors.HistHandoffFirstRead} {
+		if h := st.Histograms[name]; h.Count != data {
+			t.Errorf("%s holds %d values, want %d", name, h.Count, data)
+		}
 	}
 }
 
