@@ -204,9 +204,9 @@ func (res *CellResult) Limit() (side, why string) {
 	case srv == nil:
 		return s.SelfCheck.Limit, "the load generator's self-check (no busy figures for the server's CPUs)"
 	}
-	why = "server's " + srv.describe()
+	why = "server " + srv.describe()
 	if gen != nil {
-		why += ", loadgen's " + gen.describe()
+		why += ", loadgen " + gen.describe()
 	}
 	return "neither", why
 }
@@ -230,11 +230,11 @@ func (b *SideBusy) fullest() float64 {
 	return m
 }
 
-// describe says how busy the side's CPUs were: "its CPUs 95% busy" for
+// describe says how busy the side's CPUs were: "CPU 0 95% busy" for
 // one, "CPU 2 97% busy (CPUs 0-3: mean 31%)" for several.
 func (b *SideBusy) describe() string {
 	if len(b.CPUs) == 1 {
-		return fmt.Sprintf("its CPUs %.0f%% busy", 100*b.fullest())
+		return fmt.Sprintf("CPU %d %.0f%% busy", b.CPUs[0], 100*b.fullest())
 	}
 	i := 0
 	for j, f := range b.Busy {

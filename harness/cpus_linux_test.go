@@ -219,7 +219,7 @@ func TestCPUBusy(t *testing.T) {
 	if b.Loadgen != nil || len(b.Notes) != 1 || !strings.Contains(b.Notes[0], "loadgen: 1 of 2 /proc/stat samples inside the measured period") {
 		t.Errorf("loadgen with one sample inside: %+v, notes %q", b.Loadgen, b.Notes)
 	}
-	if side, why := res.Limit(); side != "server" || why != "its CPUs 95% busy" {
+	if side, why := res.Limit(); side != "server" || why != "CPU 0 95% busy" {
 		t.Errorf("Limit = %s (%s), want server", side, why)
 	}
 	res.Load.SelfCheck = loadgen.SelfCheck{Limit: loadgen.LimitLoadgen, Reasons: []string{"send lag p99 5ms"}}
