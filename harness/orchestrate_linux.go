@@ -126,7 +126,12 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 		onUp(labUp{ServerPid: srv.p.Pid(), ClientPid: cli.p.Pid()})
 	}
 
+	stopAcceptQueue := startAcceptQueue(pr.server, pr.addr)
 	err = awaitClient(ctx, s, cli, clientDeadline, srv, cli)
+	aq := stopAcceptQueue()
+	srv.mu.Lock()
+	srv.res.AcceptQueue = aq
+	srv.mu.Unlock()
 	cli.cut = ctx.Err() != nil
 
 	// The client first, then the server, whose final statistics then

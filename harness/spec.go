@@ -306,6 +306,10 @@ type ProcResult struct {
 	// only) at each sample, thinned to at most maxCPUTicks: what
 	// CellResult.CPUBusy is computed from.
 	CPUTicks []CPUTicks `json:"cpu_ticks,omitempty"`
+	// AcceptQueue is, for the server, its listen queues on the data port
+	// as sampled while the client ran (startAcceptQueue; nil for the
+	// client, and for a run that took none).
+	AcceptQueue *AcceptQueue `json:"accept_queue,omitempty"`
 	// Code is the exit code, -1 when a signal ended the process; Signal
 	// names that signal; Killed says the harness had to SIGKILL it;
 	// TimedOut says the client did not exit in its time and was stopped.

@@ -94,7 +94,7 @@ func (r *CellResult) latencyColumns(b *strings.Builder, load loadgen.Config) (ma
 		}
 	}
 	var cols []string
-	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassUrgent, loadgen.ClassStop} {
+	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassUrgent, loadgen.ClassChurn, loadgen.ClassStop} {
 		// Without a steady source both data classes are measured from the
 		// write: the second column would repeat the first.
 		if name == loadgen.ClassDataUncorrected && load.Steady == 0 {
@@ -137,11 +137,13 @@ func writeLatencyTable(b *strings.Builder, hists map[string]*hdrhistogram.Histog
 }
 
 // writeFigures prints the load generator's figures (summary s):
-// throughput, the ledger, CPU and memory per side, the reactor's own
-// ledger, the STOP probe and the self-check.
+// throughput, the ledger (the churn connections' included), CPU and
+// memory per side, the reactor's own ledger, its loops (writeLoops), the
+// STOP probe and the self-check.
 func (r *CellResult) writeFigures(b *strings.Builder, s *loadgen.Summary) {
 	fmt.Fprintf(b, "  %-12s %s frames/s answered intact (data, measured period)\n", "Throughput", groupDigits(uint64(s.EchoRate+0.5)))
 	writeLedger(b, s)
+	writeChurn(b, s.Churn)
 	if r.Lab != nil {
 		// Both per-frame figures divide by every frame of the run
 		// (warm-up and drain included): the server's CPU over its
@@ -161,6 +163,7 @@ func (r *CellResult) writeFigures(b *strings.Builder, s *loadgen.Summary) {
 		fmt.Fprintf(b, "  %-12s accepted %s, completed %s, rejected %s (reactor's final statistics, stopped by %s)\n", "Server",
 			groupDigits(l.Accepted), groupDigits(l.Completed), groupDigits(l.Rejected), r.Server.StoppedBy)
 	}
+	r.writeLoops(b)
 	if st := s.Stop; st != nil {
 		fmt.Fprintf(b, "  %-12s %s", "STOP probe", st.Status)
 		if st.LatencyUs > 0 {
@@ -265,13 +268,20 @@ func (r *CellResult) writeVerdict(b *strings.Builder) {
 func describeLoad(c loadgen.Config) string {
 	var parts []string
 	if c.Hot > 0 {
-		parts = append(parts, fmt.Sprintf("%s × %d in flight", plural(c.Hot, "hot source"), c.InFlight))
+		hot := fmt.Sprintf("%s × %d in flight", plural(c.Hot, "hot source"), c.InFlight)
+		if c.HotLead > 0 {
+			hot += fmt.Sprintf(" (connected %v before the others)", c.HotLead)
+		}
+		parts = append(parts, hot)
 	}
 	if c.Steady > 0 {
 		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all (window %d)", plural(c.Steady, "steady source"), c.Rate, c.Window))
 	}
 	if c.ControlEvery > 0 {
 		parts = append(parts, fmt.Sprintf("PING every %v on %s", c.ControlEvery, plural(c.Control, "control connection")))
+	}
+	if c.ChurnRate > 0 {
+		parts = append(parts, fmt.Sprintf("churn %g connections/s in bursts of %d (at most %d open), each one frame then RST", c.ChurnRate, c.ChurnBurst, c.ChurnMax))
 	}
 	if c.StopAt > 0 {
 		parts = append(parts, fmt.Sprintf("STOP at %v", c.StopAt))

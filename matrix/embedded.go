@@ -36,6 +36,8 @@ var embedded = []Embedded{
 		files: []string{"scaling.yaml"}},
 	{Name: "nightly", Summary: "design-notes + priority + every reactor kind, input budgets 8/32/64 and the wire faults; run sharded in CI",
 		files: []string{"design-notes.yaml", "priority.yaml", "nightly-extra.yaml"}},
+	{Name: "multiloop", Summary: "several loops in one server (they share the server's CPU on 2 cores): accept bursts on shared with and without EPOLLEXCLUSIVE, mainsub and reuseport; mainsub's assignment under uneven load; Cloudflare's shared listener against reuseport",
+		files: []string{"multiloop.yaml"}},
 }
 
 // EmbeddedSuites lists the built-in suites.

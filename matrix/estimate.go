@@ -15,17 +15,19 @@ const runOverhead = 150 * time.Millisecond
 // 1.1 s (quick) and 1.9 s (priority).
 const specOverhead = 2 * time.Second
 
-// estimate is the expected wall time of a plan's runs.
+// estimate is the expected wall time of a plan's runs: each one's hot
+// lead (the hot sources alone, before the others connect), warm-up and
+// duration, and the overhead.
 func estimate(plan []PlannedRun) time.Duration {
 	var d time.Duration
 	for _, p := range plan {
-		d += p.Cell.Warmup + p.Cell.Duration + runOverhead
+		d += p.Cell.HotLead + p.Cell.Warmup + p.Cell.Duration + runOverhead
 	}
 	return d
 }
 
 // Estimate is the expected wall time of shard sh of specs: each run's
-// warm-up and duration plus a measured per-run overhead, and a measured
+// hot lead, warm-up and duration plus a measured per-run overhead, and a measured
 // per-spec overhead for the reports (quick: 2m15s estimated, 2m12s
 // measured; priority: 20m30s estimated, 20m25s measured). A spec without
 // runs in the shard costs nothing.

@@ -3,9 +3,6 @@
 package matrix
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,14 +42,7 @@ func TestMetricsKnownValues(t *testing.T) {
 	ctl.Record(12 * time.Millisecond)
 	ctl.Record(30 * time.Millisecond)
 	rec.Close(warmup + 2*time.Second)
-	var buf bytes.Buffer
-	if err := rec.WriteHlog(&buf); err != nil {
-		t.Fatal(err)
-	}
-	hlog := filepath.Join(dir, loadgen.HlogFile)
-	if err := os.WriteFile(hlog, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hlog := writeHlog(t, dir, rec)
 	lat := rec.Summary()
 	res := &harness.CellResult{
 		Valid: true,

@@ -467,7 +467,8 @@ func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started ti
 // cell's result and its interval log at hlog (for the counts above a
 // latency, which need the histogram itself). A metric the run could not
 // measure is absent: the server's figures for a black box, control
-// latencies without control probes, STOP without a STOP probe. The error
+// latencies without control probes, STOP without a STOP probe, the
+// multi-loop figures without several data loops (multiLoopMetrics). The error
 // is for an unreadable interval log; the other metrics are still
 // returned.
 func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[string]float64, error) {
@@ -478,6 +479,9 @@ func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[
 	}
 	serverMetrics(m, res)
 	limitMetrics(m, res)
+	if mlErr := multiLoopMetrics(m, res, hlog, measuredFrom, serverLife(res)); err == nil {
+		err = mlErr
+	}
 	return m, err
 }
 

@@ -69,6 +69,33 @@ const (
 	MetricServerCPU       = "server_cpu"
 	MetricServerRSS       = "server_rss"
 	MetricAnomalies       = "anomalies"
+
+	// The multi-loop figures: a reference reactor's per-loop statistics
+	// (reactors.LoopStats; the server's whole life, absent for a one-loop
+	// design where they say nothing), the lab's accept queue samples, the
+	// churn class and the light (steady) connections.
+	MetricUselessAccepts        = "useless_accepts"
+	MetricUselessAcceptsPerConn = "useless_accepts_per_conn"
+	MetricLoopWakeups           = "loop_wakeups"
+	MetricLoopWakeupsPerConn    = "loop_wakeups_per_conn"
+	MetricAcceptQueuePeak       = "accept_queue_peak"
+	MetricConnsPerLoopMin       = "conns_per_loop_min"
+	MetricConnsPerLoopMax       = "conns_per_loop_max"
+	MetricBusyMaxOverMean       = "busy_max_over_mean"
+	MetricCPUMaxOverMean        = "cpu_max_over_mean"
+	MetricFramesJain            = "frames_jain"
+	MetricHandoffP99            = "handoff_p99"
+	MetricHandoffReadP99        = "handoff_first_read_p99"
+	MetricChurnP50              = "churn_p50"
+	MetricChurnP99              = "churn_p99"
+	MetricChurnMax              = "churn_max"
+	MetricChurnRefused          = "churn_refused"
+	MetricChurnReset            = "churn_reset"
+	MetricChurnSkipped          = "churn_skipped"
+	MetricLightP99              = "light_p99"
+	MetricLightP999             = "light_p999"
+	MetricDataSpread            = "data_spread"
+	MetricDataStddev            = "data_stddev"
 )
 
 // Metrics is the catalogue, in report order.
@@ -128,6 +155,47 @@ var Metrics = []Metric{
 	{Name: MetricServerRSS, Unit: "MiB", Label: "server RSS", Better: LowerIsBetter, Describe: "server peak resident set size"},
 	{Name: MetricAnomalies, Unit: "", Label: "anomalies", Better: LowerIsBetter,
 		Describe: "integrity ledger: frames lost, duplicated, corrupted, unexpected or delivered to the wrong connection (must be 0; any makes the run invalid)"},
+	{Name: MetricUselessAccepts, Unit: "/s", Label: "useless accepts", Better: LowerIsBetter,
+		Describe: "accept turns whose first accept found the backlog empty (another loop took the connection), all loops, per second of the server's life (reference reactor with several loops); undercounts a thundering herd, whose losers the kernel mostly puts back to sleep inside epoll_wait: see loop wakeups"},
+	{Name: MetricUselessAcceptsPerConn, Unit: "", Label: "useless accepts/conn", Better: LowerIsBetter,
+		Describe: "useless accept turns per connection accepted, all loops, whole life"},
+	{Name: MetricLoopWakeups, Unit: "/s", Label: "loop wakeups", Better: LowerIsBetter,
+		Describe: "the loop threads' voluntary context switches (each sleep and wake, in epoll_wait or inside it without an event), all loops, per second of the server's life (reference reactor with several loops)"},
+	{Name: MetricLoopWakeupsPerConn, Unit: "", Label: "loop wakeups/conn", Better: LowerIsBetter,
+		Describe: "the loop threads' voluntary context switches per connection accepted, all loops, whole life (traffic on open connections wakes loops too)"},
+	{Name: MetricAcceptQueuePeak, Unit: "conns", Label: "accept queue peak", Better: LowerIsBetter,
+		Describe: "the most connections waiting in the data port's listen queues at once (accepted by the kernel, not yet by the server: Recv-Q in ss -lnt), summed over its listeners, sampled by inet_diag about every 5 ms in the server's namespace during the measured period: a sampled peak, so a lower bound of the true one"},
+	{Name: MetricConnsPerLoopMin, Unit: "conns", Label: "conns/loop min", Better: Neutral,
+		Describe: "connections registered on the data loop that got the fewest, whole life (control connections included where a data loop serves them)"},
+	{Name: MetricConnsPerLoopMax, Unit: "conns", Label: "conns/loop max", Better: Neutral,
+		Describe: "connections registered on the data loop that got the most, whole life"},
+	{Name: MetricBusyMaxOverMean, Unit: "", Label: "busy max/mean", Better: LowerIsBetter,
+		Describe: "the busiest data loop's busy fraction (outside blocking epoll_waits, whole life; includes time runnable but not running where loops share CPUs) over the data loops' mean: 1 even, N one loop does everything"},
+	{Name: MetricCPUMaxOverMean, Unit: "", Label: "CPU max/mean", Better: LowerIsBetter,
+		Describe: "the data loop thread with the most CPU time over the data loops' mean, whole life: 1 even, N one loop does everything"},
+	{Name: MetricFramesJain, Unit: "", Label: "frames Jain", Better: HigherIsBetter,
+		Describe: "Jain's fairness index of the frames each data loop read, whole life: 1 equal, 1/N one loop reads them all"},
+	{Name: MetricHandoffP99, Unit: "µs", Label: "handoff p99", Better: LowerIsBetter,
+		Describe: "mainsub: from the acceptor's accept to the connection's registration on its sub-loop, 99th percentile (server, whole life)"},
+	{Name: MetricHandoffReadP99, Unit: "µs", Label: "handoff to read p99", Better: LowerIsBetter,
+		Describe: "mainsub: from the acceptor's accept to the sub-loop's first read of the connection, 99th percentile (server, whole life)"},
+	{Name: MetricChurnP50, Unit: "µs", Label: "churn p50", Better: LowerIsBetter,
+		Describe: "churn connection (churn_rate): from its intended connect instant to the end of its one echo, 50th percentile, measured period (corrected for coordinated omission)"},
+	{Name: MetricChurnP99, Unit: "µs", Label: "churn p99", Better: LowerIsBetter, Describe: "churn connection to its echo, 99th percentile"},
+	{Name: MetricChurnMax, Unit: "µs", Label: "churn max", Better: LowerIsBetter, Describe: "churn connection to its echo, maximum"},
+	{Name: MetricChurnRefused, Unit: "", Label: "churn refused", Better: LowerIsBetter,
+		Describe: "churn connects refused (ECONNREFUSED or reset in the handshake: a full accept queue), whole run"},
+	{Name: MetricChurnReset, Unit: "", Label: "churn reset", Better: LowerIsBetter,
+		Describe: "churn connections reset by the target before their answer, whole run"},
+	{Name: MetricChurnSkipped, Unit: "", Label: "churn skipped", Better: LowerIsBetter,
+		Describe: "churn connections not opened because churn_max were open (the target slow to answer them), whole run"},
+	{Name: MetricLightP99, Unit: "µs", Label: "light p99", Better: LowerIsBetter,
+		Describe: "the light (steady) connections' service time, 99th percentile, measured period: merged service intervals of the steady sources (write to answer while one frame is outstanding, answer to answer while several are): their latency from the write for a light connection, a lower bound of it once frames queue (not corrected for coordinated omission)"},
+	{Name: MetricLightP999, Unit: "µs", Label: "light p99.9", Better: LowerIsBetter, Describe: "the light connections' service time, 99.9th percentile"},
+	{Name: MetricDataSpread, Unit: "µs", Label: "data p99-p50", Better: LowerIsBetter,
+		Describe: "data latency spread: 99th percentile less the median, measured period"},
+	{Name: MetricDataStddev, Unit: "µs", Label: "data stddev", Better: LowerIsBetter,
+		Describe: "data latency standard deviation, measured period (from the HDR histogram)"},
 }
 
 // MetricByName returns the catalogue entry called name.

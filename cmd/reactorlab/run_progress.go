@@ -23,7 +23,8 @@ type progressPrinter struct {
 }
 
 func newProgressPrinter(w io.Writer, load loadgen.Config) *progressPrinter {
-	p := &progressPrinter{w: w, total: load.Warmup + load.Duration,
+	// Elapsed counts from the load's start: a hot lead comes first.
+	p := &progressPrinter{w: w, total: load.HotLead + load.Warmup + load.Duration,
 		data: load.Hot+load.Steady > 0, control: load.ControlEvery > 0}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
