@@ -94,7 +94,7 @@ func (r *CellResult) latencyColumns(b *strings.Builder, load loadgen.Config) (ma
 		}
 	}
 	var cols []string
-	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassControl, loadgen.ClassUrgent, loadgen.ClassChurn, loadgen.ClassStop} {
+	for _, name := range []string{loadgen.ClassData, loadgen.ClassDataUncorrected, loadgen.ClassSteady, loadgen.ClassControl, loadgen.ClassUrgent, loadgen.ClassChurn, loadgen.ClassStop} {
 		// Without a steady source both data classes are measured from the
 		// write: the second column would repeat the first.
 		if name == loadgen.ClassDataUncorrected && load.Steady == 0 {

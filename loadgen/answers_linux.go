@@ -122,6 +122,9 @@ func (c *conn) flushLatencies(lat, raw []int64, now int64) {
 		case kindSteady:
 			l.cData.RecordBatch(lat)
 			l.cRaw.RecordBatch(raw)
+			if l.cSteady != nil {
+				l.cSteady.RecordBatch(lat)
+			}
 		case kindControl:
 			l.cControl.RecordBatch(lat)
 		}

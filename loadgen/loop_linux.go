@@ -161,6 +161,9 @@ func (l *loop) beginSchedule(s int64) {
 	if cfg.UrgentEvery > 0 {
 		l.cUrgent, _ = l.rec.Class(ClassUrgent) // a constant name: valid
 	}
+	if cfg.Hot > 0 && cfg.Steady > 0 {
+		l.cSteady, _ = l.rec.Class(ClassSteady) // a constant name: valid
+	}
 	if cfg.Rate*sendGrain.Seconds() > 1 {
 		l.grain = int64(sendGrain)
 	}

@@ -22,6 +22,12 @@ const (
 	// the same frames as ClassData, without the time a frame waited to be
 	// written (window full, socket full, a fault's pause).
 	ClassDataUncorrected = "data-uncorrected"
+	// ClassSteady is the steady sources' frames alone, measured as in
+	// ClassData (from each frame's intended send time): the light
+	// connections' latency when hot ones share the target. Recorded only
+	// when a run has both hot and steady sources (otherwise it would be
+	// ClassData again).
+	ClassSteady = "steady"
 	// ClassControl is PING round-trip time from each PING's intended time.
 	ClassControl = "control"
 	// ClassStop is the time from writing STOP to reading STOP_ACK.

@@ -154,6 +154,7 @@ type loop struct {
 
 	rec                                *results.Recorder
 	cData, cRaw, cControl, cStop, cLag *results.Class
+	cSteady                            *results.Class // ClassSteady: nil unless hot and steady sources share the run
 	cUrgent                            *results.Class // nil without Config.UrgentEvery
 	t0                                 int64          // nanotime at the start of sending
 	now                                int64          // ns since t0

@@ -50,7 +50,10 @@ func multiLoopMetrics(m map[string]float64, res *harness.CellResult, hlog string
 		m[results.MetricDataSpread] = float64(h.ValueAtQuantile(99)-h.ValueAtQuantile(50)) / 1e3
 		m[results.MetricDataStddev] = h.StdDev() / 1e3
 	}
-	if light := steadyService(hs); light != nil {
+	if light := hs[loadgen.ClassSteady]; light != nil && light.TotalCount() > 0 {
+		m[results.MetricLightP99] = float64(light.ValueAtQuantile(99)) / 1e3
+		m[results.MetricLightP999] = float64(light.ValueAtQuantile(99.9)) / 1e3
+	} else if light := steadyService(hs); light != nil {
 		m[results.MetricLightP99] = float64(light.ValueAtQuantile(99)) / 1e3
 		m[results.MetricLightP999] = float64(light.ValueAtQuantile(99.9)) / 1e3
 	}
