@@ -54,7 +54,8 @@ type Case struct {
 }
 
 // Group is the case's group letter: F framing, R readiness, W write path,
-// I identity, S scheduling and fairness, T timers, X stop.
+// I identity, S scheduling and fairness, T timers, X stop, A admission,
+// M multi-loop (what a server with several loops must keep).
 func (cs Case) Group() string { return cs.ID[:1] }
 
 func (cs Case) timeout() time.Duration {
@@ -95,10 +96,10 @@ func (cs Case) unmet(inst Instance, stop StopContract) string {
 	return "needs " + strings.Join(why, " and ")
 }
 
-// Catalogue returns every case, in id order within groups F R W I S T X A.
+// Catalogue returns every case, in id order within groups F R W I S T X A M.
 func Catalogue() []Case {
 	var all []Case
-	for _, g := range [][]Case{framingCases(), readinessCases(), writeCases(), identityCases(), schedulingCases(), timerCases(), stopCases(), admissionCases()} {
+	for _, g := range [][]Case{framingCases(), readinessCases(), writeCases(), identityCases(), schedulingCases(), timerCases(), stopCases(), admissionCases(), multiLoopCases()} {
 		all = append(all, g...)
 	}
 	return all

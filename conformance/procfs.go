@@ -114,3 +114,80 @@ func fdCount(pid int) (int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return len(ents), err
 }
+
+// epollExclusive is EPOLLEXCLUSIVE, as /proc/PID/fdinfo shows it in an
+// epoll item's events.
+const epollExclusive = 1 << 28
+
+// listenerWaiters counts the epoll sets of the target's process group
+// that hold one of its listening sockets on addr, read from each epoll
+// descriptor's /proc/PID/fdinfo ("tfd: … events: HEX … ino: HEX"), for
+// the socket held by the most: plain is those without EPOLLEXCLUSIVE,
+// each of which the kernel wakes for every connection to that socket;
+// exclusive those with it. SO_REUSEPORT listeners are sockets of their
+// own, each in a set of its own: 1 and 0. An error says the sets could
+// not be read.
+func listenerWaiters(inst Instance) (plain, exclusive int, err error) {
+	g, ok := inst.(interface{ Group() ([]int, error) })
+	if !ok {
+		return 0, 0, fmt.Errorf("the target has no process of its own")
+	}
+	inodes, err := listenerInodes(inst.Addr())
+	if err != nil {
+		return 0, 0, err
+	}
+	pids, err := g.Group()
+	if err != nil {
+		return 0, 0, err
+	}
+	plainBy, exclusiveBy := map[string]int{}, map[string]int{}
+	for _, pid := range pids {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, e := range ents {
+			if t, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name())); t != "anon_inode:[eventpoll]" {
+				continue
+			}
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
+			if err != nil {
+				continue // closed meanwhile
+			}
+			for sock, excl := range epollItems(b, inodes) {
+				if excl {
+					exclusiveBy[sock]++
+				} else {
+					plainBy[sock]++
+				}
+			}
+		}
+	}
+	for sock := range inodes {
+		plain, exclusive = max(plain, plainBy[sock]), max(exclusive, exclusiveBy[sock])
+	}
+	return plain, exclusive, nil
+}
+
+// epollItems reads an epoll descriptor's fdinfo: the sockets of inodes
+// ("socket:[N]") among its items, each with whether it is registered
+// EPOLLEXCLUSIVE.
+func epollItems(fdinfo []byte, inodes map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for line := range strings.Lines(string(fdinfo)) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "tfd:" {
+			continue
+		}
+		var events, ino uint64
+		for i, field := range f {
+			if field == "events:" && i+1 < len(f) {
+				events, _ = strconv.ParseUint(f[i+1], 16, 64)
+			}
+			if v, ok := strings.CutPrefix(field, "ino:"); ok {
+				ino, _ = strconv.ParseUint(v, 16, 64)
+			}
+		}
+		if sock := fmt.Sprintf("socket:[%d]", ino); inodes[sock] {
+			out[sock] = events&epollExclusive != 0
+		}
+	}
+	return out
+}

@@ -314,7 +314,7 @@ func Select(ids []string) ([]Case, error) {
 			for _, c := range all {
 				known = append(known, c.ID)
 			}
-			return nil, fmt.Errorf("unknown case %q (accepted: %s, or a group letter F R W I S T X)", id, strings.Join(known, " "))
+			return nil, fmt.Errorf("unknown case %q (accepted: %s, or a group letter F R W I S T X A M)", id, strings.Join(known, " "))
 		}
 		want[id] = true
 	}

@@ -91,6 +91,11 @@
 //	serve-after-term at SIGTERM the connections are ended as without a bug,
 //	                 but the listeners stay open and new connections are
 //	                 served until the process exits (X5)
+//	herd             the data listener is waited on by 4 threads, each with
+//	                 an epoll set of its own holding it without
+//	                 EPOLLEXCLUSIVE: every connection wakes all 4, and one
+//	                 accepts it (the thundering herd, as in tidwall/evio
+//	                 #73) (M4)
 package main
 
 import (
@@ -125,6 +130,7 @@ var bugs = map[string]string{
 	"drop-on-term":         "serve through a bounded queue and drop it at SIGTERM: echoes of what was read are lost (X3)",
 	"keep-conns-on-term":   "at SIGTERM close the listeners but serve the connections on until their clients close (X4)",
 	"serve-after-term":     "at SIGTERM end the connections, but keep accepting and serving new ones (X5)",
+	"herd":                 "4 threads wait on the data listener, each in an epoll set of its own, without EPOLLEXCLUSIVE: every connection wakes them all (M4)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -149,7 +155,13 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	bufs := &socketBuffers{size: opt.sockbuf}
-	ln, err := listen(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070", bufs)
+	var ln net.Listener
+	var err error
+	if opt.bug == "herd" {
+		ln, err = listenHerd(listenAddr(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070"))
+	} else {
+		ln, err = listen(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070", bufs)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		return 1
@@ -230,15 +242,21 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	return opt, 0, true
 }
 
-// listen listens on addr, else $env, else def, with the listener's
-// buffers set by bufs; all three "" is no listener (nil, nil).
-func listen(addr, env, def string, bufs *socketBuffers) (net.Listener, error) {
+// listenAddr is addr, else $env, else def.
+func listenAddr(addr, env, def string) string {
 	if addr == "" {
 		addr = os.Getenv(env)
 	}
 	if addr == "" {
 		addr = def
 	}
+	return addr
+}
+
+// listen listens on addr, else $env, else def (listenAddr), with the
+// listener's buffers set by bufs; all three "" is no listener (nil, nil).
+func listen(addr, env, def string, bufs *socketBuffers) (net.Listener, error) {
+	addr = listenAddr(addr, env, def)
 	if addr == "" {
 		return nil, nil
 	}
