@@ -1,9 +1,13 @@
 // Command gnet is a byte-echo server on github.com/panjf2000/gnet/v2 (an
-// event-loop library: epoll, one loop per CPU it may use, SO_REUSEPORT
-// off), as a peer for reactorlab's matrix and conformance suite. See
-// package peer for its flags. It echoes whatever each read brings, as
-// gnet's own echo example does: gnet buffers what the peer does not read
-// in user space.
+// event-loop library: epoll, WithMulticore: one event loop per CPU it may
+// use, or --loops N of them), as a peer for reactorlab's matrix and
+// conformance suite. See package peer for its flags. SO_REUSEPORT is off
+// (gnet's default), so gnet runs a main reactor: one goroutine holds the
+// listener in its own epoll set, accepts, and hands each connection to an
+// event loop chosen round-robin (engine_unix.go activateReactors,
+// acceptor_unix.go accept0), which owns it for its life. It echoes
+// whatever each read brings, as gnet's own echo example does: gnet
+// buffers what the peer does not read in user space.
 package main
 
 import (
@@ -43,7 +47,7 @@ func (e *echo) OnTraffic(c gnet.Conn) gnet.Action {
 }
 
 func main() {
-	o, err := peer.Parse("gnet", os.Args[1:])
+	o, err := peer.Parse("gnet", os.Args[1:], "event loops besides the main reactor (gnet.WithNumEventLoop)")
 	if err != nil {
 		os.Exit(2)
 	}
@@ -65,7 +69,11 @@ func main() {
 			os.Exit(0) // stopped before it ever listened
 		}
 	}()
-	if err := gnet.Run(e, "tcp://"+o.Addr, gnet.WithMulticore(true)); err != nil {
+	opts := []gnet.Option{gnet.WithMulticore(true)}
+	if o.Loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(o.Loops))
+	}
+	if err := gnet.Run(e, "tcp://"+o.Addr, opts...); err != nil {
 		fmt.Fprintf(os.Stderr, "gnet: %v\n", err)
 		os.Exit(1)
 	}

@@ -8,6 +8,12 @@
  * connection rather than all four. The worker that accepts a connection owns
  * it for its whole life.
  *
+ * Built with -DWORKERS_HERD the listener is added to every set WITHOUT
+ * EPOLLEXCLUSIVE: each incoming connection then wakes all four idle workers,
+ * one accepts it and the others find the queue empty (epoll_wait re-polls the
+ * listener and sleeps again, or accept4 says EAGAIN): the thundering herd,
+ * kept as a variant (workers-herd.peer) to show it from the outside.
+ *
  * Per connection: a 128 KiB ring buffer. When it is full the connection is
  * not read (backpressure) until writes make room; since edge-triggered epoll
  * will not report input that was already there, the connection remembers it
@@ -69,6 +75,15 @@ struct worker {
 static int lfd = -1;
 static long lifetime_s = 3600;
 static char listener_tag; /* its address marks the listener in epoll data */
+
+/* How the listener is added to each worker's set (see the file comment). */
+#ifdef WORKERS_HERD
+#define LISTENER_EVENTS EPOLLIN
+#define LISTENER_MODE "without EPOLLEXCLUSIVE (herd)"
+#else
+#define LISTENER_EVENTS (EPOLLIN | EPOLLEXCLUSIVE)
+#define LISTENER_MODE "with EPOLLEXCLUSIVE"
+#endif
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -170,7 +185,7 @@ static void conn_run(struct worker *w, struct conn *c) {
 }
 
 static void listener_add(struct worker *w) {
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &listener_tag};
+    struct epoll_event ev = {.events = LISTENER_EVENTS, .data.ptr = &listener_tag};
     if (epoll_ctl(w->ep, EPOLL_CTL_ADD, lfd, &ev) == 0)
         w->listening = 1;
     else
@@ -341,9 +356,9 @@ static int open_listener(const char *addr) {
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         getnameinfo((struct sockaddr *)&ss, sl, hb, sizeof hb, pb, sizeof pb,
                     NI_NUMERICHOST | NI_NUMERICSERV);
-    fprintf(stderr, "own-workers: listening on %s%s%s:%s with %d workers\n",
+    fprintf(stderr, "own-workers: listening on %s%s%s:%s with %d workers, the listener %s\n",
             ss.ss_family == AF_INET6 ? "[" : "", hb,
-            ss.ss_family == AF_INET6 ? "]" : "", pb, NWORKERS);
+            ss.ss_family == AF_INET6 ? "]" : "", pb, NWORKERS, LISTENER_MODE);
     return fd;
 }
 

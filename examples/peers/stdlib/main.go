@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	o, err := peer.Parse("stdlib", os.Args[1:])
+	o, err := peer.Parse("stdlib", os.Args[1:], "")
 	if err != nil {
 		os.Exit(2)
 	}
