@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
 )
@@ -30,7 +31,7 @@ func TestBlackBox(t *testing.T) {
 				t.Skipf("needs capability %d (CAP_NET_ADMIN: SO_SNDBUFFORCE) to give the server buffers larger than the kernel's maxima", tc.needCap)
 			}
 			argv := append([]string{echo, "--listen", "{addr}", "--lifetime", "5m"}, tc.args...)
-			opts := conformance.Options{Cases: tc.cases}
+			opts := conformance.Options{Cases: tc.cases, StopGrace: tc.stopGrace}
 			if !tc.optOut {
 				argv = append(argv, "--control", "{control}")
 				opts.Stop = conformance.StopSIGTERM
@@ -68,7 +69,8 @@ type blackBoxRow struct {
 	fail, inconclusive []string
 	skip               []string // nil: not checked
 	optOut             bool
-	needCap            int // a capability the row needs (0: none)
+	needCap            int           // a capability the row needs (0: none)
+	stopGrace          time.Duration // the stop contract's grace (0: its default)
 }
 
 var blackBoxRows = []blackBoxRow{
@@ -99,7 +101,9 @@ var blackBoxRows = []blackBoxRow{
 	{name: "drop-on-term", args: []string{"--bug", "drop-on-term", "--sockbuf", "16384"}, fail: []string{"X3"}},
 	// Connections that outlive the grace: X4's failure, and X3 cannot see
 	// how they end.
-	{name: "keep-conns-on-term", args: []string{"--bug", "keep-conns-on-term"}, fail: []string{"X4"}, inconclusive: []string{"X3"}},
+	// A 2 s grace: the bug keeps its connections however long the grace
+	// is, and X3 and X4 each wait it out (12 s at the default 5 s).
+	{name: "keep-conns-on-term", args: []string{"--bug", "keep-conns-on-term"}, fail: []string{"X4"}, inconclusive: []string{"X3"}, stopGrace: 2 * time.Second},
 	{name: "serve-after-term", args: []string{"--bug", "serve-after-term"}, fail: []string{"X5"}},
 	// Four threads wait on the listener in epoll sets of their own,
 	// without EPOLLEXCLUSIVE: each wakes for every connection (measured
