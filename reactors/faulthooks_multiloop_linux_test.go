@@ -52,9 +52,10 @@ func detectTwoLoopsOnOneSocket(r *reactors.Reactor) error {
 // detectHerd (no-accept-coordination): 100 connections 2 ms apart on idle
 // loops; the loop threads' wakeups per connection, less those of an idle
 // stretch as long, must stay within what the design needs: one loop per
-// connection, two with a handoff (the acceptor and the sub-loop), plus one
-// for the scheduler's yields and the like. A herd of four loops measured
-// about 4 more.
+// connection, two with a handoff (the acceptor and the sub-loop), plus
+// 1.5 for the scheduler's yields and the like (measured: correct mainsub
+// 2.3 a connection, 3.03 once in 20 with the other core busy; correct
+// shared 1.4). The herds measured 4.7–5 (shared) and 5.5–5.8 (mainsub).
 func detectHerd(r *reactors.Reactor) error {
 	const conns, gap = 100, 2 * time.Millisecond
 	// A P for every loop thread, as reactorlab serve gives them: with
@@ -91,7 +92,7 @@ func detectHerd(r *reactors.Reactor) error {
 	if r.Design() == reactors.MainSub {
 		need = 2
 	}
-	if per > need+1 {
+	if per > need+1.5 {
 		return fmt.Errorf("herd: %.2f loop wakeups per connection beyond idle (%d idle), the design needs %.0f", per, idle, need)
 	}
 	return nil
