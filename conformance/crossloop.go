@@ -116,7 +116,8 @@ func m3Attempt(c *C, i int, busy *m3Neighbours, live bool) bool {
 	if !live {
 		return false
 	}
-	m3AwaitCounter(c, live, "the old result handled", func(k reactors.Counters) bool { return k.StaleResults > before.StaleResults })
+	m3AwaitCounter(c, live, "the old connection's result counted as stale (it is due 100 ms after its offload; a reactor that hands it to whoever holds its fd number now, here or on another loop, never counts it: it went to a stranger)",
+		func(k reactors.Counters) bool { return k.StaleResults > before.StaleResults })
 	st, _ := inst.Stats()
 	elsewhere := st.Counters.StaleResultsFdElsewhere - before.StaleResultsFdElsewhere
 	c.Logf("attempt %d: old connection on loop %d, new on loop %d; stale results %d, of them with the fd registered on another loop %d", i+1, loopA, loopB, st.Counters.StaleResults-before.StaleResults, elsewhere)
