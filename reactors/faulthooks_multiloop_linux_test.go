@@ -101,7 +101,7 @@ func detectHerd(r *reactors.Reactor) error {
 // detectStopNotSeen (stop-wakes-one-loop): with every loop idle, a STOP
 // frame must be acknowledged; it is only once every loop has seen it.
 func detectStopNotSeen(r *reactors.Reactor) error {
-	if _, err := reactortest.StopFrame(r.ControlAddr().String(), 2*time.Second); err != nil {
+	if _, err := reactortest.StopFrame(r.ControlAddr().String(), time.Second); err != nil {
 		var unseen []int
 		for _, s := range r.Stats().PerLoop {
 			if s.StopObservedNs < 0 {

@@ -117,11 +117,11 @@ type Source struct {
 	in    []byte
 	r     int // parse offset in in
 	out   outq.Queue
-	tasks int   // offloaded callbacks outstanding
+	tasks int // offloaded callbacks outstanding
 	// acceptedAt is when an acceptor accepted a handed-over connection,
 	// until its first read (then 0): the handoff-to-first-read histogram.
 	acceptedAt int64
-	since int64 // when it last became ready (rotation interval)
+	since      int64 // when it last became ready (rotation interval)
 
 	// owned is the one-shot ownership word: 0 armed (or being built), 1
 	// owned by the loop whose epoll_wait returned it. The kernel already

@@ -28,7 +28,9 @@
 // {bin} replaced by the peer's binary path; a run with {control} serves a
 // control address (conformance.Command). "stop: sigterm" holds the peer to
 // the SIGTERM stop contract (conformance.Options.Stop); without it the
-// contract's cases are skipped, and the file says so.
+// contract's cases are skipped, and the file says so. "runs: ID ..." limits
+// what the test runs to those cases, for a variant of another peer that
+// differs from it only there (every case's truth is still stated).
 package peertruth
 
 import (
@@ -76,7 +78,12 @@ type Peer struct {
 	Run     string
 	// Stop is the stop contract the peer is held to ("stop: sigterm";
 	// "": none, and the stop contract's cases are skipped).
-	Stop  conformance.StopContract
+	Stop conformance.StopContract
+	// Runs, when not empty ("runs: R3 R4 M4"), are the only cases the
+	// peer's test runs: for a variant of another peer that differs from it
+	// only there (its truth for every other case still stated, and the
+	// same). Empty: the whole catalogue.
+	Runs  []string
 	Truth map[string]Expect
 }
 
@@ -166,13 +173,20 @@ func setHeader(p *Peer, key, value string, bad badLine) error {
 		p.Build = value
 	case "run":
 		p.Run = value
+	case "runs":
+		p.Runs = strings.Fields(value)
+		for _, id := range p.Runs {
+			if _, ok := conformance.Lookup(id); !ok {
+				return bad("runs: unknown case %q", id)
+			}
+		}
 	case "stop":
 		if value != string(conformance.StopSIGTERM) {
 			return bad("stop %q (accepted: sigterm)", value)
 		}
 		p.Stop = conformance.StopContract(value)
 	default:
-		return bad("unknown key %q (accepted: name, library, idiom, needs, build, run, stop)", key)
+		return bad("unknown key %q (accepted: name, library, idiom, needs, build, run, stop, runs)", key)
 	}
 	return nil
 }

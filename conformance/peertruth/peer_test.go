@@ -1,6 +1,7 @@
 package peertruth
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +30,12 @@ func TestParse(t *testing.T) {
 	if err != nil || !either.Truth["W4"].Allows(conformance.Pass) || !either.Truth["W4"].Allows(conformance.Inconclusive) || either.Truth["W4"].Why != "timing" {
 		t.Errorf("pass|inconclusive: %+v, %v", either.Truth["W4"], err)
 	}
+	variant, err := parse(strings.NewReader("name: x\nrun: y\nruns: R3 M4\n"+truthLines("")), "x.peer")
+	if err != nil || !slices.Equal(variant.Runs, []string{"R3", "M4"}) {
+		t.Errorf("runs: %q, %v", variant.Runs, err)
+	}
 	for _, tc := range []struct{ text, want string }{
+		{"name: x\nrun: y\nruns: R3 Q7\n", "x.peer:3: runs: unknown case \"Q7\""},
 		{"name: x\nrun: y\n" + truthLines("W4"), "no truth for case W4"},
 		{"name: x\nrun: y\nZ9 pass no\n", "x.peer:3: unknown case \"Z9\""},
 		{"name: x\nrun: y\nF1 maybe no\n", "verdict \"maybe\""},

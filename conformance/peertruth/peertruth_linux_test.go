@@ -23,7 +23,8 @@ const peersRoot = "../../examples/peers"
 // truth (a true failure must also be a claim failure, not a crash or a
 // stall). A peer whose runtime or library is missing here is skipped with
 // the reason; .ci/run installs them. With -short, each peer runs only the
-// cases its truth does not call a pass or a skip, and R1. REACTORLAB_PEERS
+// cases its truth does not call a pass or a skip, and R1; a peer whose file
+// says "runs:" (a variant of another) runs only those. REACTORLAB_PEERS
 // (names, comma-separated) selects peers.
 func TestPeersTruth(t *testing.T) {
 	paths, err := peertruth.Find(peersRoot)
@@ -56,8 +57,8 @@ func TestPeersTruth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cases []string
-			if testing.Short() {
+			cases := p.Runs
+			if testing.Short() && len(cases) == 0 {
 				cases = append(cases, "R1")
 				for id, e := range p.Truth {
 					if e.Allows(conformance.Fail) || e.Allows(conformance.Inconclusive) {
