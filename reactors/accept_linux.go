@@ -193,7 +193,7 @@ func (l *Loop) addListener(fd int, control bool) error {
 }
 
 // addSharedListener registers the reactor's one listener fd
-// (ListenerInEverySet) in l's set; it stays the reactor's (releaseListener).
+// (ListenerInEverySet) in l's set; it stays the reactor's (releaseSharedListener).
 func (l *Loop) addSharedListener(fd int) error {
 	return l.registerListener(fd, false, true)
 }
