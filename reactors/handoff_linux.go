@@ -130,14 +130,14 @@ func (l *Loop) recentBusy() float64 { return math.Float64frombits(l.busyRecent.L
 // busyWindow is the span least-loaded's busy fraction is measured over.
 const busyWindow = 10e6 // ns
 
-// noteBusy closes the loop's busy span at now (before a blocking wait)
-// and, once a window has passed, publishes its busy fraction.
+// noteBusy closes the loop's busy span at now (before a blocking wait;
+// the round after it opens the next). The publish that follows updates
+// the recent busy fraction.
 func (l *Loop) noteBusy(now int64) {
 	if l.awakeAt != 0 {
 		l.stats.BusyNs += uint64(max(0, now-l.awakeAt))
 		l.awakeAt = 0
 	}
-	l.updateRecentBusy(now)
 }
 
 func (l *Loop) updateRecentBusy(now int64) {

@@ -297,6 +297,9 @@ func (l *Loop) run() {
 		}
 		roundStart = nanotime()
 		l.wokeAt = roundStart
+		if l.awakeAt == 0 { // back from a blocking wait: a busy span starts
+			l.awakeAt = roundStart
+		}
 		l.lastBatch = n
 		before := l.progress
 		l.dispatch(l.evs[:n])
@@ -404,7 +407,6 @@ func (l *Loop) wait(timeout int, now int64) (int, error) {
 	}
 	l.busySince = 0
 	n, err := waitBlocking(l.epfd, l.evs, timeout)
-	l.awakeAt = nanotime()
 	if err != nil {
 		return 0, os.NewSyscallError("epoll_wait", err)
 	}

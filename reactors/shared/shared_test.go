@@ -56,7 +56,8 @@ func TestExclusiveAvoidsTheHerd(t *testing.T) {
 			defer c.Close()
 			time.Sleep(2 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
+		// Counters are published up to a millisecond late.
+		reactortest.WaitFor(2*time.Second, func() bool { return r.Stats().Counters.Accepts == conns })
 		st := r.Stats()
 		if st.Counters.Accepts != conns {
 			t.Fatalf("exclusive %s: %d accepts, want %d", excl, st.Counters.Accepts, conns)
