@@ -110,6 +110,11 @@ var blackBoxRows = []blackBoxRow{
 	// 5 to 7 threads with the runtime's own; the clean echo 0 to 3, with
 	// its listener in one set).
 	{name: "herd", args: []string{"--bug", "herd"}, fail: []string{"M4"}},
+	// Two threads wait on the listener in poll(2): no epoll set holds
+	// it, and two threads woken for every connection alone would look
+	// like an acceptor handing each to one loop; the pollers seen in
+	// /proc/PID/task/TID/syscall make it a herd.
+	{name: "herd-poll", args: []string{"--bug", "herd-poll"}, fail: []string{"M4"}},
 	// R4 measures idle CPU first: a server that spins while idle is
 	// W2's failure, and R4 cannot tell anything more.
 	{name: "busy-idle/R4", args: []string{"--bug", "busy-idle"}, inconclusive: []string{"R4"}},

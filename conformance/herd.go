@@ -39,8 +39,9 @@ const (
 	herdNoisyShare  = 0.5
 )
 
-// herdTotalShare is the black-box verdict on a listener that several
-// plain epoll sets hold, taken over all threads: accepting needs one
+// herdTotalShare is the black-box verdict on a listener the kernel wakes
+// several waiters on for every connection (plain epoll sets, threads in
+// poll or select), taken over all threads: accepting needs one
 // waiter woken a connection; wakeups beyond the round trips' of at least
 // 1.5 a connection, all threads together, mean a second set's waiter woke
 // for half the connections or more: a herd, even when the runtime moves
@@ -60,15 +61,15 @@ func m4Case() Case {
 		Title: "no thundering herd",
 		Claim: "100 connections opened 2 ms apart on an idle server wake, for each, no more of its threads than its design needs to accept the connection and take it on. " +
 			"A reference reactor: its loop threads wake at most once a connection (twice when it hands connections over: the acceptor and the sub-loop), plus one. " +
-			"A black box fails when the kernel shows its listener in several epoll sets without EPOLLEXCLUSIVE (several waiters on one listener) and either several of its threads each wake for (nearly) every connection beyond what a round trip on an open connection wakes them for, or all its threads together wake at least 1.5 times a connection beyond that (accepting needs one waiter; a runtime may move the second between threads). " +
-			"It passes when at most one thread does so, or when at most one epoll set holds the listener without EPOLLEXCLUSIVE (the threads woken besides are a hand-over's and its runtime's: a Go program's threads hand their P on around each blocking system call). " +
-			"Where its listener is in no epoll set (poll, select, blocking accept), 3 such threads fail and 2 are inconclusive (a herd of two and an acceptor that hands each connection to one loop look alike from outside). " +
+			"A black box fails when the kernel shows several waiters it wakes for every connection on one listener (epoll sets holding it without EPOLLEXCLUSIVE, threads blocked in poll or select with it in their read list) and either several of its threads each wake for (nearly) every connection beyond their idle wakeups, or all its threads together wake at least 1.5 times a connection beyond what as many round trips on an open connection wake them for (accepting needs one waiter; a runtime may move the second between threads). " +
+			"With at most one such waiter seen it passes: the threads woken besides are a hand-over's and its runtime's (a Go program's threads hand their P on around each blocking system call). " +
+			"Where no waiter on its listener is seen (blocking accept, or a poll or select whose list cannot be read), 3 threads each woken for (nearly) every connection beyond what a round trip wakes them for fail, 2 are inconclusive (a herd of two and an acceptor that hands each connection to one loop look alike from outside), fewer pass. " +
 			"Inconclusive too when idle wakeups drown the signal, or when its threads were not seen waking for the connections at all",
 		Mutants:      []string{"no-accept-coordination"},
-		BlackBoxBugs: []string{"herd"},
-		Bound: "wakeups are voluntary context switches (a reference's loop threads: per-loop wakeups in-process, /proc/PID/task/TID/status for a process; a black box: every thread of its process group) in three stretches of 200 ms: idle, 100 round trips on one open connection, 100 new connections with one round trip each; the epoll sets holding the listener from /proc/PID/fdinfo. " +
+		BlackBoxBugs: []string{"herd", "herd-poll"},
+		Bound: "wakeups are voluntary context switches (a reference's loop threads: per-loop wakeups in-process, /proc/PID/task/TID/status for a process; a black box: every thread of its process group) in three stretches of 200 ms: idle, 100 round trips on one open connection, 100 new connections with one round trip each; the epoll sets holding the listener from /proc/PID/fdinfo, the threads waiting on it in poll, ppoll, select or pselect6 from /proc/PID/task/TID/syscall and their descriptor lists (process_vm_readv; the most of 5 looks 2 ms apart). " +
 			"Reference: the loops' wakeups for the connections less those for the round trips ≤ need + 1 a connection, need 1 (2 with a handoff). " +
-			"Black box: a thread wakes for every connection when its wakeups for the connections less those for the round trips are ≥ 75% of the connections; all threads together, ≥ 1.5 a connection; a thread that woke idle more than half as many times as there are connections could be either, and makes a verdict that depends on it inconclusive",
+			"Black box: a thread wakes for every connection when its wakeups for the connections less its idle ones (with several waiters seen) or less those for the round trips (with none seen) are ≥ 75% of the connections; all threads together, less the round trips', ≥ 1.5 a connection; a thread that woke idle more than half as many times as there are connections could be either, and makes a verdict that depends on it inconclusive",
 		Setup:   Setup{Tweak: m4Tweak},
 		Timeout: 30 * time.Second,
 		Run:     runM4,
@@ -228,40 +229,63 @@ func judgeReferenceHerd(c *C, threads []threadWakeups) {
 
 // judgeBlackBoxHerd is the black-box verdict: the threads that woke for
 // (nearly) every connection beyond what a round trip wakes them for,
-// those too noisy to tell, and how many epoll sets hold the listener.
+// or beyond idle, those too noisy to tell, and who waits on the listener
+// (listenerWaiters).
 func judgeBlackBoxHerd(c *C, threads []threadWakeups) {
-	var every, noisy []string
+	// every: woke for (nearly) every connection beyond what as many round
+	// trips wake it for; woken: woke for (nearly) every connection beyond
+	// idle (every is among them, and so is a thread that serves the
+	// connections it accepts); noisy: too busy idle to tell.
+	var every, woken, noisy []string
 	var idle, conns, excess float64
 	for _, w := range threads {
 		idle, conns, excess = idle+float64(w.idle), conns+float64(w.conns), excess+w.excess()
+		isEvery := w.excess() >= herdThreadShare*herdConns
+		isNoisy := !isEvery && float64(w.idle) > herdNoisyShare*herdConns && float64(w.conns) >= herdThreadShare*herdConns
 		switch {
-		case w.excess() >= herdThreadShare*herdConns:
-			every = append(every, w.id)
-		case float64(w.idle) > herdNoisyShare*herdConns && float64(w.conns) >= herdThreadShare*herdConns:
+		case isEvery:
+			every, woken = append(every, w.id), append(woken, w.id)
+		case isNoisy:
 			noisy = append(noisy, w.id)
+		case float64(w.conns)-float64(w.idle) >= herdThreadShare*herdConns:
+			woken = append(woken, w.id)
 		}
 	}
-	plain, exclusive, serr := listenerWaiters(c.Instance())
-	sets := fmt.Sprintf("a listening socket is in %d epoll sets without EPOLLEXCLUSIVE and %d with it (the socket in the most)", plain, exclusive)
-	if serr != nil {
-		sets = fmt.Sprintf("the epoll sets holding the listener could not be read (%v)", serr)
-	}
-	c.Evidencef("threads that woke for ≥ %.0f%% of the connections beyond the round trips: %d (%s); too noisy to tell: %d (%s); %s",
-		100*herdThreadShare, len(every), strings.Join(every, ", "), len(noisy), strings.Join(noisy, ", "), sets)
-	c.Logf("threads waking for every connection: %d; noisy: %d; wakeups a connection beyond a round trip, all threads: %.2f; %s", len(every), len(noisy), excess/herdConns, sets)
-	known := serr == nil && plain+exclusive > 0 // the server waits on its listener with epoll
+	waits, pollErr, serr := listenerWaiters(c.Instance())
+	sets := waits.String()
 	switch {
-	case len(every) >= 2 && known && plain >= 2:
+	case serr != nil:
+		sets = fmt.Sprintf("the epoll sets holding the listener could not be read (%v)", serr)
+	case pollErr != nil:
+		sets += fmt.Sprintf("; a thread waiting in poll or select could not be read (%v)", pollErr)
+	}
+	c.Evidencef("threads that woke for ≥ %.0f%% of the connections beyond the round trips: %d (%s); beyond idle: %d (%s); too noisy to tell: %d (%s); %s",
+		100*herdThreadShare, len(every), strings.Join(every, ", "), len(woken), strings.Join(woken, ", "), len(noisy), strings.Join(noisy, ", "), sets)
+	c.Logf("threads waking for every connection: %d beyond the round trips, %d beyond idle; noisy: %d; wakeups a connection beyond a round trip, all threads: %.2f; %s", len(every), len(woken), len(noisy), excess/herdConns, sets)
+	// known: the server is seen waiting on its listener (epoll, poll or
+	// select); shared: the kernel wakes several of its waiters for every
+	// connection.
+	known := serr == nil && waits.any()
+	shared := known && waits.sharers() >= 2
+	switch {
+	case len(every) >= 2 && shared:
 		c.Fatalf("a thundering herd: %d threads each woke for (nearly) every one of %d connections, beyond what a round trip wakes them for (%s), and %s", len(every), herdConns, strings.Join(every, ", "), sets)
-	case known && plain >= 2 && excess >= herdTotalShare*herdConns && len(noisy) == 0:
+	case shared && len(woken) >= 2 && len(noisy) == 0:
+		// The kernel wakes each waiter for every connection, and as many
+		// threads each woke for (nearly) every one: the waiters did wake,
+		// whatever else (a round trip on a connection a waiter accepted
+		// itself) woke them too.
+		c.Fatalf("a thundering herd: %s, and %d threads each woke for (nearly) every one of %d connections (%s): several waiters woke for each", sets, len(woken), herdConns, strings.Join(woken, ", "))
+	case shared && excess >= herdTotalShare*herdConns && len(noisy) == 0:
 		c.Fatalf("a thundering herd: %s, and its threads woke %.2f times a connection beyond what a round trip wakes them for, all together (accepting needs one waiter): several waiters woke for each of %d connections", sets, excess/herdConns, herdConns)
-	case len(every)+len(noisy) >= 2 && known && plain >= 2:
-		c.Inconclusivef("%d threads woke for every connection and %d more woke so often while idle that they may have too, and %s: a herd cannot be told from the noise", len(every), len(noisy), sets)
+	case len(woken)+len(noisy) >= 2 && shared:
+		c.Inconclusivef("%d threads woke for every connection and %d more woke so often while idle that they may have too, and %s: a herd cannot be told from the noise", len(woken), len(noisy), sets)
 	case conns-idle < herdThreadShare*herdConns:
 		c.Inconclusivef("the server's threads woke only %.0f times beyond idle for %d connections: its wakeups were not seen", conns-idle, herdConns)
 	case len(every) <= 1 || known:
-		// At most one epoll set wakes for each connection: threads woken
-		// besides are a hand-over's and the runtime's, not a herd.
+		// At most one waiter on the listener wakes for each connection:
+		// threads woken besides are a hand-over's and the runtime's, not a
+		// herd.
 	case len(every) >= herdFailThreads:
 		c.Fatalf("a thundering herd: %d threads each woke for (nearly) every one of %d connections, beyond what a round trip wakes them for (%s); %s", len(every), herdConns, strings.Join(every, ", "), sets)
 	default:

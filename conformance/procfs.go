@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // servingProcesses returns the pids of the target's process group that
@@ -119,26 +120,58 @@ func fdCount(pid int) (int, error) {
 // epoll item's events.
 const epollExclusive = 1 << 28
 
-// listenerWaiters counts the epoll sets of the target's process group
-// that hold one of its listening sockets on addr, read from each epoll
-// descriptor's /proc/PID/fdinfo ("tfd: … events: HEX … ino: HEX"), for
-// the socket held by the most: plain is those without EPOLLEXCLUSIVE,
-// each of which the kernel wakes for every connection to that socket;
-// exclusive those with it. SO_REUSEPORT listeners are sockets of their
-// own, each in a set of its own: 1 and 0. An error says the sets could
-// not be read.
-func listenerWaiters(inst Instance) (plain, exclusive int, err error) {
+// listenerWaits is who waits to accept on one listening socket: the
+// epoll sets holding it without EPOLLEXCLUSIVE (plain), those holding it
+// with it (exclusive), and the threads blocked in poll, ppoll, select or
+// pselect6 with it among what they wait to read (pollers). The kernel
+// wakes every plain set's waiter and every poller for each connection,
+// and one of the exclusive sets' waiters.
+type listenerWaits struct {
+	plain, exclusive, pollers int
+}
+
+// sharers is how many waiters the kernel wakes for every connection to
+// the socket: the plain sets' and the pollers.
+func (w listenerWaits) sharers() int { return w.plain + w.pollers }
+
+// any says that something is seen waiting on the socket.
+func (w listenerWaits) any() bool { return w.plain+w.exclusive+w.pollers > 0 }
+
+// String reads, e.g., "a listening socket is in 2 epoll sets without
+// EPOLLEXCLUSIVE and 0 with it, and 1 thread waits on it in poll or select".
+func (w listenerWaits) String() string {
+	return fmt.Sprintf("a listening socket is in %d epoll sets without EPOLLEXCLUSIVE and %d with it, and %d threads wait on it in poll or select (the socket with the most waiters woken for every connection)", w.plain, w.exclusive, w.pollers)
+}
+
+// pollSamples is how many times listenerWaiters looks for threads
+// blocked in poll or select, pollSampleGap apart: a thread that polls in
+// a loop is between two calls at some of them.
+const (
+	pollSamples   = 5
+	pollSampleGap = 2 * time.Millisecond
+)
+
+// listenerWaiters reads who waits on the target's listening sockets on
+// addr, for the socket whose waiters woken for every connection are the
+// most: the epoll sets of the target's process group that hold it, read
+// from each epoll descriptor's /proc/PID/fdinfo ("tfd: … events: HEX …
+// ino: HEX"), and the threads seen blocked in poll or select on it (the
+// most of pollSamples looks; pollWaiters). SO_REUSEPORT listeners are
+// sockets of their own, each in a set of its own: 1, 0, 0. An error says
+// the epoll sets could not be read; pollErr, that a thread blocked in
+// poll or select could not be read (its pollers are then a lower bound).
+func listenerWaiters(inst Instance) (w listenerWaits, pollErr, err error) {
 	g, ok := inst.(interface{ Group() ([]int, error) })
 	if !ok {
-		return 0, 0, fmt.Errorf("the target has no process of its own")
+		return w, nil, fmt.Errorf("the target has no process of its own")
 	}
 	inodes, err := listenerInodes(inst.Addr())
 	if err != nil {
-		return 0, 0, err
+		return w, nil, err
 	}
 	pids, err := g.Group()
 	if err != nil {
-		return 0, 0, err
+		return w, nil, err
 	}
 	plainBy, exclusiveBy := map[string]int{}, map[string]int{}
 	for _, pid := range pids {
@@ -160,10 +193,26 @@ func listenerWaiters(inst Instance) (plain, exclusive int, err error) {
 			}
 		}
 	}
-	for sock := range inodes {
-		plain, exclusive = max(plain, plainBy[sock]), max(exclusive, exclusiveBy[sock])
+	pollersBy := map[string]int{}
+	for i := range pollSamples {
+		if i > 0 {
+			time.Sleep(pollSampleGap)
+		}
+		seen, err := pollWaiters(pids, inodes)
+		if err != nil && pollErr == nil {
+			pollErr = err
+		}
+		for sock, n := range seen {
+			pollersBy[sock] = max(pollersBy[sock], n)
+		}
 	}
-	return plain, exclusive, nil
+	for sock := range inodes {
+		s := listenerWaits{plain: plainBy[sock], exclusive: exclusiveBy[sock], pollers: pollersBy[sock]}
+		if s.sharers() > w.sharers() || (s.sharers() == w.sharers() && s.exclusive > w.exclusive) {
+			w = s
+		}
+	}
+	return w, pollErr, nil
 }
 
 // epollItems reads an epoll descriptor's fdinfo: the sockets of inodes

@@ -518,7 +518,8 @@ func TestBugs(t *testing.T) {
 		"serve-after-term":     nil,
 		// The herd shows in the wakeups of the server's threads:
 		// conformance's TestBlackBox runs M4 on it.
-		"herd": nil,
+		"herd":      nil,
+		"herd-poll": nil,
 	}
 	if len(symptoms) != len(bugs) {
 		t.Fatalf("%d symptoms for %d bugs", len(symptoms), len(bugs))
@@ -545,7 +546,7 @@ func TestBugs(t *testing.T) {
 func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--bug", "nope").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, close-at-fin-on-term, drop-on-term, drop-partial, exit-on-emfile, free-at-eof, herd, keep-conns-on-term, leak-on-close, no-backpressure, rst-on-term, serve-after-term, slow-control") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, close-at-fin-on-term, drop-on-term, drop-partial, exit-on-emfile, free-at-eof, herd, herd-poll, keep-conns-on-term, leak-on-close, no-backpressure, rst-on-term, serve-after-term, slow-control") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
 	}
 	out, err = exec.Command(bin, "--help").CombinedOutput()

@@ -15,19 +15,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// herdWaiters is how many threads the herd bug has waiting on the
-// listener.
-const herdWaiters = 4
+// herdWait is how the herd bugs' threads wait on the listener: each in
+// an epoll set of its own (herd), or each in poll(2) (herd-poll).
+type herdWait int
 
-// herdListener is the herd bug's data listener: herdWaiters threads, each
-// locked to an OS thread of its own with an epoll set of its own that
-// holds the one listening socket, level-triggered and without
-// EPOLLEXCLUSIVE, so that every connection wakes every waiting thread (the
-// thundering herd, as in tidwall/evio #73). The thread whose accept4 wins
+const (
+	herdEpoll herdWait = iota
+	herdPoll
+)
+
+// waiters is how many threads wait on the listener: 4 in epoll sets, 2 in
+// poll (a herd of two, which from outside looks like an acceptor that
+// hands each connection to one loop unless its poll is seen).
+func (w herdWait) waiters() int {
+	if w == herdPoll {
+		return 2
+	}
+	return 4
+}
+
+// name is the bug's name, for errors.
+func (w herdWait) name() string {
+	if w == herdPoll {
+		return "herd-poll"
+	}
+	return "herd"
+}
+
+// herdListener is the herd bugs' data listener: how.waiters() threads,
+// each locked to an OS thread of its own, wait on the one listening
+// socket, each with an epoll set of its own that holds it,
+// level-triggered and without EPOLLEXCLUSIVE (herd), or each in poll(2)
+// (herd-poll, whose waits are never exclusive), so that every connection
+// wakes every waiting thread (the thundering herd, as in tidwall/evio
+// #73). The thread whose accept4 wins
 // hands the connection to Accept; the others find EAGAIN, or the kernel
 // sends them back to sleep before epoll_wait returns. The socket is made
 // with raw system calls, so Go's own poller never waits on it.
 type herdListener struct {
+	how    herdWait
 	fd     int // the listening socket, non-blocking
 	stopFd int // an eventfd in every set: Close writes it, every thread wakes and exits
 	addr   net.Addr
@@ -37,33 +63,37 @@ type herdListener struct {
 	wg     sync.WaitGroup
 }
 
-// listenHerd listens on addr ("host:port", an IP address) for the herd
+// listenHerd listens on addr ("host:port", an IP address) for a herd
 // bug and starts its waiting threads.
-func listenHerd(addr string) (*herdListener, error) {
+func listenHerd(addr string, how herdWait) (*herdListener, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--bug herd: listen address %q: %w", addr, err)
+		return nil, fmt.Errorf("--bug %s: listen address %q: %w", how.name(), addr, err)
 	}
 	fd, bound, err := rawListen(ap)
 	if err != nil {
-		return nil, fmt.Errorf("--bug herd: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("--bug %s: listen on %s: %w", how.name(), addr, err)
 	}
 	stopFd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("--bug herd: eventfd: %w", err)
+		return nil, fmt.Errorf("--bug %s: eventfd: %w", how.name(), err)
 	}
-	l := &herdListener{fd: fd, stopFd: stopFd, addr: net.TCPAddrFromAddrPort(bound),
+	l := &herdListener{how: how, fd: fd, stopFd: stopFd, addr: net.TCPAddrFromAddrPort(bound),
 		conns: make(chan net.Conn, 64), closed: make(chan struct{})}
-	ready := make(chan error, herdWaiters)
-	for range herdWaiters {
+	ready := make(chan error, how.waiters())
+	for range how.waiters() {
 		l.wg.Add(1)
-		go l.wait(ready)
+		if how == herdPoll {
+			go l.poll(ready)
+		} else {
+			go l.wait(ready)
+		}
 	}
-	for range herdWaiters {
+	for range how.waiters() {
 		if err := <-ready; err != nil {
 			l.Close()
-			return nil, fmt.Errorf("--bug herd: %w", err)
+			return nil, fmt.Errorf("--bug %s: %w", how.name(), err)
 		}
 	}
 	return l, nil
@@ -144,6 +174,30 @@ func (l *herdListener) wait(ready chan<- error) {
 	}
 }
 
+// poll is one waiting thread of herd-poll: it reports ready, then waits
+// in poll(2) on the listener and the stop eventfd and accepts until
+// Close.
+func (l *herdListener) poll(ready chan<- error) {
+	defer l.wg.Done()
+	// Never unlocked: the thread ends with the goroutine.
+	runtime.LockOSThread()
+	ready <- nil
+	for {
+		fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLIN}, {Fd: int32(l.stopFd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, -1)
+		if err != nil && err != unix.EINTR {
+			fmt.Fprintln(os.Stderr, "echo: --bug herd-poll: poll:", err)
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if n > 0 && fds[0].Revents != 0 && !l.acceptOne() {
+			return
+		}
+	}
+}
+
 // acceptOne accepts one connection, if this thread wins it, and hands it
 // to Accept; false once the listener is closed.
 func (l *herdListener) acceptOne() bool {
@@ -152,7 +206,7 @@ func (l *herdListener) acceptOne() bool {
 	case err == unix.EAGAIN || err == unix.EINTR || err == unix.ECONNABORTED:
 		return true // another thread took it
 	case err != nil: // EMFILE and the like: wait, the lifetime bounds it all
-		fmt.Fprintln(os.Stderr, "echo: --bug herd: accept4:", err)
+		fmt.Fprintf(os.Stderr, "echo: --bug %s: accept4: %v\n", l.how.name(), err)
 		time.Sleep(10 * time.Millisecond)
 		return true
 	}
@@ -160,7 +214,7 @@ func (l *herdListener) acceptOne() bool {
 	conn, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "echo: --bug herd:", err)
+		fmt.Fprintf(os.Stderr, "echo: --bug %s: %v\n", l.how.name(), err)
 		return true
 	}
 	select {

@@ -96,6 +96,9 @@
 //	                 EPOLLEXCLUSIVE: every connection wakes all 4, and one
 //	                 accepts it (the thundering herd, as in tidwall/evio
 //	                 #73) (M4)
+//	herd-poll        the data listener is waited on by 2 threads, each in
+//	                 poll(2), whose waits are never exclusive: every
+//	                 connection wakes both, and one accepts it (M4)
 package main
 
 import (
@@ -131,6 +134,7 @@ var bugs = map[string]string{
 	"keep-conns-on-term":   "at SIGTERM close the listeners but serve the connections on until their clients close (X4)",
 	"serve-after-term":     "at SIGTERM end the connections, but keep accepting and serving new ones (X5)",
 	"herd":                 "4 threads wait on the data listener, each in an epoll set of its own, without EPOLLEXCLUSIVE: every connection wakes them all (M4)",
+	"herd-poll":            "2 threads wait on the data listener, each in poll(2): every connection wakes both (M4)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -157,9 +161,12 @@ func run(args []string) int {
 	bufs := &socketBuffers{size: opt.sockbuf}
 	var ln net.Listener
 	var err error
-	if opt.bug == "herd" {
-		ln, err = listenHerd(listenAddr(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070"))
-	} else {
+	switch opt.bug {
+	case "herd":
+		ln, err = listenHerd(listenAddr(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070"), herdEpoll)
+	case "herd-poll":
+		ln, err = listenHerd(listenAddr(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070"), herdPoll)
+	default:
 		ln, err = listen(opt.listen, "REACTORLAB_LISTEN", "127.0.0.1:7070", bufs)
 	}
 	if err != nil {

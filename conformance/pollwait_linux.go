@@ -1,0 +1,195 @@
+//go:build linux
+
+package conformance
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// How a thread blocked in a system call names the descriptors it waits
+// to read: an array of struct pollfd, or a select read set.
+type pollShape int
+
+const (
+	pollArray pollShape = iota + 1 // poll, ppoll: (struct pollfd *fds, nfds_t nfds, …)
+	selectSet                      // select, pselect6: (int nfds, fd_set *readfds, …)
+)
+
+// pollSyscalls maps the system calls that wait on a caller's list of
+// descriptors to how they name it (legacyPollSyscalls adds poll and
+// select where the architecture has them).
+var pollSyscalls = func() map[int]pollShape {
+	m := map[int]pollShape{unix.SYS_PPOLL: pollArray, unix.SYS_PSELECT6: selectSet}
+	for nr, shape := range legacyPollSyscalls {
+		m[nr] = shape
+	}
+	return m
+}()
+
+// pollRdNorm is POLLRDNORM of asm-generic/poll.h, which x/sys does not
+// export on every architecture.
+const pollRdNorm = 0x40
+
+// maxPollFds bounds the descriptor list read from a waiting thread: a
+// larger one is read up to it (a listener beyond it is not seen).
+const maxPollFds = 1 << 16
+
+// pollWaiters counts, for each listening socket of inodes
+// ("socket:[N]"), the threads of pids blocked in poll, ppoll, select or
+// pselect6 with that socket among the descriptors they wait to read.
+// Such a wait is never exclusive: the kernel wakes every one of them for
+// each connection. It reads each thread's /proc/PID/task/TID/syscall (the
+// call it is blocked in and its arguments) and the descriptor list from
+// the process's memory (process_vm_readv). A thread that is running,
+// gone, or in another call is not counted. The error, if any, says that a
+// waiting thread's list could not be read: the counts are then a lower
+// bound.
+func pollWaiters(pids []int, inodes map[string]bool) (map[string]int, error) {
+	out := map[string]int{}
+	var firstErr error
+	for _, pid := range pids {
+		socks := listenerFds(pid, inodes)
+		if len(socks) == 0 {
+			continue // this process cannot wait on the listener
+		}
+		dir := fmt.Sprintf("/proc/%d/task", pid)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			b, err := os.ReadFile(dir + "/" + e.Name() + "/syscall")
+			if err != nil {
+				continue // gone meanwhile
+			}
+			nr, args, ok := parseSyscallLine(string(b))
+			if !ok {
+				continue
+			}
+			shape, ok := pollSyscalls[nr]
+			if !ok {
+				continue
+			}
+			fds, err := waitedFds(pid, shape, args)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("thread %s of pid %d in system call %d: %w", e.Name(), pid, nr, err)
+				}
+				continue
+			}
+			seen := map[string]bool{}
+			for _, fd := range fds {
+				if sock, ok := socks[fd]; ok && !seen[sock] {
+					seen[sock] = true
+					out[sock]++
+				}
+			}
+		}
+	}
+	return out, firstErr
+}
+
+// listenerFds maps pid's descriptors that are one of the sockets of
+// inodes to that socket.
+func listenerFds(pid int, inodes map[string]bool) map[int]string {
+	out := map[int]string{}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if t, _ := os.Readlink(dir + "/" + e.Name()); inodes[t] {
+			out[fd] = t
+		}
+	}
+	return out
+}
+
+// parseSyscallLine reads /proc/PID/task/TID/syscall of a thread blocked in
+// a system call: "NR ARG1 … ARG6 SP PC", the arguments in hex. A running
+// thread ("running") or one not in a call ("-1 SP PC") is not.
+func parseSyscallLine(s string) (nr int, args [6]uint64, ok bool) {
+	f := strings.Fields(s)
+	if len(f) < 7 {
+		return 0, args, false
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil || nr < 0 {
+		return 0, args, false
+	}
+	for i := range args {
+		v, err := strconv.ParseUint(strings.TrimPrefix(f[i+1], "0x"), 16, 64)
+		if err != nil {
+			return 0, args, false
+		}
+		args[i] = v
+	}
+	return nr, args, true
+}
+
+// waitedFds reads from pid's memory the descriptors a thread blocked in a
+// call of shape waits to read: the pollfds asking for POLLIN or
+// POLLRDNORM (negative ones are ignored by the kernel too), or the
+// descriptors set in select's read set.
+func waitedFds(pid int, shape pollShape, args [6]uint64) ([]int, error) {
+	switch shape {
+	case pollArray:
+		ptr, n := args[0], min(args[1], maxPollFds)
+		if ptr == 0 || n == 0 {
+			return nil, nil
+		}
+		b, err := readRemote(pid, ptr, int(n)*8) // struct pollfd { int fd; short events, revents; }
+		if err != nil {
+			return nil, err
+		}
+		var fds []int
+		for i := 0; i+8 <= len(b); i += 8 {
+			fd := int32(binary.NativeEndian.Uint32(b[i:]))
+			events := binary.NativeEndian.Uint16(b[i+4:])
+			if fd >= 0 && events&(unix.POLLIN|pollRdNorm) != 0 {
+				fds = append(fds, int(fd))
+			}
+		}
+		return fds, nil
+	case selectSet:
+		nfds, ptr := min(args[0], maxPollFds), args[1]
+		if ptr == 0 || nfds == 0 {
+			return nil, nil
+		}
+		words := int(nfds+63) / 64 // fd_set is an array of longs
+		b, err := readRemote(pid, ptr, words*8)
+		if err != nil {
+			return nil, err
+		}
+		var fds []int
+		for fd := 0; fd < int(nfds); fd++ {
+			word := binary.NativeEndian.Uint64(b[fd/64*8:])
+			if word&(1<<(fd%64)) != 0 {
+				fds = append(fds, fd)
+			}
+		}
+		return fds, nil
+	}
+	return nil, fmt.Errorf("unknown call shape %d", shape)
+}
+
+// readRemote reads n bytes at addr in pid's memory.
+func readRemote(pid int, addr uint64, n int) ([]byte, error) {
+	b := make([]byte, n)
+	local := []unix.Iovec{{Base: unsafe.SliceData(b)}}
+	local[0].SetLen(n)
+	got, err := unix.ProcessVMReadv(pid, local, []unix.RemoteIovec{{Base: uintptr(addr), Len: n}}, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("process_vm_readv", err)
+	}
+	if got != n {
+		return nil, fmt.Errorf("process_vm_readv: %d of %d bytes", got, n)
+	}
+	return b, nil
+}
