@@ -182,7 +182,10 @@ func TestStaleResultNeverReachesNewConnection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.Workers = 1
-			cfg.Callback = "100ms"
+			// The result is due 400 ms after the offload: time enough, on a
+			// busy machine, to see the old connection closed and the new
+			// one accepted before it (checked below).
+			cfg.Callback = "400ms"
 			cfg.Faults.FdIdentity = mutant
 			r := reactortest.Start(t, reactors.LT, cfg)
 			old, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
@@ -202,13 +205,23 @@ func TestStaleResultNeverReachesNewConnection(t *testing.T) {
 			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.ConnsClosed == 1 }) {
 				t.Fatal("close never observed")
 			}
+			accepted := r.Stats().Counters.ConnsAccepted
 			fresh, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer fresh.Close()
-			// The result is due 100 ms after the offload: wait until the
-			// reactor has handled it (dropped or delivered), then look.
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.ConnsAccepted > accepted }) {
+				t.Fatal("new connection never accepted")
+			}
+			// The precondition: the new connection (on the old one's fd
+			// number, the lowest free) is registered before the result
+			// comes back; else the check proves nothing either way.
+			if c := r.Stats().Counters; c.StaleResults+c.FramesEchoed > 0 {
+				t.Fatalf("the result was handled before the new connection was accepted (%+v): the precondition was not established", c)
+			}
+			// Wait until the reactor has handled the result (dropped or
+			// delivered), then look.
 			if !reactortest.WaitFor(5*time.Second, func() bool {
 				c := r.Stats().Counters
 				return c.StaleResults+c.FramesEchoed >= 1
