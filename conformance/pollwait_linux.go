@@ -4,7 +4,9 @@ package conformance
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -49,8 +51,8 @@ const maxPollFds = 1 << 16
 // call it is blocked in and its arguments) and the descriptor list from
 // the process's memory (process_vm_readv). A thread that is running,
 // gone, or in another call is not counted. The error, if any, says that a
-// waiting thread's list could not be read: the counts are then a lower
-// bound.
+// thread's call or a waiting thread's list could not be read (no
+// permission to trace it): the counts are then a lower bound.
 func pollWaiters(pids []int, inodes map[string]bool) (map[string]int, error) {
 	out := map[string]int{}
 	var firstErr error
@@ -64,7 +66,10 @@ func pollWaiters(pids []int, inodes map[string]bool) (map[string]int, error) {
 		for _, e := range ents {
 			b, err := os.ReadFile(dir + "/" + e.Name() + "/syscall")
 			if err != nil {
-				continue // gone meanwhile
+				if errors.Is(err, fs.ErrPermission) && firstErr == nil {
+					firstErr = err // not ours to trace: what it waits in is unknown
+				}
+				continue // else gone meanwhile
 			}
 			nr, args, ok := parseSyscallLine(string(b))
 			if !ok {
