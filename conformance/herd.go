@@ -40,8 +40,8 @@ const (
 )
 
 // herdTotalShare is the black-box verdict on a listener the kernel wakes
-// several waiters on for every connection (plain epoll sets, threads in
-// poll or select), taken over all threads: accepting needs one
+// several waiters on for every connection (listenerWaits.sharers), taken
+// over all threads: accepting needs one
 // waiter woken a connection; wakeups beyond the round trips' of at least
 // 1.5 a connection, all threads together, mean a second set's waiter woke
 // for half the connections or more: a herd, even when the runtime moves
@@ -61,13 +61,14 @@ func m4Case() Case {
 		Title: "no thundering herd",
 		Claim: "100 connections opened 2 ms apart on an idle server wake, for each, no more of its threads than its design needs to accept the connection and take it on. " +
 			"A reference reactor: its loop threads wake at most once a connection (twice when it hands connections over: the acceptor and the sub-loop), plus one. " +
-			"A black box fails when the kernel shows several waiters it wakes for every connection on one listener (epoll sets holding it without EPOLLEXCLUSIVE, threads blocked in poll or select with it in their read list) and either several of its threads each wake for (nearly) every connection beyond their idle wakeups, or all its threads together wake at least 1.5 times a connection beyond what as many round trips on an open connection wake them for (accepting needs one waiter; a runtime may move the second between threads). " +
-			"With at most one such waiter seen it passes: the threads woken besides are a hand-over's and its runtime's (a Go program's threads hand their P on around each blocking system call). " +
-			"Where no waiter on its listener is seen (blocking accept, or a poll or select whose list cannot be read), 3 threads each woken for (nearly) every connection beyond what a round trip wakes them for fail, 2 are inconclusive (a herd of two and an acceptor that hands each connection to one loop look alike from outside), fewer pass. " +
+			"A black box is judged on the kernel's herd, the waiters it wakes on one listener for every connection: each epoll instance holding the listener without EPOLLEXCLUSIVE (a descriptor dup'd or inherited across fork is the same instance), each thread blocked in poll or select with it in its read list, and one of the exclusive waiters (epoll instances with EPOLLEXCLUSIVE, threads blocked in accept) if any. " +
+			"It fails with 2 or more such waiters when either 2 or more of its threads each wake for (nearly) every connection beyond their idle wakeups, or all its threads together wake at least 1.5 times a connection beyond what as many round trips on an open connection wake them for (accepting needs one waiter; a runtime may move the second between threads). " +
+			"With one such waiter it passes: the threads woken besides are a hand-over's and its runtime's (a Go program's threads hand their P on around each blocking system call), and wakeups a server makes itself (an acceptor waking every worker) are in the evidence but not judged, because a runtime's scheduler wakes threads for each connection as often. " +
+			"Where no waiter on its listener is seen (a poll or select whose list cannot be read, a wait this case does not look for), 3 threads each woken for (nearly) every connection beyond what a round trip wakes them for fail, 2 are inconclusive (a herd of two and an acceptor that hands each connection to one loop look alike from outside), fewer pass. " +
 			"Inconclusive too when idle wakeups drown the signal, or when its threads were not seen waking for the connections at all",
 		Mutants:      []string{"no-accept-coordination"},
 		BlackBoxBugs: []string{"herd", "herd-poll"},
-		Bound: "wakeups are voluntary context switches (a reference's loop threads: per-loop wakeups in-process, /proc/PID/task/TID/status for a process; a black box: every thread of its process group) in three stretches of 200 ms: idle, 100 round trips on one open connection, 100 new connections with one round trip each; the epoll sets holding the listener from /proc/PID/fdinfo, the threads waiting on it in poll, ppoll, select or pselect6 from /proc/PID/task/TID/syscall and their descriptor lists (process_vm_readv; the most of 5 looks 2 ms apart). " +
+		Bound: "wakeups are voluntary context switches (a reference's loop threads: per-loop wakeups in-process, /proc/PID/task/TID/status for a process; a black box: every thread of its process group) in three stretches of 200 ms: idle, 100 round trips on one open connection, 100 new connections with one round trip each; the epoll instances holding the listener from /proc/PID/fdinfo, told apart with kcmp, the threads waiting on it in poll, ppoll, select, pselect6, accept or accept4 from /proc/PID/task/TID/syscall and the pollers' descriptor lists (process_vm_readv; the most of 5 looks 2 ms apart). " +
 			"Reference: the loops' wakeups for the connections less those for the round trips ≤ need + 1 a connection, need 1 (2 with a handoff). " +
 			"Black box: a thread wakes for every connection when its wakeups for the connections less its idle ones (with several waiters seen) or less those for the round trips (with none seen) are ≥ 75% of the connections; all threads together, less the round trips', ≥ 1.5 a connection; a thread that woke idle more than half as many times as there are connections could be either, and makes a verdict that depends on it inconclusive",
 		Setup:   Setup{Tweak: m4Tweak},
@@ -257,10 +258,10 @@ func judgeBlackBoxHerd(c *C, threads []threadWakeups) {
 	case serr != nil:
 		sets = fmt.Sprintf("the epoll sets holding the listener could not be read (%v)", serr)
 	case pollErr != nil:
-		sets += fmt.Sprintf("; a thread waiting in poll or select could not be read (%v)", pollErr)
+		sets += fmt.Sprintf("; a thread's call could not be read (%v): the threads in poll, select or accept are a lower bound", pollErr)
 	}
-	c.Evidencef("threads that woke for ≥ %.0f%% of the connections beyond the round trips: %d (%s); beyond idle: %d (%s); too noisy to tell: %d (%s); %s",
-		100*herdThreadShare, len(every), strings.Join(every, ", "), len(woken), strings.Join(woken, ", "), len(noisy), strings.Join(noisy, ", "), sets)
+	c.Evidencef("threads that woke for ≥ %.0f%% of the connections beyond the round trips: %d (%s); beyond idle: %d (%s); too noisy to tell: %d (%s); all threads together %.2f wakeups a connection beyond a round trip's; %s",
+		100*herdThreadShare, len(every), strings.Join(every, ", "), len(woken), strings.Join(woken, ", "), len(noisy), strings.Join(noisy, ", "), excess/herdConns, sets)
 	c.Logf("threads waking for every connection: %d beyond the round trips, %d beyond idle; noisy: %d; wakeups a connection beyond a round trip, all threads: %.2f; %s", len(every), len(woken), len(noisy), excess/herdConns, sets)
 	// known: the server is seen waiting on its listener (epoll, poll or
 	// select); shared: the kernel wakes several of its waiters for every

@@ -16,21 +16,27 @@ import (
 )
 
 // How a thread blocked in a system call names the descriptors it waits
-// to read: an array of struct pollfd, or a select read set.
+// on: an array of struct pollfd, a select read set, or the one listening
+// socket of accept.
 type pollShape int
 
 const (
-	pollArray pollShape = iota + 1 // poll, ppoll: (struct pollfd *fds, nfds_t nfds, …)
-	selectSet                      // select, pselect6: (int nfds, fd_set *readfds, …)
+	pollArray  pollShape = iota + 1 // poll, ppoll: (struct pollfd *fds, nfds_t nfds, …)
+	selectSet                       // select, pselect6: (int nfds, fd_set *readfds, …)
+	acceptCall                      // accept, accept4: (int sockfd, …)
 )
 
-// pollSyscalls maps the system calls that wait on a caller's list of
-// descriptors to how they name it (legacyPollSyscalls adds poll and
-// select where the architecture has them).
-var pollSyscalls = func() map[int]pollShape {
+// waitSyscalls maps the system calls a thread can wait on a listener in,
+// other than epoll's, to how they name it (legacyPollSyscalls adds poll
+// and select where the architecture has them, acceptSyscalls accept and
+// accept4).
+var waitSyscalls = func() map[int]pollShape {
 	m := map[int]pollShape{unix.SYS_PPOLL: pollArray, unix.SYS_PSELECT6: selectSet}
 	for nr, shape := range legacyPollSyscalls {
 		m[nr] = shape
+	}
+	for _, nr := range acceptSyscalls {
+		m[nr] = acceptCall
 	}
 	return m
 }()
@@ -43,18 +49,20 @@ const pollRdNorm = 0x40
 // larger one is read up to it (a listener beyond it is not seen).
 const maxPollFds = 1 << 16
 
-// pollWaiters counts, for each listening socket of inodes
+// threadWaiters counts, for each listening socket of inodes
 // ("socket:[N]"), the threads of pids blocked in poll, ppoll, select or
-// pselect6 with that socket among the descriptors they wait to read.
-// Such a wait is never exclusive: the kernel wakes every one of them for
-// each connection. It reads each thread's /proc/PID/task/TID/syscall (the
-// call it is blocked in and its arguments) and the descriptor list from
-// the process's memory (process_vm_readv). A thread that is running,
-// gone, or in another call is not counted. The error, if any, says that a
-// thread's call or a waiting thread's list could not be read (no
-// permission to trace it): the counts are then a lower bound.
-func pollWaiters(pids []int, inodes map[string]bool) (map[string]int, error) {
-	out := map[string]int{}
+// pselect6 with that socket among the descriptors they wait to read
+// (pollers: such a wait is never exclusive, the kernel wakes every one
+// of them for each connection), and those blocked in accept or accept4
+// on it (acceptors: queued exclusive, one woken a connection). It reads
+// each thread's /proc/PID/task/TID/syscall (the call it is blocked in and
+// its arguments) and a poller's descriptor list from the process's memory
+// (process_vm_readv). A thread that is running, gone, or in another call
+// is not counted. The error, if any, says that a thread's call or a
+// waiting thread's list could not be read (no permission to trace it):
+// the counts are then a lower bound.
+func threadWaiters(pids []int, inodes map[string]bool) (map[string]threadWaits, error) {
+	out := map[string]threadWaits{}
 	var firstErr error
 	for _, pid := range pids {
 		socks := listenerFds(pid, inodes)
@@ -75,8 +83,16 @@ func pollWaiters(pids []int, inodes map[string]bool) (map[string]int, error) {
 			if !ok {
 				continue
 			}
-			shape, ok := pollSyscalls[nr]
+			shape, ok := waitSyscalls[nr]
 			if !ok {
+				continue
+			}
+			if shape == acceptCall {
+				if sock, ok := socks[int(int32(args[0]))]; ok {
+					w := out[sock]
+					w.acceptors++
+					out[sock] = w
+				}
 				continue
 			}
 			fds, err := waitedFds(pid, shape, args)
@@ -86,16 +102,36 @@ func pollWaiters(pids []int, inodes map[string]bool) (map[string]int, error) {
 				}
 				continue
 			}
-			seen := map[string]bool{}
+			counted := map[string]bool{}
 			for _, fd := range fds {
-				if sock, ok := socks[fd]; ok && !seen[sock] {
-					seen[sock] = true
-					out[sock]++
+				if sock, ok := socks[fd]; ok && !counted[sock] {
+					counted[sock] = true
+					w := out[sock]
+					w.pollers++
+					out[sock] = w
 				}
 			}
 		}
 	}
 	return out, firstErr
+}
+
+// kcmpFile is KCMP_FILE of linux/kcmp.h: compare two descriptors' open
+// files.
+const kcmpFile = 0
+
+// sameFile says whether descriptor fd1 of pid1 and fd2 of pid2 refer to
+// one open file (one epoll instance, for epoll descriptors), by kcmp(2),
+// which needs leave to trace both processes.
+func sameFile(pid1, fd1, pid2, fd2 int) (bool, error) {
+	if pid1 == pid2 && fd1 == fd2 {
+		return true, nil
+	}
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(pid1), uintptr(pid2), kcmpFile, uintptr(fd1), uintptr(fd2), 0)
+	if errno != 0 {
+		return false, os.NewSyscallError("kcmp", errno)
+	}
+	return r == 0, nil
 }
 
 // listenerFds maps pid's descriptors that are one of the sockets of
