@@ -30,7 +30,7 @@ func multiLoopCases() []Case {
 	}, {
 		ID:      "M2",
 		Title:   "one loop per connection",
-		Claim:   "16 connections each pipelining 2,000 frames of mixed sizes (1 B to 64 KiB) get every echo back whole and in order: two loops serving one socket interleave its reads and writes. A reference reactor also registers each connection on one loop only: the connections its loops registered (Σ per-loop conns) are no more than it accepted",
+		Claim:   "16 connections each pipelining 2,000 frames of mixed sizes (1 B to 64 KiB), half of them a frame a write and half 32, get every echo back whole and in order: two loops serving one socket interleave its reads and writes. A reference reactor also registers each connection on one loop only: the connections its loops registered (Σ per-loop conns) are no more than it accepted",
 		Mutants: []string{"serve-on-two-loops"},
 		Bound:   "each echo within 2 s of the previous one on its connection (a frame is served within a round); the whole exchange within 60 s",
 		Setup:   Setup{Tweak: twoDataLoops},
@@ -194,7 +194,7 @@ func runM2(c *C) {
 		}
 	}
 	if len(bad) > 0 {
-		c.Evidencef("sent: %d connections, each %d DATA frames of 1 B to 64 KiB pipelined", conns, frames)
+		c.Evidencef("sent: %d connections, each %d DATA frames of 1 B to 64 KiB pipelined (odd tokens a frame a write, even ones 32)", conns, frames)
 		c.Fatalf("%d of %d connections: %s", len(bad), conns, strings.Join(firstFew(bad, 4), "; "))
 	}
 	if c.Reference() == nil {
