@@ -310,3 +310,31 @@ func epollItems(fdinfo []byte, inodes map[string]bool) map[string]bool {
 	}
 	return out
 }
+
+// tcpExt reads the TcpExt counters of /proc/net/netstat (this network
+// namespace's), by name.
+func tcpExt() (map[string]uint64, error) {
+	b, err := os.ReadFile("/proc/net/netstat")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "TcpExt:" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		out := map[string]uint64{}
+		for i, v := range f[1:] {
+			if i < len(names) {
+				out[names[i]], _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("/proc/net/netstat has no TcpExt lines")
+}
