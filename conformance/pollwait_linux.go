@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// How a thread blocked in a system call names the descriptors it waits
-// on: an array of struct pollfd, a select read set, or the one listening
-// socket of accept.
+// pollShape is how a thread blocked in a system call names the
+// descriptors it waits on: an array of struct pollfd, a select read set,
+// or the one listening socket of accept.
 type pollShape int
 
 const (
