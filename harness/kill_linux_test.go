@@ -69,11 +69,11 @@ func killHarness(t *testing.T, mode Mode) {
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	up := awaitUp(t, lines)
-	run := runProcesses(t, cmd.Process.Pid)
 	// Whatever the test leaves alive, it kills; the zombies of the run,
 	// orphaned to this process, it reaps.
-	defer reapRun(run)
-	checkRunUp(t, mode, up, run)
+	var run []proc.ProcStat
+	defer func() { reapRun(run) }()
+	checkRunUp(t, mode, up, cmd.Process.Pid, &run)
 
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -153,17 +153,29 @@ func runProcesses(t *testing.T, harness int) []proc.ProcStat {
 
 // checkRunUp checks that the server, its grandchild and the client run,
 // and in the lab that they are in the lab's PID namespace with the lab
-// child.
-func checkRunUp(t *testing.T, mode Mode, up *labUp, run []proc.ProcStat) {
-	var roles []string
-	for _, p := range run {
-		roles = append(roles, fmt.Sprintf("%d:%s", p.Pid, roleOf(p.Pid)))
+// child, and leaves the run's processes (runProcesses) in *run. A process's role
+// is read from /proc/PID/environ, and one seen between fork and its own
+// exec is not yet what it will be (CI saw the client so once, "?"): the
+// processes are listed again for up to 2 s until the three are there.
+func checkRunUp(t *testing.T, mode Mode, up *labUp, harness int, run *[]proc.ProcStat) {
+	var roles, missing []string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		*run, roles, missing = runProcesses(t, harness), nil, nil
+		for _, p := range *run {
+			roles = append(roles, fmt.Sprintf("%d:%s", p.Pid, roleOf(p.Pid)))
+		}
+		for _, r := range []string{"test-echo", "test-sleep", "test-client"} {
+			if !slices.ContainsFunc(roles, func(s string) bool { return strings.HasSuffix(s, ":"+r) }) {
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	t.Logf("up: namespaces %v, processes %v", up.Namespaces, roles)
-	for _, r := range []string{"test-echo", "test-sleep", "test-client"} {
-		if !slices.ContainsFunc(roles, func(s string) bool { return strings.HasSuffix(s, ":"+r) }) {
-			t.Fatalf("want the server (test-echo), its grandchild (test-sleep) and the client (test-client); found %v", roles)
-		}
+	if len(missing) > 0 {
+		t.Fatalf("want the server (test-echo), its grandchild (test-sleep) and the client (test-client); %v missing, found %v", missing, roles)
 	}
 	var pidNS string
 	for _, n := range up.Namespaces {
