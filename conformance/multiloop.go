@@ -120,7 +120,7 @@ func runM1(c *C) {
 		n, d := ext1["ListenOverflows"]-ext0["ListenOverflows"], ext1["ListenDrops"]-ext0["ListenDrops"]
 		c.Evidencef("the kernel counted %d accept queue overflows and %d listen drops during the storm (TcpExt ListenOverflows, ListenDrops, this network namespace)", n, d)
 		if n > 0 {
-			overflow = fmt.Sprintf(" (the listener's accept queue overflowed %d times: SYNs were dropped and sent again after 1, 3 and 7 s; a listen backlog shorter than the storm, or an acceptor too slow for it)", n)
+			overflow = fmt.Sprintf(" (the kernel counted %d accept queue overflows in this network namespace during the storm, most likely this listener's: SYNs dropped and sent again after 1, 3 and 7 s point to a listen backlog shorter than the storm, or an acceptor too slow for it)", n)
 		}
 	}
 	st, ok := multiLoopStats(c)
