@@ -134,24 +134,6 @@ func sameFile(pid1, fd1, pid2, fd2 int) (bool, error) {
 	return r == 0, nil
 }
 
-// listenerFds maps pid's descriptors that are one of the sockets of
-// inodes to that socket.
-func listenerFds(pid int, inodes map[string]bool) map[int]string {
-	out := map[int]string{}
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if t, _ := os.Readlink(dir + "/" + e.Name()); inodes[t] {
-			out[fd] = t
-		}
-	}
-	return out
-}
-
 // parseSyscallLine reads /proc/PID/task/TID/syscall of a thread blocked in
 // a system call: "NR ARG1 … ARG6 SP PC", the arguments in hex. A running
 // thread ("running") or one not in a call ("-1 SP PC") is not.

@@ -31,19 +31,32 @@ func servingProcesses(inst Instance) (serving, group []int, err error) {
 		return nil, nil, err
 	}
 	for _, pid := range group {
-		dir := fmt.Sprintf("/proc/%d/fd", pid)
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if t, _ := os.Readlink(dir + "/" + e.Name()); inodes[t] {
-				serving = append(serving, pid)
-				break
-			}
+		if len(listenerFds(pid, inodes)) > 0 {
+			serving = append(serving, pid)
 		}
 	}
 	if len(serving) == 0 {
 		return nil, group, fmt.Errorf("no process of the target's group holds a socket listening on %s", inst.Addr())
 	}
 	return serving, group, nil
+}
+
+// listenerFds maps pid's descriptors that are one of the sockets of
+// inodes to that socket.
+func listenerFds(pid int, inodes map[string]bool) map[int]string {
+	out := map[int]string{}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if t, _ := os.Readlink(dir + "/" + e.Name()); inodes[t] {
+			out[fd] = t
+		}
+	}
+	return out
 }
 
 // listenerInodes finds the sockets listening on addr's port (on any
