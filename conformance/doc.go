@@ -34,8 +34,19 @@
 // case stops it, or the case fails with CauseTarget. The cases about work
 // a server holds for a connection (I2, I3, W4) read both ends' kernel
 // queues with inet_diag while a client with a 4 KiB receive buffer fills
-// the connection: what was sent, less what came back and what the kernel
-// holds, is what the server holds itself.
+// the connection, each sample tied to the connection's own two sockets
+// (four-tuple and cookie) or discarded. What was sent, less what came back
+// and what the kernel holds, is only a candidate for what the server
+// holds (a server that dropped bytes shows the same figure): it counts
+// while the server's end is open (ESTABLISHED, CLOSE_WAIT), and is taken
+// as holding only with positive evidence, the bytes delivered later (or,
+// for a server that stopped reading, its receive queue full and still).
+//
+// The environment is not the target: a port another process took between
+// its pick and the target's bind is retried on other ports, and how a
+// target ends once the stop has signalled it (a crash, an exit status
+// other than 0 or 128 + SIGTERM, a kill after the grace) is a finding of
+// its own (Result.AtStop), never charged to the case that ran before.
 //
 // From any Go test, like nettest.TestConn:
 //

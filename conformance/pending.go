@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/inetdiag"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -54,6 +55,16 @@ func (q sockQueues) kernel() int64 {
 	return q.clientUnsent + q.clientUnread + q.serverUnread + q.serverUnsent
 }
 
+// serverOpen reports whether the server's end is open in a state in which
+// it can still hold echoes and deliver them: ESTABLISHED, or CLOSE_WAIT
+// (it has the client's FIN, and has not closed or shut down its side).
+// Closed (LAST_ACK, CLOSING, TIME_WAIT, gone) or half-closed by the server
+// (FIN_WAIT1, FIN_WAIT2), it holds nothing it will still send: what the
+// client did not get back by then was dropped, not held.
+func (q sockQueues) serverOpen() bool {
+	return !q.serverGone && (q.serverState == tcpEstablished || q.serverState == tcpCloseWait)
+}
+
 // outputBlocked: the server has unsent echoes in its send queue and the
 // client has unread bytes: the path back to the client is backed up.
 func (q sockQueues) outputBlocked() bool {
@@ -79,7 +90,7 @@ func (q sockQueues) String() string {
 	if q.serverGone {
 		return fmt.Sprintf("client unsent %d unread %d; the server's end is gone", q.clientUnsent, q.clientUnread)
 	}
-	return fmt.Sprintf("client unsent %d unread %d; server unread %d unsent %d (state %d)", q.clientUnsent, q.clientUnread, q.serverUnread, q.serverUnsent, q.serverState)
+	return fmt.Sprintf("client unsent %d unread %d; server unread %d unsent %d (%s)", q.clientUnsent, q.clientUnread, q.serverUnread, q.serverUnsent, inetdiag.StateName(q.serverState))
 }
 
 // loaded is a client connection that sends the stream of its token and
@@ -87,6 +98,7 @@ func (q sockQueues) String() string {
 type loaded struct {
 	name  string
 	conn  *net.TCPConn
+	socks *connQueues // conn's two ends in the kernel's tables
 	token uint64
 	sent  int64 // bytes of the stream written
 	read  int64 // bytes read back (all checked)
@@ -101,18 +113,28 @@ type loaded struct {
 }
 
 // held is what the server has read from the connection and not yet
-// written back, as of the last sample: a byte echo owes what it was sent,
-// so what the client has neither read back nor finds in a kernel queue is
-// in the server. The FIN's sequence number and a segment counted at both
-// ends while in flight make it smaller; a segment moving between the two
-// reads of a sample could make it larger, which sampleQueues' order rules
-// out while data flows one way (see there).
-func (l *loaded) held() int64 { return max(0, l.sent-l.read-l.q.kernel()) }
+// written back, as of the last sample, while its end is open (serverOpen;
+// 0 otherwise): a byte echo owes what it was sent, so what the client has
+// neither read back nor finds in a kernel queue is in the server, or was
+// dropped by it. The subtraction cannot tell those apart: it is a
+// candidate, which a case takes as holding only with positive evidence
+// besides (the end still open, the bytes delivered later: confirmHeld,
+// or I3's and W4's reading of the rest). The FIN's sequence number and a
+// segment counted at both ends while in flight make it smaller; a segment
+// moving between the two reads of a sample could make it larger, which
+// connQueues.sample's order rules out while data flows one way (see
+// there).
+func (l *loaded) held() int64 {
+	if !l.q.serverOpen() {
+		return 0
+	}
+	return max(0, l.sent-l.read-l.q.kernel())
+}
 
 // sample refreshes the queues: the client's end first while the client
 // sends, the server's first once the client has half-closed.
 func (l *loaded) sample() error {
-	q, err := sampleQueues(l.conn, l.halfClosed)
+	q, err := l.socks.sample(l.halfClosed)
 	if err != nil {
 		return err
 	}
@@ -128,7 +150,11 @@ func (c *C) dialLoaded(name string, token uint64) *loaded {
 		c.Fatalf("%s: dial: %v", name, err)
 	}
 	c.Cleanup(func() { conn.Close() })
-	return &loaded{name: name, conn: conn, token: token}
+	socks, err := pinQueues(conn)
+	if err != nil {
+		c.Inconclusivef("%s: cannot see the connection's sockets, so cannot tell whether the server holds anything: %v", name, err)
+	}
+	return &loaded{name: name, conn: conn, socks: socks, token: token}
 }
 
 // writeSome writes at most n bytes of the stream, for at most d; it
@@ -179,21 +205,16 @@ func (c *C) halfClose(l *loaded) {
 	l.halfClosed = true
 }
 
-// What a server that has not stopped reading must be seen holding for a
-// fill to end. holdSome is far more than a read buffer in flight, and more
-// than the kernel's send buffer grows by while the client reads a few KiB;
-// holdMuch is more than any bounded out-queue of the reference reactors
-// (1 MiB) or of the peers, so a server that holds it without pausing has
-// no backpressure at all, and one that has backpressure is filled until
-// it pauses.
-const (
-	holdSome = 256 << 10
-	holdMuch = 4 << 20
-)
+// holdSome is what a server that has not stopped reading must be seen
+// holding for a fill to end (I3, W4), or for a fill that reached its
+// limit to count as holding (I2, after confirmHeld): far more than a
+// read buffer in flight, and more than the kernel's send buffer grows by
+// while the client reads a few KiB.
+const holdSome = 256 << 10
 
 // fill sends the stream until the server has stopped reading the
 // connection (the client's writes block, the server's unread queue does
-// not move for 100 ms and its echoes back up), or holds holdTarget bytes
+// not move for 100 ms and its echoes back up), or (holdTarget > 0) holds holdTarget bytes
 // of echoes it cannot deliver (twice seen, 30 ms apart, with the path back
 // to the client backed up), or the client has sent past limit, or 15 s
 // have passed. With needUnreadEmpty a holding counts only once the
@@ -221,7 +242,7 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 		}
 		// Judged on a frame boundary only: a frame-echoing server holds a
 		// partial frame unanswered, and that is no echo.
-		if len(l.pend) == 0 && l.held() >= holdTarget && l.q.outputBlocked() && (!needUnreadEmpty || l.q.serverUnread == 0) {
+		if holdTarget > 0 && len(l.pend) == 0 && l.held() >= holdTarget && l.q.outputBlocked() && (!needUnreadEmpty || l.q.serverUnread == 0) {
 			time.Sleep(30 * time.Millisecond) // a second look: a transient is no holding
 			if err := l.sample(); err != nil {
 				c.Inconclusivef("socket queues: %v", err)
@@ -240,6 +261,45 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 		}
 	}
 	return fillResult{held: l.held(), why: fmt.Sprintf("the server took all %d bytes (the limit) and holds %d with the path back %sbacked up (%v)", l.sent, l.held(), map[bool]string{true: "", false: "not "}[l.q.outputBlocked()], l.q)}
+}
+
+// confirmHeld establishes by delivery that the server holds at least want
+// bytes of echoes in its own buffers: once the server has read everything
+// it was sent (nothing unread at its end, nothing unsent at the client's,
+// its end open), the client reads what the kernel holds on the way back
+// and want bytes more, within bound. Those can only have come from the
+// server's buffers; a server that dropped what the subtraction counted
+// (held) has nothing to send, or sends the stream with a gap, which the
+// check of every byte finds. It reports whether the bytes came, and what
+// was seen.
+func (c *C) confirmHeld(l *loaded, want int64, bound time.Duration) (bool, string) {
+	deadline := time.Now().Add(bound)
+	for {
+		if err := l.sample(); err != nil {
+			return false, fmt.Sprintf("socket queues: %v", err)
+		}
+		if !l.q.serverOpen() {
+			return false, fmt.Sprintf("the server's end is no longer open (%v)", l.q)
+		}
+		if l.q.serverUnread == 0 && l.q.clientUnsent == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("the server did not read everything it was sent within %v (%v)", bound, l.q)
+		}
+		time.Sleep(10 * time.Millisecond) // the server is reading: a poll of another process's progress
+	}
+	from, candidate := l.read, l.held()
+	target := l.read + l.q.clientUnread + l.q.serverUnsent + want
+	for l.read < target {
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("counted %d bytes held, but only %d of the %d bytes beyond the kernel's queues arrived within %v: it did not hold them", candidate, max(0, l.read-(target-want)), want, bound)
+		}
+		if _, err := l.readSome(int(min(target-l.read, 64<<10)), 50*time.Millisecond); err != nil {
+			return false, fmt.Sprintf("counted %d bytes held, but reading them: %v", candidate, err)
+		}
+	}
+	return true, fmt.Sprintf("counted %d bytes held; %d bytes read back, %d of them beyond what the kernel's queues held: the server held them", candidate, l.read-from, want)
 }
 
 // fillLimit is how much a fill may send: more than every kernel buffer on

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -40,7 +42,7 @@ func (t Process) Name() string { return "process:" + refName(t.Design, t.Config)
 // one (its start timeout); a ctx without one waits DefaultStartTimeout.
 func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	cfg := refConfig(t.Design, t.Config, setup)
-	dataAddr, ctlAddr, err := twoFreeAddrs()
+	dataAddr, ctlAddr, err := pickAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
@@ -55,13 +57,32 @@ func (t Process) Start(ctx context.Context, setup Setup) (Instance, error) {
 	}
 	argv = append(append([]string(nil), argv...), "serve", "--reactor", string(t.Design), "--lifetime", "10m")
 	argv = append(argv, cfg.Args()...)
-	p, err := proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout)})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.Name(), err)
+	var p *proc.Process
+	for attempt := 1; ; attempt++ {
+		p, err = proc.Start(ctx, proc.Spec{Argv: argv, Addr: dataAddr, WaitAddrs: []string{ctlAddr}, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout)})
+		if err == nil {
+			break
+		}
+		if attempt == portAttempts || !portTaken(err, dataAddr, ctlAddr) {
+			return nil, fmt.Errorf("%s: %w", t.Name(), err)
+		}
+		// The control address is in argv: a new pair means new arguments.
+		old := ctlAddr
+		if dataAddr, ctlAddr, err = pickAddrs(); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Name(), err)
+		}
+		for i, a := range argv {
+			argv[i] = strings.ReplaceAll(a, "--control-listen="+old, "--control-listen="+ctlAddr)
+		}
+		cfg.ControlListen = ctlAddr
 	}
 	cfg.Listen = p.Addr()
 	return &process{p: p, ctl: ctlAddr, ref: &Reference{Design: t.Design, Config: cfg}}, nil
 }
+
+// pickAddrs picks the data and control addresses of a process target's
+// start: twoFreeAddrs, replaced by a test that takes a port first.
+var pickAddrs = twoFreeAddrs
 
 // twoFreeAddrs picks two distinct free loopback addresses: both ports are
 // held open together, so they cannot be the same one (picking them one
@@ -126,23 +147,63 @@ func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
 	if len(t.Argv) == 0 {
 		return nil, errors.New("command target: empty command")
 	}
-	dataAddr, ctlAddr, err := twoFreeAddrs()
+	dataAddr, ctlAddr, err := pickAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
-	spec := proc.Spec{Argv: t.Argv, Dir: t.Dir, Addr: dataAddr, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout), Grace: t.Grace}
-	served := ""
-	if t.ServesControl() {
-		spec.ControlAddr, served = ctlAddr, ctlAddr
-	} else {
-		// Offered, not waited for: the server may ignore it.
-		spec.Env = []string{proc.ControlListenEnv + "=" + ctlAddr}
+	for attempt := 1; ; attempt++ {
+		spec := proc.Spec{Argv: t.Argv, Dir: t.Dir, Addr: dataAddr, FdLimit: setup.FdLimit, Ready: readyBound(ctx, DefaultStartTimeout), Grace: t.Grace}
+		served := ""
+		if t.ServesControl() {
+			spec.ControlAddr, served = ctlAddr, ctlAddr
+		} else {
+			// Offered, not waited for: the server may ignore it.
+			spec.Env = []string{proc.ControlListenEnv + "=" + ctlAddr}
+		}
+		p, err := proc.Start(ctx, spec)
+		if err == nil {
+			return &process{p: p, ctl: served}, nil
+		}
+		if attempt == portAttempts || !portTaken(err, dataAddr, ctlAddr) {
+			return nil, fmt.Errorf("%s: %w", t.Name(), err)
+		}
+		// Another process took a port between its pick and the target's
+		// bind: the environment's doing, not the target's. Another pair.
+		if dataAddr, ctlAddr, err = pickAddrs(); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Name(), err)
+		}
 	}
-	p, err := proc.Start(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.Name(), err)
+}
+
+// portAttempts is how many pairs of addresses a start tries when the
+// target could not bind one because another process had taken it.
+const portAttempts = 3
+
+// portTaken reports whether err, a failed start of a target given addrs,
+// shows that one of those addresses was taken by another process: the
+// target exited before it listened, and either its stderr says its bind
+// failed with EADDRINUSE (in the words of libc, Go, the JVM, Erlang,
+// Python or Node) or the address is bound by someone now. A target that
+// exits for any other reason is its own failure.
+func portTaken(err error, addrs ...string) bool {
+	var pe *proc.StartError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, proc.ErrExited) {
+		return false
 	}
-	return &process{p: p, ctl: served}, nil
+	said := strings.ToLower(pe.Exit.StderrTail)
+	if strings.Contains(said, "address already in use") || strings.Contains(said, "eaddrinuse") || strings.Contains(said, "address in use") {
+		return true
+	}
+	for _, a := range addrs {
+		if ln, lerr := net.Listen("tcp", a); lerr != nil {
+			if errors.Is(lerr, unix.EADDRINUSE) {
+				return true
+			}
+		} else {
+			ln.Close()
+		}
+	}
+	return false
 }
 
 // ServesControl reports whether the command serves its control address:
@@ -224,31 +285,42 @@ func (i *process) Stop() (Final, error) {
 	if err != nil {
 		return Final{}, err
 	}
-	// A reference reactor exits 0 with its JSON; a black box may also die
-	// of the SIGTERM it was sent (a shell or `go run` wrapper does), which
-	// is an answer to the signal, not a crash. Being killed after the
-	// grace period is never clean.
-	f := Final{Exit: fmt.Sprintf("exit %d", exit.Code), Clean: exit.Code == 0 && !exit.Killed}
+	// What answers the SIGTERM the stop sent is clean: exit 0 (a reference
+	// reactor exits 0 with its JSON), death by the signal itself (a shell
+	// or `go run` wrapper), or the status 128 + SIGTERM that a JVM's
+	// shutdown hooks and socat exit with. Anything else after the signal
+	// (a crash, another status, a kill after the grace period) is a
+	// finding about the stop, AtStop, and not the case's: the case's claim
+	// was tested before it. Only an exit before the stop (below) is
+	// charged to the case.
+	f := Final{Exit: fmt.Sprintf("exit %d", exit.Code), Clean: true}
 	if exit.Signal != "" {
 		f.Exit = "signal " + exit.Signal
-		if i.ref == nil && exit.Signal == "terminated" && !exit.Killed {
-			f.Clean = true
-		}
 	}
 	if exit.Killed {
 		f.Exit += ", killed after the SIGTERM grace period"
-		if i.terminated.Load() {
-			// The case that sent SIGTERM judges the answer; what is wrong
-			// besides (a crash, unreadable output) is still said below.
-			f.Lingered, f.Clean = true, true
+	}
+	answered := !exit.Killed && (exit.Code == 0 || exit.Signal == "terminated" || exit.Code == 128+int(unix.SIGTERM))
+	switch {
+	case answered:
+		if exit.Code == 128+int(unix.SIGTERM) {
+			f.Exit += " (128 + SIGTERM: the answer to the stop's signal)"
 		}
+	case exit.Killed && i.terminated.Load():
+		// The case that sent SIGTERM judges the answer; what is wrong
+		// besides (a crash, unreadable output) is still said below.
+		f.Lingered = true
+	default:
+		f.AtStop = f.Exit
 	}
 	var problems []string
 	if i.ref != nil {
 		var out serveOutput
 		line := bytes.TrimSpace(exit.Stdout)
-		if err := json.Unmarshal(line, &out); err != nil {
+		if err := json.Unmarshal(line, &out); err != nil && f.AtStop == "" {
 			problems = append(problems, fmt.Sprintf("unreadable serve output %q: %v", truncate(line, 200), err))
+		} else if err != nil {
+			f.AtStop += fmt.Sprintf("; its output, unreadable: %q", truncate(line, 200))
 		} else {
 			f.Stats = &out.Stats
 			if out.Error != "" {
@@ -268,6 +340,7 @@ func (i *process) Stop() (Final, error) {
 	// its code and whatever the case's counts said.
 	if exit.ExitedBeforeStop {
 		f.Exit = "exited by itself during the case (" + f.Exit + ")"
+		f.AtStop = ""
 		problems = append(problems, "")
 	}
 	for _, d := range exit.Departed {
@@ -281,12 +354,18 @@ func (i *process) Stop() (Final, error) {
 			f.Exit += "; " + p
 		}
 	}
-	if !f.Clean && exit.StderrTail != "" {
+	if (!f.Clean || f.AtStop != "") && exit.StderrTail != "" {
 		// A Go crash's message is at the top, its goroutine dump after.
+		var said string
 		if head := strings.TrimSpace(exit.StderrHead); head != "" && head != strings.TrimSpace(exit.StderrTail) {
-			f.Exit += "; stderr begins: " + truncate([]byte(head), 1500)
+			said = "; stderr begins: " + truncate([]byte(head), 1500)
 		}
-		f.Exit += "; stderr ends: " + strings.TrimSpace(exit.StderrTail)
+		said += "; stderr ends: " + strings.TrimSpace(exit.StderrTail)
+		if f.Clean {
+			f.AtStop += said
+		} else {
+			f.Exit += said
+		}
 	}
 	i.final = &f
 	return f, nil

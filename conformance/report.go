@@ -42,6 +42,9 @@ type Summary struct {
 	Inconclusive int `json:"inconclusive"`
 	Interrupted  int `json:"interrupted"`
 	NotRun       int `json:"not_run"`
+	// StopFindings counts the results whose instance ended badly once it
+	// was signalled to stop (Result.AtStop), whatever their verdicts.
+	StopFindings int `json:"stop_findings"`
 }
 
 // WasInterrupted reports whether the run these counts describe was
@@ -66,6 +69,9 @@ func Summarize(results []Result) Summary {
 		case NotRun:
 			s.NotRun++
 		}
+		if r.AtStop != "" {
+			s.StopFindings++
+		}
 	}
 	return s
 }
@@ -85,7 +91,7 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 		return err
 	}
 	for _, r := range results {
-		if (r.Verdict == Pass || r.Verdict == NotRun) && !verbose {
+		if (r.Verdict == Pass || r.Verdict == NotRun) && r.AtStop == "" && !verbose {
 			continue
 		}
 		verdict := string(r.Verdict)
@@ -107,11 +113,17 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 				fmt.Fprintf(w, "    log: %s\n", l)
 			}
 		}
+		if r.AtStop != "" {
+			fmt.Fprintf(w, "    at the stop after the case (not this case's verdict): the target ended badly: %s\n", r.AtStop)
+		}
 	}
 	s := Summarize(results)
 	line := fmt.Sprintf("%d passed, %d failed, %d skipped", s.Pass, s.Fail, s.Skip)
 	if s.Inconclusive > 0 {
 		line += fmt.Sprintf(", %d inconclusive (a precondition could not be established: see above)", s.Inconclusive)
+	}
+	if s.StopFindings > 0 {
+		line += fmt.Sprintf("; the target ended badly when stopped after %d of the cases (a finding of its own: see above)", s.StopFindings)
 	}
 	if s.WasInterrupted() {
 		line += fmt.Sprintf(", %d interrupted, %d not run: the run was interrupted, and judges nothing it did not finish", s.Interrupted, s.NotRun)
@@ -217,6 +229,12 @@ func WriteJUnit(w io.Writer, target string, results []Result) error {
 		case NotRun:
 			jc.Skipped = &junitMessage{Message: "not run: " + strings.TrimPrefix(r.Reason, "not run: ")}
 			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(NotRun)}}}
+		}
+		if r.AtStop != "" {
+			if jc.Properties == nil {
+				jc.Properties = &junitProperties{}
+			}
+			jc.Properties.Property = append(jc.Properties.Property, junitProperty{Name: "at_stop", Value: r.AtStop})
 		}
 		suite.Time += jc.Time
 		suite.Cases = append(suite.Cases, jc)

@@ -55,6 +55,13 @@ type Result struct {
 	Evidence []string      `json:"evidence,omitempty"` // what was sent, what came back, counters
 	Log      []string      `json:"log,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// AtStop, when not empty, is how the instance ended badly once it was
+	// signalled to stop after the case (Final.AtStop): a crash, an exit
+	// status other than 0 or 128 + SIGTERM, a kill after the grace period.
+	// It is a finding of its own about the target's stop, counted apart
+	// (Summary.StopFindings) and never part of the verdict, which judges
+	// the case's claim alone.
+	AtStop string `json:"at_stop,omitempty"`
 }
 
 // C is a running case: its instance, its deadline and its findings. Fatalf
@@ -509,6 +516,9 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 	c.mu.Lock()
 	res.Verdict, res.Cause, res.Reason = c.verdict, c.cause, c.reason
 	res.Evidence, res.Log = c.evidence, c.log
+	if c.final != nil {
+		res.AtStop = c.final.AtStop
+	}
 	if res.Verdict == Fail && c.final != nil && c.final.Stats != nil {
 		res.Evidence = append(res.Evidence, "final counters: "+counterLine(c.final.Stats.Counters))
 	}
@@ -542,11 +552,16 @@ func Run(t *testing.T, target Target, opts ...Options) {
 			t.Fatalf("the target did not start, so no case was run: %v", err)
 		}
 	}
+	var atStop []string
 	for _, cs := range cases {
 		t.Run(cs.ID, func(t *testing.T) {
 			r := runCase(context.Background(), target, cs, o.caseRun())
 			for _, l := range r.Log {
 				t.Log(l)
+			}
+			if r.AtStop != "" {
+				t.Logf("when stopped after the case, the target ended badly (a finding of its own, reported by subtest %s, not this case's): %s", stopSubtest, r.AtStop)
+				atStop = append(atStop, cs.ID+": "+r.AtStop)
 			}
 			switch r.Verdict {
 			case Skip:
@@ -565,4 +580,13 @@ func Run(t *testing.T, target Target, opts ...Options) {
 			}
 		})
 	}
+	if len(atStop) > 0 {
+		t.Run(stopSubtest, func(t *testing.T) {
+			t.Errorf("the target ended badly when it was stopped after %d of the cases (each case's verdict judges its claim alone):\n%s", len(atStop), strings.Join(atStop, "\n"))
+		})
+	}
 }
+
+// stopSubtest names the subtest of Run that fails when the target ended
+// badly at a stop (Result.AtStop): a finding apart from every case's.
+const stopSubtest = "at-stop"

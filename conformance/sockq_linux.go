@@ -12,93 +12,106 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/internal/inetdiag"
 )
 
-// sampleQueues reads, with inet_diag (sock_diag(7), no privilege needed
-// for TCP), the queues of both ends of the loopback connection conn: the
-// client's (this process) and the server's, which is in the same network
-// namespace. A dual-stack server's end is an AF_INET6 socket with
-// v4-mapped addresses, which inet_diag's AF_INET query does not find: it
-// is then read from /proc/net/tcp6. The server's end found in neither is
-// reported with serverGone, not as an error.
+// connQueues are the two ends of one loopback connection of a case, each
+// tied to its socket by the kernel's cookie when the connection is made
+// (inetdiag.Pin): every later sample is of those two sockets, or says the
+// server's is gone, and is never taken from another socket that shares the
+// ports or the four-tuple (an earlier connection in TIME_WAIT, another
+// pair of loopback addresses).
+type connQueues struct {
+	client, server inetdiag.Pinned
+	// serverPinned is false when the server's end was not in the kernel's
+	// tables when the connection was made (closed at once): every sample
+	// then says it is gone.
+	serverPinned bool
+}
+
+// pinQueues ties conn's two ends to their sockets. The server's end of a
+// connection whose handshake has completed is in the kernel's tables from
+// then on, accepted or not, until the server closes it.
+func pinQueues(conn *net.TCPConn) (*connQueues, error) {
+	local, ok1 := conn.LocalAddr().(*net.TCPAddr)
+	remote, ok2 := conn.RemoteAddr().(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("not a TCP connection")
+	}
+	l, r := local.AddrPort(), remote.AddrPort()
+	client, _, found, err := inetdiag.Pin(l, r)
+	if err != nil {
+		return nil, fmt.Errorf("inet_diag of the client's socket %v→%v: %w", l, r, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("inet_diag: the client's socket %v→%v is not in the kernel's tables", l, r)
+	}
+	server, _, found, err := inetdiag.Pin(r, l)
+	if err != nil {
+		return nil, fmt.Errorf("inet_diag of the server's socket %v→%v: %w", r, l, err)
+	}
+	return &connQueues{client: client, server: server, serverPinned: found}, nil
+}
+
+// sample reads, with inet_diag (sock_diag(7), no privilege needed for
+// TCP), the queues of both ends: the client's (this process) and the
+// server's, which is in the same network namespace. The server's end
+// that the kernel no longer has is reported with serverGone, not as an
+// error.
 //
 // The two ends are read one after the other. With serverFirst (data flows
 // only from the server, after the client's half-close) a segment moving
 // meanwhile is seen at both ends or at the client's only, never at
 // neither, so held() can only come out low; reading the client first
 // suits data flowing the other way.
-func sampleQueues(conn *net.TCPConn, serverFirst bool) (sockQueues, error) {
-	local, ok1 := conn.LocalAddr().(*net.TCPAddr)
-	remote, ok2 := conn.RemoteAddr().(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return sockQueues{}, fmt.Errorf("not a TCP connection")
-	}
+func (cq *connQueues) sample(serverFirst bool) (sockQueues, error) {
 	var q sockQueues
 	client := func() error {
-		ours, err := netlink.SocketGet(local, remote)
+		ours, ok, err := cq.client.Sample()
 		if err != nil {
-			return fmt.Errorf("inet_diag of the client's socket %v→%v: %w", local, remote, err)
+			return fmt.Errorf("inet_diag of the client's socket %v→%v: %w", cq.client.Local, cq.client.Remote, err)
 		}
-		q.clientUnsent, q.clientUnread = int64(ours.WQueue), int64(ours.RQueue)
+		if !ok {
+			return fmt.Errorf("inet_diag: the client's socket %v→%v is gone", cq.client.Local, cq.client.Remote)
+		}
+		q.clientUnsent, q.clientUnread = int64(ours.Unsent), int64(ours.Unread)
 		return nil
 	}
-	server := func() {
-		if theirs, err := netlink.SocketGet(remote, local); err == nil {
-			q.serverUnread, q.serverUnsent, q.serverState = int64(theirs.RQueue), int64(theirs.WQueue), theirs.State
-			return
+	server := func() error {
+		if !cq.serverPinned {
+			q.serverGone = true
+			return nil
 		}
-		if unsent, unread, state, ok := procNetTCP6(remote.Port, local.Port); ok {
-			q.serverUnread, q.serverUnsent, q.serverState = unread, unsent, state
-			return
+		theirs, ok, err := cq.server.Sample()
+		if err != nil {
+			return fmt.Errorf("inet_diag of the server's socket %v→%v: %w", cq.server.Local, cq.server.Remote, err)
 		}
-		// A socket the kernel has let go of is no longer in its tables.
-		q.serverGone = true
+		if !ok {
+			// A socket the kernel has let go of is no longer in its tables.
+			q.serverGone = true
+			return nil
+		}
+		q.serverUnread, q.serverUnsent, q.serverState = int64(theirs.Unread), int64(theirs.Unsent), theirs.State
+		return nil
 	}
+	first, second := client, server
 	if serverFirst {
-		server()
-		return q, client()
+		first, second = server, client
 	}
-	if err := client(); err != nil {
+	if err := first(); err != nil {
 		return q, err
 	}
-	server()
-	return q, nil
-}
-
-// procNetTCP6 finds the socket of /proc/net/tcp6 with local port lport
-// and remote port rport, and returns its queues (tx_queue is write_seq −
-// snd_una and rx_queue rcv_nxt − copied_seq, as in inet_diag) and state.
-func procNetTCP6(lport, rport int) (unsent, unread int64, state uint8, ok bool) {
-	b, err := os.ReadFile("/proc/net/tcp6")
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	lp, rp := fmt.Sprintf(":%04X", lport), fmt.Sprintf(":%04X", rport)
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		// sl local rem st tx_queue:rx_queue ...
-		if len(f) < 5 || !strings.HasSuffix(f[1], lp) || !strings.HasSuffix(f[2], rp) {
-			continue
-		}
-		tx, rx, _ := strings.Cut(f[4], ":")
-		t, err1 := strconv.ParseInt(tx, 16, 64)
-		r, err2 := strconv.ParseInt(rx, 16, 64)
-		st, err3 := strconv.ParseUint(f[3], 16, 8)
-		if err1 != nil || err2 != nil || err3 != nil {
-			return 0, 0, 0, false
-		}
-		return t, r, uint8(st), true
-	}
-	return 0, 0, 0, false
+	return q, second()
 }
 
 // TCP states as inet_diag reports them (include/net/tcp_states.h).
 const (
-	tcpEstablished = netlink.TCP_ESTABLISHED
-	tcpFinWait1    = netlink.TCP_FIN_WAIT1
-	tcpFinWait2    = netlink.TCP_FIN_WAIT2
-	tcpCloseWait   = netlink.TCP_CLOSE_WAIT
+	tcpEstablished = inetdiag.Established
+	tcpFinWait1    = inetdiag.FinWait1
+	tcpFinWait2    = inetdiag.FinWait2
+	tcpCloseWait   = inetdiag.CloseWait
 )
 
 // dialSmall dials addr with a small receive and send buffer, set before
@@ -149,4 +162,82 @@ func kernelCapacity() (int64, string, error) {
 	}
 	rcv, snd := max(v[0], 2*v[2]), max(v[1], 2*v[3])
 	return rcv + snd, fmt.Sprintf("server receive buffer ≤ max(tcp_rmem %d, 2 × rmem_max %d) + send buffer ≤ max(tcp_wmem %d, 2 × wmem_max %d)", v[0], v[2], v[1], v[3]), nil
+}
+
+// tcpSockets keeps, of fds (as openFds lists them, "pid:fd→socket:[inode]"),
+// the TCP sockets: those whose inode is in the kernel's TCP tables (both
+// families, every state), each with its ends and state appended. A socket
+// that is not TCP (a Unix socket, netlink) is left out.
+func tcpSockets(fds []string) ([]string, error) {
+	if len(fds) == 0 {
+		return nil, nil
+	}
+	byInode := map[uint32]inetdiag.Socket{}
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := inetdiag.Dump(fam, 0, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("reading the kernel's TCP tables: %w", err)
+		}
+		for _, s := range socks {
+			if s.Inode != 0 {
+				byInode[s.Inode] = s
+			}
+		}
+	}
+	var out []string
+	for _, f := range fds {
+		i := strings.Index(f, "socket:[")
+		if i < 0 {
+			continue
+		}
+		ino, err := strconv.ParseUint(strings.TrimSuffix(f[i+len("socket:["):], "]"), 10, 32)
+		if err != nil {
+			continue
+		}
+		if s, ok := byInode[uint32(ino)]; ok {
+			out = append(out, fmt.Sprintf("%s (TCP %v→%v, %s, %d unread, %d unsent)", f, s.Local, s.Remote, inetdiag.StateName(s.State), s.Unread, s.Unsent))
+			continue
+		}
+		// A reset or closed connection whose descriptor is still open is
+		// no longer in the tables: ask the socket itself.
+		var pid, fd int
+		if _, err := fmt.Sscanf(f, "%d:%d", &pid, &fd); err != nil {
+			continue
+		}
+		if state, ok, err := tcpStateOf(pid, fd); err != nil {
+			return nil, fmt.Errorf("telling what %s is: %w", f, err)
+		} else if ok {
+			out = append(out, fmt.Sprintf("%s (TCP, %s: no longer in the kernel's tables, its descriptor still open)", f, inetdiag.StateName(state)))
+		}
+	}
+	return out, nil
+}
+
+// tcpStateOf reports whether descriptor fd of process pid is a TCP socket,
+// and its state, by taking a copy of it (pidfd_getfd(2): the leave to
+// trace pid, which a parent has, or root) and asking it (SO_PROTOCOL,
+// TCP_INFO).
+func tcpStateOf(pid, fd int) (state uint8, tcp bool, err error) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return 0, false, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	ours, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err == unix.EBADF {
+		return 0, false, nil // closed meanwhile
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("pidfd_getfd %d:%d: %w", pid, fd, err)
+	}
+	defer unix.Close(ours)
+	proto, err := unix.GetsockoptInt(ours, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	if err != nil || proto != unix.IPPROTO_TCP {
+		return 0, false, nil
+	}
+	info, err := unix.GetsockoptTCPInfo(ours, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, true, nil
+	}
+	return info.State, true, nil
 }

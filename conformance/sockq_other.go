@@ -7,9 +7,15 @@ import (
 	"net"
 )
 
-// sampleQueues needs Linux's inet_diag; elsewhere the cases that need it
+// connQueues needs Linux's inet_diag; elsewhere the cases that need it
 // are inconclusive.
-func sampleQueues(conn *net.TCPConn, serverFirst bool) (sockQueues, error) {
+type connQueues struct{}
+
+func pinQueues(conn *net.TCPConn) (*connQueues, error) {
+	return nil, errors.New("socket queues are read with Linux's inet_diag")
+}
+
+func (cq *connQueues) sample(serverFirst bool) (sockQueues, error) {
 	return sockQueues{}, errors.New("socket queues are read with Linux's inet_diag")
 }
 
@@ -26,4 +32,8 @@ func dialSmall(addr string) (*net.TCPConn, error) {
 
 func kernelCapacity() (int64, string, error) {
 	return 0, "", errors.New("kernel buffer sizes are read from Linux's /proc/sys")
+}
+
+func tcpSockets(fds []string) ([]string, error) {
+	return nil, errors.New("TCP sockets are told apart with Linux's inet_diag")
 }

@@ -85,9 +85,16 @@ type Final struct {
 	// Exit describes a process target's end: "exit 0", "killed after
 	// SIGTERM grace"; "" for in-process targets.
 	Exit string
-	// Clean is false when the instance ended badly: a reactor error, a
-	// non-zero exit, or a kill after the grace period (unless Lingered).
+	// Clean is false when the instance ended badly during the case: a
+	// reactor error, a process of it that exited before the stop. That is
+	// charged to the case (CauseTarget).
 	Clean bool
+	// AtStop, when not empty, says how the instance ended badly once the
+	// stop had signalled it: a crash, an exit status other than 0 or
+	// 128 + SIGTERM, a kill after the grace period (unless Lingered). It is
+	// a finding of its own, reported with the case's result (Result.AtStop)
+	// and never charged to the case's claim, which was tested before it.
+	AtStop string
 	// Lingered: the instance was still running when it was stopped after
 	// a case's own SIGTERM (terminable) and the grace period, and was
 	// killed. That alone leaves Clean true: the stop-contract case that

@@ -73,6 +73,7 @@ type termStream struct {
 	name     string
 	token    uint64
 	conn     *net.TCPConn
+	socks    *connQueues // conn's two ends in the kernel's tables; nil if they could not be found
 	sent     atomic.Int64
 	echoed   atomic.Int64
 	progress chan struct{} // a non-blocking tick from the reader
@@ -105,7 +106,9 @@ func (c *C) dialStream(name string, token uint64, addr string, holdOpen bool) *t
 	if err != nil {
 		c.Fatalf("%s: dial %s: %v", name, addr, err)
 	}
-	s := &termStream{name: name, token: token, conn: conn, holdOpen: holdOpen, progress: make(chan struct{}, 1),
+	// Without the sockets pinned, serverRead says it cannot tell.
+	socks, _ := pinQueues(conn)
+	s := &termStream{name: name, token: token, conn: conn, socks: socks, holdOpen: holdOpen, progress: make(chan struct{}, 1),
 		stopping: make(chan struct{}), wrote: make(chan struct{}), ended: make(chan struct{}), resume: make(chan struct{})}
 	go s.write()
 	go s.read()
@@ -341,7 +344,10 @@ func startTermLoad(c *C, holdOpen bool) *termLoad {
 // the figures low, never high (startTermLoad measures at rest).
 func serverRead(s *termStream) (read, held int64) {
 	sent, echoed := s.sent.Load(), s.echoed.Load()
-	q, err := sampleQueues(s.conn, false)
+	if s.socks == nil {
+		return -1, -1
+	}
+	q, err := s.socks.sample(false)
 	if err != nil || q.serverGone {
 		return -1, -1
 	}

@@ -66,7 +66,10 @@ nothing is run. Each case then runs alone on a fresh instance. The table
 of verdicts, with every failure's evidence, goes to stdout, or to stderr
 when --json - or --junit - puts that document alone on stdout; progress
 goes to stderr. Exit 0: nothing failed (nor was inconclusive, with
---strict); 1: a case failed; 2: bad flags, or the target could not be
+--strict); 1: a case failed, or the target ended badly (a crash, an
+exit status other than 0 or 143, a kill after the grace) when it was
+stopped after a case, which is reported apart from that case's verdict;
+2: bad flags, or the target could not be
 started; 130: interrupted by SIGINT or SIGTERM (the case then running is
 reported interrupted, the others not run, and the reports say so).`
 
@@ -229,7 +232,8 @@ type conformReport struct {
 }
 
 // report writes the results and returns the exit code they make: 130
-// interrupted, 1 a failure (or, with --strict, an inconclusive case), else 0.
+// interrupted, 1 a failure, a target that ended badly when stopped (or,
+// with --strict, an inconclusive case), else 0.
 func (r conformReport) report(results []conformance.Result) int {
 	if err := conformance.WriteTable(r.human, r.target, results, r.f.verbose); err != nil {
 		return r.c.Errorf(r.stderr, cli.ExitFail, "%v", err)
@@ -249,7 +253,7 @@ func (r conformReport) report(results []conformance.Result) int {
 	switch {
 	case sum.WasInterrupted():
 		return cli.ExitInterrupted
-	case sum.Fail > 0 || r.f.strict && sum.Inconclusive > 0:
+	case sum.Fail > 0 || sum.StopFindings > 0 || r.f.strict && sum.Inconclusive > 0:
 		return cli.ExitFail
 	}
 	return cli.ExitOK

@@ -99,6 +99,23 @@
 //	herd-poll        the data listener is waited on by 2 threads, each in
 //	                 poll(2), whose waits are never exclusive: every
 //	                 connection wakes both, and one accepts it (M4)
+//	drop-short-write each echo is one non-blocking write: what the kernel
+//	                 does not take at once is dropped, as by a server that
+//	                 ignores write()'s count (W3)
+//	crash-at-stop    at SIGTERM the server panics instead of stopping (exit
+//	                 status 2): a crash at stop, a finding of its own that
+//	                 no case's claim is charged with
+//
+// Two more flags are legitimate behaviours of real runtimes that the suite
+// must not mistake for failures:
+//
+//	--term-exit N       exit with status N after a stop by SIGTERM or SIGINT
+//	                    (0, the default); 143 (128 + SIGTERM) is what a JVM
+//	                    that runs its shutdown hooks, and socat, exit with
+//	--lazy-unix-socket  on the first connection closed once data has been
+//	                    read, open a Unix socket pair kept for the life of
+//	                    the process, as the JDK does on the first channel
+//	                    close: one more descriptor that is not a connection
 package main
 
 import (
@@ -135,6 +152,8 @@ var bugs = map[string]string{
 	"serve-after-term":     "at SIGTERM end the connections, but keep accepting and serving new ones (X5)",
 	"herd":                 "4 threads wait on the data listener, each in an epoll set of its own, without EPOLLEXCLUSIVE: every connection wakes them all (M4)",
 	"herd-poll":            "2 threads wait on the data listener, each in poll(2): every connection wakes both (M4)",
+	"drop-short-write":     "echo with one non-blocking write each: what the kernel does not take at once is dropped (W3)",
+	"crash-at-stop":        "panic at SIGTERM instead of stopping: a crash at stop (a finding of its own)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -186,7 +205,7 @@ func run(args []string) int {
 
 	ctx, cancel := context.WithTimeout(ctx, opt.lifetime)
 	defer cancel()
-	s := &server{bug: opt.bug, maxConns: opt.maxConns, conns: map[net.Conn]bool{}}
+	s := &server{bug: opt.bug, maxConns: opt.maxConns, lazyUnix: opt.lazyUnix, conns: map[net.Conn]bool{}}
 	for i, l := range listeners {
 		s.accepting.Add(1)
 		go func() {
@@ -195,12 +214,17 @@ func run(args []string) int {
 		}()
 	}
 	<-ctx.Done()
+	if opt.bug == "crash-at-stop" {
+		panic("echo: crash at stop (--bug crash-at-stop)")
+	}
 	s.stop(listeners)
-	return 0
+	return opt.termExit
 }
 
 // echoOptions are the command's flags, once parsed and checked.
 type echoOptions struct {
+	termExit          int
+	lazyUnix          bool
 	listen, bug       string
 	control           string
 	lifetime          time.Duration
@@ -219,6 +243,8 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	fs.StringVar(&opt.bug, "bug", "", "inject a known bug: "+strings.Join(names, ", "))
 	fs.IntVar(&opt.maxConns, "max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
 	fs.Uint64Var(&opt.nofile, "nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
+	fs.IntVar(&opt.termExit, "term-exit", 0, "exit with this status after a stop by SIGTERM or SIGINT (143: as a JVM or socat)")
+	fs.BoolVar(&opt.lazyUnix, "lazy-unix-socket", false, "open a Unix socket pair on the first connection closed and keep it, as the JDK does")
 	fs.IntVar(&opt.sockbuf, "sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: echo [--listen ADDR] [--control ADDR] [--lifetime D] [--max-conns N] [--nofile N] [--sockbuf BYTES] [--bug NAME]")
@@ -236,6 +262,10 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	}
 	if _, ok := bugs[opt.bug]; opt.bug != "" && !ok {
 		fmt.Fprintf(os.Stderr, "echo: unknown --bug %q; accepted: %s\n", opt.bug, strings.Join(names, ", "))
+		return opt, 2, false
+	}
+	if opt.termExit < 0 || opt.termExit > 255 {
+		fmt.Fprintf(os.Stderr, "echo: --term-exit %d: want an exit status 0..255\n", opt.termExit)
 		return opt, 2, false
 	}
 	if opt.maxConns < 0 {
@@ -336,6 +366,11 @@ type server struct {
 	mu        sync.Mutex
 	conns     map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
 	stopping  bool              // SIGTERM, SIGINT or the lifetime: connections are being ended
+	// lazyUnix: open unixPair on the first connection closed once data
+	// has been read (lastDataRead set).
+	lazyUnix bool
+	unixOnce sync.Once
+	unixPair [2]int
 	// lastDataRead is when a data connection last read something
 	// (UnixNano), for the slow-control bug.
 	lastDataRead atomic.Int64
@@ -408,6 +443,8 @@ func (s *server) serve(c net.Conn, control bool) {
 		queued(c, true)
 	case s.bug == "drop-on-term":
 		queued(c, false)
+	case s.bug == "drop-short-write":
+		echoDroppingRest(c)
 	default:
 		echo(c, 1, &s.lastDataRead)
 	}
@@ -424,6 +461,45 @@ func (s *server) serve(c net.Conn, control bool) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	c.Close()
+	if s.lazyUnix && s.lastDataRead.Load() != 0 {
+		s.unixOnce.Do(func() {
+			pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "echo: --lazy-unix-socket:", err)
+				return
+			}
+			s.unixPair = pair // kept for the life of the process
+		})
+	}
+}
+
+// echoDroppingRest is the drop-short-write bug's echo: each read is
+// written back by one non-blocking write(2), and what it did not take is
+// dropped.
+func echoDroppingRest(c net.Conn) {
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			var werr error
+			if cerr := rc.Write(func(fd uintptr) bool {
+				_, werr = syscall.Write(int(fd), buf[:n])
+				return true // one try, whatever it took
+			}); cerr != nil {
+				return
+			}
+			if werr != nil && werr != syscall.EAGAIN {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // echo writes back every read of at least min bytes, noting the time of

@@ -1,0 +1,107 @@
+//go:build linux
+
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/conformance"
+)
+
+// A crash when the target is stopped after a case is a finding of its
+// own: the case's verdict judges its claim alone, the result carries the
+// crash in AtStop, the summary counts it, and the table says so. (Before,
+// it failed whichever case had run, with cause target.)
+func TestStopIsJudgedApart(t *testing.T) {
+	echo := built(t, "echo", "")
+	results, err := conformance.RunAll(context.Background(), conformance.Command{Argv: []string{echo, "--bug", "crash-at-stop", "--lifetime", "5m"}},
+		conformance.Options{Cases: []string{"F1", "R1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Verdict != conformance.Pass {
+			t.Errorf("%s: %s (%s: %s), want pass: the crash came after the claim was tested", r.ID, r.Verdict, r.Cause, r.Reason)
+		}
+		if !strings.Contains(r.AtStop, "exit 2") || !strings.Contains(r.AtStop, "crash at stop") {
+			t.Errorf("%s: AtStop %q, want the exit status and the panic's message", r.ID, r.AtStop)
+		}
+	}
+	if s := conformance.Summarize(results); s.StopFindings != len(results) {
+		t.Errorf("summary counts %d stop findings, want %d", s.StopFindings, len(results))
+	}
+	var table bytes.Buffer
+	if err := conformance.WriteTable(&table, "crash-at-stop", results, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "ended badly when stopped after 2 of the cases") {
+		t.Errorf("the table does not report the crash at stop:\n%s", table.String())
+	}
+}
+
+// A port taken by another process between its pick and the target's bind
+// is the environment's doing: the start is retried on other ports, and
+// never reported as the target's failure. A target that exits for its own
+// reasons is not retried.
+func TestTakenPortIsRetried(t *testing.T) {
+	echo := built(t, "echo", "")
+	// A socket bound to the port and not listening, as a client's
+	// connection from that ephemeral port holds it: a bind fails with
+	// EADDRINUSE, and nobody answers there.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takenAddr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
+	picks := 0
+	restore := conformance.SetPickAddrs(func() (string, string, error) {
+		picks++
+		if picks == 1 {
+			return takenAddr, "127.0.0.1:1", nil
+		}
+		a, _ := net.Listen("tcp", "127.0.0.1:0")
+		b, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer a.Close()
+		defer b.Close()
+		return a.Addr().String(), b.Addr().String(), nil
+	})
+	defer restore()
+	inst, err := conformance.StartInstance(context.Background(), conformance.Command{Argv: []string{echo, "--lifetime", "1m"}}, conformance.Setup{}, 0)
+	if err != nil {
+		t.Fatalf("start with the first port taken: %v", err)
+	}
+	if inst.Addr() == takenAddr {
+		t.Errorf("the instance reports the taken address %s", inst.Addr())
+	}
+	if _, err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if picks != 2 {
+		t.Errorf("%d picks of addresses, want 2 (the taken one, then one that served)", picks)
+	}
+	picks = 1 // from now on, free addresses
+	_, err = conformance.StartInstance(context.Background(), conformance.Command{Argv: []string{"/bin/sh", "-c", "echo broken >&2; exit 3"}}, conformance.Setup{}, 0)
+	var se *conformance.StartError
+	if !errors.As(err, &se) || se.Cause != conformance.StartExited {
+		t.Fatalf("a target that exits 3: %v, want a StartError of cause %q", err, conformance.StartExited)
+	}
+	if picks != 2 {
+		t.Errorf("a target that exits for its own reasons was started %d times, want once", picks-1)
+	}
+}

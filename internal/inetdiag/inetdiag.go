@@ -1,0 +1,63 @@
+// Package inetdiag reads TCP sockets from the kernel's tables with
+// inet_diag (sock_diag(7)): their state, queues, inode and cookie, each
+// answer identified by its whole four-tuple. It is the one place
+// reactorlab asks the kernel about a TCP connection it does not own.
+//
+// The kernel filters a dump by ports only (inet_diag_dump_icsk compares
+// idiag_sport and idiag_dport, never the addresses), so a request for one
+// connection can be answered with other sockets that share its ports: an
+// older connection in TIME_WAIT, or another pair of addresses on
+// loopback's 127.0.0.0/8. Conn therefore keeps only the answers whose four
+// addresses and ports are the ones asked for, and Pin ties later samples
+// to one socket by its cookie, which the kernel never reuses: a sample of
+// another socket is discarded, never taken for the connection's.
+//
+// A dual-stack server's end of an IPv4 connection is an AF_INET6 socket
+// with v4-mapped addresses: Conn asks both families and compares
+// addresses in their unmapped form.
+package inetdiag
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// TCP states as inet_diag reports them (include/net/tcp_states.h).
+const (
+	Established = 1
+	SynSent     = 2
+	SynRecv     = 3
+	FinWait1    = 4
+	FinWait2    = 5
+	TimeWait    = 6
+	Close       = 7
+	CloseWait   = 8
+	LastAck     = 9
+	Listen      = 10
+	Closing     = 11
+)
+
+// StateName is the kernel's name of a TCP state ("ESTABLISHED").
+func StateName(s uint8) string {
+	names := [...]string{"", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING"}
+	if int(s) < len(names) && names[s] != "" {
+		return names[s]
+	}
+	return fmt.Sprintf("state %d", s)
+}
+
+// Socket is one TCP socket as the kernel reported it. Local and Remote
+// are unmapped (a v4-mapped address reads as IPv4). Unread is the
+// receive queue (received, not yet read by the application) and Unsent
+// the send queue (written, not yet acknowledged by the peer); for a
+// listener they are the accept queue and the backlog. Inode is 0 for a
+// socket no descriptor holds any more (TIME_WAIT, or closed and still
+// sending). Cookie identifies the socket for as long as the system runs.
+type Socket struct {
+	Family         uint8
+	State          uint8
+	Local, Remote  netip.AddrPort
+	Unread, Unsent uint32
+	Inode          uint32
+	Cookie         uint64
+}

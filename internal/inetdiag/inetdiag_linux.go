@@ -1,0 +1,200 @@
+//go:build linux
+
+package inetdiag
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dump returns the TCP sockets of family (unix.AF_INET or AF_INET6) whose
+// state is in the bit set states (1<<Established | …; 0: every state)
+// and, where non-zero, whose local port is lport and remote port rport:
+// the kernel's own filter. It reads the network namespace of the calling
+// thread.
+func Dump(family uint8, states uint32, lport, rport uint16) ([]Socket, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return nil, fmt.Errorf("inet_diag socket: %w", err)
+	}
+	defer unix.Close(fd)
+	// The kernel answers a dump at once; the bound is for a wedged one.
+	tv := unix.Timeval{Sec: 1}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return nil, fmt.Errorf("inet_diag SO_RCVTIMEO: %w", err)
+	}
+	return dump(fd, family, states, lport, rport)
+}
+
+// The inet_diag layout (linux/inet_diag.h): a request is struct
+// inet_diag_req_v2 (56 bytes), each answer a struct inet_diag_msg (72
+// bytes). Both hold a struct inet_diag_sockid at offset 8 (request) and 4
+// (answer): sport, dport (big-endian), src[16], dst[16], if, cookie[2].
+const (
+	reqLen      = 56
+	msgLen      = 72
+	reqSockid   = 8
+	msgSockid   = 4
+	msgRqueue   = 56
+	msgWqueue   = 60
+	msgInode    = 68
+	byFamily    = 20 // SOCK_DIAG_BY_FAMILY
+	allStates   = 0xffffffff
+	cookieNone  = 0xffffffff // INET_DIAG_NOCOOKIE
+	answerBytes = 64 << 10
+)
+
+func dump(fd int, family uint8, states uint32, lport, rport uint16) ([]Socket, error) {
+	if states == 0 {
+		states = allStates
+	}
+	req := make([]byte, unix.NLMSG_HDRLEN+reqLen)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], byFamily)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	body := req[unix.NLMSG_HDRLEN:]
+	body[0], body[1] = family, unix.IPPROTO_TCP
+	binary.NativeEndian.PutUint32(body[4:], states)
+	id := body[reqSockid:]
+	binary.BigEndian.PutUint16(id[0:], lport)
+	binary.BigEndian.PutUint16(id[2:], rport)
+	binary.NativeEndian.PutUint32(id[40:], cookieNone)
+	binary.NativeEndian.PutUint32(id[44:], cookieNone)
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("inet_diag request: %w", err)
+	}
+	var out []Socket
+	buf := make([]byte, answerBytes)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("inet_diag answer: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return nil, fmt.Errorf("inet_diag answer: %w", err)
+		}
+		for _, m := range msgs {
+			switch m.Header.Type {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				if len(m.Data) >= 4 {
+					if errno := int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 {
+						return nil, fmt.Errorf("inet_diag: %w", syscall.Errno(-errno))
+					}
+				}
+				return nil, errors.New("inet_diag: error message")
+			}
+			if s, ok := parse(m.Data); ok {
+				out = append(out, s)
+			}
+		}
+	}
+}
+
+// parse reads one struct inet_diag_msg.
+func parse(b []byte) (Socket, bool) {
+	if len(b) < msgLen {
+		return Socket{}, false
+	}
+	s := Socket{Family: b[0], State: b[1]}
+	id := b[msgSockid:]
+	addr := func(raw []byte) netip.Addr {
+		if s.Family == unix.AF_INET {
+			return netip.AddrFrom4([4]byte(raw[:4]))
+		}
+		return netip.AddrFrom16([16]byte(raw[:16])).Unmap()
+	}
+	s.Local = netip.AddrPortFrom(addr(id[4:20]), binary.BigEndian.Uint16(id[0:]))
+	s.Remote = netip.AddrPortFrom(addr(id[20:36]), binary.BigEndian.Uint16(id[2:]))
+	s.Cookie = uint64(binary.NativeEndian.Uint32(id[40:])) | uint64(binary.NativeEndian.Uint32(id[44:]))<<32
+	s.Unread = binary.NativeEndian.Uint32(b[msgRqueue:])
+	s.Unsent = binary.NativeEndian.Uint32(b[msgWqueue:])
+	s.Inode = binary.NativeEndian.Uint32(b[msgInode:])
+	return s, true
+}
+
+// Conn returns the sockets whose local end is local and remote end is
+// remote, exactly (addresses compared unmapped), from both families'
+// tables: none when the kernel has let the socket go, one for a live
+// connection, and possibly a TIME_WAIT remnant of an earlier connection
+// with the same four-tuple beside it. Any other socket that shares the
+// ports is left out.
+func Conn(local, remote netip.AddrPort) ([]Socket, error) {
+	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
+	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	var out []Socket
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		if fam == unix.AF_INET && !(local.Addr().Is4() && remote.Addr().Is4()) {
+			continue
+		}
+		all, err := Dump(fam, 0, local.Port(), remote.Port())
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range all {
+			if s.Local == local && s.Remote == remote {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Pinned is one connection's socket, followed by its cookie: Sample
+// returns that socket, or says it is gone, and never another socket with
+// the same four-tuple.
+type Pinned struct {
+	Local, Remote netip.AddrPort
+	// Cookie is the socket's, once Pin has found it.
+	Cookie uint64
+}
+
+// ErrAmbiguous is Pin's error when the four-tuple names more than one
+// socket that is not in TIME_WAIT: no sample can be told apart.
+var ErrAmbiguous = errors.New("more than one live socket with this four-tuple")
+
+// Pin finds the live socket (not TIME_WAIT) with local and remote as its
+// ends and returns it pinned by its cookie. found is false (and err nil)
+// when there is none.
+func Pin(local, remote netip.AddrPort) (p Pinned, s Socket, found bool, err error) {
+	socks, err := Conn(local, remote)
+	if err != nil {
+		return Pinned{}, Socket{}, false, err
+	}
+	var live []Socket
+	for _, s := range socks {
+		if s.State != TimeWait {
+			live = append(live, s)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return Pinned{Local: local, Remote: remote}, Socket{}, false, nil
+	case 1:
+		return Pinned{Local: local, Remote: remote, Cookie: live[0].Cookie}, live[0], true, nil
+	}
+	return Pinned{}, Socket{}, false, fmt.Errorf("%v→%v: %w (%d)", local, remote, ErrAmbiguous, len(live))
+}
+
+// Sample reads the pinned socket again: ok is false once the kernel no
+// longer has it (closed and done with, or reset). A socket with the same
+// four-tuple and another cookie is not it.
+func (p Pinned) Sample() (s Socket, ok bool, err error) {
+	socks, err := Conn(p.Local, p.Remote)
+	if err != nil {
+		return Socket{}, false, err
+	}
+	for _, s := range socks {
+		if s.Cookie == p.Cookie {
+			return s, true, nil
+		}
+	}
+	return Socket{}, false, nil
+}
