@@ -54,6 +54,22 @@ func (c *C) dial(name, addr string) *peer {
 	if err != nil {
 		c.Fatalf("%s: dial %s: %v", name, addr, err)
 	}
+	return c.peerOn(name, link)
+}
+
+// dialNarrow opens a peer whose connection has a small receive buffer
+// (dialSmall): the server's writes to it come back short whenever the
+// peer falls behind, whatever their size.
+func (c *C) dialNarrow(name, addr string) *peer {
+	conn, err := dialSmall(addr)
+	if err != nil {
+		c.Fatalf("%s: dial %s: %v", name, addr, err)
+	}
+	return c.peerOn(name, faults.NewTCPLink(conn, addr, 5*time.Second))
+}
+
+// peerOn starts the reader of a peer on link, closed when the case ends.
+func (c *C) peerOn(name string, link *faults.TCPLink) *peer {
 	p := &peer{name: name, link: link, frames: make(chan got, 1024), done: make(chan struct{}), exited: make(chan struct{})}
 	go p.read()
 	c.Cleanup(p.close)

@@ -224,8 +224,22 @@ func judgeReferenceHerd(c *C, threads []threadWakeups) {
 	case idle > herdNoisyShare*herdConns:
 		c.Inconclusivef("the loops woke %.0f times while idle, more than half as many as there were connections: the signal cannot be read", idle)
 	case conns-idle < herdThreadShare*herdConns:
-		c.Inconclusivef("the loops woke only %.0f times beyond idle for %d connections: the wakeups were not seen", conns-idle, herdConns)
+		c.Inconclusivef("%s", unseenWakeups("the loops", idle, conns))
 	}
+}
+
+// unseenWakeups says why the wakeups of who (the loops, the server's
+// threads) for the herdConns connections could not be seen: idle and
+// conns are their wakeups in the idle stretch and in the connections'
+// stretch, of equal length. Fewer for the connections than while idle is
+// no count of anything (a spin or a timer drowns the signal, and the
+// machine decides how often it switches), so it is said as it is, never
+// as a negative number of wakeups.
+func unseenWakeups(who string, idle, conns float64) string {
+	if conns < idle {
+		return fmt.Sprintf("%s woke fewer times while %d connections arrived (%.0f) than in as long idle (%.0f): what wakes them idle (a spin, a timer) drowns what the connections do, so no wakeup can be put down to a connection", who, herdConns, conns, idle)
+	}
+	return fmt.Sprintf("%s woke only %.0f times beyond idle for %d connections (%.0f while they arrived, %.0f idle): the wakeups were not seen", who, conns-idle, herdConns, conns, idle)
 }
 
 // judgeBlackBoxHerd is the black-box verdict: the threads that woke for
@@ -282,7 +296,7 @@ func judgeBlackBoxHerd(c *C, threads []threadWakeups) {
 	case len(woken)+len(noisy) >= 2 && shared:
 		c.Inconclusivef("%d threads woke for every connection and %d more woke so often while idle that they may have too, and %s: a herd cannot be told from the noise", len(woken), len(noisy), sets)
 	case conns-idle < herdThreadShare*herdConns:
-		c.Inconclusivef("the server's threads woke only %.0f times beyond idle for %d connections: its wakeups were not seen", conns-idle, herdConns)
+		c.Inconclusivef("%s", unseenWakeups("the server's threads", idle, conns))
 	case len(every) <= 1 || known:
 		// At most one waiter on the listener wakes for each connection:
 		// threads woken besides are a hand-over's and the runtime's, not a

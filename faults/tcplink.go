@@ -42,6 +42,13 @@ func DialTCP(addr string, timeout time.Duration) (*TCPLink, error) {
 	return &TCPLink{addr: addr, timeout: timeout, conn: c, changed: make(chan struct{})}, nil
 }
 
+// NewTCPLink makes a link of conn, a connection to addr its caller dialled
+// itself (with socket options of its own, set before the handshake). A
+// Reconnect dials addr plainly, giving up after timeout.
+func NewTCPLink(conn *net.TCPConn, addr string, timeout time.Duration) *TCPLink {
+	return &TCPLink{addr: addr, timeout: timeout, conn: conn, changed: make(chan struct{})}
+}
+
 func dialTCP(addr string, timeout time.Duration) (*net.TCPConn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {

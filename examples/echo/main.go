@@ -102,6 +102,13 @@
 //	drop-short-write each echo is one non-blocking write: what the kernel
 //	                 does not take at once is dropped, as by a server that
 //	                 ignores write()'s count (W3)
+//	overlapping-writes  a read of less than 4 KiB is written back by a
+//	                 goroutine of its own with non-blocking writes retried
+//	                 every 50 µs, without waiting for the writes of earlier
+//	                 reads, as overlapping asynchronous writes do (forbidden
+//	                 in Asio, common); larger reads are written in order by
+//	                 one writer. Only small pieces pending behind a full
+//	                 socket race each other and reorder the stream (W3)
 //	crash-at-stop    at SIGTERM the server panics instead of stopping (exit
 //	                 status 2): a crash at stop, a finding of its own that
 //	                 no case's claim is charged with
@@ -154,6 +161,7 @@ var bugs = map[string]string{
 	"herd-poll":            "2 threads wait on the data listener, each in poll(2): every connection wakes both (M4)",
 	"drop-short-write":     "echo with one non-blocking write each: what the kernel does not take at once is dropped (W3)",
 	"crash-at-stop":        "panic at SIGTERM instead of stopping: a crash at stop (a finding of its own)",
+	"overlapping-writes":   "write each read under 4 KiB back from a goroutine of its own, not waiting for earlier writes: a short write of a small piece reorders the stream (W3)",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -445,6 +453,8 @@ func (s *server) serve(c net.Conn, control bool) {
 		queued(c, false)
 	case s.bug == "drop-short-write":
 		echoDroppingRest(c)
+	case s.bug == "overlapping-writes":
+		echoOverlapping(c)
 	default:
 		echo(c, 1, &s.lastDataRead)
 	}
@@ -472,6 +482,75 @@ func (s *server) serve(c net.Conn, control bool) {
 		})
 	}
 }
+
+// echoOverlapping is the overlapping-writes bug's echo: the reader never
+// waits for a write. A read of overlapSmall bytes or more goes to one
+// writer goroutine that writes such pieces in order, each to its end; a
+// smaller read is written back by a goroutine of its own, one
+// non-blocking write(2) at a time with 50 µs between tries. So a small
+// piece pending behind a full socket races the others, and the stream is
+// reordered once two are pending at once: only where the server's output
+// backs up while it reads small pieces.
+func echoOverlapping(c net.Conn) {
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return
+	}
+	write := func(piece []byte) {
+		for len(piece) > 0 {
+			var k int
+			var werr error
+			if cerr := rc.Write(func(fd uintptr) bool {
+				k, werr = syscall.Write(int(fd), piece)
+				return true
+			}); cerr != nil {
+				return
+			}
+			if k > 0 {
+				piece = piece[k:]
+			}
+			if werr != nil && werr != syscall.EAGAIN {
+				return
+			}
+			if len(piece) > 0 {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+	}
+	var writers sync.WaitGroup
+	defer writers.Wait()
+	large := make(chan []byte, 1<<16)
+	writers.Add(1)
+	go func() {
+		defer writers.Done()
+		for piece := range large {
+			write(piece)
+		}
+	}()
+	defer close(large)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		switch {
+		case n >= overlapSmall:
+			large <- bytes.Clone(buf[:n])
+		case n > 0:
+			piece := bytes.Clone(buf[:n])
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				write(piece)
+			}()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// overlapSmall is the size under which overlapping-writes writes a read
+// back from a goroutine of its own.
+const overlapSmall = 4 << 10
 
 // echoDroppingRest is the drop-short-write bug's echo: each read is
 // written back by one non-blocking write(2), and what it did not take is
