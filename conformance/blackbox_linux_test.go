@@ -98,6 +98,9 @@ var blackBoxRows = []blackBoxRow{
 	// reads the gap. The subtraction counts the dropped bytes as held, but
 	// they are never delivered: I2 and W4 establish nothing.
 	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W3", "I3"}, inconclusive: []string{"W4", "I2"}},
+	// One lock held across every blocking write: a client that keeps
+	// sending and does not read freezes the other connections.
+	{name: "block-loop-on-full", args: []string{"--bug", "block-loop-on-full"}, fail: []string{"W5"}},
 	// Exit status 143 after SIGTERM, as a JVM's shutdown hooks and socat
 	// give it, is the answer to the stop: no case is charged with it.
 	{name: "term-exit-143", args: []string{"--term-exit", "143"}, cases: []string{"F1", "R1", "I2"}},
@@ -134,7 +137,7 @@ var blackBoxRows = []blackBoxRow{
 	{name: "busy-idle/R4", args: []string{"--bug", "busy-idle"}, inconclusive: []string{"R4"}},
 	{name: "max-conns", args: []string{"--max-conns", "16"}, inconclusive: []string{"R4"}},
 	{name: "nofile", args: []string{"--nofile", "40"}, inconclusive: []string{"R4"}},
-	{name: "sockbuf", args: []string{"--sockbuf", strconv.Itoa(64 << 20)}, inconclusive: []string{"W4", "I2", "I3"}, needCap: capNetAdmin},
+	{name: "sockbuf", args: []string{"--sockbuf", strconv.Itoa(64 << 20)}, inconclusive: []string{"W4", "W5", "I2", "I3"}, needCap: capNetAdmin},
 }
 
 // referenceOnly lists the cases a black box cannot run: those that need

@@ -100,6 +100,7 @@ var faultHooks = map[string][]faultHook{
 	// Every design it applies to: not oneshot, whose other worker thread
 	// serves everyone else while one spins (its registry entry's Scope).
 	"flush-spin-at-eof":      {{detect: detectFlushSpinAtEOF}},
+	"block-on-full-write":    {{detect: detectBlockOnFullWrite}},
 	"admission-ignored":      {{designs: []reactors.Design{reactors.LT, reactors.ET}, setup: admissionLimit, detect: detectIgnoredAdmission}},
 	"handoff-drop-when-full": {{setup: tinySubLoopIngress, detect: detectLostHandoff}},
 	"serve-on-two-loops":     {{setup: twoLoops, detect: detectTwoLoopsOnOneSocket}},

@@ -4,6 +4,7 @@ package reactors_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -266,6 +267,56 @@ func detectFlushSpinAtEOF(r *reactors.Reactor) error {
 	st := r.Stats().Counters
 	if held := (st.BytesIn - c0.BytesIn) - (st.BytesOut - c0.BytesOut); held == 0 {
 		return fmt.Errorf("flush spin: A's echoes all left the out-queue: nothing was queued at its EOF, the test proves nothing")
+	}
+	return nil
+}
+
+// detectBlockOnFullWrite (W5): client A, with a small receive buffer,
+// keeps sending DATA frames and never reads (nor half-closes), so that the
+// reactor's writes back to it come back short and its out-queue backs up;
+// meanwhile three PING round trips of client B must each be answered
+// within 1 s. Closing A at the end resets it, which ends a mutant's wait.
+func detectBlockOnFullWrite(r *reactors.Reactor) error {
+	a, err := dialSmallReceiveBuffer(r.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	stop := make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() { // A's sender: frames until told to stop or blocked for good
+		frame := wire.AppendFrame(nil, wire.KindData, 0, 21, 0, 0, make([]byte, 16<<10))
+		for {
+			select {
+			case <-stop:
+				wrote <- nil
+				return
+			default:
+			}
+			a.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, err := a.Write(frame); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-wrote }()
+	time.Sleep(300 * time.Millisecond) // A's echoes back up meanwhile
+	b, err := reactortest.Dial(r.Addr().String(), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for seq := uint64(0); seq < 3; seq++ {
+		if err := b.Send(wire.KindPing, 22, seq, nil); err != nil {
+			return err
+		}
+		if _, _, err := b.Recv(time.Second); err != nil {
+			return fmt.Errorf("blocking write: client B's PING %d unanswered in 1 s while A, which keeps sending, does not read: %w", seq, err)
+		}
+	}
+	if st := r.Stats().Counters; st.BytesIn <= st.BytesOut {
+		return fmt.Errorf("blocking write: nothing of A's was left to write (in %d, out %d): the test proves nothing", st.BytesIn, st.BytesOut)
 	}
 	return nil
 }

@@ -76,6 +76,13 @@ type Faults struct {
 	// requested: while the peer does not read, the loop's thread serves
 	// nothing else.
 	FlushSpinAtEOF bool
+	// BlockOnFullWrite writes an out-queue the socket would not take at
+	// once by waiting in poll(2) for the socket to take it, on the loop's
+	// thread, as a loop that switches a connection to blocking writes
+	// once it sees EAGAIN: while that peer does not read, the loop serves
+	// nothing else. The wait ends when the queue is written, a write
+	// fails (the peer reset), or a stop is requested.
+	BlockOnFullWrite bool
 	// AdmissionIgnored admits every DATA frame while the admission limit
 	// (Config.Admission) is engaged, as a limiter that counts saturation
 	// but never refuses: past saturation the data plane takes every
@@ -357,6 +364,13 @@ var Mutants = []Mutant{{
 		"while the half-closed peer does not read, its loop serves no other connection",
 	Scope: "under oneshot the worker threads share one epoll set, so while one spins the others go on serving every other connection " +
 		"(with the default two threads the hook's detector saw no freeze in 5 of 5 runs; with one thread, a freeze in 3 of 3). " +
+		"Under prio-thread the data loop, which every data connection shares, freezes (its control loop does not)",
+}, {
+	Name: "block-on-full-write", Hook: "BlockOnFullWrite", flag: func(f *Faults) *bool { return &f.BlockOnFullWrite },
+	Designs: turnDesigns, Cases: []string{"W5"},
+	Doc: "an out-queue the socket will not take at once is written by waiting in poll(2) on the loop's thread: " +
+		"while a peer that keeps sending does not read, its loop serves no other connection",
+	Scope: "under oneshot the worker threads share one epoll set, so while one waits the others go on serving every other connection. " +
 		"Under prio-thread the data loop, which every data connection shares, freezes (its control loop does not)",
 }, {
 	Name: "admission-ignored", Hook: "AdmissionIgnored", flag: func(f *Faults) *bool { return &f.AdmissionIgnored },

@@ -31,9 +31,12 @@ func (l *Loop) flush(s *Source) bool {
 	if !s.out.Empty() {
 		var n int
 		var err error
-		if l.cfg.Faults.DropShortWrite {
+		switch {
+		case l.cfg.Faults.DropShortWrite:
 			n, err = l.flushIgnoringCount(s)
-		} else {
+		case l.cfg.Faults.BlockOnFullWrite:
+			n, err = l.blockingFlush(s)
+		default:
 			n, _, err = s.out.Flush(s.fd)
 		}
 		l.stats.BytesOut += uint64(n)
@@ -67,6 +70,26 @@ func (l *Loop) spinFlush(s *Source) {
 		if err != nil {
 			l.closeSource(s)
 			return
+		}
+	}
+}
+
+// blockingFlush is the BlockOnFullWrite mutant's flush (outq.Queue.Flush
+// and EPOLLOUT are the correct one): it writes s's out-queue and, while the
+// socket will not take the rest, waits for it in poll(2) on the loop's
+// thread, 100 ms at a time. It ends when the queue is empty, a write fails
+// or a stop is requested, so the reactor can still be stopped.
+func (l *Loop) blockingFlush(s *Source) (int, error) {
+	total := 0
+	for {
+		n, _, err := s.out.Flush(s.fd)
+		total += n
+		if err != nil || s.out.Empty() || l.r.stopRequested.Load() {
+			return total, err
+		}
+		fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}}
+		if _, err := unix.Poll(fds, 100); err != nil && err != unix.EINTR {
+			return total, os.NewSyscallError("poll", err)
 		}
 	}
 }

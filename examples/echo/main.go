@@ -109,6 +109,11 @@
 //	                 in Asio, common); larger reads are written in order by
 //	                 one writer. Only small pieces pending behind a full
 //	                 socket race each other and reorder the stream (W3)
+//	block-loop-on-full  every echo is written under one lock held across
+//	                 the whole (blocking) write, as a one-thread loop that
+//	                 switches a connection to blocking writes when it sees
+//	                 EAGAIN: a client that does not read holds the lock,
+//	                 and every other connection's echoes wait (W5)
 //	crash-at-stop    at SIGTERM the server panics instead of stopping (exit
 //	                 status 2): a crash at stop, a finding of its own that
 //	                 no case's claim is charged with
@@ -161,6 +166,7 @@ var bugs = map[string]string{
 	"herd-poll":            "2 threads wait on the data listener, each in poll(2): every connection wakes both (M4)",
 	"drop-short-write":     "echo with one non-blocking write each: what the kernel does not take at once is dropped (W3)",
 	"crash-at-stop":        "panic at SIGTERM instead of stopping: a crash at stop (a finding of its own)",
+	"block-loop-on-full":   "write every echo under one lock held across the blocking write: a client that does not read freezes the others (W5)",
 	"overlapping-writes":   "write each read under 4 KiB back from a goroutine of its own, not waiting for earlier writes: a short write of a small piece reorders the stream (W3)",
 }
 
@@ -374,6 +380,8 @@ type server struct {
 	mu        sync.Mutex
 	conns     map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
 	stopping  bool              // SIGTERM, SIGINT or the lifetime: connections are being ended
+	// loop is the one lock of the block-loop-on-full bug's writes.
+	loop sync.Mutex
 	// lazyUnix: open unixPair on the first connection closed once data
 	// has been read (lastDataRead set).
 	lazyUnix bool
@@ -455,6 +463,8 @@ func (s *server) serve(c net.Conn, control bool) {
 		echoDroppingRest(c)
 	case s.bug == "overlapping-writes":
 		echoOverlapping(c)
+	case s.bug == "block-loop-on-full":
+		s.echoUnderLoopLock(c)
 	default:
 		echo(c, 1, &s.lastDataRead)
 	}
@@ -541,6 +551,27 @@ func echoOverlapping(c net.Conn) {
 				defer writers.Done()
 				write(piece)
 			}()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// echoUnderLoopLock is the block-loop-on-full bug's echo: each read is
+// written back while holding s.loop, the one lock every connection's
+// writes take, for as long as the write blocks.
+func (s *server) echoUnderLoopLock(c net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			s.loop.Lock()
+			_, werr := c.Write(buf[:n])
+			s.loop.Unlock()
+			if werr != nil {
+				return
+			}
 		}
 		if err != nil {
 			return
