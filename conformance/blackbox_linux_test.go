@@ -104,6 +104,10 @@ var blackBoxRows = []blackBoxRow{
 	// Exit status 143 after SIGTERM, as a JVM's shutdown hooks and socat
 	// give it, is the answer to the stop: no case is charged with it.
 	{name: "term-exit-143", args: []string{"--term-exit", "143"}, cases: []string{"F1", "R1", "I2"}},
+	// Memory taken at the first traffic, whoever reads it (a pooled
+	// allocator's arenas): W1 judges what the slow consumer costs beyond
+	// what the same server took for a client that reads.
+	{name: "arena", args: []string{"--arena", strconv.Itoa(48 << 20)}, cases: []string{"W1"}},
 	// A Unix socket opened on the first close, as the JDK does, is no
 	// connection left behind.
 	{name: "lazy-unix-socket", args: []string{"--lazy-unix-socket"}, cases: []string{"R1", "I2"}},

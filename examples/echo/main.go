@@ -118,12 +118,17 @@
 //	                 status 2): a crash at stop, a finding of its own that
 //	                 no case's claim is charged with
 //
-// Two more flags are legitimate behaviours of real runtimes that the suite
+// Three more flags are legitimate behaviours of real runtimes that the suite
 // must not mistake for failures:
 //
 //	--term-exit N       exit with status N after a stop by SIGTERM or SIGINT
 //	                    (0, the default); 143 (128 + SIGTERM) is what a JVM
 //	                    that runs its shutdown hooks, and socat, exit with
+//	--arena BYTES       on the first read of data, allocate and touch a
+//	                    buffer pool of BYTES kept for the life of the
+//	                    process, as Netty's pooled allocator takes its
+//	                    arenas' chunks on first use: memory that grows with
+//	                    the first traffic, whoever reads it
 //	--lazy-unix-socket  on the first connection closed once data has been
 //	                    read, open a Unix socket pair kept for the life of
 //	                    the process, as the JDK does on the first channel
@@ -219,7 +224,7 @@ func run(args []string) int {
 
 	ctx, cancel := context.WithTimeout(ctx, opt.lifetime)
 	defer cancel()
-	s := &server{bug: opt.bug, maxConns: opt.maxConns, lazyUnix: opt.lazyUnix, conns: map[net.Conn]bool{}}
+	s := &server{bug: opt.bug, maxConns: opt.maxConns, lazyUnix: opt.lazyUnix, arenaSize: opt.arena, conns: map[net.Conn]bool{}}
 	for i, l := range listeners {
 		s.accepting.Add(1)
 		go func() {
@@ -237,7 +242,7 @@ func run(args []string) int {
 
 // echoOptions are the command's flags, once parsed and checked.
 type echoOptions struct {
-	termExit          int
+	termExit, arena   int
 	lazyUnix          bool
 	listen, bug       string
 	control           string
@@ -258,6 +263,7 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	fs.IntVar(&opt.maxConns, "max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
 	fs.Uint64Var(&opt.nofile, "nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
 	fs.IntVar(&opt.termExit, "term-exit", 0, "exit with this status after a stop by SIGTERM or SIGINT (143: as a JVM or socat)")
+	fs.IntVar(&opt.arena, "arena", 0, "on the first read of data, allocate and touch a buffer pool of BYTES kept for the process's life, as Netty's pooled allocator does (0: none)")
 	fs.BoolVar(&opt.lazyUnix, "lazy-unix-socket", false, "open a Unix socket pair on the first connection closed and keep it, as the JDK does")
 	fs.IntVar(&opt.sockbuf, "sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
 	fs.Usage = func() {
@@ -276,6 +282,10 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	}
 	if _, ok := bugs[opt.bug]; opt.bug != "" && !ok {
 		fmt.Fprintf(os.Stderr, "echo: unknown --bug %q; accepted: %s\n", opt.bug, strings.Join(names, ", "))
+		return opt, 2, false
+	}
+	if opt.arena < 0 || opt.arena > 1<<30 {
+		fmt.Fprintf(os.Stderr, "echo: --arena %d: want 0 .. 1 GiB\n", opt.arena)
 		return opt, 2, false
 	}
 	if opt.termExit < 0 || opt.termExit > 255 {
@@ -380,6 +390,11 @@ type server struct {
 	mu        sync.Mutex
 	conns     map[net.Conn]bool // open connections (leak-on-close keeps closed clients' here)
 	stopping  bool              // SIGTERM, SIGINT or the lifetime: connections are being ended
+	// arenaSize is --arena: arena is allocated, once, on the first read
+	// of data.
+	arenaSize int
+	arenaOnce sync.Once
+	arena     []byte
 	// loop is the one lock of the block-loop-on-full bug's writes.
 	loop sync.Mutex
 	// lazyUnix: open unixPair on the first connection closed once data
@@ -465,6 +480,8 @@ func (s *server) serve(c net.Conn, control bool) {
 		echoOverlapping(c)
 	case s.bug == "block-loop-on-full":
 		s.echoUnderLoopLock(c)
+	case s.arenaSize > 0:
+		echo(&arenaConn{Conn: c, s: s}, 1, &s.lastDataRead)
 	default:
 		echo(c, 1, &s.lastDataRead)
 	}
@@ -556,6 +573,26 @@ func echoOverlapping(c net.Conn) {
 			return
 		}
 	}
+}
+
+// arenaConn is a connection whose first read of data makes the server
+// take its arena (--arena).
+type arenaConn struct {
+	net.Conn
+	s *server
+}
+
+func (a *arenaConn) Read(p []byte) (int, error) {
+	n, err := a.Conn.Read(p)
+	if n > 0 {
+		a.s.arenaOnce.Do(func() {
+			a.s.arena = make([]byte, a.s.arenaSize)
+			for i := 0; i < len(a.s.arena); i += 4096 {
+				a.s.arena[i] = 1 // touched: resident
+			}
+		})
+	}
+	return n, err
 }
 
 // echoUnderLoopLock is the block-loop-on-full bug's echo: each read is
