@@ -108,6 +108,9 @@ var blackBoxRows = []blackBoxRow{
 	// allocator's arenas): W1 judges what the slow consumer costs beyond
 	// what the same server took for a client that reads.
 	{name: "arena", args: []string{"--arena", strconv.Itoa(48 << 20)}, cases: []string{"W1"}},
+	// A server that needs more descriptors than R4's limit to start is
+	// started without it and given a limit once ready: R4 is tested.
+	{name: "reserve-fds", args: []string{"--reserve-fds", "60"}, cases: []string{"R4"}},
 	// A Unix socket opened on the first close, as the JDK does, is no
 	// connection left behind.
 	{name: "lazy-unix-socket", args: []string{"--lazy-unix-socket"}, cases: []string{"R1", "I2"}},

@@ -377,3 +377,34 @@ func truncate(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// limitServing sets RLIMIT_NOFILE, soft and hard, in every process of
+// inst that holds its listener (prlimit(2): lowering another process's
+// limit needs only its uid, or CAP_SYS_RESOURCE): to want, or to 16 more
+// than the most descriptors one of them holds if that is more (so that
+// its table has room to fill). It returns the limit, the pids and the
+// most descriptors held.
+func limitServing(inst Instance, want uint64) (limit uint64, pids []int, held int, err error) {
+	serving, _, err := servingProcesses(inst)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if len(serving) == 0 {
+		return 0, nil, 0, errors.New("no process holds the listener")
+	}
+	for _, pid := range serving {
+		n, err := fdCount(pid)
+		if err != nil {
+			return 0, nil, 0, fmt.Errorf("counting the descriptors of process %d: %w", pid, err)
+		}
+		held = max(held, n)
+	}
+	limit = max(want, uint64(held)+16)
+	for _, pid := range serving {
+		rl := unix.Rlimit{Cur: limit, Max: limit}
+		if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &rl, nil); err != nil {
+			return 0, nil, 0, fmt.Errorf("prlimit RLIMIT_NOFILE %d on process %d: %w", limit, pid, err)
+		}
+	}
+	return limit, serving, held, nil
+}

@@ -88,6 +88,41 @@ type C struct {
 	stopMu  sync.Mutex // held across inst.Stop: one stop, others wait for it
 	// stopGrace is the stop contract's grace period (Options.StopGrace).
 	stopGrace time.Duration
+	// fdLimit is the descriptor limit in force in the instance's serving
+	// processes: the case's Setup.FdLimit, or, for a target that could not
+	// start under it, the one applied once it was ready (startThenLimit);
+	// 0 when the case set none.
+	fdLimit uint64
+}
+
+// startThenLimit starts target without setup's descriptor limit, after a
+// start under it failed with underErr, and once the instance is ready
+// applies a limit to every process holding its listener (limitServing):
+// setup's, or more if one of them already holds nearly that many. It
+// returns the instance, the limit in force and a note for the evidence,
+// or an error saying both why the start under the limit failed and why
+// this did.
+func startThenLimit(ctx context.Context, target Target, setup Setup, bound time.Duration, underErr error) (Instance, uint64, string, error) {
+	want := setup.FdLimit
+	setup.FdLimit = 0
+	inst, err := StartInstance(ctx, target, setup, bound)
+	if err != nil {
+		return nil, 0, "", underErr
+	}
+	limit, applied, held, err := limitServing(inst, want)
+	if err != nil {
+		_, _ = inst.Stop()
+		return nil, 0, "", fmt.Errorf("%w; started without it, the limit could not be applied once ready: %v", underErr, err)
+	}
+	note := fmt.Sprintf("the target did not start under a descriptor limit of %d (%v); started without it, it was given a limit of %d once ready, in the %d processes holding its listener (pids %v; they held at most %d descriptors then)",
+		want, firstLine(underErr.Error()), limit, len(applied), applied, held)
+	return inst, limit, note, nil
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // onStop registers a client connection's hang-up for Stop to run before
@@ -406,6 +441,14 @@ func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
 		timeout = run.caseTimeout(cs)
 	}
 	inst, err := StartInstance(ctx, target, cs.Setup, startBound)
+	fdLimit, limitNote := cs.Setup.FdLimit, ""
+	if err != nil && cs.Setup.FdLimit > 0 && ctx.Err() == nil && !errors.Is(err, ErrUnsupported) {
+		// A runtime that needs more descriptors than the case's limit to
+		// start (HAProxy sizes its tables by maxconn) is started without
+		// it, and the limit is applied once it is ready, to every process
+		// holding its listener.
+		inst, fdLimit, limitNote, err = startThenLimit(ctx, target, cs.Setup, startBound, err)
+	}
 	if err != nil {
 		res.Duration = time.Since(start)
 		res.Verdict, res.Cause, res.Reason = startFailure(ctx, cs, err, whole, startBound, timeout)
@@ -418,7 +461,10 @@ func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
 	}
 	caseCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	c := &C{ctx: caseCtx, inst: inst, verdict: Pass, stopGrace: run.stopGrace}
+	c := &C{ctx: caseCtx, inst: inst, verdict: Pass, stopGrace: run.stopGrace, fdLimit: fdLimit}
+	if limitNote != "" {
+		c.Evidencef("%s", limitNote)
+	}
 	interrupted := false
 	if reason := cs.unmet(inst, run.stop); reason != "" {
 		c.verdict, c.reason = Skip, reason

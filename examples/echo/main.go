@@ -118,7 +118,7 @@
 //	                 status 2): a crash at stop, a finding of its own that
 //	                 no case's claim is charged with
 //
-// Three more flags are legitimate behaviours of real runtimes that the suite
+// Four more flags are legitimate behaviours of real runtimes that the suite
 // must not mistake for failures:
 //
 //	--term-exit N       exit with status N after a stop by SIGTERM or SIGINT
@@ -129,6 +129,10 @@
 //	                    process, as Netty's pooled allocator takes its
 //	                    arenas' chunks on first use: memory that grows with
 //	                    the first traffic, whoever reads it
+//	--reserve-fds N     at start, open N descriptors (of /dev/null) and
+//	                    keep them, refusing to start (exit 1) under a
+//	                    descriptor limit below N + 16, as HAProxy sizes its
+//	                    tables by maxconn and refuses a limit too low
 //	--lazy-unix-socket  on the first connection closed once data has been
 //	                    read, open a Unix socket pair kept for the life of
 //	                    the process, as the JDK does on the first channel
@@ -192,6 +196,23 @@ func run(args []string) int {
 			return 1
 		}
 	}
+	if opt.reserveFds > 0 {
+		var rl syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			fmt.Fprintln(os.Stderr, "echo: getrlimit RLIMIT_NOFILE:", err)
+			return 1
+		}
+		if rl.Cur < uint64(opt.reserveFds)+16 {
+			fmt.Fprintf(os.Stderr, "echo: --reserve-fds %d needs a descriptor limit of at least %d; RLIMIT_NOFILE is %d\n", opt.reserveFds, opt.reserveFds+16, rl.Cur)
+			return 1
+		}
+		for range opt.reserveFds {
+			if _, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
+				fmt.Fprintln(os.Stderr, "echo: --reserve-fds:", err)
+				return 1
+			}
+		}
+	}
 	// Catch signals before listening: a harness may send SIGTERM as soon as
 	// the port accepts.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -243,6 +264,7 @@ func run(args []string) int {
 // echoOptions are the command's flags, once parsed and checked.
 type echoOptions struct {
 	termExit, arena   int
+	reserveFds        int
 	lazyUnix          bool
 	listen, bug       string
 	control           string
@@ -263,6 +285,7 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	fs.IntVar(&opt.maxConns, "max-conns", 0, "close at once a connection accepted while this many are open (0: no limit)")
 	fs.Uint64Var(&opt.nofile, "nofile", 0, "set this process's RLIMIT_NOFILE, soft and hard, to N at start (0: leave it; raising the hard limit needs CAP_SYS_RESOURCE)")
 	fs.IntVar(&opt.termExit, "term-exit", 0, "exit with this status after a stop by SIGTERM or SIGINT (143: as a JVM or socat)")
+	fs.IntVar(&opt.reserveFds, "reserve-fds", 0, "open N descriptors at start and keep them; refuse to start under a descriptor limit below N + 16, as HAProxy does for its maxconn (0: none)")
 	fs.IntVar(&opt.arena, "arena", 0, "on the first read of data, allocate and touch a buffer pool of BYTES kept for the process's life, as Netty's pooled allocator does (0: none)")
 	fs.BoolVar(&opt.lazyUnix, "lazy-unix-socket", false, "open a Unix socket pair on the first connection closed and keep it, as the JDK does")
 	fs.IntVar(&opt.sockbuf, "sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
@@ -282,6 +305,10 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	}
 	if _, ok := bugs[opt.bug]; opt.bug != "" && !ok {
 		fmt.Fprintf(os.Stderr, "echo: unknown --bug %q; accepted: %s\n", opt.bug, strings.Join(names, ", "))
+		return opt, 2, false
+	}
+	if opt.reserveFds < 0 || opt.reserveFds > 1<<16 {
+		fmt.Fprintf(os.Stderr, "echo: --reserve-fds %d: want 0 .. 65536\n", opt.reserveFds)
 		return opt, 2, false
 	}
 	if opt.arena < 0 || opt.arena > 1<<30 {
