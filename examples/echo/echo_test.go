@@ -554,8 +554,14 @@ func TestBugs(t *testing.T) {
 func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--bug", "nope").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: busy-idle, close-at-fin-on-term, drop-on-term, drop-partial, exit-on-emfile, free-at-eof, herd, herd-poll, keep-conns-on-term, leak-on-close, no-backpressure, rst-on-term, serve-after-term, slow-control") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: block-loop-on-full, busy-idle, close-at-fin-on-term, crash-at-stop, drop-on-term, drop-partial, drop-short-write, exit-on-emfile, free-at-eof, herd, herd-poll, keep-conns-on-term, leak-on-close, no-backpressure, overlapping-writes, rst-on-term, serve-after-term, slow-control") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
+	}
+	for _, bad := range [][]string{{"--term-exit", "256"}, {"--arena", "-1"}, {"--reserve-fds", "-2"}} {
+		out, err := exec.Command(bin, bad...).CombinedOutput()
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), bad[0]) {
+			t.Errorf("%v: %v, %q; want exit 2 naming the flag", bad, err, out)
+		}
 	}
 	out, err = exec.Command(bin, "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "leak-on-close") {
