@@ -228,7 +228,9 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 	lastUnread, still := int64(-1), time.Now() // the server's unread queue, and since when it has not moved
 	for l.sent < limit {
 		if time.Now().After(deadline) {
-			return fillResult{why: fmt.Sprintf("the server took %d bytes in 15 s without holding or pausing", l.sent)}
+			// A slow server may hold much of what it took: the caller can
+			// still confirm that by delivery (confirmHeld).
+			return fillResult{held: l.held(), why: fmt.Sprintf("the server took %d bytes in 15 s without pausing, %d of them not in the kernel's queues (%v)", l.sent, l.held(), l.q)}
 		}
 		if c.Context().Err() != nil {
 			c.Fatalf("%s: the case ended while filling", l.name)
