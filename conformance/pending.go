@@ -237,7 +237,11 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 		}
 		blocked, err := l.writeSome(chunk, 20*time.Millisecond)
 		if err != nil {
-			c.Fatalf("%s: write after %d bytes: %v", l.name, l.sent, err)
+			// The server ended the connection (its own timeout, a limit)
+			// before it was seen holding or paused: nothing the case
+			// needs was established, and ending a connection is no claim
+			// of this case.
+			c.Inconclusivef("%s: the server ended the connection while it was being filled, after %d bytes (%v): it was not seen holding echoes or paused for it", l.name, l.sent, err)
 		}
 		if err := l.sample(); err != nil {
 			c.Inconclusivef("cannot see the socket queues, so cannot tell whether the server holds anything: %v", err)

@@ -17,7 +17,7 @@ func writeCases() []Case {
 		Title:   "slow consumer: memory bounded, nothing lost",
 		Claim:   "a client that writes without reading is stopped by backpressure (the server stops reading it) with server memory bounded; once it reads again every echo arrives intact and in order",
 		Mutants: []string{"unbounded-outq"}, WireFaults: []string{"slow-consumer"},
-		Bound: "held bytes ≤ out-queue high watermark + one turn's byte budget + 2 frames (in-process); for a process, what it holds once it has stopped reading (sent less the kernel's queues, with its receive queue full and still for 100 ms) and its RSS growth beyond what the same server grew by for the kernel's buffer maxima + 8 MiB echoed to a client that reads, each ≤ 4 × (high watermark + byte budget) + 16 MiB for a reference process, 32 MiB for a black box; the client gives up after writing 128 MiB unblocked",
+		Bound: "held bytes ≤ out-queue high watermark + one turn's byte budget + 2 frames (in-process); for a process, its RSS growth once the client blocked beyond what the same server grew by for the kernel's buffer maxima + 8 MiB echoed to a client that reads ≤ 4 × (high watermark + byte budget) + 16 MiB for a reference process, 32 MiB for a black box (what it holds once it has stopped reading is shown, not judged: a proxy's own kernel queues count there); the client gives up after writing 128 MiB unblocked",
 		Run:   runW1,
 	}, {
 		ID:      "W2",
@@ -190,10 +190,10 @@ func runW1(c *C) {
 		c.Evidencef("server RSS %d KiB; after %d MiB echoed to a client that reads %d KiB (grew %d KiB: its own, not the slow consumer's); with the slow consumer blocked %d KiB (grew %d KiB, bound %d KiB)",
 			u0.RSS>>10, refSent>>20, u1.RSS>>10, (u1.RSS-u0.RSS)>>10, u2.RSS>>10, grew>>10, bound>>10)
 		if held >= 0 {
-			c.Evidencef("the server stopped reading the slow consumer, holding %d KiB for it (sent less the kernel's queues)", held>>10)
-			if held > bound {
-				c.Fatalf("server holds %d MiB for a client that does not read, bound %d MiB", held>>20, bound>>20)
-			}
+			// Evidence, not judged: what a server hands to kernel queues
+			// of its own (a proxy's hop to its backend) counts here too,
+			// and those are bounded by the kernel, not by the server.
+			c.Evidencef("the server stopped reading the slow consumer; sent less this connection's kernel queues: %d KiB (its own buffers, and any kernel queues of its own beyond them)", held>>10)
 		}
 		if grew > bound {
 			c.Fatalf("server memory grew by %d MiB for a client that does not read, beyond what the same bytes echoed to a reading client cost it, bound %d MiB", grew>>20, bound>>20)
