@@ -29,8 +29,10 @@
 // control address (conformance.Command). "stop: sigterm" holds the peer to
 // the SIGTERM stop contract (conformance.Options.Stop); without it the
 // contract's cases are skipped, and the file says so. "runs: ID ..." limits
-// what the test runs to those cases, for a variant of another peer that
-// differs from it only there (every case's truth is still stated).
+// what the test runs to those cases (every case's truth is still stated,
+// and REACTORLAB_PEERS_FULL=1 runs them all): for a variant of another
+// peer that differs from it only there, or for a peer whose whole
+// catalogue is too slow for CI, the cases that tell it apart.
 package peertruth
 
 import (
@@ -80,9 +82,11 @@ type Peer struct {
 	// "": none, and the stop contract's cases are skipped).
 	Stop conformance.StopContract
 	// Runs, when not empty ("runs: R3 R4 M4"), are the only cases the
-	// peer's test runs: for a variant of another peer that differs from it
-	// only there (its truth for every other case still stated, and the
-	// same). Empty: the whole catalogue.
+	// peer's test runs (unless REACTORLAB_PEERS_FULL=1): for a variant of
+	// another peer that differs from it only there, or for a peer whose
+	// whole catalogue is too slow for CI, the cases that tell it apart
+	// (its truth for every other case still stated). Empty: the whole
+	// catalogue.
 	Runs  []string
 	Truth map[string]Expect
 }

@@ -24,8 +24,10 @@ const peersRoot = "../../examples/peers"
 // stall). A peer whose runtime or library is missing here is skipped with
 // the reason; .ci/run installs them. With -short, each peer runs only the
 // cases its truth does not call a pass or a skip, and R1; a peer whose file
-// says "runs:" (a variant of another) runs only those. REACTORLAB_PEERS
-// (names, comma-separated) selects peers.
+// says "runs:" (a variant of another, or a peer whose whole catalogue is
+// too slow for CI) runs only those, unless REACTORLAB_PEERS_FULL=1, which
+// runs every peer's whole catalogue. REACTORLAB_PEERS (names,
+// comma-separated) selects peers.
 func TestPeersTruth(t *testing.T) {
 	paths, err := peertruth.Find(peersRoot)
 	if err != nil {
@@ -38,6 +40,7 @@ func TestPeersTruth(t *testing.T) {
 	if s := os.Getenv("REACTORLAB_PEERS"); s != "" {
 		only = strings.Split(s, ",")
 	}
+	full := os.Getenv("REACTORLAB_PEERS_FULL") == "1"
 	binDir := t.TempDir()
 	var table []string
 	for _, path := range paths {
@@ -58,6 +61,9 @@ func TestPeersTruth(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases := p.Runs
+			if full {
+				cases = nil
+			}
 			if testing.Short() && len(cases) == 0 {
 				cases = append(cases, "R1")
 				for id, e := range p.Truth {
