@@ -166,6 +166,12 @@ func verdictsOf(t *testing.T, args []string, results []conformance.Result) (fail
 	var row []string
 	for _, r := range results {
 		row = append(row, fmt.Sprintf("%s %s", r.ID, r.Verdict))
+		if r.AtStop != "" {
+			// No row's echo crashes or lingers at a stop (crash-at-stop
+			// is TestStopIsJudgedApart's): a status it answers SIGTERM
+			// with (--term-exit 143) must read as the answer.
+			t.Errorf("%s: the target ended badly at the stop after it: %s", r.ID, r.AtStop)
+		}
 		switch r.Verdict {
 		case conformance.Fail:
 			failed = append(failed, r.ID)

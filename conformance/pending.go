@@ -389,6 +389,29 @@ func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN 
 	return false, l.held()
 }
 
+// readOwed reads, within bound, every byte of the echo owed (all that
+// was sent, for a byte echo; the complete frames, for a frame echo), each
+// checked; what comes after, an EOF included, is not its business.
+func (l *loaded) readOwed(bound time.Duration, frameEcho bool) error {
+	owed := l.sent
+	if frameEcho {
+		owed -= l.sent % streamFrameSize
+	}
+	deadline := time.Now().Add(bound)
+	for l.read < owed {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d bytes owed back after %v, then nothing", l.read, owed, bound)
+		}
+		if _, err := l.readSome(int(min(owed-l.read, 256<<10)), time.Until(deadline)); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("the server closed the connection after %d of %d bytes owed: it dropped %d bytes of echoes", l.read, owed, owed-l.read)
+			}
+			return fmt.Errorf("after %d of %d bytes owed: %w", l.read, owed, err)
+		}
+	}
+	return nil
+}
+
 // readRest reads the echo to its end within bound and reports how it
 // ended: io.EOF after every byte owed is the one right ending. A byte echo
 // owes every byte sent; a frame echo (a reference reactor) owes the

@@ -442,11 +442,11 @@ func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
 	}
 	inst, err := StartInstance(ctx, target, cs.Setup, startBound)
 	fdLimit, limitNote := cs.Setup.FdLimit, ""
-	if err != nil && cs.Setup.FdLimit > 0 && ctx.Err() == nil && !errors.Is(err, ErrUnsupported) {
+	if se := (*StartError)(nil); err != nil && cs.Setup.FdLimit > 0 && ctx.Err() == nil && errors.As(err, &se) && se.Cause == StartExited {
 		// A runtime that needs more descriptors than the case's limit to
-		// start (HAProxy sizes its tables by maxconn) is started without
-		// it, and the limit is applied once it is ready, to every process
-		// holding its listener.
+		// start (HAProxy sizes its tables by maxconn) exits before it
+		// listens: it is started without the limit, which is applied once
+		// it is ready, to every process holding its listener.
 		inst, fdLimit, limitNote, err = startThenLimit(ctx, target, cs.Setup, startBound, err)
 	}
 	if err != nil {

@@ -199,45 +199,42 @@ func tcpSockets(fds []string) ([]string, error) {
 			continue
 		}
 		// A reset or closed connection whose descriptor is still open is
-		// no longer in the tables: ask the socket itself.
+		// no longer in the tables: ask the socket itself what it is.
 		var pid, fd int
 		if _, err := fmt.Sscanf(f, "%d:%d", &pid, &fd); err != nil {
 			continue
 		}
-		if state, ok, err := tcpStateOf(pid, fd); err != nil {
+		if proto, ok, err := sockProtoOf(pid, fd, uint32(ino)); err != nil {
 			return nil, fmt.Errorf("telling what %s is: %w", f, err)
-		} else if ok {
-			out = append(out, fmt.Sprintf("%s (TCP, %s: no longer in the kernel's tables, its descriptor still open)", f, inetdiag.StateName(state)))
+		} else if ok && (proto == "TCP" || proto == "TCPv6") {
+			out = append(out, fmt.Sprintf("%s (%s, no longer in the kernel's tables, its descriptor still open)", f, proto))
 		}
 	}
 	return out, nil
 }
 
-// tcpStateOf reports whether descriptor fd of process pid is a TCP socket,
-// and its state, by taking a copy of it (pidfd_getfd(2): the leave to
-// trace pid, which a parent has, or root) and asking it (SO_PROTOCOL,
-// TCP_INFO).
-func tcpStateOf(pid, fd int) (state uint8, tcp bool, err error) {
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return 0, false, fmt.Errorf("pidfd_open %d: %w", pid, err)
+// sockProtoOf is the protocol of the socket that descriptor fd of process
+// pid refers to ("TCP", "TCPv6", "UNIX-STREAM", …), as the socket file
+// system names it (the system.sockprotoname attribute of
+// /proc/PID/fd/FD: the read access that listing the descriptors needs). ok
+// is false when the descriptor is gone or now refers to another file
+// than inode ino (its number reused meanwhile): it is then nobody's.
+func sockProtoOf(pid, fd int, ino uint32) (proto string, ok bool, err error) {
+	path := fmt.Sprintf("/proc/%d/fd/%d", pid, fd)
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Ino != uint64(ino) {
+		return "", false, nil
 	}
-	defer unix.Close(pidfd)
-	ours, err := unix.PidfdGetfd(pidfd, fd, 0)
-	if err == unix.EBADF {
-		return 0, false, nil // closed meanwhile
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(path, "system.sockprotoname", buf)
+	switch {
+	case err == unix.ENOENT || err == unix.ESRCH:
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("getxattr %s system.sockprotoname: %w", path, err)
 	}
-	if err != nil {
-		return 0, false, fmt.Errorf("pidfd_getfd %d:%d: %w", pid, fd, err)
+	if err := unix.Stat(path, &st); err != nil || st.Ino != uint64(ino) {
+		return "", false, nil
 	}
-	defer unix.Close(ours)
-	proto, err := unix.GetsockoptInt(ours, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-	if err != nil || proto != unix.IPPROTO_TCP {
-		return 0, false, nil
-	}
-	info, err := unix.GetsockoptTCPInfo(ours, unix.IPPROTO_TCP, unix.TCP_INFO)
-	if err != nil {
-		return 0, true, nil
-	}
-	return info.State, true, nil
+	return strings.TrimRight(string(buf[:n]), "\x00"), true, nil
 }

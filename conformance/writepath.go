@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -39,8 +40,9 @@ func writeCases() []Case {
 		Title:   "a half-closed peer that does not read does not freeze the others",
 		Claim:   "once the server has read the FIN of a client that leaves the echoes the server holds for it unread, four other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)",
 		Mutants: []string{"flush-spin-at-eof"}, WireFaults: []string{"half-close"},
-		Bound: "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it; one unanswered for twice the bound fails at once. The client fills as in I2 until the server stops reading or holds 256 KiB of echoes with nothing of it left unread (so a server that has not paused reads the FIN next, with echoes queued), then shuts down its write side, reads (4 KiB at a time, only while the server does not) until the server reads the FIN (within 10 s), and reads nothing more until the probes are done; then every echo owed, and EOF, within 20 s",
-		Run:   runW4,
+		Timeout: 60 * time.Second, // fill ≤ 15 s + FIN ≤ 10 s + probes + the echoes owed ≤ 20 s
+		Bound:   "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it; one unanswered for twice the bound fails at once. The client fills as in I2 until the server stops reading or holds 256 KiB of echoes with nothing of it left unread (so a server that has not paused reads the FIN next, with echoes queued), then shuts down its write side, reads (4 KiB at a time, only while the server does not) until the server reads the FIN (within 10 s), and reads nothing more until the probes are done; then every echo owed within 20 s",
+		Run:     runW4,
 	}, {
 		ID:           "W5",
 		Title:        "a peer that stops reading does not freeze the others",
@@ -123,8 +125,8 @@ func runW1(c *C) {
 		limit, lwhy := c.fillLimit()
 		c.Logf("%s", lwhy)
 		var err error
-		if refSent, err = echoThrough(inst.Addr(), limit); err != nil {
-			c.Fatalf("a client that reads: %v", err)
+		if refSent, err = echoThrough(c.Context(), inst.Addr(), min(limit, w1WarmUpMax)); err != nil {
+			c.Inconclusivef("what the server's memory does for a client that reads could not be measured (%v), so the slow consumer's share cannot be told", err)
 		}
 		u1 = c.usage()
 	}
@@ -219,13 +221,17 @@ func runW1(c *C) {
 // of its own while reading every echo back (a reader and a writer, 64 KiB
 // of whole frames at a time), and closes it; it returns what was sent.
 // Each echo byte is compared with what was sent.
-func echoThrough(addr string, n int64) (int64, error) {
+func echoThrough(ctx context.Context, addr string, n int64) (int64, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	deadline := time.Now().Add(w1WarmUpFor)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	conn.SetDeadline(deadline)
 	var chunk []byte
 	for seq := uint64(0); len(chunk) < 64<<10; seq++ {
 		p := make([]byte, 4<<10-wire.HeaderSize)
@@ -258,11 +264,22 @@ func echoThrough(addr string, n int64) (int64, error) {
 		k, err := conn.Write(chunk[:min(int64(len(chunk)), n-sent)])
 		sent += int64(k)
 		if err != nil {
+			conn.Close() // the reader's error, if it has one, says more
+			if rerr := <-done; rerr != nil {
+				return sent, rerr
+			}
 			return sent, err
 		}
 	}
 	return sent, <-done
 }
+
+// W1's warm-up (echoThrough) sends at most w1WarmUpMax bytes and takes at
+// most w1WarmUpFor: on loopback 64 MiB take well under a second.
+const (
+	w1WarmUpMax = 64 << 20
+	w1WarmUpFor = 10 * time.Second
+)
 
 func runW2(c *C) {
 	inst := c.Instance()
@@ -403,20 +420,21 @@ func runW4(c *C) {
 		holding = l.held() > c.echoThreshold()
 		c.Evidencef("after the probes: the server holds %d bytes for the half-closed client (%v)", l.held(), l.q)
 	}
-	judgeProbes(c, peers, results, bound, "delayed while a half-closed client leaves its echoes unread")
-	if c.Failed() {
-		return
+	// What was counted as held is a candidate until it arrives: a server
+	// that dropped the echoes (and kept its end open) held nothing while
+	// the others were probed. The bytes are what is owed here; the EOF
+	// after them is I3's claim.
+	delivered := l.readOwed(20*time.Second, c.Reference() != nil)
+	if delivered == nil {
+		c.Evidencef("afterwards the half-closed client read every echo owed (%d bytes): the server had held them", l.read)
 	}
-	if !holding {
+	if delivered != nil {
+		c.Inconclusivef("the echoes counted as held for the half-closed client did not all arrive once it read (%v): the server did not hold them, so a client leaving echoes unread was not tested (that the echoes are owed is I3's claim)", delivered)
+	}
+	judgeProbes(c, peers, results, bound, "delayed while a half-closed client leaves its echoes unread")
+	if !c.Failed() && !holding {
 		c.Inconclusivef("the others were served, but by the end of the probes the server no longer held echoes for the half-closed client: it was not holding them throughout")
 	}
-	// What was counted as held is a candidate until it arrives: a server
-	// that dropped the echoes (and kept its end open) would have held
-	// nothing while the others were served.
-	if err := l.readRest(20*time.Second, c.Reference() != nil); err != nil {
-		c.Inconclusivef("the others were served, but the echoes counted as held for the half-closed client did not all arrive once it read (%v): the server did not hold them, so a client leaving echoes unread was not tested (that the echoes are owed is I3's claim)", err)
-	}
-	c.Evidencef("afterwards the half-closed client read every echo owed (%d bytes) and EOF: the server had held them", l.read)
 }
 
 // w4Bound is W4's bound on a light round trip: the wait the budgets allow
