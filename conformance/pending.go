@@ -235,7 +235,7 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 		if c.Context().Err() != nil {
 			c.Fatalf("%s: the case ended while filling", l.name)
 		}
-		blocked, err := l.writeSome(chunk, 20*time.Millisecond)
+		blocked, err := l.writeSome(chunk, 5*time.Millisecond)
 		if err != nil {
 			// The server ended the connection (its own timeout, a limit)
 			// before it was seen holding or paused: nothing the case

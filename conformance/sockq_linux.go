@@ -166,8 +166,10 @@ func kernelCapacity() (int64, string, error) {
 
 // tcpSockets keeps, of fds (as openFds lists them, "pid:fd→socket:[inode]"),
 // the TCP sockets: those whose inode is in the kernel's TCP tables (both
-// families, every state), each with its ends and state appended. A socket
-// that is not TCP (a Unix socket, netlink) is left out.
+// families, every state), each with its ends and state appended, and
+// those the socket file system names TCP or MPTCP (a reset connection,
+// no longer in the tables). A socket that is not TCP (a Unix socket,
+// netlink) is left out.
 func tcpSockets(fds []string) ([]string, error) {
 	if len(fds) == 0 {
 		return nil, nil
@@ -206,11 +208,22 @@ func tcpSockets(fds []string) ([]string, error) {
 		}
 		if proto, ok, err := sockProtoOf(pid, fd, uint32(ino)); err != nil {
 			return nil, fmt.Errorf("telling what %s is: %w", f, err)
-		} else if ok && (proto == "TCP" || proto == "TCPv6") {
+		} else if ok && isTCP(proto) {
 			out = append(out, fmt.Sprintf("%s (%s, no longer in the kernel's tables, its descriptor still open)", f, proto))
 		}
 	}
 	return out, nil
+}
+
+// isTCP reports whether a socket file system protocol name is TCP's:
+// plain, or MPTCP (which Go's net listens with by default, falling back
+// to TCP per connection).
+func isTCP(proto string) bool {
+	switch proto {
+	case "TCP", "TCPv6", "MPTCP", "MPTCPv6":
+		return true
+	}
+	return false
 }
 
 // sockProtoOf is the protocol of the socket that descriptor fd of process

@@ -154,6 +154,9 @@ type Pinned struct {
 	Local, Remote netip.AddrPort
 	// Cookie is the socket's, once Pin has found it.
 	Cookie uint64
+	// Family is the socket's address family (AF_INET, or AF_INET6 for a
+	// dual-stack socket with v4-mapped addresses).
+	Family uint8
 }
 
 // ErrAmbiguous is Pin's error when the four-tuple names more than one
@@ -178,7 +181,7 @@ func Pin(local, remote netip.AddrPort) (p Pinned, s Socket, found bool, err erro
 	case 0:
 		return Pinned{Local: local, Remote: remote}, Socket{}, false, nil
 	case 1:
-		return Pinned{Local: local, Remote: remote, Cookie: live[0].Cookie}, live[0], true, nil
+		return Pinned{Local: local, Remote: remote, Cookie: live[0].Cookie, Family: live[0].Family}, live[0], true, nil
 	}
 	return Pinned{}, Socket{}, false, fmt.Errorf("%v→%v: %w (%d)", local, remote, ErrAmbiguous, len(live))
 }
@@ -186,15 +189,71 @@ func Pin(local, remote netip.AddrPort) (p Pinned, s Socket, found bool, err erro
 // Sample reads the pinned socket again: ok is false once the kernel no
 // longer has it (closed and done with, or reset). A socket with the same
 // four-tuple and another cookie is not it.
+//
+// It asks the kernel for that one socket (a request without NLM_F_DUMP:
+// inet_diag_find_one_icsk looks the four-tuple up in its hash tables and
+// answers ESTALE when the socket found has another cookie, ENOENT when
+// there is none), which costs a lookup, not a walk of every socket.
 func (p Pinned) Sample() (s Socket, ok bool, err error) {
-	socks, err := Conn(p.Local, p.Remote)
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return Socket{}, false, err
+		return Socket{}, false, fmt.Errorf("inet_diag socket: %w", err)
 	}
-	for _, s := range socks {
-		if s.Cookie == p.Cookie {
-			return s, true, nil
+	defer unix.Close(fd)
+	tv := unix.Timeval{Sec: 1}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return Socket{}, false, fmt.Errorf("inet_diag SO_RCVTIMEO: %w", err)
+	}
+	req := make([]byte, unix.NLMSG_HDRLEN+reqLen)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], byFamily)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	body := req[unix.NLMSG_HDRLEN:]
+	body[0], body[1] = p.Family, unix.IPPROTO_TCP
+	binary.NativeEndian.PutUint32(body[4:], allStates)
+	id := body[reqSockid:]
+	binary.BigEndian.PutUint16(id[0:], p.Local.Port())
+	binary.BigEndian.PutUint16(id[2:], p.Remote.Port())
+	putAddr := func(dst []byte, a netip.Addr) {
+		if p.Family == unix.AF_INET {
+			b := a.As4()
+			copy(dst, b[:])
+			return
 		}
+		b := a.As16() // an IPv4 address as its v4-mapped form
+		copy(dst, b[:])
 	}
-	return Socket{}, false, nil
+	putAddr(id[4:20], p.Local.Addr())
+	putAddr(id[20:36], p.Remote.Addr())
+	binary.NativeEndian.PutUint32(id[40:], uint32(p.Cookie))
+	binary.NativeEndian.PutUint32(id[44:], uint32(p.Cookie>>32))
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return Socket{}, false, fmt.Errorf("inet_diag request: %w", err)
+	}
+	buf := make([]byte, 8<<10)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return Socket{}, false, fmt.Errorf("inet_diag answer: %w", err)
+	}
+	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+	if err != nil || len(msgs) == 0 {
+		return Socket{}, false, fmt.Errorf("inet_diag answer: %v", err)
+	}
+	m := msgs[0]
+	if m.Header.Type == unix.NLMSG_ERROR {
+		if len(m.Data) >= 4 {
+			switch errno := syscall.Errno(-int32(binary.NativeEndian.Uint32(m.Data))); errno {
+			case unix.ENOENT, unix.ESTALE:
+				return Socket{}, false, nil // gone, or another socket now
+			default:
+				return Socket{}, false, fmt.Errorf("inet_diag: %w", errno)
+			}
+		}
+		return Socket{}, false, errors.New("inet_diag: error message")
+	}
+	got, okParse := parse(m.Data)
+	if !okParse || got.Cookie != p.Cookie || got.Local != p.Local || got.Remote != p.Remote {
+		return Socket{}, false, nil // not the pinned socket: discarded
+	}
+	return got, true, nil
 }
