@@ -48,8 +48,11 @@ func TestBlackBox(t *testing.T) {
 			if !slices.Equal(failed, tc.fail) {
 				t.Errorf("echo %v: failed %v, want exactly %v", tc.args, failed, tc.fail)
 			}
-			if !slices.Equal(inconclusive, tc.inconclusive) {
-				t.Errorf("echo %v: inconclusive %v, want exactly %v", tc.args, inconclusive, tc.inconclusive)
+			// A timing case may be inconclusive or pass; no other may be
+			// inconclusive, and each of tc.inconclusive must be.
+			firm := slices.DeleteFunc(slices.Clone(inconclusive), func(id string) bool { return slices.Contains(tc.timing, id) })
+			if !slices.Equal(firm, tc.inconclusive) {
+				t.Errorf("echo %v: inconclusive %v, want exactly %v (and any of %v)", tc.args, inconclusive, tc.inconclusive, tc.timing)
 			}
 			if tc.skip != nil && !slices.Equal(skipped, tc.skip) {
 				t.Errorf("echo %v: skipped %v, want exactly %v", tc.args, skipped, tc.skip)
@@ -67,18 +70,24 @@ type blackBoxRow struct {
 	name               string
 	args, cases        []string
 	fail, inconclusive []string
-	skip               []string // nil: not checked
-	optOut             bool
-	needCap            int           // a capability the row needs (0: none)
-	stopGrace          time.Duration // the stop contract's grace (0: its default)
+	// timing are cases that pass or are inconclusive as the run's timing
+	// goes: the server reaches their precondition only sometimes.
+	timing    []string
+	skip      []string // nil: not checked
+	optOut    bool
+	needCap   int           // a capability the row needs (0: none)
+	stopGrace time.Duration // the stop contract's grace (0: its default)
 }
 
 var blackBoxRows = []blackBoxRow{
-	// A goroutine that blocks in write until its echo is out never holds
-	// echoes when it reads a FIN: I3 and W4 cannot be exercised. A black
-	// box skips exactly what needs the reference protocol or counters;
-	// with a control address and the stop contract everything else runs.
-	{name: "clean", inconclusive: []string{"W4", "I3"}, skip: referenceOnly()},
+	// A goroutine that blocks in write until its echo is out holds
+	// echoes when the kernel hands it the FIN only if that read brought
+	// the last data with the FIN (tcp_recvmsg consumes a FIN behind the
+	// data it copies): I3 and W4 pass then, and are inconclusive
+	// otherwise. A black box skips exactly what needs the reference
+	// protocol or counters; with a control address and the stop contract
+	// everything else runs.
+	{name: "clean", timing: []string{"W4", "I3"}, skip: referenceOnly()},
 	// Without them, S2 and the stop contract's cases are skipped, saying why.
 	{name: "opt-out", cases: []string{"S2", "X3", "X4", "X5"}, optOut: true, skip: []string{"S2", "X3", "X4", "X5"}},
 	// Server buffers of 16 KiB make the echo hold what it has read at the

@@ -22,7 +22,8 @@
 //
 // A verdict may be pass|inconclusive: the server is correct, and whether
 // the case reaches its precondition on it depends on timing (the why says
-// how). Blank lines and lines starting with # are ignored. needs lists cmd:NAME
+// how); or fail|inconclusive: the server has the bug, and whether a run
+// reaches the state that shows it depends on timing (never a pass). Blank lines and lines starting with # are ignored. needs lists cmd:NAME
 // (a program on PATH) and file:PATH (a file that must exist); build
 // (optional) and run are run by /bin/sh -c in the file's directory with
 // {bin} replaced by the peer's binary path; a run with {control} serves a
@@ -50,7 +51,9 @@ import (
 
 // Expect is one case's true verdict on a peer and why it is true. Where
 // the truth is "pass, or inconclusive when timing keeps the case from its
-// precondition" (never a failure), Verdicts holds both.
+// precondition" (never a failure), or "fail, or inconclusive when timing
+// keeps the case from the state that shows the bug" (never a pass),
+// Verdicts holds both.
 type Expect struct {
 	Verdicts []conformance.Verdict
 	Why      string
@@ -214,8 +217,9 @@ func addCase(p *Peer, text string, bad badLine) error {
 		}
 		verdicts = append(verdicts, verdict)
 	}
-	if len(verdicts) > 1 && (len(verdicts) != 2 || !slices.Contains(verdicts, conformance.Pass) || !slices.Contains(verdicts, conformance.Inconclusive)) {
-		return bad("case %s: %q: the one pair of verdicts a truth may give is pass|inconclusive", id, f[1])
+	if len(verdicts) > 1 && (len(verdicts) != 2 || !slices.Contains(verdicts, conformance.Inconclusive) ||
+		!slices.Contains(verdicts, conformance.Pass) && !slices.Contains(verdicts, conformance.Fail)) {
+		return bad("case %s: %q: the pairs of verdicts a truth may give are pass|inconclusive and fail|inconclusive", id, f[1])
 	}
 	if _, dup := p.Truth[id]; dup {
 		return bad("case %s stated twice", id)

@@ -30,6 +30,10 @@ func TestParse(t *testing.T) {
 	if err != nil || !either.Truth["W4"].Allows(conformance.Pass) || !either.Truth["W4"].Allows(conformance.Inconclusive) || either.Truth["W4"].Why != "timing" {
 		t.Errorf("pass|inconclusive: %+v, %v", either.Truth["W4"], err)
 	}
+	buggy, err := parse(strings.NewReader("name: x\nrun: y\nI3 fail|inconclusive  timing\n"+truthLines("I3")), "x.peer")
+	if err != nil || !buggy.Truth["I3"].Allows(conformance.Fail) || !buggy.Truth["I3"].Allows(conformance.Inconclusive) || buggy.Truth["I3"].Allows(conformance.Pass) {
+		t.Errorf("fail|inconclusive: %+v, %v", buggy.Truth["I3"], err)
+	}
 	variant, err := parse(strings.NewReader("name: x\nrun: y\nruns: R3 M4\n"+truthLines("")), "x.peer")
 	if err != nil || !slices.Equal(variant.Runs, []string{"R3", "M4"}) {
 		t.Errorf("runs: %q, %v", variant.Runs, err)
@@ -43,7 +47,7 @@ func TestParse(t *testing.T) {
 		{"name: x\nneeds: gcc\n", "need \"gcc\""},
 		{truthLines(""), "name and run are required"},
 		{"name: x\nrun: y\nF1 pass a\nF1 fail b\n", "F1 stated twice"},
-		{"name: x\nrun: y\nF1 pass|fail a\n", "the one pair of verdicts a truth may give is pass|inconclusive"},
+		{"name: x\nrun: y\nF1 pass|fail a\n", "the pairs of verdicts a truth may give are pass|inconclusive and fail|inconclusive"},
 	} {
 		if _, err := parse(strings.NewReader(tc.text), "x.peer"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want an error with %q", tc.text, err, tc.want)
