@@ -105,8 +105,9 @@ var blackBoxRows = []blackBoxRow{
 	{name: "free-at-eof", args: []string{"--bug", "free-at-eof"}, fail: []string{"I3"}, inconclusive: []string{"W4"}},
 	// What the kernel does not take at once is dropped: W3 sees it, and I3
 	// reads the gap. The subtraction counts the dropped bytes as held, but
-	// they are never delivered: I2 and W4 establish nothing.
-	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W3", "I3"}, inconclusive: []string{"W4", "I2"}},
+	// they are never delivered: I2 establishes nothing (W4 the same, as
+	// on free-at-eof: measured, not run here for time).
+	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W3", "I3"}, inconclusive: []string{"I2"}},
 	// One lock held across every blocking write: a client that keeps
 	// sending and does not read freezes the other connections.
 	{name: "block-loop-on-full", args: []string{"--bug", "block-loop-on-full"}, fail: []string{"W5"}},
