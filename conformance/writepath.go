@@ -54,19 +54,26 @@ func writeCases() []Case {
 	}}
 }
 
-// runW5 stalls one connection (it sends, and reads nothing) until the
-// server's writes to it back up, then probes four others while it goes
-// on sending.
-func runW5(c *C) {
+// lightProbes is what W4 and W5 start with: the bound on a light round
+// trip (w4Bound), the fill limit, and the four light connections, each
+// said in the evidence or the log.
+func (c *C) lightProbes() (bound time.Duration, limit int64, peers []*peer) {
 	const light = 4
 	bound, why := w4Bound(c.Reference(), light)
 	c.Evidencef("bound: %s", why)
 	limit, lwhy := c.fillLimit()
 	c.Logf("%s", lwhy)
-	var peers []*peer
 	for i := 0; i < light; i++ {
 		peers = append(peers, c.dial(fmt.Sprintf("light conn %d", i+1), c.Instance().Addr()))
 	}
+	return bound, limit, peers
+}
+
+// runW5 stalls one connection (it sends, and reads nothing) until the
+// server's writes to it back up, then probes four others while it goes
+// on sending.
+func runW5(c *C) {
+	bound, limit, peers := c.lightProbes()
 	l := c.dialLoaded("stalled conn", 100)
 	f := c.fill(l, limit, holdSome, false)
 	c.Evidencef("the stalled client: %s", f.why)
@@ -393,15 +400,7 @@ func runW3(c *C) {
 }
 
 func runW4(c *C) {
-	const light = 4
-	bound, why := w4Bound(c.Reference(), light)
-	c.Evidencef("bound: %s", why)
-	limit, lwhy := c.fillLimit()
-	c.Logf("%s", lwhy)
-	var peers []*peer
-	for i := 0; i < light; i++ {
-		peers = append(peers, c.dial(fmt.Sprintf("light conn %d", i+1), c.Instance().Addr()))
-	}
+	bound, limit, peers := c.lightProbes()
 	l := c.dialLoaded("half-closed conn", 100)
 	f := c.fill(l, limit, holdSome, true)
 	c.Evidencef("before the half-close: %s", f.why)

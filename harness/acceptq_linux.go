@@ -3,17 +3,16 @@
 package harness
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reactorlab/reactorlab/internal/inetdiag"
 )
 
 // AcceptQueueEvery is how often the lab samples the server's listen
@@ -243,62 +242,21 @@ func (s *acceptQueueSampler) result() *AcceptQueue {
 	return &q
 }
 
-// The inet_diag layout (linux/inet_diag.h): a request is struct
-// inet_diag_req_v2 (56 bytes), each answer a struct inet_diag_msg (72
-// bytes), whose sockid begins at 4 with the source port, big-endian.
-const (
-	inetDiagReqLen   = 56
-	inetDiagMsgLen   = 72
-	inetDiagSport    = 4
-	inetDiagRqueue   = 56
-	inetDiagWqueue   = 60
-	inetDiagInode    = 68
-	tcpListenState   = 10 // TCP_LISTEN, include/net/tcp_states.h
-	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
-)
-
-// read dumps the listening TCP sockets of family and appends those on the
-// port to qs.
+// read dumps the listening TCP sockets of family on the port
+// (inetdiag.DumpOn, on the sampler's socket in the server's namespace) and
+// appends them to qs: a listener's unread queue is its accept queue, its
+// unsent its backlog.
 func (s *acceptQueueSampler) read(family uint8, qs *[]listenQueue) error {
-	req := make([]byte, unix.NLMSG_HDRLEN+inetDiagReqLen)
-	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], sockDiagByFamily)
-	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	body := req[unix.NLMSG_HDRLEN:]
-	body[0], body[1] = family, unix.IPPROTO_TCP
-	binary.NativeEndian.PutUint32(body[4:], 1<<tcpListenState)
-	if err := unix.Sendto(s.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("accept queue: inet_diag request: %w", err)
+	socks, err := inetdiag.DumpOn(s.fd, family, 1<<inetdiag.Listen, uint16(s.port), 0)
+	if err != nil {
+		return fmt.Errorf("accept queue: %w", err)
 	}
-	buf := make([]byte, 32<<10)
-	for {
-		n, _, err := unix.Recvfrom(s.fd, buf, 0)
-		if err != nil {
-			return fmt.Errorf("accept queue: inet_diag answer: %w", err)
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			return fmt.Errorf("accept queue: inet_diag answer: %w", err)
-		}
-		for _, m := range msgs {
-			switch m.Header.Type {
-			case unix.NLMSG_DONE:
-				return nil
-			case unix.NLMSG_ERROR:
-				if len(m.Data) >= 4 {
-					if errno := int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 {
-						return fmt.Errorf("accept queue: inet_diag: %w", syscall.Errno(-errno))
-					}
-				}
-				return errors.New("accept queue: inet_diag: error message")
-			}
-			if len(m.Data) < inetDiagMsgLen || int(binary.BigEndian.Uint16(m.Data[inetDiagSport:])) != s.port {
-				continue
-			}
-			*qs = append(*qs, listenQueue{inode: binary.NativeEndian.Uint32(m.Data[inetDiagInode:]),
-				queued: binary.NativeEndian.Uint32(m.Data[inetDiagRqueue:]), backlog: binary.NativeEndian.Uint32(m.Data[inetDiagWqueue:])})
+	for _, l := range socks {
+		if int(l.Local.Port()) == s.port {
+			*qs = append(*qs, listenQueue{inode: l.Inode, queued: l.Unread, backlog: l.Unsent})
 		}
 	}
+	return nil
 }
 
 // AcceptQueue is the lab's record of the server's listen queues (nil when

@@ -28,6 +28,14 @@ func Dump(family uint8, states uint32, lport, rport uint16) ([]Socket, error) {
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return nil, fmt.Errorf("inet_diag SO_RCVTIMEO: %w", err)
 	}
+	return DumpOn(fd, family, states, lport, rport)
+}
+
+// DumpOn is Dump on fd, a NETLINK_SOCK_DIAG socket of the caller's: it
+// reads the network namespace fd was opened in, from any thread (a
+// sampler that opened it in a server's namespace). fd's receive timeout,
+// if any, bounds the wait for each answer.
+func DumpOn(fd int, family uint8, states uint32, lport, rport uint16) ([]Socket, error) {
 	return dump(fd, family, states, lport, rport)
 }
 
