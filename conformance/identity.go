@@ -139,9 +139,7 @@ func runI2(c *C) {
 		return
 	}
 	f := c.Stop()
-	if f.Stats == nil {
-		return
-	}
+	c.finalStats(f)
 	l := f.Stats.Ledger
 	c.Evidencef("final ledger: accepted %d, completed %d, rejected %d (abandoned %d); connections accepted %d, closed %d",
 		l.Accepted, l.Completed, l.Rejected, l.Abandoned, f.Stats.Counters.ConnsAccepted, f.Stats.Counters.ConnsClosed)

@@ -214,9 +214,7 @@ func runM2(c *C) {
 		return
 	}
 	f := c.Stop()
-	if f.Stats == nil {
-		c.Fatalf("the reference reactor reported no final statistics")
-	}
+	c.finalStats(f)
 	var registered uint64
 	var per []string
 	for _, l := range f.Stats.PerLoop {
@@ -286,9 +284,7 @@ func runM5(c *C) {
 		c.Errorf("STOP_ACK ledger does not balance: %+v", ledger)
 	}
 	f := c.Stop()
-	if f.Stats == nil {
-		c.Fatalf("the reference reactor reported no final statistics")
-	}
+	c.finalStats(f)
 	var seen []string
 	for _, l := range f.Stats.PerLoop {
 		obs := time.Duration(l.StopObservedNs)

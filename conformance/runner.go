@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // Verdict is a case's outcome.
@@ -260,6 +262,22 @@ func (c *C) Stop() Final {
 		c.fail(CauseTarget, "the target ended badly: "+f.Exit)
 	}
 	return f
+}
+
+// finalStats returns the reference reactor's final statistics from f, the
+// instance's end: a reactor that ended badly at its stop (f.AtStop, a
+// finding reported apart) has none, and the case is then inconclusive
+// rather than charged with it; one that simply reported none fails the
+// case, since a missing measurement never reads as a pass.
+func (c *C) finalStats(f Final) *reactors.Stats {
+	if f.Stats != nil {
+		return f.Stats
+	}
+	if f.AtStop != "" {
+		c.Inconclusivef("the reference reactor ended badly at its stop (%s), so its final statistics, which this case judges, are lost (the end at the stop is reported apart)", f.AtStop)
+	}
+	c.Fatalf("the reference reactor reported no final statistics")
+	return nil
 }
 
 // Options select and bound a run.
