@@ -195,6 +195,9 @@ func recorded(p Proc, pr pair) []string {
 // start pins the side's worker thread and starts the process from it, then
 // records every thread's CPU mask.
 func (sd *side) start(ctx context.Context, argv []string, ps proc.Spec) error {
+	// Forked from the worker's thread: the child inherits its pinning and
+	// network namespace, and the thread lives until the child is reaped.
+	ps.InheritThread = true
 	err := sd.w.do(func() error {
 		if err := pinThread(sd.cpus); err != nil {
 			return err

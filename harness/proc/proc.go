@@ -216,6 +216,14 @@ type Spec struct {
 	// set because a Go program raises its soft limit to the hard one when it
 	// starts.
 	FdLimit uint64
+	// InheritThread forks the child from the calling thread, so that it
+	// inherits what the caller set on that thread (its network namespace,
+	// its CPU affinity). The kernel kills the child (its Pdeathsig) when
+	// the thread that forked it exits, and the Go runtime ends a thread
+	// whose goroutine returns locked to it: such a caller keeps the thread
+	// until the process is reaped. Otherwise the child is forked from a
+	// thread of Start's own, held until the reap.
+	InheritThread bool
 	// Dir is the working directory ("" inherits).
 	Dir string
 	// NoListen marks a process that is not a server, such as a load

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,10 +93,44 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	cmd, outR, errR, err := startCommand(spec, pl)
-	if err != nil {
-		return fail(err)
+	// Unless it inherits the caller's thread, the child is forked, and
+	// later reaped, by a goroutine locked to its OS thread throughout: the
+	// kernel sends a child its Pdeathsig when the thread that forked it
+	// exits, not the process, and the Go runtime ends threads (one whose
+	// goroutine returns locked to it, as a reference reactor's loop does
+	// when it stops in the same process). Locked, the thread outlives the
+	// child; its wait for the child's exit is the reap.
+	type started struct {
+		cmd        *exec.Cmd
+		outR, errR *os.File
+		err        error
 	}
+	startedc, reaper := make(chan started, 1), make(chan *Process, 1)
+	if spec.InheritThread {
+		cmd, outR, errR, err := startCommand(spec, pl)
+		startedc <- started{cmd, outR, errR, err}
+		go func() {
+			if p := <-reaper; p != nil {
+				p.reap()
+			}
+		}()
+	} else {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cmd, outR, errR, err := startCommand(spec, pl)
+			startedc <- started{cmd, outR, errR, err}
+			if p := <-reaper; p != nil {
+				p.reap()
+			}
+		}()
+	}
+	st := <-startedc
+	if st.err != nil {
+		reaper <- nil
+		return fail(st.err)
+	}
+	cmd, outR, errR := st.cmd, st.outR, st.errR
 	p := &Process{
 		name:    name,
 		addr:    pl.addr,
@@ -114,7 +149,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	p.wg.Add(3)
 	go p.copy(outR, &p.stdout)
 	go p.copy(errR, io.MultiWriter(&p.errHead, &p.stderr))
-	go p.reap()
+	reaper <- p
 
 	if err := p.waitReady(ctx, pl.ready, pl.waitAddrs); err != nil {
 		exit, _ := p.terminate(0, false)
