@@ -42,30 +42,43 @@ func TestUsage(t *testing.T) {
 		t.Errorf("Fds %d with %d connections, was %d idle", u1.Fds, n, u0.Fds)
 	}
 
-	// CPU: echo 64 MiB; both clocks see it and agree.
+	// CPU: echo 64 MiB at a time until the tick clock has moved (64 MiB
+	// costs some 20 ms, which per-thread 10 ms ticks may not show yet), at
+	// most 1 GiB; both clocks see it and agree.
 	c := conns[0]
-	go func() {
-		buf := make([]byte, 64<<10)
-		for range 1024 {
-			if _, err := c.Write(buf); err != nil {
-				return
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	var u2 Usage
+	var tc int64
+	for round := 1; ; round++ {
+		echoed := make(chan error, 1)
+		go func() {
+			buf := make([]byte, 64<<10)
+			for range 1024 {
+				if _, err := c.Write(buf); err != nil {
+					echoed <- err
+					return
+				}
 			}
+			echoed <- nil
+		}()
+		if _, err := io.CopyN(io.Discard, c, 64<<20); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	if _, err := io.CopyN(io.Discard, c, 64<<20); err != nil {
-		t.Fatal(err)
+		if err := <-echoed; err != nil {
+			t.Fatal(err)
+		}
+		if u2, err = p.Usage(); err != nil {
+			t.Fatal(err)
+		}
+		if tc, err = p.ThreadCPU(); err != nil {
+			t.Fatal(err)
+		}
+		if u2.CPUNs() > u0.CPUNs() || round == 16 {
+			t.Logf("after %d MiB: %+v, stat CPU %v, schedstat CPU %v",
+				64*round, u2, time.Duration(u2.CPUNs()), time.Duration(tc))
+			break
+		}
 	}
-	u2, err := p.Usage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := p.ThreadCPU()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("after 64 MiB: %+v, stat CPU %v, schedstat CPU %v",
-		u2, time.Duration(u2.CPUNs()), time.Duration(tc))
 	if u2.CPUNs() <= u0.CPUNs() || tc <= 0 {
 		t.Errorf("CPU did not move: stat %d → %d ns, schedstat %d ns", u0.CPUNs(), u2.CPUNs(), tc)
 	}
