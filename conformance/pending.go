@@ -389,6 +389,44 @@ func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN 
 	return false, l.held()
 }
 
+// finAttempts is how many loaded connections halfCloseHolding tries, one
+// after another, for a server seen reading a FIN while holding nothing.
+const finAttempts = 3
+
+// halfCloseHolding establishes the precondition of the cases about a
+// half-closed client whose echoes the server still holds (I3, W4): it
+// opens a loaded connection (token), fills it to at most limit (needing nothing left
+// unread, so that a server which has not paused reads the FIN next),
+// shuts down its write side and nudges the server to the FIN. A server
+// that paused reads the FIN only after it has resumed, and what it holds
+// then depends on how much its kernel send buffer, which autotuning
+// sizes, takes at the moment it resumes: a draw the client cannot steer.
+// So while the server read the FIN holding nothing, it tries again on a
+// new connection, at most finAttempts in all, handing each connection
+// given up on to settle first. It does not try again when the fill
+// established neither holding nor a pause, or the FIN was not read within
+// 10 s: that is the server's design, and the same every run. Each
+// attempt's evidence is recorded. It returns the last connection, whether
+// its FIN was read and what the server held then.
+func (c *C) halfCloseHolding(limit int64, token uint64, settle func(*loaded)) (l *loaded, finRead bool, held int64) {
+	for attempt := 1; ; attempt++ {
+		name := "half-closed conn"
+		if attempt > 1 {
+			name = fmt.Sprintf("half-closed conn %d", attempt)
+		}
+		l = c.dialLoaded(name, token+uint64(attempt-1))
+		f := c.fill(l, limit, holdSome, true)
+		c.Evidencef("%s: before the half-close: %s", name, f.why)
+		c.halfClose(l)
+		finRead, held = c.nudgeToFIN(l, 10*time.Second)
+		c.Evidencef("%s: the server read the FIN: %v, holding at least %d bytes then (%d of %d bytes back; %v)", name, finRead, held, l.read, l.sent, l.q)
+		if held > c.echoThreshold() || !finRead || !f.established() || attempt == finAttempts {
+			return l, finRead, held
+		}
+		settle(l)
+	}
+}
+
 // readOwed reads, within bound, every byte of the echo owed (all that
 // was sent, for a byte echo; the complete frames, for a frame echo), each
 // checked; what comes after, an EOF included, is not its business.
