@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/testbin"
 )
 
 // The project's example echo server as a black box: clean, with a
@@ -24,7 +25,8 @@ import (
 // sets its own limit, or has socket buffers that absorb everything), that
 // case is inconclusive, never a pass.
 func TestBlackBox(t *testing.T) {
-	echo := built(t, "echo", "")
+	t.Parallel() // beside the other runs of whole catalogues: see TestMain
+	echo := testbin.Path(t, "examples/echo")
 	for _, tc := range blackBoxRows {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needCap != 0 && !haveCap(tc.needCap) {

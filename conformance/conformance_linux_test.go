@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/testbin"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
 )
@@ -19,6 +20,7 @@ import (
 // across them — is the rest of the catalogue and the M group. mainsub
 // keeps S2: its control connections are on the acceptor, not a data loop.
 func TestInProcessReference(t *testing.T) {
+	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
 			opts := conformance.Options{Strict: true}
@@ -47,4 +49,44 @@ func allBut(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// processPaths are the cases whose path differs, design by design, for a
+// reference reactor run as a process (reactorlab serve) from the same
+// reactor in-process: the accept path at a descriptor limit of its own
+// (R4), its sockets (I2), its final statistics arriving with its exit
+// (X1, X2), and, for a design with several loops, the serve child's loop
+// flags, its threads in /proc (M4) and every loop's stop (the M group;
+// M5 on prio-thread too). What a process adds whatever the design — its
+// CPU and memory measured from /proc (W1, W2), the rest of the
+// catalogue through the same socket — lt runs in full, and
+// TestInProcessReference runs the whole catalogue on every design.
+func processPaths(d reactors.Design) []string {
+	ids := []string{"R4", "I2", "X1", "X2"}
+	switch d {
+	case reactors.MainSub, reactors.ReusePort, reactors.SharedListener:
+		ids = append(ids, "M")
+	case reactors.PrioThread:
+		ids = append(ids, "M5")
+	}
+	return ids
+}
+
+// TestProcessReference runs the whole catalogue on lt as a process, and
+// processPaths on every other design: the suite's time goes to what the
+// process adds, not to repeating TestInProcessReference (the whole
+// catalogue on all eight designs as processes would take ~170 s, against
+// CI's 8 minutes for all of go test ./...).
+func TestProcessReference(t *testing.T) {
+	t.Parallel() // beside the other runs of whole catalogues: see TestMain
+	exe := testbin.Path(t, "cmd/reactorlab")
+	for _, d := range designs.Names() {
+		t.Run(string(d), func(t *testing.T) {
+			opts := conformance.Options{Strict: true}
+			if d != reactors.LT {
+				opts.Cases = processPaths(d)
+			}
+			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, opts)
+		})
+	}
 }

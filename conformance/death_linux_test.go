@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/testbin"
 )
 
 // A server that dies during a case fails it with cause target, though the
@@ -21,7 +22,7 @@ import (
 // end, after the SIGTERM that stops it, would read as clean) and as the
 // direct child alike.
 func TestTargetDeathFailsTheCase(t *testing.T) {
-	echo := built(t, "echo", "")
+	echo := testbin.Path(t, "examples/echo")
 	killServer := conformance.Case{ID: "Z1", Title: "kills the server, then finds nothing wrong", Run: func(c *conformance.C) {
 		g, ok := c.Instance().(interface{ Group() ([]int, error) })
 		if !ok {

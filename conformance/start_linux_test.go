@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/testbin"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -45,7 +46,7 @@ func TestCheckStartRefuses(t *testing.T) {
 			[]string{"exit status 3", "its stderr ends:\n    boom"}},
 		{"never listens", conformance.Command{Argv: []string{"sleep", sleep}}, conformance.StartNoListener,
 			[]string{"nothing accepted connections on 127.0.0.1:", "within 1s", "killed"}},
-		{"reference, bad configuration", conformance.Process{Design: reactors.LT, Config: &bad, Command: []string{built(t, "reactorlab", "")}},
+		{"reference, bad configuration", conformance.Process{Design: reactors.LT, Config: &bad, Command: []string{testbin.Path(t, "cmd/reactorlab")}},
 			conformance.StartExited, []string{"process:lt:", "exit status 2", "budget-input"}},
 		{"in-process, bad configuration", conformance.InProcess{Design: reactors.LT, Config: &bad}, conformance.StartFailed,
 			[]string{"lt: did not start", "budget"}},

@@ -14,14 +14,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/testbin"
 )
 
 // A crash when the target is stopped after a case is a finding of its
 // own: the case's verdict judges its claim alone, the result carries the
-// crash in AtStop, the summary counts it, and the table says so. (Before,
-// it failed whichever case had run, with cause target.)
+// crash in AtStop, the summary counts it, and the table says so; the
+// case that had run is not charged with it.
 func TestStopIsJudgedApart(t *testing.T) {
-	echo := built(t, "echo", "")
+	echo := testbin.Path(t, "examples/echo")
 	results, err := conformance.RunAll(context.Background(), conformance.Command{Argv: []string{echo, "--bug", "crash-at-stop", "--lifetime", "5m"}},
 		conformance.Options{Cases: []string{"F1", "R1"}})
 	if err != nil {
@@ -52,7 +53,7 @@ func TestStopIsJudgedApart(t *testing.T) {
 // never reported as the target's failure. A target that exits for its own
 // reasons is not retried.
 func TestTakenPortIsRetried(t *testing.T) {
-	echo := built(t, "echo", "")
+	echo := testbin.Path(t, "examples/echo")
 	// A socket bound to the port and not listening, as a client's
 	// connection from that ephemeral port holds it: a bind fails with
 	// EADDRINUSE, and nobody answers there.
@@ -116,7 +117,7 @@ func TestTakenPortIsRetried(t *testing.T) {
 // for a failure in any of 4 runs, and a claim failure on the order or the
 // bytes of the echoes.
 func TestOverlappingWritesReorder(t *testing.T) {
-	echo := built(t, "echo", "")
+	echo := testbin.Path(t, "examples/echo")
 	const tries = 4
 	for i := range tries {
 		results, err := conformance.RunAll(context.Background(), conformance.Command{Argv: []string{echo, "--bug", "overlapping-writes", "--lifetime", "5m"}},

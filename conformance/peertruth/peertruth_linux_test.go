@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reactorlab/reactorlab/conformance"
@@ -42,7 +43,17 @@ func TestPeersTruth(t *testing.T) {
 	}
 	full := os.Getenv("REACTORLAB_PEERS_FULL") == "1"
 	binDir := t.TempDir()
-	var table []string
+	var (
+		mu    sync.Mutex
+		table []string
+	)
+	// The peers run two at a time (-parallel, GOMAXPROCS on two cores),
+	// each server a process of its own: a truth must hold with the other
+	// core busy. The table is logged once every peer has run.
+	t.Cleanup(func() {
+		slices.Sort(table)
+		t.Logf("verdicts:\n%s", strings.Join(table, "\n"))
+	})
 	for _, path := range paths {
 		p, err := peertruth.Load(path)
 		if err != nil {
@@ -53,6 +64,7 @@ func TestPeersTruth(t *testing.T) {
 			continue
 		}
 		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
 			if why := p.Missing(); why != "" {
 				t.Skipf("%s: %s (.ci/run installs what the peers need)", p.Name, why)
 			}
@@ -89,8 +101,9 @@ func TestPeersTruth(t *testing.T) {
 			for _, m := range p.Compare(results) {
 				t.Errorf("%s (%s): %v\n%s", p.Name, filepath.Base(p.Path), m, m.Evidence)
 			}
+			mu.Lock()
 			table = append(table, fmt.Sprintf("%-28s %s", p.Name, strings.Join(row, ", ")))
+			mu.Unlock()
 		})
 	}
-	t.Logf("verdicts:\n%s", strings.Join(table, "\n"))
 }

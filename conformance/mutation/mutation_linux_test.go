@@ -1,0 +1,205 @@
+//go:build linux
+
+package mutation_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/internal/testbin"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
+// The catalogue and the fault types must agree: every case names the
+// reactor faults that must fail it, and each of those faults names the
+// case; every case has at least one.
+func TestCatalogueMatchesFaults(t *testing.T) {
+	byCase := map[string][]string{}
+	for _, f := range faults.Reactors() {
+		for _, id := range f.Cases() {
+			byCase[id] = append(byCase[id], f.Name())
+		}
+	}
+	for _, c := range conformance.Catalogue() {
+		got := slices.Clone(c.Mutants)
+		sort.Strings(got)
+		want := byCase[c.ID]
+		sort.Strings(want)
+		if len(got) == 0 && len(c.BlackBoxBugs) == 0 {
+			t.Errorf("%s has no mutant (nor examples/echo bug) that must fail it", c.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: catalogue says mutants %v, the fault types say %v", c.ID, got, want)
+		}
+		for _, w := range c.WireFaults {
+			if _, err := faults.ParseWire(w); err != nil {
+				t.Errorf("%s: wire fault %q: %v", c.ID, w, err)
+			}
+		}
+	}
+}
+
+// Every entry of the mutant registry (reactors.Mutants) has its rows in the
+// mutation table: it is a reactor fault, it must be caught on at least one
+// design, and each case it names is in the catalogue, which names it back.
+// A new mutant cannot skip TestEveryMutantIsCaught.
+func TestEveryMutantHasConformanceRows(t *testing.T) {
+	cases := map[string]conformance.Case{}
+	for _, c := range conformance.Catalogue() {
+		cases[c.ID] = c
+	}
+	rows := map[string]int{}
+	for _, f := range faults.Reactors() {
+		for _, d := range designs.Names() {
+			if len(f.CasesFor(d)) > 0 {
+				rows[f.Name()]++
+			}
+		}
+	}
+	for _, m := range reactors.Mutants {
+		if rows[m.Name] == 0 {
+			t.Errorf("mutant %s has no row in the mutation table (no design with cases among faults.Reactors)", m.Name)
+		}
+		for _, id := range m.Cases {
+			c, ok := cases[id]
+			switch {
+			case !ok:
+				t.Errorf("mutant %s names case %s, which is not in the catalogue", m.Name, id)
+			case !slices.Contains(c.Mutants, m.Name):
+				t.Errorf("mutant %s names case %s, whose catalogue entry lists mutants %v", m.Name, id, c.Mutants)
+			}
+		}
+	}
+}
+
+// TestEveryMutantIsCaught is the mutation table: for every reactor fault
+// and every reference design it applies to, the cases the fault names all
+// fail, and fail on their claim (not because the mutant did not start,
+// stalled past the watchdog, or crashed). That every clean design passes
+// is TestInProcessReference and TestProcessReference. R4 needs a process
+// of its own, so its mutant runs as a child process; I2's runs both ways
+// on lt (live counters in-process, the process's sockets as a child) and
+// in-process on the other designs (the child's sockets are the same
+// check whatever the design, and take 5 s a design); the rest
+// run in-process, in two shards side by side (shardEnv).
+func TestEveryMutantIsCaught(t *testing.T) {
+	if shard := os.Getenv(shardEnv); shard != "" {
+		runShard(t, shard)
+		return
+	}
+	for i := range shards {
+		t.Run(fmt.Sprintf("shard-%d-of-%d", i+1, shards), func(t *testing.T) {
+			t.Parallel()
+			// The shard ends before this test's own deadline, by its
+			// -test.timeout or, failing that, by SIGKILL.
+			ctx, args := context.Background(), []string{"-test.run=^TestEveryMutantIsCaught$", "-test.v", "-test.count=1"}
+			if dl, ok := t.Deadline(); ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, dl.Add(-5*time.Second))
+				defer cancel()
+				args = append(args, fmt.Sprintf("-test.timeout=%v", time.Until(dl)-10*time.Second))
+			}
+			cmd := exec.CommandContext(ctx, os.Args[0], args...)
+			cmd.WaitDelay = 5 * time.Second
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d/%d", shardEnv, i, shards))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("shard %d of %d (a test process of its own): %v\n%s", i+1, shards, err, out)
+				return
+			}
+			t.Logf("%s", tableOf(out))
+		})
+	}
+}
+
+// The mutation table runs in shards, each a test process of its own
+// (this test binary, run again with shardEnv set to "i/n": rows i, i+n,
+// …): its mutants run in-process, and two in-process reactors must not
+// share a process (an in-process target raises the process's GOMAXPROCS,
+// and F4 reads the process's allocations), so the shards are what lets
+// go test run the table two rows at a time on two cores.
+const (
+	shardEnv = "REACTORLAB_MUTATION_SHARD"
+	shards   = 2
+)
+
+// tableMark starts the mutation table in a shard's output.
+const tableMark = "mutation table:"
+
+// tableOf is the mutation table in a shard's output (all of it if the
+// table is not found).
+func tableOf(out []byte) string {
+	if i := bytes.Index(out, []byte(tableMark)); i >= 0 {
+		out = out[i:]
+		if j := bytes.Index(out, []byte("\n--- ")); j >= 0 {
+			out = out[:j]
+		}
+	}
+	return string(bytes.TrimSpace(out))
+}
+
+// runShard runs rows i, i+n, … of the mutation table, shard being "i/n".
+func runShard(t *testing.T, shard string) {
+	var i, n int
+	if _, err := fmt.Sscanf(shard, "%d/%d", &i, &n); err != nil || n <= 0 || i < 0 || i >= n {
+		t.Fatalf("%s=%q: want i/n with 0 <= i < n", shardEnv, shard)
+	}
+	row := -1
+	var table []string
+	for _, f := range faults.Reactors() {
+		for _, d := range designs.Names() {
+			want := f.CasesFor(d)
+			if len(want) == 0 {
+				continue
+			}
+			if row++; row%n != i {
+				continue
+			}
+			t.Run(f.Name()+"/"+string(d), func(t *testing.T) {
+				cfg := reactors.DefaultConfig()
+				f.Switch(&cfg.Faults)
+				inProcess := conformance.InProcess{Design: d, Config: &cfg}
+				child := conformance.Process{Design: d, Config: &cfg, Command: []string{testbin.Path(t, "cmd/reactorlab")}}
+				var targets []conformance.Target
+				switch {
+				case slices.Contains(want, "R4"):
+					targets = []conformance.Target{child}
+				case slices.Contains(want, "I2") && d == reactors.LT:
+					targets = []conformance.Target{inProcess, child}
+				default:
+					targets = []conformance.Target{inProcess}
+				}
+				var row []string
+				for _, target := range targets {
+					results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: want})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range results {
+						row = append(row, fmt.Sprintf("%s %s (%s)", r.ID, r.Verdict, r.Cause))
+						if r.Verdict != conformance.Fail || r.Cause != conformance.CauseClaim {
+							t.Errorf("mutant %s on %s: %s %s (%s): %s (want a claim failure)\n%s", target.Name(), d, r.ID, r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"))
+						} else {
+							t.Logf("%s caught: %s", r.ID, r.Reason)
+						}
+					}
+				}
+				table = append(table, fmt.Sprintf("%-20s %-12s %s", f.Name(), d, strings.Join(row, ", ")))
+			})
+		}
+	}
+	t.Logf("%s (shard %d of %d)\n%s", tableMark, i+1, n, strings.Join(table, "\n"))
+}
