@@ -113,27 +113,42 @@ func writeLatencyTable(b *strings.Builder, hists map[string]*hdrhistogram.Histog
 	if len(cols) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  Latency distribution (HdrHistogram, measured period)\n  %9s", "")
+	fmt.Fprintf(b, "\n  Latency distribution (HdrHistogram, measured period; in brackets, the %.0f%% confidence interval)\n  %9s", 100*results.Confidence, "")
 	for _, name := range cols {
-		fmt.Fprintf(b, " %16s", name)
+		fmt.Fprintf(b, " %28s", name)
 	}
 	b.WriteString("\n")
 	for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99, 99.999, 100} {
 		fmt.Fprintf(b, "  %8.3f%%", p)
 		for _, name := range cols {
-			fmt.Fprintf(b, " %16s", fmtDuration(time.Duration(hists[name].ValueAtPercentile(p))))
+			fmt.Fprintf(b, " %28s", percentileCell(hists[name], p))
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "  %9s", "count")
 	for _, name := range cols {
-		fmt.Fprintf(b, " %16d", hists[name].TotalCount())
+		fmt.Fprintf(b, " %28d", hists[name].TotalCount())
 	}
 	b.WriteString("\n")
 	if steady {
 		b.WriteString("  data is measured from each frame's intended send time (corrected for coordinated omission);\n" +
 			"  data-uncorrected from its actual write. Hot sources have no schedule: both from the write.\n")
 	}
+}
+
+// percentileCell is h's percentile p with its confidence interval, or,
+// where h holds too few values for p, that instead of a figure; p = 100
+// is the maximum, exact.
+func percentileCell(h *hdrhistogram.Histogram, p float64) string {
+	v := fmtDuration(time.Duration(h.ValueAtPercentile(p)))
+	if p >= 100 {
+		return v
+	}
+	iv := results.PercentileInterval(h, p)
+	if iv.TooFew {
+		return "too few: n < " + results.FormatCount(iv.Need)
+	}
+	return fmt.Sprintf("%s [%s, %s]", v, fmtDuration(time.Duration(iv.LoUs*1e3)), fmtDuration(time.Duration(iv.HiUs*1e3)))
 }
 
 // writeFigures prints the load generator's figures (summary s):

@@ -152,7 +152,7 @@ func checkLTFiles(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
 		t.Fatalf("summary does not decode: %v", err)
 	}
 	if want := res.Summary(); !reflect.DeepEqual(back.Totals, want.Totals) || back.Config.Hot != cfg.Hot ||
-		back.Latency.Classes[loadgen.ClassData] != want.Latency.Classes[loadgen.ClassData] || !back.StartTime.Equal(want.StartTime) {
+		!reflect.DeepEqual(back.Latency.Classes[loadgen.ClassData], want.Latency.Classes[loadgen.ClassData]) || !back.StartTime.Equal(want.StartTime) {
 		t.Errorf("summary round trip:\n got %+v\nwant %+v", back, want)
 	}
 }

@@ -207,12 +207,12 @@ func writeCellTable(p func(string, ...any), c CellAnalysis) {
 func writeLatencyTable(p func(string, ...any), lat map[string]ClassSummary) {
 	sampled, empty := LatencyClasses(lat)
 	if len(sampled) > 0 {
-		p("Merged latency of the valid runs' measured periods (µs):\n\n")
+		p("Merged latency of the valid runs' measured periods (µs; in brackets, each percentile's %.0f%% confidence interval from the order statistics):\n\n", 100*Confidence)
 		p("| class | count | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, class := range sampled {
 			s := lat[class]
 			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(class), FormatCount(s.Count),
-				FormatValue(s.P50Us), FormatValue(s.P90Us), FormatValue(s.P99Us), FormatValue(s.P999Us), FormatValue(s.MaxUs))
+				s.Cell("p50", s.P50Us), s.Cell("p90", s.P90Us), s.Cell("p99", s.P99Us), s.Cell("p99.9", s.P999Us), FormatValue(s.MaxUs))
 		}
 		p("\n")
 	}

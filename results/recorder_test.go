@@ -297,12 +297,33 @@ func TestSummaryJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m struct {
-		Classes map[string]map[string]float64 `json:"classes"`
+		Classes map[string]map[string]any `json:"classes"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	got := m.Classes["control"]
+	got := map[string]float64{}
+	for k, v := range m.Classes["control"] {
+		if f, ok := v.(float64); ok {
+			got[k] = f
+		}
+	}
+	// Each percentile's interval: 1,000 values bound p50 … p99, not p99.9.
+	var ivs struct {
+		Classes map[string]struct {
+			Intervals map[string]results.Interval `json:"intervals"`
+		} `json:"classes"`
+	}
+	if err := json.Unmarshal(b, &ivs); err != nil {
+		t.Fatal(err)
+	}
+	iv := ivs.Classes["control"].Intervals
+	if p50 := iv["p50"]; p50.TooFew || p50.LoUs > 500 || p50.HiUs < 500 || p50.HiUs-p50.LoUs > 100 {
+		t.Errorf("p50's interval %+v, want one around 500 µs", p50)
+	}
+	if p999 := iv["p99.9"]; !p999.TooFew || p999.Need <= 1000 {
+		t.Errorf("p99.9's interval of 1,000 values %+v, want too few", p999)
+	}
 	for key, want := range map[string]float64{"count": 1000, "min_us": 1, "max_us": 1000, "p50_us": 500, "p90_us": 900, "p99_us": 990, "p99_9_us": 999, "p99_99_us": 1000, "mean_us": 500.5, "clamped": 0} {
 		v, ok := got[key]
 		if !ok {

@@ -25,6 +25,33 @@ type ClassSummary struct {
 	// Dropped counts values that could not be recorded at all (after the
 	// Recorder was closed): Count does not include them.
 	Dropped int64 `json:"dropped,omitempty"`
+	// Intervals are the Confidence intervals of the percentiles above,
+	// keyed by SummaryPercentiles' labels ("p50" … "p99.99"); where Count
+	// is too few for one, its entry says so (TooFew, Need), and the point
+	// figure is no estimate of that percentile.
+	Intervals map[string]Interval `json:"intervals,omitempty"`
+}
+
+// SummaryPercentiles are the percentiles a ClassSummary holds, with the
+// labels of their intervals.
+var SummaryPercentiles = []struct {
+	P     float64
+	Label string
+}{{50, "p50"}, {90, "p90"}, {99, "p99"}, {99.9, "p99.9"}, {99.99, "p99.99"}}
+
+// Cell is percentile label's point figure (µs) as a table shows it, with
+// its interval: "412 [398–431]", or, where the samples are too few for
+// it, "too few: n < 2,995" instead of a number. Without an interval (a
+// summary written before intervals were) it is the figure alone.
+func (s ClassSummary) Cell(label string, point float64) string {
+	iv, ok := s.Intervals[label]
+	switch {
+	case !ok:
+		return FormatValue(point)
+	case iv.TooFew:
+		return "too few: n < " + FormatCount(iv.Need)
+	}
+	return FormatValue(point) + " [" + FormatRange(iv.LoUs, iv.HiUs) + "]"
 }
 
 // Summarize summarises h (nanosecond values) with the given clamped count.
@@ -33,11 +60,15 @@ func Summarize(h *hdrhistogram.Histogram, clamped int64) ClassSummary {
 	if s.Count == 0 {
 		return s
 	}
-	ps := h.ValueAtPercentilesSlice([]float64{50, 90, 99, 99.9, 99.99})
+	ps := h.ValueAtPercentilesSlice([]float64{50, 90, 99, 99.9, 99.99}) // SummaryPercentiles
 	s.MinUs = us(h.Min())
 	s.MeanUs = h.Mean() / 1e3
 	s.MaxUs = us(h.Max())
 	s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us = us(ps[0]), us(ps[1]), us(ps[2]), us(ps[3]), us(ps[4])
+	s.Intervals = map[string]Interval{}
+	for _, sp := range SummaryPercentiles {
+		s.Intervals[sp.Label] = PercentileInterval(h, sp.P)
+	}
 	return s
 }
 

@@ -246,8 +246,8 @@ func TestMarkdownAndHTMLShowTheSameFigures(t *testing.T) {
 				t.Errorf("%s class %s: rows %q and %q", c.ID, class, mdR, htR)
 				continue
 			}
-			want := []string{results.FormatCount(s.Count), results.FormatValue(s.P50Us), results.FormatValue(s.P90Us),
-				results.FormatValue(s.P99Us), results.FormatValue(s.P999Us), results.FormatValue(s.MaxUs)}
+			want := []string{results.FormatCount(s.Count), s.Cell("p50", s.P50Us), s.Cell("p90", s.P90Us),
+				s.Cell("p99", s.P99Us), s.Cell("p99.9", s.P999Us), results.FormatValue(s.MaxUs)}
 			got := append(append([]string{}, htR[:5]...), htR[6])
 			if strings.Join(mdR, "|") != strings.Join(want, "|") || strings.Join(got, "|") != strings.Join(want, "|") {
 				t.Errorf("%s class %s: markdown %q, html %q, want %q", c.ID, class, mdR, got, want)

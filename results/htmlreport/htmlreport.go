@@ -519,8 +519,8 @@ func detail(m *results.Manifest, c results.CellAnalysis) detailView {
 		s := c.Latency[class]
 		d.Latency = append(d.Latency, classRow{
 			Class: class, Count: results.FormatCount(s.Count),
-			P50: results.FormatValue(s.P50Us), P90: results.FormatValue(s.P90Us), P99: results.FormatValue(s.P99Us),
-			P999: results.FormatValue(s.P999Us), P9999: results.FormatValue(s.P9999Us),
+			P50: s.Cell("p50", s.P50Us), P90: s.Cell("p90", s.P90Us), P99: s.Cell("p99", s.P99Us),
+			P999: s.Cell("p99.9", s.P999Us), P9999: s.Cell("p99.99", s.P9999Us),
 			Max: results.FormatValue(s.MaxUs), Mean: results.FormatValue(s.MeanUs), Clamped: results.FormatCount(s.Clamped),
 		})
 	}

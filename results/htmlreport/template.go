@@ -110,6 +110,7 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 </table>
 {{else}}<p class="empty">{{.NoMetrics}}</p>
 {{end}}{{if .Latency}}<table class="classes">
+<caption>in brackets, each percentile's 95% confidence interval from the order statistics</caption>
 <tr><th>class</th><th>count</th><th>p50 µs</th><th>p90 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>p99.99 µs</th><th>max µs</th><th>mean µs</th><th>clamped</th></tr>{{range .Latency}}
 <tr><td><code>{{.Class}}</code></td><td class="n">{{.Count}}</td><td class="n">{{.P50}}</td><td class="n">{{.P90}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.P9999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Mean}}</td><td class="n">{{.Clamped}}</td></tr>{{end}}
 </table>
