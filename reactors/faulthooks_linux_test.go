@@ -94,7 +94,7 @@ var faultHooks = map[string][]faultHook{
 	// from its own turn scheduling: prove both ways of losing echoes on
 	// all of them.
 	"free-at-eof": {
-		{variant: "queued", detect: detectEOFWithQueuedEchoes},
+		{variant: "queued", setup: bigOutQueue, detect: detectEOFWithQueuedEchoes},
 		{variant: "same-turn", detect: detectEOFInEchoingTurn, unstarted: true},
 	},
 	// Every design it applies to: not oneshot, whose other worker thread

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -189,23 +191,45 @@ func readEchoesToEOF(c net.Conn, sent []byte, timeout time.Duration) error {
 	return nil
 }
 
-// detectEOFWithQueuedEchoes (I3): a client with a small receive buffer
-// has the reactor queue echoes it does not read (queueEchoes), then
-// shuts down its write side and reads: every echo must arrive, then EOF.
+// detectEOFWithQueuedEchoes (I3; with bigOutQueue, no backpressure): a
+// client with a small receive buffer has the reactor queue more echoes
+// than the kernel's largest send buffer takes (tcp_wmem's maximum + 512
+// KiB), then shuts down its write side and reads: every echo must arrive,
+// then EOF. However autotuning grows the socket's buffer before the
+// reactor reads the FIN (the FIN's arrival can let it grow), echoes are
+// still queued when the reactor reads it, for a mutant to drop.
 func detectEOFWithQueuedEchoes(r *reactors.Reactor) error {
+	wmemMax, err := maxSendBuffer()
+	if err != nil {
+		return err
+	}
 	c, err := dialSmallReceiveBuffer(r.Addr().String())
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	sent, err := queueEchoes(r, c)
+	sent, err := fillOutQueue(r, c, 11, 4<<10, wmemMax+512<<10, 64<<20, "queueing echoes")
 	if err != nil {
 		return err
 	}
 	if err := c.CloseWrite(); err != nil {
 		return err
 	}
-	return readEchoesToEOF(c, sent, 10*time.Second)
+	return readEchoesToEOF(c, sent, 20*time.Second)
+}
+
+// maxSendBuffer is the largest send buffer TCP autotuning gives a socket
+// (the third field of /proc/sys/net/ipv4/tcp_wmem), in bytes.
+func maxSendBuffer() (uint64, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("tcp_wmem: %q, want three fields", b)
+	}
+	return strconv.ParseUint(f[2], 10, 64)
 }
 
 // detectEOFInEchoingTurn (I3; the reactor comes unstarted): a client
