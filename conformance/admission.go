@@ -96,9 +96,7 @@ func runA1(c *C) {
 	c.Evidencef("data: %d frames sent over %v (%.0f/s against a capacity of %.0f/s), %d echoed, %d refused; the client's own longest scheduling delay %v",
 		offered.sent, offered.over.Round(time.Millisecond), offered.rate(), 1/admCost.Seconds(), offered.echoed, offered.rejected, clientLag.Round(time.Microsecond))
 	f := c.Stop()
-	if f.Stats == nil {
-		c.Inconclusivef("no statistics from the reactor: cannot tell whether the admission limit engaged")
-	}
+	f.Stats = c.finalStats(f)
 	k := f.Stats.Counters
 	c.Evidencef("admission: engaged %d times, %d frames refused; ledger %+v", k.AdmissionEngaged, k.AdmissionRejects, f.Stats.Ledger)
 	switch {
