@@ -26,7 +26,7 @@ func readCPUTicks(cpus []int) (CPUTicks, error) {
 		return CPUTicks{}, err
 	}
 	at := time.Now()
-	byCPU := map[int][2]uint64{}
+	byCPU := map[int][3]uint64{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -42,7 +42,7 @@ func readCPUTicks(cpus []int) (CPUTicks, error) {
 			v[i], _ = strconv.ParseUint(f[1+i], 10, 64)
 		}
 		busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
-		byCPU[n] = [2]uint64{busy, busy + v[3] + v[4]}
+		byCPU[n] = [3]uint64{busy, busy + v[3] + v[4], v[0] + v[1] + v[7]}
 	}
 	t := CPUTicks{At: at}
 	for _, c := range cpus {
@@ -50,14 +50,15 @@ func readCPUTicks(cpus []int) (CPUTicks, error) {
 		if !ok {
 			return CPUTicks{}, fmt.Errorf("/proc/stat has no line for CPU %d", c)
 		}
-		t.Busy, t.Total = append(t.Busy, bt[0]), append(t.Total, bt[1])
+		t.Busy, t.Total, t.UserSteal = append(t.Busy, bt[0]), append(t.Total, bt[1]), append(t.UserSteal, bt[2])
 	}
 	return t, nil
 }
 
-// noteTicks appends a sample of the side's CPUs to CPUTicks (pinned
-// sides only), thinning the series at maxCPUTicks.
-func (p *ProcResult) noteTicks() {
+// noteTicks appends a sample of the side's CPUs, with its own threads'
+// time (own, read just before), to CPUTicks (pinned sides only), thinning
+// the series at maxCPUTicks.
+func (p *ProcResult) noteTicks(own *OwnTime) {
 	if !p.CPUs.Pinned() {
 		return
 	}
@@ -65,6 +66,7 @@ func (p *ProcResult) noteTicks() {
 	if err != nil {
 		return
 	}
+	t.Own = own
 	if len(p.CPUTicks) >= maxCPUTicks {
 		kept := p.CPUTicks[:0]
 		for i := 0; i < len(p.CPUTicks); i += 2 {
@@ -79,10 +81,45 @@ func (p *ProcResult) noteTicks() {
 // (0..1 each; Mean their mean): the kernel's account of those CPUs, which
 // counts whatever ran there, the side's threads and the network work the
 // kernel did on them, and anything else the machine placed there.
+//
+// With its own threads' times (OwnKnown), it also says whose the time
+// was, in CPUs' worth over the span: Own, the side's threads on a CPU;
+// Others, the user-space and stolen time of its CPUs that was not its
+// threads' user time (other processes, another guest), at least 0; Wait,
+// its threads' time runnable but waiting for a CPU. Kernel work (system,
+// irq, softirq time: the network stack, ksoftirqd, kworkers) is nobody's
+// in Others: on a pinned side's CPU it is mostly the run's own traffic.
 type SideBusy struct {
-	CPUs []int     `json:"cpus"`
-	Busy []float64 `json:"busy"`
-	Mean float64   `json:"mean"`
+	CPUs     []int     `json:"cpus"`
+	Busy     []float64 `json:"busy"`
+	Mean     float64   `json:"mean"`
+	OwnKnown bool      `json:"own_known"`
+	Own      float64   `json:"own"`
+	Others   float64   `json:"others"`
+	Wait     float64   `json:"wait"`
+}
+
+// A side was contended when both signals say so, each independent of
+// the other: its CPUs went to others (Others, over the set's size, at
+// least contendedOthers) and its own threads waited for a CPU (Wait at
+// least contendedWait of the span). Either alone is no contention: kernel
+// work on the side's behalf shows as others' time, and a side with more
+// runnable threads than CPUs waits by its own design.
+const (
+	contendedOthers = 0.10
+	contendedWait   = 0.10
+)
+
+// contended reports whether the side's figures show contention, and says
+// so in a line.
+func (b *SideBusy) contended() (bool, string) {
+	if b == nil || !b.OwnKnown {
+		return false, ""
+	}
+	share := b.Others / float64(len(b.CPUs))
+	why := fmt.Sprintf("CPU %s: %.0f%% busy, others' processes %.0f%% of it (its own threads %.2f CPU), its threads waited runnable %.0f%% of the time",
+		CPUList(b.CPUs...), 100*b.Mean, 100*share, b.Own, 100*b.Wait)
+	return share >= contendedOthers && b.Wait >= contendedWait, why
 }
 
 // CPUBusy is the busy fraction of each side's CPUs over the measured
@@ -96,6 +133,11 @@ type CPUBusy struct {
 	Server  *SideBusy `json:"server,omitempty"`
 	Loadgen *SideBusy `json:"loadgen,omitempty"`
 	Notes   []string  `json:"notes,omitempty"`
+	// Contended says, side by side, whose CPUs went to other processes
+	// while its threads waited for them (SideBusy.contended): the run's
+	// figures are the machine's as much as the design's, and the run is
+	// flagged so (its ledger and placement may still be valid).
+	Contended []string `json:"contended,omitempty"`
 }
 
 // measureBusy is the busy fraction of each side's CPUs between from and
@@ -123,6 +165,9 @@ func (res *CellResult) measureBusy() {
 		}
 		*side.dst = sb
 		b.FromS, b.ToS = lo.Sub(from).Seconds(), hi.Sub(from).Seconds()
+		if c, why := sb.contended(); c {
+			b.Contended = append(b.Contended, fmt.Sprintf("the %s's %s", side.name, why))
+		}
 	}
 	res.CPUBusy = b
 }
@@ -145,6 +190,8 @@ func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.
 	}
 	a, z := p.CPUTicks[first], p.CPUTicks[last]
 	sb := &SideBusy{CPUs: p.CPUs.List()}
+	userSteal := 0.0 // CPUs' worth
+	haveUser := len(a.UserSteal) == len(sb.CPUs) && len(z.UserSteal) == len(sb.CPUs)
 	for i := range sb.CPUs {
 		total := float64(z.Total[i] - a.Total[i])
 		if total <= 0 {
@@ -153,6 +200,16 @@ func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.
 		f := float64(z.Busy[i]-a.Busy[i]) / total
 		sb.Busy = append(sb.Busy, f)
 		sb.Mean += f / float64(len(sb.CPUs))
+		if haveUser {
+			userSteal += float64(z.UserSteal[i]-a.UserSteal[i]) / total
+		}
+	}
+	if span := z.At.Sub(a.At).Seconds() * 1e9; haveUser && a.Own != nil && z.Own != nil && span > 0 &&
+		z.Own.RunNs >= a.Own.RunNs && z.Own.WaitNs >= a.Own.WaitNs && z.Own.UserNs >= a.Own.UserNs {
+		sb.OwnKnown = true
+		sb.Own = float64(z.Own.RunNs-a.Own.RunNs) / span
+		sb.Wait = float64(z.Own.WaitNs-a.Own.WaitNs) / span
+		sb.Others = max(0, userSteal-float64(z.Own.UserNs-a.Own.UserNs)/span)
 	}
 	return sb, a.At, z.At, ""
 }
@@ -163,11 +220,15 @@ func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.
 // measured period is most of it), so the bound is well below 1.
 const minThrottledShare = 0.5
 
-// Limit says which side limited the cell's throughput, and why: "loadgen"
-// when the load generator's self-check says so (its own scheduling lag or
-// CPU) or one of its CPUs was busy results.BusyFull or more (a loop
+// Limit says which side limited the cell's throughput, and why:
+// "contended" when a side's CPUs went to other processes while its
+// threads waited for them (SideBusy.contended: then every figure, the
+// self-check's included, is the machine's); "loadgen" when the load
+// generator's self-check says so (its own scheduling lag or CPU) or its
+// own work filled a CPU (SideBusy.filled: one of its CPUs
+// results.BusyFull busy or more, its threads that much on a CPU; a loop
 // thread fills one CPU, whatever the size of the set); else "server" when
-// one of the server's CPUs was, or, for a server under a CPU cap
+// the server's did, or, for a server under a CPU cap
 // (server_cpu), when the kernel throttled it in at least half the periods
 // it ran (it spent its quota: the cap was the limit); else "neither" (the
 // load's own shape, ping-pong say, set the pace; a capped server that was
@@ -188,6 +249,14 @@ func (res *CellResult) Limit() (side, why string) {
 	if res.Lab != nil && res.Lab.Server != nil {
 		capped = res.Lab.Server.CPULimit
 	}
+	// A contended side's figures, the self-check's included, are the
+	// machine's: the limit is the contention.
+	if c, why := gen.contended(); c {
+		return "contended", "loadgen " + why
+	}
+	if c, why := srv.contended(); c {
+		return "contended", "server " + why
+	}
 	switch {
 	case s.SelfCheck.Limit == loadgen.LimitLoadgen:
 		why = "its self-check"
@@ -195,11 +264,11 @@ func (res *CellResult) Limit() (side, why string) {
 			why += ": " + s.SelfCheck.Reasons[0]
 		}
 		return "loadgen", why
-	case gen != nil && gen.fullest() >= results.BusyFull:
+	case gen.filled():
 		return "loadgen", gen.describe()
 	case capped != nil:
 		return capped.limit()
-	case srv != nil && srv.fullest() >= results.BusyFull:
+	case srv.filled():
 		return "server", srv.describe()
 	case srv == nil:
 		return s.SelfCheck.Limit, "the load generator's self-check (no busy figures for the server's CPUs)"
@@ -221,6 +290,18 @@ func (c *CPULimitRecord) limit() (side, why string) {
 	return "neither", held + ": not held at its cap, so not an equal CPU budget (something else set the pace)"
 }
 
+// filled reports whether the side's own work filled a CPU: one of its
+// CPUs results.BusyFull busy or more and, where its threads' time is
+// known, its threads on a CPU that much of the span (a loop thread fills
+// one CPU, whatever the size of the set). A CPU that others filled is
+// not the side's limit.
+func (b *SideBusy) filled() bool {
+	if b == nil || b.fullest() < results.BusyFull {
+		return false
+	}
+	return !b.OwnKnown || b.Own >= results.BusyFull
+}
+
 // fullest is the busy fraction of the side's busiest CPU.
 func (b *SideBusy) fullest() float64 {
 	m := 0.0
@@ -231,10 +312,15 @@ func (b *SideBusy) fullest() float64 {
 }
 
 // describe says how busy the side's CPUs were: "CPU 0 95% busy" for
-// one, "CPU 2 97% busy (CPUs 0-3: mean 31%)" for several.
+// one, "CPU 2 97% busy (CPUs 0-3: mean 31%)" for several; with its own
+// threads' time, ", its own threads 0.93 CPU".
 func (b *SideBusy) describe() string {
+	own := ""
+	if b.OwnKnown {
+		own = fmt.Sprintf(", its own threads %.2f CPU", b.Own)
+	}
 	if len(b.CPUs) == 1 {
-		return fmt.Sprintf("CPU %d %.0f%% busy", b.CPUs[0], 100*b.fullest())
+		return fmt.Sprintf("CPU %d %.0f%% busy%s", b.CPUs[0], 100*b.fullest(), own)
 	}
 	i := 0
 	for j, f := range b.Busy {
@@ -242,5 +328,5 @@ func (b *SideBusy) describe() string {
 			i = j
 		}
 	}
-	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)", b.CPUs[i], 100*b.Busy[i], CPUList(b.CPUs...), 100*b.Mean)
+	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)%s", b.CPUs[i], 100*b.Busy[i], CPUList(b.CPUs...), 100*b.Mean, own)
 }

@@ -248,3 +248,59 @@ func TestCPUBusy(t *testing.T) {
 		t.Errorf("Limit of a capped server seldom throttled = %s (%s), want neither, saying so", side, why)
 	}
 }
+
+// TestContention: a side is contended when both signals say so — its
+// CPUs' time went to other processes, and its own threads waited
+// runnable — and then the run is flagged and the limit is the
+// contention, not the side (whatever the generator's self-check says);
+// one signal alone is not contention, and a CPU that others filled is not
+// a side's limit.
+func TestContention(t *testing.T) {
+	start := time.Unix(1000, 0)
+	// busy ticks of 100, user (+ nice + steal) ticks among them; the
+	// side's threads' run, wait and user seconds.
+	tick := func(s float64, busy, user, total uint64, run, wait, ownUser float64) CPUTicks {
+		return CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}, UserSteal: []uint64{user},
+			Own: &OwnTime{RunNs: uint64(run * 1e9), WaitNs: uint64(wait * 1e9), UserNs: uint64(ownUser * 1e9)}}
+	}
+	cell := func(srv, gen []CPUTicks, selfCheck loadgen.SelfCheck) *CellResult {
+		res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}},
+			Lab:  &LabResult{Server: &ProcResult{CPUs: CPUList(0), CPUTicks: srv}, Client: &ProcResult{CPUs: CPUList(1), CPUTicks: gen}},
+			Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: selfCheck}}
+		res.measureBusy()
+		return res
+	}
+	// The server's thread fills its CPU (0.95 of the second), waiting
+	// little; the generator's CPU is 99% busy, its threads ran 0.2 of it
+	// and waited 0.5: others took its CPU.
+	srv := []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 97, 30, 100, 0.95, 0.02, 0.3)}
+	gen := []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.5, 0.06)}
+	res := cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitLoadgen, Reasons: []string{"send lag p99 5ms"}})
+	if b := res.CPUBusy; b == nil || len(b.Contended) != 1 || !strings.HasPrefix(b.Contended[0], "the loadgen's CPU 1: 99% busy, others' processes 79% of it") {
+		t.Fatalf("contended: %+v, want the load generator, saying why", b)
+	}
+	if side, why := res.Limit(); side != "contended" || !strings.Contains(why, "loadgen") {
+		t.Errorf("Limit = %s (%s), want contended on the load generator, whatever its self-check says", side, why)
+	}
+	// Others' time alone (its threads never waited): no contention; and
+	// a generator CPU that others filled is not the generator's limit.
+	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.01, 0.06)}
+	res = cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitTarget})
+	if len(res.CPUBusy.Contended) != 0 {
+		t.Errorf("one signal: contended %q, want none", res.CPUBusy.Contended)
+	}
+	if side, why := res.Limit(); side != "server" || why != "CPU 0 97% busy, its own threads 0.95 CPU" {
+		t.Errorf("Limit = %s (%s), want the server, whose own thread filled its CPU", side, why)
+	}
+	// Waiting alone (its own threads outnumber its CPU, nobody else
+	// there, the kernel's network work on its CPU its own traffic's): no
+	// contention either.
+	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 30, 100, 0.97, 0.6, 0.3)}
+	res = cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitTarget})
+	if len(res.CPUBusy.Contended) != 0 {
+		t.Errorf("waiting on its own threads: contended %q, want none", res.CPUBusy.Contended)
+	}
+	if side, _ := res.Limit(); side != "loadgen" {
+		t.Errorf("Limit = %s, want the load generator, whose own threads filled its CPU", side)
+	}
+}

@@ -261,6 +261,10 @@ func (sd *side) sample() {
 	}
 	u, uerr := sd.p.Usage()
 	a, aerr := sd.p.Affinity()
+	var own *OwnTime
+	if st, err := sd.p.GroupSchedstat(); err == nil && uerr == nil {
+		own = &OwnTime{RunNs: uint64(st.RunNs), WaitNs: uint64(st.WaitNs), UserNs: uint64(u.UserNs)}
+	}
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
 	if uerr == nil {
@@ -273,7 +277,7 @@ func (sd *side) sample() {
 		sd.res.AffinityEnd = a
 		sd.checkAffinity(a)
 	}
-	sd.res.noteTicks()
+	sd.res.noteTicks(own)
 }
 
 // stop stops the side's process (SIGTERM, grace, SIGKILL; nothing if it

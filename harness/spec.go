@@ -342,11 +342,27 @@ type ProcResult struct {
 // CPUTicks is the kernel's cumulative account of each CPU of a side's set
 // at one moment, from /proc/stat in clock ticks (USER_HZ, 10 ms here):
 // Busy is user + nice + system + irq + softirq + steal, Total adds idle
-// and iowait; both per CPU of ProcResult.CPUs, in its order.
+// and iowait; each per CPU of ProcResult.CPUs, in its order.
 type CPUTicks struct {
 	At    time.Time `json:"at"`
 	Busy  []uint64  `json:"busy"`
 	Total []uint64  `json:"total"`
+	// UserSteal is user + nice + steal per CPU: time in user space,
+	// anyone's, and time the hypervisor gave another guest.
+	UserSteal []uint64 `json:"user_steal,omitempty"`
+	// Own is the side's own threads' cumulative time at the same moment
+	// (nil where the kernel has no schedstat).
+	Own *OwnTime `json:"own,omitempty"`
+}
+
+// OwnTime is the cumulative time of a side's threads (its process group):
+// RunNs on a CPU and WaitNs runnable in a run queue, waiting for one, from
+// the kernel's per-thread schedstat; UserNs in user space, from
+// /proc/PID/stat (clock ticks).
+type OwnTime struct {
+	RunNs  uint64 `json:"run_ns"`
+	WaitNs uint64 `json:"wait_ns"`
+	UserNs uint64 `json:"user_ns"`
 }
 
 // ThreadMasks is one thread's CPU masks as sampled, in order, each change

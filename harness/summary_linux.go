@@ -209,6 +209,9 @@ func (r *CellResult) writeBusy(b *strings.Builder) {
 			for i, c := range side.sb.CPUs {
 				cpus = append(cpus, fmt.Sprintf("cpu%d %.0f%%", c, 100*side.sb.Busy[i]))
 			}
+			if side.sb.OwnKnown {
+				cpus = append(cpus, fmt.Sprintf("(its threads %.2f CPU, others %.2f, waited runnable %.0f%%)", side.sb.Own, side.sb.Others, 100*side.sb.Wait))
+			}
 			parts = append(parts, side.name+" "+strings.Join(cpus, " "))
 		}
 		if len(parts) > 0 {
@@ -216,6 +219,10 @@ func (r *CellResult) writeBusy(b *strings.Builder) {
 		}
 		for _, n := range cb.Notes {
 			fmt.Fprintf(b, "  %-12s   %s\n", "", n)
+		}
+		for _, why := range cb.Contended {
+			fmt.Fprintf(b, "  %-12s %s: other processes took its CPUs while its threads waited for them, so these figures are the machine's as much as the design's: do not compare them\n",
+				"CONTENDED", why)
 		}
 	}
 	if side, why := r.Limit(); side != "" {
