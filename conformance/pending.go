@@ -395,9 +395,10 @@ const finAttempts = 3
 
 // halfCloseHolding establishes the precondition of the cases about a
 // half-closed client whose echoes the server still holds (I3, W4): it
-// opens a loaded connection (token), fills it to at most limit (needing nothing left
-// unread, so that a server which has not paused reads the FIN next),
-// shuts down its write side and nudges the server to the FIN. A server
+// opens a loaded connection (token), fills it, to at most limit, until
+// nothing is left unread (so that a server which has not paused reads
+// the FIN next), shuts down its write side and nudges the server to the
+// FIN. A server
 // that paused reads the FIN only after it has resumed, and what it holds
 // then depends on how much its kernel send buffer, which autotuning
 // sizes, takes at the moment it resumes: a draw the client cannot steer.
