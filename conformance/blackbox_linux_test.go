@@ -108,8 +108,10 @@ var blackBoxRows = []blackBoxRow{
 	// What the kernel does not take at once is dropped: W3 sees it, and I3
 	// reads the gap. The subtraction counts the dropped bytes as held, but
 	// they are never delivered: I2 establishes nothing (W4 the same, as
-	// on free-at-eof: measured, not run here for time).
-	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W3", "I3"}, inconclusive: []string{"I2"}},
+	// on free-at-eof: measured, not run here for time). W1's warm-up, a
+	// client that reads, finds the gap too, so memory is not judged; but
+	// the server never stops reading the slow consumer, which fails W1.
+	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W1", "W3", "I3"}, inconclusive: []string{"I2"}},
 	// One lock held across every blocking write: a client that keeps
 	// sending and does not read freezes the other connections.
 	{name: "block-loop-on-full", args: []string{"--bug", "block-loop-on-full"}, fail: []string{"W5"}},
