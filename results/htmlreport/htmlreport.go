@@ -436,7 +436,7 @@ func (v *view) addLatency(a *results.Analysis, baseID string, hists map[string]m
 			if ch == nil {
 				continue
 			}
-			cell := &curve{Label: fmt.Sprintf("%s (%s values)", shorten(c.ID, maxBarLabel), results.FormatCount(ch.TotalCount())), XYs: percentileCurve(ch)}
+			cell := &curve{Label: fmt.Sprintf("%s (%s values)", shorten(c.ID, maxBarLabel), results.FormatCount(ch.TotalCount())), XYs: percentileCurve(ch), Intervals: percentileIntervals(ch)}
 			var base *curve
 			caption := fmt.Sprintf("%s latency percentiles of %s", class, c.ID)
 			if !alone {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -67,6 +68,35 @@ func svgURI(p *plot.Plot, w, h vg.Length) (template.URL, error) {
 type curve struct {
 	Label string
 	XYs   plotter.XYs
+	// Intervals are the 95% confidence intervals of the summary's
+	// percentiles that the samples bound, drawn as bars on the curve (the
+	// report's latency table, which has them all, says so).
+	Intervals intervalBars
+}
+
+// intervalBars are percentiles' confidence intervals on the percentile
+// plot's axes: x = 1/(1−q), y the point, Lo and Hi its distance to the
+// interval's bounds (µs).
+type intervalBars []struct{ X, Y, Lo, Hi float64 }
+
+func (b intervalBars) Len() int                        { return len(b) }
+func (b intervalBars) XY(i int) (float64, float64)     { return b[i].X, b[i].Y }
+func (b intervalBars) YError(i int) (float64, float64) { return b[i].Lo, b[i].Hi }
+
+// percentileIntervals are h's summary percentiles (results.SummaryPercentiles)
+// with their confidence intervals, those that h's count bounds.
+func percentileIntervals(h *hdrhistogram.Histogram) intervalBars {
+	var out intervalBars
+	for _, sp := range results.SummaryPercentiles {
+		iv := results.PercentileInterval(h, sp.P)
+		if iv.TooFew {
+			continue
+		}
+		y := latencyUs(h.ValueAtQuantile(sp.P))
+		lo, hi := math.Max(iv.LoUs, minLatencyUs), math.Max(iv.HiUs, minLatencyUs)
+		out = append(out, struct{ X, Y, Lo, Hi float64 }{1 / (1 - sp.P/100), y, math.Max(0, y-lo), math.Max(0, hi-y)})
+	}
+	return out
 }
 
 // stepsPerDecade is how many points the curve has per factor of ten of
@@ -169,6 +199,16 @@ func latencyPlot(title string, cell *curve, base *curve) (*plot.Plot, error) {
 		l.Width = vg.Points(1.8)
 		p.Add(l)
 		p.Legend.Add(cell.Label, l)
+		if len(cell.Intervals) > 0 {
+			bars, err := plotter.NewYErrorBars(cell.Intervals)
+			if err != nil {
+				return nil, err
+			}
+			bars.Color = colorCell
+			bars.Width = vg.Points(1.2)
+			bars.CapWidth = vg.Points(6)
+			p.Add(bars)
+		}
 	}
 	return p, nil
 }
