@@ -90,6 +90,74 @@ type MetricResult struct {
 	P         float64 `json:"p,omitempty"`
 	PAdjusted float64 `json:"p_adjusted,omitempty"`
 	Verdict   Verdict `json:"verdict,omitempty"`
+	// Intervals, for a latency percentile of a factor cell, compares the
+	// 95% confidence intervals of that percentile in the cell's and the
+	// baseline's merged histograms: IntervalsOverlap or IntervalsApart;
+	// empty where either has too few samples for it, or no histogram.
+	Intervals string `json:"intervals,omitempty"`
+}
+
+// What MetricResult.Intervals says. Intervals apart are a difference the
+// merged samples show by themselves; overlapping ones are no evidence
+// either way (two 95% intervals may overlap around a real difference).
+const (
+	IntervalsOverlap = "overlap"
+	IntervalsApart   = "apart"
+)
+
+// IntervalNote is what a table prints beside the verdict for mr's
+// intervals: "merged p99 intervals overlap", or "" when there is none.
+func (mr MetricResult) IntervalNote() string {
+	if mr.Intervals == "" {
+		return ""
+	}
+	_, label, _ := latencyPercentile(mr.Name)
+	return "merged " + label + " 95% intervals " + mr.Intervals
+}
+
+// latencyPercentile maps a latency percentile metric's name to its
+// histogram class and percentile label ("data_p999" → "data", "p99.9").
+func latencyPercentile(name string) (class, label string, ok bool) {
+	i := strings.LastIndex(name, "_p")
+	if i < 0 {
+		return "", "", false
+	}
+	class, suffix := name[:i], name[i+2:]
+	for _, sp := range SummaryPercentiles {
+		if strings.ReplaceAll(strings.TrimPrefix(sp.Label, "p"), ".", "") == suffix {
+			return class, sp.Label, true
+		}
+	}
+	return "", "", false
+}
+
+// compareIntervals sets Intervals on every latency percentile metric of
+// the factor cells whose class both the cell and the baseline (cells[0])
+// have merged histograms of, with enough samples for that percentile.
+func compareIntervals(cells []CellAnalysis) {
+	if len(cells) < 2 {
+		return
+	}
+	base := cells[0]
+	for ci := range cells[1:] {
+		c := &cells[ci+1]
+		for mi := range c.Metrics {
+			mr := &c.Metrics[mi]
+			class, label, ok := latencyPercentile(mr.Name)
+			if !ok {
+				continue
+			}
+			a, aok := c.Latency[class].Intervals[label]
+			b, bok := base.Latency[class].Intervals[label]
+			if !aok || !bok || a.TooFew || b.TooFew {
+				continue
+			}
+			mr.Intervals = IntervalsOverlap
+			if a.HiUs < b.LoUs || b.HiUs < a.LoUs {
+				mr.Intervals = IntervalsApart
+			}
+		}
+	}
 }
 
 // LimitText says which side limited the cell's valid runs, the most

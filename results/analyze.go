@@ -85,6 +85,7 @@ func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *
 	for ci, c := range m.Cells {
 		a.Cells = append(a.Cells, analyzeCell(ci, c, runs, base, hists[c.ID], &tests, &notes))
 	}
+	compareIntervals(a.Cells)
 	exact, normal := tests.judge(a)
 	a.Method = methodText(a.Alpha, exact, normal)
 	addCellNotes(a.Cells, &notes)

@@ -194,6 +194,9 @@ func writeCellTable(p func(string, ...any), c CellAnalysis) {
 			} else {
 				base, ratio = FormatValue(mr.BaselineMedian), ratioText(mr)
 				pv, padj = FormatP(mr.P), FormatP(mr.PAdjusted)
+				if note := mr.IntervalNote(); note != "" {
+					verdict += "; " + note
+				}
 			}
 			p(" %s | %s | %s | %s | %s |", base, mdCell(ratio), pv, padj, mdCell(verdict))
 		}

@@ -507,6 +507,9 @@ func detail(m *results.Manifest, c results.CellAnalysis) detailView {
 				}
 				row.P = results.FormatP(r.P) + " / " + results.FormatP(r.PAdjusted)
 				row.Verdict, row.Class = string(r.Verdict), verdictClass(r.Verdict)
+				if note := r.IntervalNote(); note != "" {
+					row.Verdict += "; " + note
+				}
 			}
 		}
 		d.Metrics = append(d.Metrics, row)
