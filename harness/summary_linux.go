@@ -297,7 +297,11 @@ func describeLoad(c loadgen.Config) string {
 		parts = append(parts, hot)
 	}
 	if c.Steady > 0 {
-		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all (window %d)", plural(c.Steady, "steady source"), c.Rate, c.Window))
+		arrivals := ""
+		if c.Arrivals == loadgen.ArrivalsPoisson {
+			arrivals = fmt.Sprintf(", Poisson arrivals (seed %d)", c.ArrivalSeed)
+		}
+		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all%s (window %d)", plural(c.Steady, "steady source"), c.Rate, arrivals, c.Window))
 	}
 	if c.ControlEvery > 0 {
 		parts = append(parts, fmt.Sprintf("PING every %v on %s", c.ControlEvery, plural(c.Control, "control connection")))

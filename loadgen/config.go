@@ -89,6 +89,16 @@ type Config struct {
 	// Rate is the total frames per second across the steady sources, split
 	// evenly. An open loop refuses to run without one.
 	Rate float64
+	// Arrivals is the steady sources' arrival process: ArrivalsFixed
+	// (the default, "" too: one frame every Steady/Rate seconds per
+	// source) or ArrivalsPoisson (exponential gaps of that mean, from a
+	// generator seeded by ArrivalSeed and the source's index, so a run is
+	// reproducible). Each source keeps its own timetable, so latency is
+	// corrected for coordinated omission from each frame's intended time
+	// either way.
+	Arrivals string
+	// ArrivalSeed seeds the Poisson arrivals (0 is a seed like another).
+	ArrivalSeed uint64
 	// Window bounds the frames outstanding (sent, not yet answered) per
 	// steady connection (default 1024). When it is full the source waits;
 	// the wait counts in the corrected latency and is attributed to the
@@ -342,8 +352,30 @@ func (c Config) checkSources(p *problems) {
 // maxCPU bounds a CPU number (the mask golang.org/x/sys/unix.CPUSet holds).
 const maxCPU = 1024
 
-// checkRate checks the open loop's rate against its steady sources.
+// The arrival processes of Config.Arrivals.
+const (
+	ArrivalsFixed   = "fixed"
+	ArrivalsPoisson = "poisson"
+)
+
+// MaxPoissonArrivals bounds Rate × (Warmup + Duration): a Poisson
+// timetable is drawn ahead and kept, 8 bytes a frame.
+const MaxPoissonArrivals = 16 << 20
+
+// checkRate checks the open loop's rate against its steady sources, and
+// its arrival process.
 func (c Config) checkRate(p *problems) {
+	switch c.Arrivals {
+	case "", ArrivalsFixed:
+	case ArrivalsPoisson:
+		if c.Steady == 0 {
+			p.add("arrivals = poisson without steady sources (accepted: steady >= 1; hot sources have no schedule)")
+		} else if n := c.Rate * (c.Warmup + c.Duration).Seconds(); n > MaxPoissonArrivals {
+			p.add("arrivals = poisson at rate %g over %v: %.0f frames, more than the %d a drawn timetable holds (accepted: rate × (warmup + duration) <= %d)", c.Rate, c.Warmup+c.Duration, n, MaxPoissonArrivals, MaxPoissonArrivals)
+		}
+	default:
+		p.bad("arrivals", c.Arrivals, ArrivalsFixed+" or "+ArrivalsPoisson)
+	}
 	switch {
 	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0 || c.Rate > MaxRate:
 		p.bad("rate", c.Rate, fmt.Sprintf("0 < rate <= %g frames/s", MaxRate))
@@ -499,6 +531,8 @@ type configJSON struct {
 	InFlight       int      `json:"inflight"`
 	Steady         int      `json:"steady"`
 	Rate           float64  `json:"rate"`
+	Arrivals       string   `json:"arrivals,omitempty"`
+	ArrivalSeed    uint64   `json:"arrival_seed,omitempty"`
 	Window         int      `json:"window"`
 	Payload        int      `json:"payload"`
 	ControlEvery   duration `json:"control_every"`
@@ -550,7 +584,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(configJSON{
 		DataAddr: c.DataAddr, ControlAddr: c.ControlAddr, Hot: c.Hot, InFlight: c.InFlight,
-		Steady: c.Steady, Rate: c.Rate, Window: c.Window, Payload: c.Payload,
+		Steady: c.Steady, Rate: c.Rate, Arrivals: c.Arrivals, ArrivalSeed: c.ArrivalSeed, Window: c.Window, Payload: c.Payload,
 		ControlEvery: duration(c.ControlEvery), Control: c.Control, StopAt: duration(c.StopAt),
 		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter, UrgentEvery: duration(c.UrgentEvery),
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
@@ -575,7 +609,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	*c = Config{
 		DataAddr: j.DataAddr, ControlAddr: j.ControlAddr, Hot: j.Hot, InFlight: j.InFlight,
-		Steady: j.Steady, Rate: j.Rate, Window: j.Window, Payload: j.Payload,
+		Steady: j.Steady, Rate: j.Rate, Arrivals: j.Arrivals, ArrivalSeed: j.ArrivalSeed, Window: j.Window, Payload: j.Payload,
 		ControlEvery: time.Duration(j.ControlEvery), Control: j.Control, StopAt: time.Duration(j.StopAt),
 		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter, UrgentEvery: time.Duration(j.UrgentEvery),
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),

@@ -89,7 +89,16 @@ func TestConfigJSON(t *testing.T) {
 		Steady: 4, Rate: 12345.5, Window: 64, Payload: 100, ControlEvery: 10 * time.Millisecond, Control: 2,
 		ControlTimeout: 25 * time.Millisecond, RemovalAfter: 5, StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
 		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
-		UrgentEvery: 20 * time.Millisecond, Loops: 3, LoopCPUs: []int{1, 0}, Progress: func(loadgen.Progress) {}}
+		UrgentEvery: 20 * time.Millisecond, Loops: 3, LoopCPUs: []int{1, 0}, Progress: func(loadgen.Progress) {},
+		Arrivals: loadgen.ArrivalsPoisson, ArrivalSeed: 7, ChurnRate: 50, ChurnBurst: 2, ChurnMax: 9, HotLead: time.Second}
+	// Every field is set, so that one the JSON form forgets fails the
+	// round trip: a knob added to Config alone would not reach the load
+	// generator's process.
+	for i, v := 0, reflect.ValueOf(in); i < v.NumField(); i++ {
+		if v.Field(i).IsZero() {
+			t.Errorf("the round trip's Config leaves %s unset: set it", v.Type().Field(i).Name)
+		}
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

@@ -307,6 +307,9 @@ func (l *loop) addConn(kind connKind, i, pos int, sa unix.Sockaddr, fk wire.Kind
 	case kindSteady:
 		c.period = 1e9 * float64(l.cfg.Steady) / l.cfg.Rate
 		c.phase = int64(c.period * float64(i) / float64(l.cfg.Steady))
+		if l.cfg.Arrivals == ArrivalsPoisson {
+			c.drawn = newDrawnTimes(l.cfg.ArrivalSeed, uint64(i), c.period)
+		}
 	case kindControl:
 		c.period = float64(l.cfg.ControlEvery)
 		c.phase = int64(c.period * float64(i) / float64(l.cfg.Control))

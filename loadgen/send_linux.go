@@ -7,8 +7,11 @@ package loadgen
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"sort"
 
 	"golang.org/x/sys/unix"
 
@@ -59,19 +62,27 @@ func (c *conn) resume() {
 
 // schedule is an open loop's timetable: item k (a steady or control
 // source's frame seq, an urgent tick) is intended at phase + k·period, in
-// ns since the start of sending; period > 0.
+// ns since the start of sending; period > 0. With drawn (a steady source
+// under Poisson arrivals) the times are drawn instead, at period's mean.
 type schedule struct {
 	period float64 // ns between items
 	phase  int64   // intended time of item 0
+	drawn  *drawnTimes
 }
 
 // intended returns the intended time of item k.
 func (s schedule) intended(k uint64) int64 {
+	if s.drawn != nil {
+		return s.drawn.at(k)
+	}
 	return s.phase + int64(float64(k)*s.period)
 }
 
 // firstFrom returns the first item intended at or after t.
 func (s schedule) firstFrom(t int64) uint64 {
+	if s.drawn != nil {
+		return s.drawn.firstFrom(t)
+	}
 	if t <= s.phase {
 		return 0
 	}
@@ -83,6 +94,50 @@ func (s schedule) firstFrom(t int64) uint64 {
 		k++
 	}
 	return k
+}
+
+// drawnTimes is a Poisson timetable: item k is intended at the sum of
+// k+1 exponential gaps of mean period (ns), drawn from a generator of its
+// own, and kept from item 0 as far as it has been asked for (a run's
+// timetable is bounded by MaxPoissonArrivals).
+type drawnTimes struct {
+	rng    *rand.Rand
+	period float64
+	next   float64 // the time of the next item to draw
+	times  []int64
+}
+
+// newDrawnTimes is source index's timetable under seed.
+func newDrawnTimes(seed, index uint64, period float64) *drawnTimes {
+	d := &drawnTimes{rng: rand.New(rand.NewPCG(seed, index)), period: period}
+	d.next = d.rng.ExpFloat64() * period
+	return d
+}
+
+// draw appends the next item's time.
+func (d *drawnTimes) draw() {
+	d.times = append(d.times, int64(d.next))
+	d.next += d.rng.ExpFloat64() * d.period
+}
+
+// at is item k's time.
+func (d *drawnTimes) at(k uint64) int64 {
+	for uint64(len(d.times)) <= k {
+		d.draw()
+	}
+	return d.times[k]
+}
+
+// firstFrom is the first item intended at or after t; for t = never (no
+// end set yet), none: math.MaxUint64, as a fixed timetable's far future.
+func (d *drawnTimes) firstFrom(t int64) uint64 {
+	if t >= never {
+		return math.MaxUint64
+	}
+	for len(d.times) == 0 || d.times[len(d.times)-1] < t {
+		d.draw()
+	}
+	return uint64(sort.Search(len(d.times), func(i int) bool { return d.times[i] >= t }))
 }
 
 // scheduledIn counts the seqs intended in [from, to).

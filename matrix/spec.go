@@ -72,6 +72,7 @@ type Settings struct {
 	InFlight     int
 	Steady       int
 	Rate         float64
+	Arrivals     string // loadgen.Config.Arrivals ("": fixed)
 	ControlEvery time.Duration
 	// ControlTimeout and RemovalAfter are the health check's timeout and
 	// K (loadgen.Config's fields of the same names; 0: loadgen's
@@ -217,7 +218,7 @@ func (c Cell) Configs() (reactors.Config, loadgen.Config, error) {
 
 func (s Settings) loadConfig() loadgen.Config {
 	return loadgen.Config{
-		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate,
+		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate, Arrivals: s.Arrivals,
 		ControlEvery: s.ControlEvery, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
 		StopAt: s.StopAt, UrgentEvery: s.UrgentEvery, Duration: s.Duration, Warmup: s.Warmup,
 		Faults: slices.Clone(s.WireFaults), Loops: s.LoadgenLoops,

@@ -25,7 +25,7 @@ import (
 // Fields lists the baseline fields a factor may name, in the order Parse
 // reads them.
 var Fields = []string{
-	"reactor", "target", "hot", "inflight", "steady", "rate", "control_every", "control_timeout", "removal_after", "stop_at",
+	"reactor", "target", "hot", "inflight", "steady", "rate", "arrivals", "control_every", "control_timeout", "removal_after", "stop_at",
 	"urgent_every", "churn_rate", "churn_burst", "churn_max", "hot_lead", "callback", "workers", "budgets", "timer", "app_timer",
 	"control_sched", "admission", "urgent", "loops", "assign", "exclusive",
 	"faults", "server_cpu", "cpus", "loadgen_loops", "duration", "warmup",
@@ -73,10 +73,27 @@ var fields = map[string]field{
 		equal:  func(a, b *Settings) bool { return a.Target == b.Target },
 		text:   func(s *Settings) string { return "cmd:" + s.Target.Cmd },
 	},
-	"hot":        intField(func(s *Settings) *int { return &s.Hot }),
-	"inflight":   intField(func(s *Settings) *int { return &s.InFlight }),
-	"steady":     intField(func(s *Settings) *int { return &s.Steady }),
-	"rate":       rateField("frames/s", func(s *Settings) *float64 { return &s.Rate }),
+	"hot":      intField(func(s *Settings) *int { return &s.Hot }),
+	"inflight": intField(func(s *Settings) *int { return &s.InFlight }),
+	"steady":   intField(func(s *Settings) *int { return &s.Steady }),
+	"rate":     rateField("frames/s", func(s *Settings) *float64 { return &s.Rate }),
+	// arrivals is the steady sources' arrival process (loadgen's
+	// Arrivals); absent, and "fixed", is the fixed timetable.
+	"arrivals": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			if v != loadgen.ArrivalsFixed && v != loadgen.ArrivalsPoisson {
+				return fmt.Errorf("%q (accepted: %s or %s)", v, loadgen.ArrivalsFixed, loadgen.ArrivalsPoisson)
+			}
+			s.Arrivals = v
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.arrivals() == b.arrivals() },
+		text:  func(s *Settings) string { return s.arrivals() },
+	},
 	"churn_rate": rateField("connections/s", func(s *Settings) *float64 { return &s.ChurnRate }),
 	// churn_burst and churn_max: 0 (absent) is loadgen's default with
 	// churn; loadgen refuses them without churn_rate.
@@ -522,4 +539,12 @@ func decodeFaults(n *yaml.Node, s *Settings) error {
 	}
 	s.WireFaults, s.ReactorFaults = wire, react
 	return nil
+}
+
+// arrivals is the arrival process, "fixed" when none is set.
+func (s *Settings) arrivals() string {
+	if s.Arrivals == "" {
+		return loadgen.ArrivalsFixed
+	}
+	return s.Arrivals
 }

@@ -84,6 +84,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.IntVar(&load.InFlight, "inflight", 16, "frames in flight per hot source (K)")
 	fs.IntVar(&load.Steady, "steady", 0, "steady sources: open loop at --rate in all")
 	fs.Float64Var(&load.Rate, "rate", 0, "frames per second across the steady sources (required with --steady)")
+	fs.StringVar(&load.Arrivals, "arrivals", loadgen.ArrivalsFixed, "the steady sources' arrival process: fixed (one frame every steady/rate seconds per source) or poisson (exponential gaps of that mean, reproducible from --arrival-seed)")
+	fs.Uint64Var(&load.ArrivalSeed, "arrival-seed", 0, "seed of the poisson arrivals (with the source's index)")
 	fs.IntVar(&load.Window, "window", loadgen.DefaultWindow, "frames outstanding per steady source before it waits")
 	fs.IntVar(&load.Payload, "payload", loadgen.DefaultPayload, "payload bytes per DATA frame (the header adds 32)")
 	fs.DurationVar(&load.ControlEvery, "control-every", 10*time.Millisecond, "PING period on each control connection (0: no control probes)")
