@@ -196,7 +196,9 @@ func regIncBeta(a, b, x float64) float64 {
 }
 
 // betaFraction evaluates the continued fraction of the incomplete beta
-// function (Numerical Recipes' betacf) to double precision.
+// function (Numerical Recipes' betacf) to double precision, by the
+// modified Lentz method: each term aa updates c and d (lentzStep) and
+// multiplies f by their product.
 func betaFraction(a, b, x float64) float64 {
 	const tiny, eps = 1e-300, 1e-15
 	qab, qap, qam := a+b, a+1, a-1
@@ -209,27 +211,9 @@ func betaFraction(a, b, x float64) float64 {
 	for m := 1; m <= 10000; m++ {
 		fm := float64(m)
 		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		c, d = lentzStep(fm*(b-fm)*x/((qam+m2)*(a+m2)), c, d)
 		f *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		c, d = lentzStep(-(a+fm)*(qab+fm)*x/((a+m2)*(qap+m2)), c, d)
 		del := d * c
 		f *= del
 		if math.Abs(del-1) < eps {
@@ -237,4 +221,19 @@ func betaFraction(a, b, x float64) float64 {
 		}
 	}
 	return f
+}
+
+// lentzStep is one term aa of the modified Lentz method: c and d updated,
+// d inverted, neither allowed to vanish.
+func lentzStep(aa, c, d float64) (float64, float64) {
+	const tiny = 1e-300
+	d = 1 + aa*d
+	if math.Abs(d) < tiny {
+		d = tiny
+	}
+	c = 1 + aa/c
+	if math.Abs(c) < tiny {
+		c = tiny
+	}
+	return c, 1 / d
 }
