@@ -15,7 +15,7 @@ import (
 // p99.9 at several n.
 func TestIntervalCoverage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("1,000 trials of up to 20,000 samples for each of six rows (about 10 s): the full tier")
+		t.Skip("1,000 trials of up to 10,000 samples for each of six rows (about 5 s): the full tier")
 	}
 	const trials, mean = 1000, 1e6
 	rng := rand.New(rand.NewPCG(27, 2026))
@@ -23,7 +23,7 @@ func TestIntervalCoverage(t *testing.T) {
 	for _, tc := range []struct {
 		p float64
 		n int
-	}{{50, 200}, {50, 5000}, {99, 1000}, {99, 20000}, {99.9, 5000}, {99.9, 20000}} {
+	}{{50, 200}, {50, 5000}, {99, 1000}, {99, 5000}, {99.9, 3000}, {99.9, 10000}} {
 		truth := -mean * math.Log(1-tc.p/100)
 		covered := 0
 		for range trials {
