@@ -146,7 +146,7 @@ func percentileCell(h *hdrhistogram.Histogram, p float64) string {
 	}
 	iv := results.PercentileInterval(h, p)
 	if iv.TooFew {
-		return "too few: n < " + results.FormatCount(iv.Need)
+		return iv.TooFewText()
 	}
 	return fmt.Sprintf("%s [%s, %s]", v, fmtDuration(time.Duration(iv.LoUs*1e3)), fmtDuration(time.Duration(iv.HiUs*1e3)))
 }

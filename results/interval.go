@@ -1,7 +1,6 @@
 package results
 
 import (
-	"fmt"
 	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -35,14 +34,18 @@ type Interval struct {
 	Need int64 `json:"need"`
 }
 
-// String is the interval as a reader sees it: "[lo, hi] µs", or why there
-// is none.
+// String is the interval as a reader sees it: "[lo–hi] µs", or, when
+// the samples are too few, TooFewText.
 func (iv Interval) String() string {
 	if iv.TooFew {
-		return fmt.Sprintf("too few samples (needs ≥ %d)", iv.Need)
+		return iv.TooFewText()
 	}
-	return fmt.Sprintf("[%s, %s] µs", FormatValue(iv.LoUs), FormatValue(iv.HiUs))
+	return "[" + FormatRange(iv.LoUs, iv.HiUs) + "] µs"
 }
+
+// TooFewText is what a table prints instead of a figure whose samples
+// are too few for an interval: "too few: n < 2,995".
+func (iv Interval) TooFewText() string { return "too few: n < " + FormatCount(iv.Need) }
 
 // PercentileInterval is the Confidence interval of h's percentile p (0 <
 // p < 100) in h's units, converted to µs by dividing by 1e3 (h records

@@ -49,7 +49,7 @@ func (s ClassSummary) Cell(label string, point float64) string {
 	case !ok:
 		return FormatValue(point)
 	case iv.TooFew:
-		return "too few: n < " + FormatCount(iv.Need)
+		return iv.TooFewText()
 	}
 	return FormatValue(point) + " [" + FormatRange(iv.LoUs, iv.HiUs) + "]"
 }
