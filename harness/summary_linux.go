@@ -270,6 +270,33 @@ func writeSelfCheck(b *strings.Builder, sc loadgen.SelfCheck) {
 	for _, why := range sc.Reasons {
 		fmt.Fprintf(b, "  %-12s   %s\n", "", why)
 	}
+	writeGates(b, sc.Gates)
+}
+
+// writeGates prints the self-check's gates, a line each, and a FLAGGED
+// line for each that failed: its figures stand, but mean less than they
+// say.
+func writeGates(b *strings.Builder, gates []loadgen.Gate) {
+	for i, g := range gates {
+		label := ""
+		if i == 0 {
+			label = "Gates"
+		}
+		fmt.Fprintf(b, "  %-12s %s\n", label, g)
+	}
+	for _, g := range gates {
+		if g.Verdict == loadgen.GateFail {
+			fmt.Fprintf(b, "  %-12s %s gate failed%s: the run's figures stand as measured but do not mean what a passing run's do\n", "FLAGGED", g.Name, gateClass(g))
+		}
+	}
+}
+
+// gateClass is " (class)" for a per-class gate, else "".
+func gateClass(g loadgen.Gate) string {
+	if g.Class == "" {
+		return ""
+	}
+	return " (" + g.Class + ")"
 }
 
 // writeVerdict prints VALID, or INVALID with every reason, and where the

@@ -99,6 +99,12 @@ type Config struct {
 	Arrivals string
 	// ArrivalSeed seeds the Poisson arrivals (0 is a seed like another).
 	ArrivalSeed uint64
+	// arrivalBunch > 1 is a generator fault for the package's tests: the
+	// steady sources' frames are intended in groups of arrivalBunch at one
+	// instant, the groups arrivalBunch periods apart (Poisson: gaps of that
+	// mean), so the rate is kept and the arrivals bunched. The arrivals
+	// gate must fail it.
+	arrivalBunch int
 	// Window bounds the frames outstanding (sent, not yet answered) per
 	// steady connection (default 1024). When it is full the source waits;
 	// the wait counts in the corrected latency and is attributed to the

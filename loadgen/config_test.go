@@ -93,9 +93,10 @@ func TestConfigJSON(t *testing.T) {
 		Arrivals: loadgen.ArrivalsPoisson, ArrivalSeed: 7, ChurnRate: 50, ChurnBurst: 2, ChurnMax: 9, HotLead: time.Second}
 	// Every field is set, so that one the JSON form forgets fails the
 	// round trip: a knob added to Config alone would not reach the load
-	// generator's process.
+	// generator's process. An unexported field is the package's own (a
+	// fault its tests inject in process) and never crosses a process.
 	for i, v := 0, reflect.ValueOf(in); i < v.NumField(); i++ {
-		if v.Field(i).IsZero() {
+		if v.Type().Field(i).IsExported() && v.Field(i).IsZero() {
 			t.Errorf("the round trip's Config leaves %s unset: set it", v.Type().Field(i).Name)
 		}
 	}

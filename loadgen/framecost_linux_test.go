@@ -69,6 +69,7 @@ func devNullConn(tb testing.TB, cfg Config) (*conn, func()) {
 	}{{&l.cData, ClassData}, {&l.cRaw, ClassDataUncorrected}, {&l.cControl, ClassControl}, {&l.cStop, ClassStop}, {&l.cLag, ClassSendLag}} {
 		*p.c, _ = l.rec.Class(p.name)
 	}
+	l.openSampleLogs()
 	if cfg.Rate*sendGrain.Seconds() > 1 {
 		l.grain = int64(sendGrain) // as loop.run sets it
 	}

@@ -167,6 +167,7 @@ func (l *loop) beginSchedule(s int64) {
 	if cfg.Rate*sendGrain.Seconds() > 1 {
 		l.grain = int64(sendGrain)
 	}
+	l.openSampleLogs()
 	l.measureFrom = s + int64(cfg.Warmup)
 	l.sendEnd = l.measureFrom + int64(cfg.Duration)
 	l.sendStopped = l.sendEnd

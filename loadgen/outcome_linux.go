@@ -188,6 +188,7 @@ func (g *group) selfChecks(r *Result) {
 		sc.Reasons = append(loopWhy, sc.Reasons...)
 	}
 	r.SelfCheck = sc
+	r.SelfCheck.Gates = g.gates(r)
 }
 
 // selfCheck decides which side limited the part of the run that conns

@@ -201,8 +201,76 @@ type SelfCheck struct {
 	// measured time, with churn; the check wants p99 < 1 ms.
 	ChurnLagP99Us float64 `json:"churn_lag_p99_us,omitempty"`
 	ChurnLagMaxUs float64 `json:"churn_lag_max_us,omitempty"`
+	// Gates are the statistical checks of the whole run's figures (the
+	// run's self-check only; a loop's has none): the achieved rate, the
+	// arrival process, the independence and stationarity of each open
+	// loop's latencies, and the samples behind the headline percentile. A
+	// failed gate flags the run (FailedGates); it does not make it
+	// invalid, since its figures were honestly measured — they mean less.
+	Gates []Gate `json:"gates,omitempty"`
 
 	loadgenReasons []string // the generator's part of Reasons
+}
+
+// FailedGates returns the gates that failed, in Gates' order.
+func (sc SelfCheck) FailedGates() []Gate {
+	var out []Gate
+	for _, g := range sc.Gates {
+		if g.Verdict == GateFail {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// The names of Gate.Name.
+const (
+	// GateRate: the steady sources' achieved rate within 1% of the target.
+	GateRate = "rate"
+	// GateArrivals: the steady sources' sent times follow the intended
+	// arrival process (Poisson: exponential gaps and counts as dispersed
+	// as a Poisson process's; fixed: each source keeps its period).
+	GateArrivals = "arrivals"
+	// GateIndependence: consecutive latency samples of an open loop are
+	// not correlated enough to make their intervals too narrow.
+	GateIndependence = "independence"
+	// GateStationarity: a class's median and p90 do not trend through the
+	// run.
+	GateStationarity = "stationarity"
+	// GateSamples: a class holds enough samples for an interval of its
+	// headline percentile (Config.Headline).
+	GateSamples = "samples"
+)
+
+// The values of Gate.Verdict.
+const (
+	GatePass      = "pass"
+	GateFail      = "fail"
+	GateNotJudged = "not judged"
+)
+
+// Gate is one statistical check of a run: its verdict and the figures it
+// rests on. A gate not judged says why in Figure; it neither passes nor
+// fails the run.
+type Gate struct {
+	Name string `json:"name"`
+	// Class is the latency class a per-class gate judged ("steady", "hot",
+	// "control": the sources' kind); empty for the rate and the arrivals.
+	Class   string `json:"class,omitempty"`
+	Verdict string `json:"verdict"`
+	Figure  string `json:"figure"`
+	// Thinning, for a failed independence gate, is the k such that every
+	// k-th sample would be independent (0: none up to results.MaxThinning).
+	Thinning int `json:"thinning,omitempty"`
+}
+
+// String is the gate as a line: "independence (control): fail: lag-1 …".
+func (g Gate) String() string {
+	name := g.Name
+	if g.Class != "" {
+		name += " (" + g.Class + ")"
+	}
+	return name + ": " + g.Verdict + ": " + g.Figure
 }
 
 // StopOutcome is what became of the STOP probe.

@@ -156,25 +156,31 @@ type loop struct {
 	cData, cRaw, cControl, cStop, cLag *results.Class
 	cSteady                            *results.Class // ClassSteady: nil unless hot and steady sources share the run
 	cUrgent                            *results.Class // nil without Config.UrgentEvery
-	t0                                 int64          // nanotime at the start of sending
-	now                                int64          // ns since t0
-	schedStart                         int64          // start of the measured schedule (0 without a hot lead)
-	leading                            bool           // in the hot lead (before schedStart)
-	phase                              phase
-	measureFrom, sendEnd, drainEnd     int64
-	sendStopped                        int64 // when sending ended (<= sendEnd)
-	nextInterval                       int64 // next interval boundary (recorder, progress)
-	armed                              int64 // deadline armed on the timerfd, or never
-	interrupted                        bool
-	connectDeadline                    int64
-	cpu0, cpu1                         int64 // loop thread CPU at start and end
-	ru0, ru1                           unix.Rusage
-	wall                               int64               // ns from start of sending to the end
-	progress                           chan<- loopProgress // nil: no reports
-	lastEchoed                         uint64
-	lastReport                         int64 // l.now at the last progress report
-	lastYield                          int64
-	pollFirst                          bool // the last wait found events without sleeping
+	// The self-check's gates' samples (gates.go), from beginSchedule: the
+	// steady sources' sends (Value: the conn's idx) of frames intended in
+	// the measured time, and the latencies (ns) of answers read in it, by
+	// source kind.
+	sentLog                        *results.SampleLog
+	steadyLog, hotLog, ctrlLog     *results.SampleLog
+	t0                             int64 // nanotime at the start of sending
+	now                            int64 // ns since t0
+	schedStart                     int64 // start of the measured schedule (0 without a hot lead)
+	leading                        bool  // in the hot lead (before schedStart)
+	phase                          phase
+	measureFrom, sendEnd, drainEnd int64
+	sendStopped                    int64 // when sending ended (<= sendEnd)
+	nextInterval                   int64 // next interval boundary (recorder, progress)
+	armed                          int64 // deadline armed on the timerfd, or never
+	interrupted                    bool
+	connectDeadline                int64
+	cpu0, cpu1                     int64 // loop thread CPU at start and end
+	ru0, ru1                       unix.Rusage
+	wall                           int64               // ns from start of sending to the end
+	progress                       chan<- loopProgress // nil: no reports
+	lastEchoed                     uint64
+	lastReport                     int64 // l.now at the last progress report
+	lastYield                      int64
+	pollFirst                      bool // the last wait found events without sleeping
 
 	grain    int64 // steady deadlines are rounded up to multiples of it (0: exact)
 	stopDue  int64 // STOP probe time (never: none)
@@ -309,6 +315,9 @@ func (l *loop) addConn(kind connKind, i, pos int, sa unix.Sockaddr, fk wire.Kind
 		c.phase = int64(c.period * float64(i) / float64(l.cfg.Steady))
 		if l.cfg.Arrivals == ArrivalsPoisson {
 			c.drawn = newDrawnTimes(l.cfg.ArrivalSeed, uint64(i), c.period)
+			c.drawn.bunch = l.cfg.arrivalBunch
+		} else if l.cfg.arrivalBunch > 1 {
+			c.bunch = uint64(l.cfg.arrivalBunch)
 		}
 	case kindControl:
 		c.period = float64(l.cfg.ControlEvery)

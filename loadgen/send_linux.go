@@ -68,12 +68,16 @@ type schedule struct {
 	period float64 // ns between items
 	phase  int64   // intended time of item 0
 	drawn  *drawnTimes
+	bunch  uint64 // > 1: Config.arrivalBunch, the generator fault
 }
 
 // intended returns the intended time of item k.
 func (s schedule) intended(k uint64) int64 {
 	if s.drawn != nil {
 		return s.drawn.at(k)
+	}
+	if s.bunch > 1 {
+		k -= k % s.bunch
 	}
 	return s.phase + int64(float64(k)*s.period)
 }
@@ -105,6 +109,7 @@ type drawnTimes struct {
 	period float64
 	next   float64 // the time of the next item to draw
 	times  []int64
+	bunch  int // > 1: Config.arrivalBunch, the generator fault
 }
 
 // newDrawnTimes is source index's timetable under seed.
@@ -117,6 +122,13 @@ func newDrawnTimes(seed, index uint64, period float64) *drawnTimes {
 // draw appends the next item's time.
 func (d *drawnTimes) draw() {
 	d.times = append(d.times, int64(d.next))
+	if d.bunch > 1 {
+		if len(d.times)%d.bunch != 0 {
+			return // the group's next item at the same instant
+		}
+		d.next += d.rng.ExpFloat64() * d.period * float64(d.bunch)
+		return
+	}
 	d.next += d.rng.ExpFloat64() * d.period
 }
 
@@ -383,6 +395,9 @@ func (c *conn) markSent() {
 		c.acct.Sent++
 		if c.kind == kindSteady && s.stamp >= c.l.measureFrom && s.stamp < c.l.sendEnd {
 			c.measuredSent++
+			if c.l.sentLog != nil {
+				c.l.sentLog.Add(now, int64(c.idx))
+			}
 		}
 		c.sentSeq++
 	}

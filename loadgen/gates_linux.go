@@ -1,0 +1,344 @@
+//go:build linux
+
+package loadgen
+
+// The self-check's gates: statistical checks of the whole run's figures,
+// each from samples the loops logged (results.SampleLog) or from the
+// recorder's histograms.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/reactorlab/reactorlab/results"
+)
+
+const (
+	// gateBlock and gateBlocks size each loop's sample logs: blocks of
+	// 256 consecutive samples, at most 64 kept (16,384 samples spread
+	// over the run).
+	gateBlock  = 256
+	gateBlocks = 64
+	// maxExpFit bounds the gaps the Anderson–Darling test takes: it is so
+	// sensitive at large n that a generator's harmless imprecision would
+	// fail it, while a bunched process fails it at any n in the hundreds.
+	maxExpFit = 1000
+	// minResolution is the finest resolution the arrival tests assume:
+	// the loop's wakeups are not placed closer than this.
+	minResolution = 10 * time.Microsecond
+)
+
+// openSampleLogs makes the loop's logs of what the gates test.
+func (l *loop) openSampleLogs() {
+	l.sentLog = results.NewSampleLog(gateBlock, gateBlocks)
+	l.steadyLog = results.NewSampleLog(gateBlock, gateBlocks)
+	l.hotLog = results.NewSampleLog(gateBlock, gateBlocks)
+	l.ctrlLog = results.NewSampleLog(gateBlock, gateBlocks)
+}
+
+// HeadlinePercentile is the percentile the samples gate asks an interval
+// of, in every latency class: a run with too few samples for it has no
+// headline to compare.
+const HeadlinePercentile = 99
+
+// gates judges the whole run (r's self-check and recorder set): the rate,
+// the arrivals, and for each kind of source with answers logged, the
+// independence of its latencies (open loops only), their stationarity,
+// and the samples for the headline percentile.
+func (g *group) gates(r *Result) []Gate {
+	res := g.resolution()
+	gs := []Gate{g.rateGate(r.SelfCheck), g.arrivalsGate(r, res)}
+	for _, k := range []struct {
+		kind  connKind
+		log   func(*loop) *results.SampleLog
+		class string // the recorder's class holding this kind's latencies; "": none alone
+	}{
+		{kindSteady, func(l *loop) *results.SampleLog { return l.steadyLog }, steadyClass(g.cfg)},
+		{kindHot, func(l *loop) *results.SampleLog { return l.hotLog }, hotClass(g.cfg)},
+		{kindControl, func(l *loop) *results.SampleLog { return l.ctrlLog }, ClassControl},
+	} {
+		if !g.has(k.kind) {
+			continue
+		}
+		label := k.kind.String()
+		var runs [][]float64
+		var timed []results.Sample
+		for _, l := range g.loops {
+			log := k.log(l)
+			for _, b := range log.Blocks() {
+				run := make([]float64, len(b.Samples))
+				for i, s := range b.Samples {
+					run[i] = float64(s.Value)
+					timed = append(timed, results.Sample{At: s.At - l.measureFrom, Value: s.Value})
+				}
+				runs = append(runs, run)
+			}
+		}
+		if k.kind == kindHot {
+			gs = append(gs, Gate{Name: GateIndependence, Class: label, Verdict: GateNotJudged,
+				Figure: "a closed loop: each frame is sent when one is answered, so consecutive latencies share the queue by design"})
+		} else {
+			gs = append(gs, independenceGate(label, runs))
+		}
+		gs = append(gs, stationarityGate(label, timed, g.measuredSpan()))
+		if k.class != "" {
+			if h, ok := r.Recorder.Histogram(k.class); ok {
+				gs = append(gs, samplesGate(label, h))
+			}
+		}
+	}
+	return gs
+}
+
+// steadyClass is the recorder's class of the steady sources' latencies.
+func steadyClass(cfg Config) string {
+	if cfg.Hot > 0 {
+		return ClassSteady
+	}
+	return ClassData
+}
+
+// hotClass is the recorder's class of the hot sources' latencies alone:
+// none when steady sources share ClassData.
+func hotClass(cfg Config) string {
+	if cfg.Steady > 0 {
+		return ""
+	}
+	return ClassData
+}
+
+// has reports whether the run has sources of kind.
+func (g *group) has(kind connKind) bool {
+	switch kind {
+	case kindHot:
+		return g.cfg.Hot > 0
+	case kindSteady:
+		return g.cfg.Steady > 0
+	case kindControl:
+		return g.cfg.ControlEvery > 0
+	}
+	return false
+}
+
+// measuredSpan is the measured time every loop sent in: from the start of
+// measuring to the earliest end of sending (a run interrupted ends early).
+func (g *group) measuredSpan() int64 {
+	span := int64(-1)
+	for _, l := range g.loops {
+		if s := l.sendStopped - l.measureFrom; span < 0 || s < span {
+			span = s
+		}
+	}
+	return max(span, 0)
+}
+
+// resolution is how close to its intended time the generator can place a
+// send: its send grain, twice its send lag's p99 (the busiest loop's), at
+// least minResolution.
+func (g *group) resolution() int64 {
+	r := int64(minResolution)
+	for _, l := range g.loops {
+		r = max(r, l.grain)
+		if h, ok := l.rec.Histogram(ClassSendLag); ok && h.TotalCount() > 0 {
+			r = max(r, 2*h.ValueAtPercentile(99))
+		}
+	}
+	return r
+}
+
+// rateGate is the rate the steady sources achieved against their target:
+// the self-check's own figure (judgeParts decides the limit from it).
+func (g *group) rateGate(sc SelfCheck) Gate {
+	gate := Gate{Name: GateRate}
+	if g.cfg.Steady == 0 || sc.TargetRate == 0 {
+		gate.Verdict, gate.Figure = GateNotJudged, "no steady sources: hot sources send as fast as the target answers, and control probes wait for theirs"
+		return gate
+	}
+	gate.Figure = fmt.Sprintf("achieved %.0f of %.0f frames/s (%.2f%%; within %.0f%% wanted)", sc.AchievedRate, sc.TargetRate, 100*sc.RateRatio, 100*(1-minRateRatio))
+	gate.Verdict = GatePass
+	if sc.RateRatio < minRateRatio {
+		gate.Verdict = GateFail
+		gate.Figure += ": the limit says whose doing"
+	}
+	return gate
+}
+
+// arrivalsGate tests the steady sources' sent times against their
+// arrival process, at resolution res (ns): not judged when the target
+// held them back (when they sent was its doing).
+func (g *group) arrivalsGate(r *Result, res int64) Gate {
+	gate := Gate{Name: GateArrivals, Verdict: GateNotJudged}
+	sc := r.SelfCheck
+	if g.cfg.Steady == 0 {
+		gate.Figure = "no steady sources"
+		return gate
+	}
+	if held := sc.BlockedS["window"] + sc.BlockedS["socket"]; held > maxBlockedShare*r.Measured.Seconds()*float64(g.cfg.Steady) {
+		gate.Figure = fmt.Sprintf("the target held the steady sources back %.3f s in all: when they sent was its doing (the limit)", held)
+		return gate
+	}
+	resText := fmt.Sprintf("resolution %v", time.Duration(res))
+	var parts []string
+	failed, judged := false, false
+	if g.cfg.Arrivals == ArrivalsPoisson {
+		exp, disp := g.poissonFits(res)
+		for _, t := range []interface {
+			Judged() bool
+			Fails() bool
+			String() string
+		}{exp, disp} {
+			judged = judged || t.Judged()
+			failed = failed || t.Fails()
+			parts = append(parts, judgedText(t.String(), t.Judged()))
+		}
+		parts = append(parts, resText)
+	} else {
+		fit, shortest := g.periodFit(res)
+		if shortest < 2*float64(res) {
+			parts = append(parts, fmt.Sprintf("sources' period %v within twice the %s: not judged", time.Duration(shortest), resText))
+		} else {
+			judged, failed = fit.Judged(), fit.Fails()
+			parts = append(parts, judgedText(fit.String(), fit.Judged()), resText)
+		}
+	}
+	gate.Figure = g.cfg.Arrivals
+	if gate.Figure == "" {
+		gate.Figure = ArrivalsFixed
+	}
+	gate.Figure += ": " + strings.Join(parts, "; ")
+	switch {
+	case failed:
+		gate.Verdict = GateFail
+	case judged:
+		gate.Verdict = GatePass
+	}
+	return gate
+}
+
+// judgedText marks a figure too thin to judge.
+func judgedText(s string, judged bool) string {
+	if judged {
+		return s
+	}
+	return s + " (too few to judge)"
+}
+
+// poissonFits tests each loop's steady sends (one Poisson process a loop,
+// its sources' superposition) at resolution res: the gaps beyond res for
+// the exponential, each block's stretch of sends for dispersion in windows
+// of at least 20 res and 10 mean gaps.
+func (g *group) poissonFits(res int64) (results.ExpFit, results.DispersionFit) {
+	var gaps []float64
+	var stretches []results.Counted
+	rNorm := 0.0
+	for _, l := range g.loops {
+		steady := 0
+		for _, c := range l.conns {
+			if c.kind == kindSteady {
+				steady++
+			}
+		}
+		if steady == 0 || g.cfg.Rate <= 0 {
+			continue
+		}
+		meanGap := 1e9 * float64(g.cfg.Steady) / (g.cfg.Rate * float64(steady))
+		rNorm = max(rNorm, float64(res)/meanGap)
+		width := max(20*res, int64(10*meanGap))
+		for _, b := range l.sentLog.Blocks() {
+			times := make([]int64, len(b.Samples))
+			for i, s := range b.Samples {
+				times[i] = s.At
+				if i > 0 {
+					gaps = append(gaps, float64(s.At-b.Samples[i-1].At)/meanGap)
+				}
+			}
+			// The stretch from just after its first send (a window opened at
+			// a send would count it for sure) to its last: every send in it
+			// is in the block.
+			stretches = append(stretches, results.Counted{Times: times[1:], Lo: times[0] + 1, Hi: times[len(times)-1], Width: width})
+		}
+	}
+	return results.FitExponential(gaps, rNorm, maxExpFit), results.FitDispersion(stretches)
+}
+
+// periodFit tests each steady source's gaps between consecutive sends
+// against its period, for the sources whose period is at least twice res;
+// shortest is the shortest period among the steady sources (ns).
+func (g *group) periodFit(res int64) (fit results.PeriodFit, shortest float64) {
+	shortest = -1
+	for _, l := range g.loops {
+		for _, c := range l.conns {
+			if c.kind == kindSteady && (shortest < 0 || c.period < shortest) {
+				shortest = c.period
+			}
+		}
+		for _, b := range l.sentLog.Blocks() {
+			last := map[int64]int64{}
+			for _, s := range b.Samples {
+				if prev, ok := last[s.Value]; ok {
+					if p := l.conns[s.Value].period; p >= 2*float64(res) {
+						fit.Add(float64(s.At-prev), p)
+					}
+				}
+				last[s.Value] = s.At
+			}
+		}
+	}
+	return fit, max(shortest, 0)
+}
+
+// independenceGate tests consecutive latencies of an open loop's class.
+func independenceGate(class string, runs [][]float64) Gate {
+	d := results.LagDependence(runs, 1)
+	gate := Gate{Name: GateIndependence, Class: class, Figure: d.String()}
+	switch {
+	case !d.Judged():
+		gate.Verdict = GateNotJudged
+		gate.Figure += " (too few to judge)"
+	case d.Fails():
+		gate.Verdict = GateFail
+		gate.Thinning = results.ThinningFor(runs)
+		if gate.Thinning > 0 {
+			gate.Figure += fmt.Sprintf(": samples %d apart are independent; the intervals are too narrow", gate.Thinning)
+		} else {
+			gate.Figure += fmt.Sprintf(": samples are dependent up to %d apart; the intervals are too narrow", results.MaxThinning)
+		}
+	default:
+		gate.Verdict = GatePass
+	}
+	return gate
+}
+
+// stationarityGate tests a class's latencies, timed from the start of
+// measuring, for a trend over span (ns).
+func stationarityGate(class string, timed []results.Sample, span int64) Gate {
+	t := results.TrendOf(timed, 0, span)
+	gate := Gate{Name: GateStationarity, Class: class}
+	switch {
+	case !t.Judged():
+		gate.Verdict = GateNotJudged
+		gate.Figure = fmt.Sprintf("%s samples logged: too few for a trend", results.FormatCount(int64(len(timed))))
+	case t.Fails():
+		gate.Verdict, gate.Figure = GateFail, t.String()+": the run's percentiles describe no steady state"
+	default:
+		gate.Verdict, gate.Figure = GatePass, t.String()
+	}
+	return gate
+}
+
+// samplesGate asks h for an interval of the headline percentile.
+func samplesGate(class string, h *hdrhistogram.Histogram) Gate {
+	iv := results.PercentileInterval(h, HeadlinePercentile)
+	gate := Gate{Name: GateSamples, Class: class, Verdict: GatePass}
+	n := results.FormatCount(h.TotalCount())
+	if iv.TooFew {
+		gate.Verdict = GateFail
+		gate.Figure = fmt.Sprintf("too few samples for p%g: n = %s; needs ≥ %s", float64(HeadlinePercentile), n, results.FormatCount(iv.Need))
+		return gate
+	}
+	gate.Figure = fmt.Sprintf("p%g %s from n = %s", float64(HeadlinePercentile), iv, n)
+	return gate
+}

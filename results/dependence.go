@@ -1,0 +1,183 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Dependence is the rank correlation between latency samples lag apart
+// (lag 1: consecutive), pooled over runs of consecutive samples (a
+// SampleLog's blocks). Each run's linear trend is taken out before
+// ranking, so a slow drift — the stationarity test's to judge — does not
+// read as dependence; what is left is samples that share a cause: a
+// stall that holds several in a row, a queue that outlives a sample's
+// gap. A percentile's interval assumes independent samples: with a lag-1
+// correlation ρ its true width is about √((1+ρ)/(1−ρ)) times the one
+// printed (an AR(1) approximation).
+type Dependence struct {
+	Lag   int
+	Pairs int     // sample pairs lag apart, over all runs
+	Rho   float64 // Spearman's ρ, the runs' ρ weighted by their pairs
+	Z     float64 // ρ in standard errors under independence: ρ·√pairs
+}
+
+// Thresholds of Dependence: a correlation fails when it is beyond chance
+// (one-sided 0.05%) and the samples are worth fewer than half their
+// number: n(1−ρ)/(1+ρ) < n/2 from ρ = 1/3 (an interval √2 or more too
+// narrow). A weaker dependence is reported, not failed: measured on a
+// quiet 2-CPU VM, a plain echo's consecutive latencies 5 ms apart have
+// ρ 0.12–0.23 (the machine's own state), a server that stalls 0.6–0.9.
+const (
+	maxDependenceZ   = 3.29
+	maxDependenceRho = 1.0 / 3
+	// MinDependencePairs is the fewest pairs the correlation is judged on.
+	MinDependencePairs = 100
+	// MaxThinning is the largest thinning ThinningFor tries.
+	MaxThinning = 64
+)
+
+// LagDependence is the dependence between samples lag apart in runs
+// (each run a slice of consecutive samples; runs shorter than lag+3 are
+// left out).
+func LagDependence(runs [][]float64, lag int) Dependence {
+	d := Dependence{Lag: lag}
+	var weighted float64
+	for _, run := range runs {
+		n := len(run) - lag
+		if n < 3 {
+			continue
+		}
+		r := midranks(detrend(run))
+		rho := pearson(r[:n], r[lag:])
+		if math.IsNaN(rho) {
+			continue // a constant run: no ranks to correlate
+		}
+		weighted += rho * float64(n)
+		d.Pairs += n
+	}
+	if d.Pairs > 0 {
+		d.Rho = weighted / float64(d.Pairs)
+		d.Z = d.Rho * math.Sqrt(float64(d.Pairs))
+	}
+	return d
+}
+
+// Judged reports whether there were enough pairs to judge.
+func (d Dependence) Judged() bool { return d.Pairs >= MinDependencePairs }
+
+// Fails reports whether samples lag apart are positively correlated
+// beyond chance and by enough that they are worth fewer than half their
+// number.
+func (d Dependence) Fails() bool {
+	return d.Judged() && d.Z > maxDependenceZ && d.Rho >= maxDependenceRho
+}
+
+// Worth is the share of their number the samples are worth for an
+// interval under an AR(1) approximation, (1−ρ)/(1+ρ), at most 1.
+func (d Dependence) Worth() float64 {
+	if d.Rho <= 0 {
+		return 1
+	}
+	return (1 - d.Rho) / (1 + d.Rho)
+}
+
+// String is the figure: "lag-1 rank correlation 0.02 (z 1.1) over 30,000
+// pairs: worth 96% of their number".
+func (d Dependence) String() string {
+	return fmt.Sprintf("lag-%d rank correlation %.3f (z %.1f) over %s pairs: worth about %.0f%% of their number", d.Lag, d.Rho, d.Z, FormatCount(int64(d.Pairs)), 100*d.Worth())
+}
+
+// ThinningFor is the smallest lag k (1, 2, 4, … MaxThinning) at which
+// samples k apart do not fail LagDependence: keeping every k-th sample
+// would make them independent. It returns 0 when none up to MaxThinning
+// passes, or when the runs are too short to judge at some lag first.
+func ThinningFor(runs [][]float64) int {
+	for k := 1; k <= MaxThinning; k *= 2 {
+		d := LagDependence(runs, k)
+		if !d.Judged() {
+			return 0
+		}
+		if !d.Fails() {
+			return k
+		}
+	}
+	return 0
+}
+
+// detrend returns x less its least-squares line against its index.
+func detrend(x []float64) []float64 {
+	n := float64(len(x))
+	var sx, sy, sxx, sxy float64
+	for i, v := range x {
+		fi := float64(i)
+		sx += fi
+		sy += v
+		sxx += fi * fi
+		sxy += fi * v
+	}
+	den := n*sxx - sx*sx
+	slope := 0.0
+	if den != 0 {
+		slope = (n*sxy - sx*sy) / den
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v - slope*float64(i)
+	}
+	return out
+}
+
+// midranks returns each value's rank (1-based), ties given their mean rank.
+func midranks(x []float64) []float64 {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case x[a] < x[b]:
+			return -1
+		case x[a] > x[b]:
+			return 1
+		}
+		return 0
+	})
+	r := make([]float64, len(x))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && x[idx[j+1]] == x[idx[i]] {
+			j++
+		}
+		mid := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			r[idx[k]] = mid
+		}
+		i = j + 1
+	}
+	return r
+}
+
+// pearson is the correlation of a and b (equal lengths); NaN when either
+// is constant.
+func pearson(a, b []float64) float64 {
+	n := float64(len(a))
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= n
+	mb /= n
+	var sab, saa, sbb float64
+	for i := range a {
+		da, db := a[i]-ma, b[i]-mb
+		sab += da * db
+		saa += da * da
+		sbb += db * db
+	}
+	if saa == 0 || sbb == 0 {
+		return math.NaN()
+	}
+	return sab / math.Sqrt(saa*sbb)
+}

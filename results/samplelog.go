@@ -1,0 +1,114 @@
+package results
+
+// Sample is one logged observation: a value (a latency in ns, or a
+// source's index) at a time (ns on the recording side's clock).
+type Sample struct {
+	At    int64
+	Value int64
+}
+
+// Block is a run of consecutive samples as they were added: no sample
+// between two of them was left out. Index counts the blocks added before
+// it, so blocks from one log are in time order.
+type Block struct {
+	Index   int
+	Samples []Sample
+}
+
+// SampleLog keeps runs of consecutive samples spread evenly over a
+// recording of unknown length, in bounded memory: the samples are cut
+// into blocks of blockLen, and block i is kept when i is a multiple of
+// the stride, which doubles (every other kept block dropped) whenever
+// more than maxBlocks are kept. So at every moment the kept blocks are
+// evenly spaced over all the samples so far, at most maxBlocks+1 of them
+// (the one being filled included), and each holds consecutive samples:
+// what a test of consecutive samples (their gaps, their correlation)
+// needs, across the whole run and not only its start. The zero value is
+// not usable; NewSampleLog makes one.
+type SampleLog struct {
+	blockLen, maxBlocks int
+	stride              int // block i is kept when i%stride == 0
+	index               int // the block being filled
+	filled              int // samples in it so far
+	cur                 []Sample
+	kept                []Block
+}
+
+// NewSampleLog returns a log of blocks of blockLen samples (≥ 2), at most
+// maxBlocks (≥ 2) of them kept whole.
+func NewSampleLog(blockLen, maxBlocks int) *SampleLog {
+	return &SampleLog{blockLen: max(blockLen, 2), maxBlocks: max(maxBlocks, 2), stride: 1,
+		cur: make([]Sample, 0, max(blockLen, 2))}
+}
+
+// Add logs one sample; a nil log drops it.
+func (s *SampleLog) Add(at, value int64) {
+	if s == nil {
+		return
+	}
+	if s.index%s.stride == 0 {
+		s.cur = append(s.cur, Sample{At: at, Value: value})
+	}
+	s.filled++
+	if s.filled == s.blockLen {
+		s.endBlock()
+	}
+}
+
+// AddBatch logs values, all at one time; a nil log drops them.
+func (s *SampleLog) AddBatch(at int64, values []int64) {
+	if s == nil {
+		return
+	}
+	for _, v := range values {
+		s.Add(at, v)
+	}
+}
+
+// endBlock closes the block being filled: kept if its index is still a
+// multiple of the stride, then the kept ones thinned if too many.
+func (s *SampleLog) endBlock() {
+	if s.index%s.stride == 0 && len(s.cur) > 0 {
+		s.kept = append(s.kept, Block{Index: s.index, Samples: s.cur})
+		s.cur = make([]Sample, 0, s.blockLen)
+	}
+	s.index++
+	s.filled = 0
+	for len(s.kept) > s.maxBlocks {
+		s.stride *= 2
+		n := 0
+		for _, b := range s.kept {
+			if b.Index%s.stride == 0 {
+				s.kept[n] = b
+				n++
+			}
+		}
+		clear(s.kept[n:])
+		s.kept = s.kept[:n]
+	}
+	if s.index%s.stride != 0 {
+		s.cur = s.cur[:0]
+	}
+}
+
+// Blocks returns the kept blocks in order, the one still being filled
+// last when it is kept and holds two samples or more (a nil log holds
+// none). The log keeps them; the caller must not change them.
+func (s *SampleLog) Blocks() []Block {
+	if s == nil {
+		return nil
+	}
+	out := s.kept[:len(s.kept):len(s.kept)]
+	if s.index%s.stride == 0 && len(s.cur) >= 2 {
+		out = append(out, Block{Index: s.index, Samples: s.cur})
+	}
+	return out
+}
+
+// Count is the number of samples added (0 for a nil log).
+func (s *SampleLog) Count() int64 {
+	if s == nil {
+		return 0
+	}
+	return int64(s.index)*int64(s.blockLen) + int64(s.filled)
+}
