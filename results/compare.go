@@ -2,12 +2,15 @@ package results
 
 import (
 	"errors"
+
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // DefaultThreshold is CompareOptions.Threshold's default: a change must be
@@ -86,6 +89,58 @@ type CompareRow struct {
 	// Regression: the verdict is worse and the new median is beyond the
 	// threshold in the bad direction.
 	Regression bool
+	// Intervals, for a latency percentile, says whether the 95% intervals
+	// of the percentile over each side's merged histograms overlap
+	// (IntervalsOverlap) or lie apart (IntervalsApart); empty where a side
+	// has no histogram or too few samples for the percentile. The rank
+	// test judges the runs' medians; this, the samples pooled.
+	Intervals string
+}
+
+// addIntervals sets Intervals on the latency percentile rows from each
+// side's merged cell histograms (CellHistograms of the run directories);
+// where a side's cannot be read, a note says so and no row has one.
+func (c *Comparison) addIntervals(oldDir string, oldM *Manifest, newDir string, newM *Manifest) {
+	if !slices.ContainsFunc(c.Rows, func(r CompareRow) bool { _, _, ok := latencyPercentile(r.Metric); return ok && r.Tested }) {
+		return // nothing to put an interval beside: the histograms are not read
+	}
+	oldH, err := CellHistograms(oldDir, oldM)
+	if err == nil {
+		var newH map[string]map[string]*hdrhistogram.Histogram
+		if newH, err = CellHistograms(newDir, newM); err == nil {
+			for i := range c.Rows {
+				c.Rows[i].Intervals = rowIntervals(c.Rows[i], oldH, newH)
+			}
+			return
+		}
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("no intervals beside the latency verdicts: %v", err))
+}
+
+// rowIntervals is r's Intervals from the two sides' histograms.
+func rowIntervals(r CompareRow, oldH, newH map[string]map[string]*hdrhistogram.Histogram) string {
+	class, label, ok := latencyPercentile(r.Metric)
+	if !ok {
+		return ""
+	}
+	oh, nh := oldH[r.Cell][class], newH[r.Cell][class]
+	if oh == nil || nh == nil {
+		return ""
+	}
+	p := 0.0
+	for _, sp := range SummaryPercentiles {
+		if sp.Label == label {
+			p = sp.P
+		}
+	}
+	a, b := PercentileInterval(oh, p), PercentileInterval(nh, p)
+	switch {
+	case a.TooFew || b.TooFew:
+		return ""
+	case a.HiUs < b.LoUs || b.HiUs < a.LoUs:
+		return IntervalsApart
+	}
+	return IntervalsOverlap
 }
 
 // NotComparedReason says why a cell, or a metric of a cell, was not

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -93,10 +94,12 @@ func CompareRuns(oldDir string, old []SpecRun, newDir string, new []SpecRun, opt
 			rc.SpecsOnlyOld = append(rc.SpecsOnlyOld, key)
 			continue
 		}
-		c, err := Compare(oldBy[key], nm, opt)
+		oldRun := oldBy[key]
+		c, err := Compare(oldRun.Manifest, nm.Manifest, opt)
 		if err != nil {
 			return nil, err
 		}
+		c.addIntervals(filepath.Join(oldDir, oldRun.Sub), oldRun.Manifest, filepath.Join(newDir, nm.Sub), nm.Manifest)
 		rc.Specs = append(rc.Specs, SpecComparison{Spec: key, Comparison: c})
 	}
 	for _, key := range sortedKeys(newBy) {
@@ -120,8 +123,8 @@ func CompareRuns(oldDir string, old []SpecRun, newDir string, new []SpecRun, opt
 
 // bySpec keys a side's specs: "" for a direct comparison, else the
 // subdirectory or, for a run directory given directly, the spec's name.
-func bySpec(specs []SpecRun, direct bool, sides *[]specSide) (map[string]*Manifest, error) {
-	out := map[string]*Manifest{}
+func bySpec(specs []SpecRun, direct bool, sides *[]specSide) (map[string]SpecRun, error) {
+	out := map[string]SpecRun{}
 	for _, s := range specs {
 		if s.Manifest == nil {
 			return nil, fmt.Errorf("spec %q: no manifest", s.Sub)
@@ -136,7 +139,7 @@ func bySpec(specs []SpecRun, direct bool, sides *[]specSide) (map[string]*Manife
 		if _, dup := out[key]; dup {
 			return nil, fmt.Errorf("two specs under %q", key)
 		}
-		out[key] = s.Manifest
+		out[key] = s
 		side := specSide{key: key, name: s.Manifest.Spec.Name, commit: s.Manifest.Tool.Commit}
 		for _, c := range s.Manifest.Cells {
 			side.cells = append(side.cells, c.ID)
@@ -356,6 +359,7 @@ type (
 		PAdjusted  *float64 `json:"p_adjusted"`
 		Verdict    Verdict  `json:"verdict"`
 		Regression bool     `json:"regression"`
+		Intervals  string   `json:"intervals,omitempty"`
 	}
 	notComparedJSON struct {
 		Cell    string             `json:"cell"`
@@ -383,8 +387,9 @@ type (
 // not compared (cell, metric for a
 // one-sided metric, why, the reason in words, the configuration changes
 // with null for an absent key), every row (a median, ratio or p-value
-// that does not exist is null), the failures and the notes. Lists are
-// never null.
+// that does not exist is null; a latency percentile's row says whether the
+// two sides' merged 95% intervals overlap or lie apart), the failures and
+// the notes. Lists are never null.
 func (rc *RunComparison) WriteJSON(w io.Writer) error {
 	specs, cells, metrics := rc.NotComparedCounts()
 	doc := runJSON{
@@ -405,7 +410,7 @@ func (rc *RunComparison) WriteJSON(w io.Writer) error {
 			sj.NotCompared = append(sj.NotCompared, nj)
 		}
 		for _, r := range s.Rows {
-			rj := rowJSON{Cell: r.Cell, Metric: r.Metric, Tested: r.Tested, OldN: r.OldN, NewN: r.NewN, Verdict: r.Verdict, Regression: r.Regression}
+			rj := rowJSON{Cell: r.Cell, Metric: r.Metric, Tested: r.Tested, OldN: r.OldN, NewN: r.NewN, Verdict: r.Verdict, Regression: r.Regression, Intervals: r.Intervals}
 			if r.OldN > 0 {
 				rj.OldMedian = &r.OldMedian
 			}

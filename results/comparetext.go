@@ -32,6 +32,10 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		if r.Regression {
 			verdict += "  REGRESSION"
 		}
+		if r.Intervals != "" {
+			_, label, _ := latencyPercentile(r.Metric)
+			verdict += "  (merged " + label + " intervals " + r.Intervals + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cell, m.Label,
 			valueN(r.OldMedian, r.OldN, m.Unit), valueN(r.NewMedian, r.NewN, m.Unit), ratio, padj, verdict)
 	}
