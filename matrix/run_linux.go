@@ -413,6 +413,9 @@ func pairText(p PlannedRun) string {
 }
 
 func verdictText(r results.RunRecord) string {
+	if r.Valid && len(r.Contended) > 0 {
+		return fmt.Sprintf("valid, %.0f frames/s, but CONTENDED (left out of the analysis): %s", r.Metrics[results.MetricThroughput], r.Contended[0])
+	}
 	if r.Valid {
 		return fmt.Sprintf("valid, %.0f frames/s", r.Metrics[results.MetricThroughput])
 	}
@@ -450,6 +453,9 @@ func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started ti
 	}
 	if res.Lab != nil {
 		rec.Mode = string(res.Lab.Mode)
+	}
+	if res.CPUBusy != nil {
+		rec.Contended = res.CPUBusy.Contended
 	}
 	if res.Load != nil {
 		rec.MeasuredFrom = res.Load.Latency.StartTime.Add(time.Duration(res.Load.Latency.WarmupS * float64(time.Second)))

@@ -49,12 +49,16 @@ type CellAnalysis struct {
 	Factor   string `json:"factor,omitempty"`
 	Value    string `json:"value,omitempty"`
 	Describe string `json:"describe"`
-	// Runs counts the cell's runs, ValidRuns the valid ones (the only ones
-	// analysed); Invalid are the reasons of the others, each prefixed with
-	// its repeat.
+	// Runs counts the cell's runs, ValidRuns the valid ones not contended
+	// (the only ones analysed); Invalid are the reasons of the invalid
+	// ones, each prefixed with its repeat.
 	Runs      int      `json:"runs"`
 	ValidRuns int      `json:"valid_runs"`
 	Invalid   []string `json:"invalid,omitempty"`
+	// Contended are the valid runs left out because their CPUs went to
+	// other processes (RunRecord.Contended), each prefixed with its
+	// repeat; ValidRuns does not count them.
+	Contended []string `json:"contended,omitempty"`
 	// Limits counts the valid runs by the side that limited them
 	// ("loadgen", "server", "neither"; MetricLoadgenLimited and its
 	// siblings); nil when no run says.

@@ -109,7 +109,7 @@ func pooledBaseline(runs []RunRecord, baseID string, ns *notes) baselineRuns {
 	base := baselineRuns{vals: map[string][]float64{}, pair: map[pairKey]*RunRecord{}, dup: map[pairKey]bool{}}
 	for i := range runs {
 		r := &runs[i]
-		if r.Cell != baseID || !r.Valid {
+		if r.Cell != baseID || !r.Comparable() {
 			continue
 		}
 		for name, v := range catalogueValues(r, baseID, ns) {
@@ -227,6 +227,10 @@ func cellSamples(ca *CellAnalysis, c CellInfo, runs []RunRecord, base baselineRu
 			ca.Invalid = append(ca.Invalid, invalidText(r, c.Baseline()))
 			continue
 		}
+		if !r.Comparable() {
+			ca.Contended = append(ca.Contended, runText(r, c.Baseline(), strings.Join(r.Contended, "; ")))
+			continue
+		}
 		ca.ValidRuns++
 		for _, f := range limitFlags {
 			if r.Metrics[f.metric] == 1 {
@@ -265,7 +269,13 @@ func addCellNotes(cells []CellAnalysis, ns *notes) {
 		if len(ca.Invalid) > 0 {
 			ns.add(fmt.Sprintf("cell %s: %d of %d runs invalid, excluded (first: %s)", ca.ID, len(ca.Invalid), ca.Runs, ca.Invalid[0]))
 		}
-		if ca.Runs > 0 && ca.ValidRuns == 0 {
+		if len(ca.Contended) > 0 {
+			ns.add(fmt.Sprintf("CONTENDED cell %s: %d of %d runs had CPUs other processes took while its threads waited, left out (first: %s)", ca.ID, len(ca.Contended), ca.Runs, ca.Contended[0]))
+		}
+		switch {
+		case ca.Runs > 0 && ca.ValidRuns == 0 && len(ca.Contended) > 0:
+			ns.add(fmt.Sprintf("cell %s: unmeasurable here: every valid run was contended (rerun it on a machine, or CPUs, nobody else uses)", ca.ID))
+		case ca.Runs > 0 && ca.ValidRuns == 0:
 			ns.add(fmt.Sprintf("cell %s: no valid run: nothing to report", ca.ID))
 		}
 	}
@@ -441,6 +451,11 @@ func invalidText(r *RunRecord, baseline bool) string {
 	if why == "" {
 		why = "no reason recorded"
 	}
+	return runText(r, baseline, why)
+}
+
+// runText is a line about one run: "repeat 2 (before hot=1): why".
+func runText(r *RunRecord, baseline bool, why string) string {
 	if baseline && r.Pair != "" {
 		return fmt.Sprintf("repeat %d (before %s): %s", r.Repeat, r.Pair, why)
 	}

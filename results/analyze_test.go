@@ -302,6 +302,36 @@ func TestAnalyzeInvalidRunsExcluded(t *testing.T) {
 	}
 }
 
+// A contended run stays valid but is left out of the analysis, named in
+// its cell and in a note; a cell whose every valid run was contended is
+// unmeasurable here.
+func TestAnalyzeContendedRunsLeftOut(t *testing.T) {
+	m := synthManifest("contended", 4, []synthCell{{"hot", "16"}, {"hot", "32"}}, noisy(3, typicalMeans, 0.02, nil))
+	for i := range m.Runs {
+		r := &m.Runs[i]
+		switch {
+		case r.Cell == "hot=16" && r.Repeat == 2:
+			r.Contended = []string{"the server's CPU 0: others' processes 80% of it"}
+			r.Metrics[results.MetricThroughput] = 1e12
+		case r.Cell == "hot=32":
+			r.Contended = []string{"the loadgen's CPU 1: others' processes 75% of it"}
+		}
+	}
+	a := results.Analyze(m, nil)
+	if tp := metricOf(t, a, "hot=16", results.MetricThroughput); tp.N != 3 || tp.Max > 1e6 {
+		t.Errorf("throughput with a contended run: %+v", tp)
+	}
+	cell := a.Cells[1]
+	if cell.ValidRuns != 3 || len(cell.Contended) != 1 || !strings.Contains(cell.Contended[0], "repeat 2") || len(cell.Invalid) != 0 {
+		t.Errorf("cell: valid %d contended %q invalid %q", cell.ValidRuns, cell.Contended, cell.Invalid)
+	}
+	for _, want := range [][]string{{"CONTENDED cell hot=16", "1 of 4 runs"}, {"cell hot=32", "unmeasurable here"}} {
+		if !hasNote(a, want...) {
+			t.Errorf("no note with %q in %q", want, a.Notes)
+		}
+	}
+}
+
 // TestAnalyzeIndependentOfOrderAndShards: permuting the runs and spreading
 // them over other shards with other sequence numbers and directories gives
 // the identical Analysis.

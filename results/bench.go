@@ -206,7 +206,7 @@ func benchRuns(m *Manifest) []RunRecord {
 	}
 	var runs []RunRecord
 	for _, r := range canonicalRuns(m.Runs) {
-		if r.Valid {
+		if r.Comparable() {
 			runs = append(runs, r)
 		}
 	}

@@ -459,7 +459,7 @@ func cellValues(m *Manifest, cell string) (map[string][]float64, int) {
 	out := map[string][]float64{}
 	valid := 0
 	for _, r := range canonicalRuns(m.Runs) {
-		if r.Cell != cell || !r.Valid {
+		if r.Cell != cell || !r.Comparable() {
 			continue
 		}
 		valid++

@@ -81,7 +81,10 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		for _, why := range c.Invalid {
 			p("- invalid: %s\n", mdText(why))
 		}
-		if len(c.Invalid) > 0 {
+		for _, why := range c.Contended {
+			p("- CONTENDED, left out: %s\n", mdText(why))
+		}
+		if len(c.Invalid)+len(c.Contended) > 0 {
 			p("\n")
 		}
 		writeCellTable(p, c)

@@ -232,10 +232,19 @@ type RunRecord struct {
 	// Analyses use valid runs only.
 	Valid   bool     `json:"valid"`
 	Invalid []string `json:"invalid,omitempty"`
+	// Contended says, side by side, whose CPUs went to other processes
+	// while its threads waited for them (harness.CPUBusy.Contended): the
+	// run's figures are the machine's as much as the design's. It stays
+	// valid, but analyses and comparisons leave it out (Comparable).
+	Contended []string `json:"contended,omitempty"`
 	// Metrics are the run's values, keyed by Metric.Name; a metric the run
 	// could not measure (a black box has no reactor statistics) is absent.
 	Metrics map[string]float64 `json:"metrics"`
 }
+
+// Comparable reports whether the run is one analyses and comparisons
+// use: valid, and not contended.
+func (r *RunRecord) Comparable() bool { return r.Valid && len(r.Contended) == 0 }
 
 // Cell returns the cell called id.
 func (m *Manifest) Cell(id string) (CellInfo, bool) {
@@ -418,7 +427,7 @@ func CellHistograms(dir string, m *Manifest) (map[string]map[string]*hdrhistogra
 		return strings.Compare(fmt.Sprintf("%s\x00%09d\x00%s", a.Cell, a.Repeat, a.Pair), fmt.Sprintf("%s\x00%09d\x00%s", b.Cell, b.Repeat, b.Pair))
 	})
 	for _, r := range runs {
-		if !r.Valid {
+		if !r.Comparable() {
 			continue
 		}
 		hs, err := MeasuredHistograms(filepath.Join(dir, r.Dir, RunHlogFile), r.MeasuredFrom)
