@@ -71,12 +71,16 @@ func (q sockQueues) outputBlocked() bool {
 	return q.serverUnsent > 0 && q.clientUnread > 0
 }
 
-// finConsumed reports whether the server's application has read the
+// finPassed reports whether a read of the server's has passed the
 // client's FIN: its end sits in CLOSE_WAIT with nothing left unread (the
 // FIN counts one byte of the unread queue until a read passes it), or has
 // gone past it (LAST_ACK, CLOSING, TIME_WAIT, CLOSE: closed, or gone). In
-// ESTABLISHED, FIN_WAIT1 or FIN_WAIT2 the FIN has not arrived.
-func (q sockQueues) finConsumed() bool {
+// ESTABLISHED, FIN_WAIT1 or FIN_WAIT2 the FIN has not arrived. A read
+// that returned data passes a FIN queued behind it too (Linux advances
+// past the FIN in the same call when the buffer has room), and its
+// application has not seen the end of the stream yet: see
+// loaded.finRead.
+func (q sockQueues) finPassed() bool {
 	switch {
 	case q.serverGone:
 		return true
@@ -84,6 +88,13 @@ func (q sockQueues) finConsumed() bool {
 		return q.serverUnread == 0
 	}
 	return q.serverState != tcpEstablished && q.serverState != tcpFinWait1 && q.serverState != tcpFinWait2
+}
+
+// finAlone: the server's end is in CLOSE_WAIT with the FIN alone unread
+// (every byte of data read): its next read can only return the end of the
+// stream.
+func (q sockQueues) finAlone() bool {
+	return !q.serverGone && q.serverState == tcpCloseWait && q.serverUnread == 1
 }
 
 func (q sockQueues) String() string {
@@ -107,6 +118,11 @@ type loaded struct {
 	seq   uint64 // the next frame to write
 	// halfClosed: the client has shut down its write side.
 	halfClosed bool
+	// finAlone: the FIN reached the server with no data before it unread
+	// (the half-close came once the server had read everything sent, or a
+	// sample saw the FIN alone in its queue), so the read that passed it
+	// returned the end of the stream to the application.
+	finAlone bool
 	// expect is the stream's frame being compared with what is read.
 	expect    []byte
 	expectSeq uint64
@@ -197,12 +213,67 @@ func (c *C) echoThreshold() int64 {
 	return 0
 }
 
-// halfClose shuts down the client's write side (a FIN after what it sent).
+// halfClose shuts down the client's write side (a FIN after what it
+// sent). When the last sample saw the server with everything read, the
+// FIN arrives alone (l.finAlone).
 func (c *C) halfClose(l *loaded) {
 	if err := l.conn.CloseWrite(); err != nil {
 		c.Fatalf("%s: shutting down the write side: %v", l.name, err)
 	}
 	l.halfClosed = true
+	l.finAlone = l.q.serverOpen() && l.q.serverUnread == 0 && l.q.clientUnsent == 0 && len(l.pend) == 0
+}
+
+// finRead reports, from the last sample, whether the server's application
+// has read the client's FIN as the end of the stream: a read passed it
+// (finPassed) when it was alone in the queue, or the server has closed
+// its end. The FIN passed behind data is not yet seen: an application may
+// stop after that read (EventMachine pauses a connection within its read
+// loop) and learn of the end only from a later read.
+func (l *loaded) finRead() bool {
+	if l.q.finAlone() {
+		l.finAlone = true
+	}
+	if !l.q.finPassed() {
+		return false
+	}
+	return l.finAlone || !l.q.serverOpen()
+}
+
+// readEverything nudges, within bound, a server that has not read
+// everything it was sent until it has (nothing unread at its end, nothing
+// unsent at the client's): the client reads 4 KiB at a time while the
+// server's unread queue stands still (its output full), as nudgeToFIN
+// does, so what the server writes next stays in its own buffers. A FIN
+// sent then arrives alone. It reports whether that was reached.
+func (c *C) readEverything(l *loaded, bound time.Duration) bool {
+	deadline := time.Now().Add(bound)
+	last := int64(-1)
+	for time.Now().Before(deadline) {
+		if err := l.sample(); err != nil {
+			c.Inconclusivef("socket queues: %v", err)
+		}
+		if !l.q.serverOpen() {
+			return false
+		}
+		if l.q.serverUnread == 0 && l.q.clientUnsent == 0 && len(l.pend) == 0 {
+			return true
+		}
+		if len(l.pend) > 0 {
+			if _, err := l.writeSome(len(l.pend), 5*time.Millisecond); err != nil {
+				return false
+			}
+		}
+		if l.q.serverUnread != last {
+			last = l.q.serverUnread
+			time.Sleep(2 * time.Millisecond) // the server is reading: let it
+			continue
+		}
+		if _, err := l.readSome(4<<10, 5*time.Millisecond); err != nil {
+			c.Fatalf("%s: reading echoes before its half-close: %v (%d of %d bytes back)", l.name, err, l.read, l.sent)
+		}
+	}
+	return false
 }
 
 // holdSome is what a server that has not stopped reading must be seen
@@ -374,7 +445,7 @@ func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN 
 		if err := l.sample(); err != nil {
 			c.Inconclusivef("socket queues: %v", err)
 		}
-		if l.q.finConsumed() {
+		if l.finRead() {
 			return true, l.held()
 		}
 		if l.q.serverUnread != last {
@@ -418,6 +489,9 @@ func (c *C) halfCloseHolding(limit int64, token uint64, settle func(*loaded)) (l
 		l = c.dialLoaded(name, token+uint64(attempt-1))
 		f := c.fill(l, limit, holdSome, true)
 		c.Evidencef("%s: before the half-close: %s", name, f.why)
+		if !c.readEverything(l, 5*time.Second) {
+			c.Evidencef("%s: the server had not read everything sent within 5 s (%v): its FIN is seen read only once seen alone in its queue", name, l.q)
+		}
 		c.halfClose(l)
 		finRead, held = c.nudgeToFIN(l, 10*time.Second)
 		c.Evidencef("%s: the server read the FIN: %v, holding at least %d bytes then (%d of %d bytes back; %v)", name, finRead, held, l.read, l.sent, l.q)

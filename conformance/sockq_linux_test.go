@@ -88,3 +88,89 @@ func TestQueuesAreTheConnectionsOwn(t *testing.T) {
 		}
 	}
 }
+
+// The server's application has read the client's FIN as the end of the
+// stream only on positive evidence: a read that returns data passes a FIN
+// queued behind it too (CLOSE_WAIT, nothing unread) while the application
+// has not seen the end, so that alone is no evidence; a FIN that arrived
+// alone (the half-close after the server read everything, or seen alone
+// in its queue) and was then passed is.
+func TestFINReadNeedsTheFINAlone(t *testing.T) {
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	open := func() (*loaded, *net.TCPConn) {
+		t.Helper()
+		client, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		server, err := ln.AcceptTCP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		socks, err := pinQueues(client)
+		if err != nil {
+			t.Skipf("cannot see the connection's sockets: %v", err)
+		}
+		return &loaded{name: "conn", conn: client, socks: socks}, server
+	}
+	// until samples l until ok, for at most a second.
+	until := func(l *loaded, what string, ok func(sockQueues) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+			if err := l.sample(); err != nil {
+				t.Fatal(err)
+			}
+			if ok(l.q) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not seen in 1 s (%v)", what, l.q)
+			}
+		}
+	}
+	buf := make([]byte, 16<<10)
+
+	// Data and the FIN behind it, taken by one read that returns the data.
+	l, server := open()
+	if _, err := l.conn.Write(make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	var c C
+	c.halfClose(l)
+	until(l, "the FIN behind the data", func(q sockQueues) bool { return q.serverState == tcpCloseWait && q.serverUnread == 1001 })
+	if n, err := server.Read(buf); n != 1000 || err != nil {
+		t.Fatalf("the server's read: %d, %v; want the 1000 bytes", n, err)
+	}
+	until(l, "the read past the FIN", func(q sockQueues) bool { return q.serverUnread == 0 })
+	if !l.q.finPassed() || l.finRead() {
+		t.Errorf("a read that returned data passed the FIN (%v): finPassed %v, finRead %v; want true, false", l.q, l.q.finPassed(), l.finRead())
+	}
+
+	// The data read first, then the FIN alone, then its read.
+	l, server = open()
+	if _, err := l.conn.Write(make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := server.Read(buf); n != 1000 || err != nil {
+		t.Fatalf("the server's read: %d, %v; want the 1000 bytes", n, err)
+	}
+	until(l, "everything read", func(q sockQueues) bool { return q.serverUnread == 0 && q.clientUnsent == 0 })
+	c.halfClose(l)
+	until(l, "the FIN alone", func(q sockQueues) bool { return q.finAlone() })
+	if l.finRead() {
+		t.Errorf("the FIN alone, unread (%v): finRead true", l.q)
+	}
+	if n, err := server.Read(buf); n != 0 || err == nil {
+		t.Fatalf("the server's read after the FIN: %d, %v; want the end of the stream", n, err)
+	}
+	until(l, "the read of the FIN", func(q sockQueues) bool { return q.serverUnread == 0 })
+	if !l.finRead() {
+		t.Errorf("the FIN read alone (%v): finRead false", l.q)
+	}
+}
