@@ -458,6 +458,11 @@ func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started ti
 		rec.Contended = res.CPUBusy.Contended
 	}
 	if res.Load != nil {
+		for _, g := range res.Load.SelfCheck.FailedGates() {
+			rec.Flagged = append(rec.Flagged, g.String())
+		}
+	}
+	if res.Load != nil {
 		rec.MeasuredFrom = res.Load.Latency.StartTime.Add(time.Duration(res.Load.Latency.WarmupS * float64(time.Second)))
 	}
 	var err error

@@ -59,6 +59,9 @@ type CellAnalysis struct {
 	// other processes (RunRecord.Contended), each prefixed with its
 	// repeat; ValidRuns does not count them.
 	Contended []string `json:"contended,omitempty"`
+	// Flagged are the analysed runs' failed gates (RunRecord.Flagged),
+	// each prefixed with its repeat.
+	Flagged []string `json:"flagged,omitempty"`
 	// Limits counts the valid runs by the side that limited them
 	// ("loadgen", "server", "neither"; MetricLoadgenLimited and its
 	// siblings); nil when no run says.

@@ -232,6 +232,9 @@ func cellSamples(ca *CellAnalysis, c CellInfo, runs []RunRecord, base baselineRu
 			continue
 		}
 		ca.ValidRuns++
+		for _, g := range r.Flagged {
+			ca.Flagged = append(ca.Flagged, runText(r, c.Baseline(), g))
+		}
 		for _, f := range limitFlags {
 			if r.Metrics[f.metric] == 1 {
 				if ca.Limits == nil {
@@ -271,6 +274,9 @@ func addCellNotes(cells []CellAnalysis, ns *notes) {
 		}
 		if len(ca.Contended) > 0 {
 			ns.add(fmt.Sprintf("CONTENDED cell %s: %d of %d runs had CPUs other processes took while its threads waited, left out (first: %s)", ca.ID, len(ca.Contended), ca.Runs, ca.Contended[0]))
+		}
+		if len(ca.Flagged) > 0 {
+			ns.add(fmt.Sprintf("cell %s: %d failed gates of the load generator's self-check in its analysed runs: their figures mean less (first: %s)", ca.ID, len(ca.Flagged), ca.Flagged[0]))
 		}
 		switch {
 		case ca.Runs > 0 && ca.ValidRuns == 0 && len(ca.Contended) > 0:

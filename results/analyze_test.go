@@ -304,7 +304,7 @@ func TestAnalyzeInvalidRunsExcluded(t *testing.T) {
 
 // A contended run stays valid but is left out of the analysis, named in
 // its cell and in a note; a cell whose every valid run was contended is
-// unmeasurable here.
+// unmeasurable here. A run with a failed gate is analysed and listed.
 func TestAnalyzeContendedRunsLeftOut(t *testing.T) {
 	m := synthManifest("contended", 4, []synthCell{{"hot", "16"}, {"hot", "32"}}, noisy(3, typicalMeans, 0.02, nil))
 	for i := range m.Runs {
@@ -313,6 +313,8 @@ func TestAnalyzeContendedRunsLeftOut(t *testing.T) {
 		case r.Cell == "hot=16" && r.Repeat == 2:
 			r.Contended = []string{"the server's CPU 0: others' processes 80% of it"}
 			r.Metrics[results.MetricThroughput] = 1e12
+		case r.Cell == "hot=16" && r.Repeat == 3:
+			r.Flagged = []string{"independence (control): fail: lag-1 rank correlation 0.6"}
 		case r.Cell == "hot=32":
 			r.Contended = []string{"the loadgen's CPU 1: others' processes 75% of it"}
 		}
@@ -325,7 +327,10 @@ func TestAnalyzeContendedRunsLeftOut(t *testing.T) {
 	if cell.ValidRuns != 3 || len(cell.Contended) != 1 || !strings.Contains(cell.Contended[0], "repeat 2") || len(cell.Invalid) != 0 {
 		t.Errorf("cell: valid %d contended %q invalid %q", cell.ValidRuns, cell.Contended, cell.Invalid)
 	}
-	for _, want := range [][]string{{"CONTENDED cell hot=16", "1 of 4 runs"}, {"cell hot=32", "unmeasurable here"}} {
+	if len(cell.Flagged) != 1 || !strings.HasPrefix(cell.Flagged[0], "repeat 3: independence") {
+		t.Errorf("cell: flagged %q, want repeat 3's gate (analysed, listed)", cell.Flagged)
+	}
+	for _, want := range [][]string{{"CONTENDED cell hot=16", "1 of 4 runs"}, {"cell hot=32", "unmeasurable here"}, {"cell hot=16", "1 failed gates"}} {
 		if !hasNote(a, want...) {
 			t.Errorf("no note with %q in %q", want, a.Notes)
 		}

@@ -84,7 +84,10 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		for _, why := range c.Contended {
 			p("- CONTENDED, left out: %s\n", mdText(why))
 		}
-		if len(c.Invalid)+len(c.Contended) > 0 {
+		for _, why := range c.Flagged {
+			p("- FLAGGED (a gate of the load generator's self-check failed): %s\n", mdText(why))
+		}
+		if len(c.Invalid)+len(c.Contended)+len(c.Flagged) > 0 {
 			p("\n")
 		}
 		writeCellTable(p, c)

@@ -237,6 +237,10 @@ type RunRecord struct {
 	// run's figures are the machine's as much as the design's. It stays
 	// valid, but analyses and comparisons leave it out (Comparable).
 	Contended []string `json:"contended,omitempty"`
+	// Flagged are the load generator's gates the run failed, a line each
+	// ("independence (control): fail: …"): the run is analysed, and its
+	// cell lists them, since its figures mean less than a passing run's.
+	Flagged []string `json:"flagged,omitempty"`
 	// Metrics are the run's values, keyed by Metric.Name; a metric the run
 	// could not measure (a black box has no reactor statistics) is absent.
 	Metrics map[string]float64 `json:"metrics"`
