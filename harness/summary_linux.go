@@ -59,7 +59,11 @@ func (r *CellResult) writeSetting(b *strings.Builder, load loadgen.Config) {
 		}
 	}
 	fmt.Fprintf(b, "reactorlab run: %s\n", what)
-	fmt.Fprintf(b, "  %v measured after %v warm-up; %s\n", load.Duration, load.Warmup, describeLoad(load))
+	measured := load.Duration.String()
+	if s := r.Load; s != nil && s.Precision != nil && s.Precision.ExtendedS > 0 {
+		measured = fmt.Sprintf("%v (%v asked, extended for --precision %g%%)", time.Duration(s.MeasuredS*float64(time.Second)).Round(time.Millisecond), load.Duration, 100*load.Precision)
+	}
+	fmt.Fprintf(b, "  %s measured after %v warm-up; %s\n", measured, load.Warmup, describeLoad(load))
 	if lab := r.Lab; lab != nil {
 		where := "lab: server " + lab.Addr + ", load generator in its own namespace over veth"
 		if lab.Mode != ModeLab {

@@ -176,6 +176,18 @@ type Config struct {
 	Duration time.Duration
 	Warmup   time.Duration
 	Drain    time.Duration
+	// Precision, when > 0, is how narrow the headline percentile's
+	// interval must be, its width over the percentile (0.05: 5%): at the
+	// end of Duration the run goes on sending an Interval at a time while
+	// the 95% interval of the data class's HeadlinePercentile (the control
+	// class's, without data sources) is wider, until the measured time
+	// reaches PrecisionWithin; the precision gate says which ended it
+	// (Result.Precision). It needs one loop and no STOP probe. 0, the
+	// default: the run ends at Duration.
+	Precision float64
+	// PrecisionWithin bounds the measured time with Precision (default
+	// 4 × Duration).
+	PrecisionWithin time.Duration
 	// Interval is the length of the intervals of the HDR interval log and of
 	// progress reports (default 1 s).
 	Interval time.Duration
@@ -217,8 +229,9 @@ type Config struct {
 // WithDefaults returns c with every zero field that has a default set to it:
 // ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
 // or StopAt > 0), ControlTimeout, RemovalAfter, Drain, Interval and
-// ConnectTimeout, Loops (1), and with ChurnRate ChurnBurst (1) and
-// ChurnMax (DefaultChurnMax).
+// ConnectTimeout, Loops (1), with ChurnRate ChurnBurst (1) and
+// ChurnMax (DefaultChurnMax), and with Precision PrecisionWithin
+// (4 × Duration).
 func (c Config) WithDefaults() Config {
 	if c.Loops == 0 {
 		c.Loops = 1
@@ -250,6 +263,9 @@ func (c Config) WithDefaults() Config {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
+	if c.Precision > 0 && c.PrecisionWithin == 0 {
+		c.PrecisionWithin = 4 * c.Duration
+	}
 	if c.ChurnRate > 0 {
 		if c.ChurnBurst == 0 {
 			c.ChurnBurst = 1
@@ -267,7 +283,7 @@ func (c Config) WithDefaults() Config {
 // connect after the lead).
 func (c Config) MaxDuration() time.Duration {
 	c = c.WithDefaults()
-	d := c.ConnectTimeout + c.Warmup + c.Duration + c.Drain
+	d := c.ConnectTimeout + c.Warmup + max(c.Duration, c.PrecisionWithin) + c.Drain
 	if c.HotLead > 0 {
 		d += c.HotLead + c.ConnectTimeout
 	}
@@ -504,6 +520,33 @@ func (c Config) checkTimes(p *problems) {
 	if c.ConnectTimeout < 0 || c.ConnectTimeout > time.Minute {
 		p.bad("connect-timeout", c.ConnectTimeout, "(0, 1m], or 0 for the default 2s")
 	}
+	c.checkPrecision(p)
+}
+
+// checkPrecision checks the precision target and the time it may take.
+func (c Config) checkPrecision(p *problems) {
+	switch {
+	case c.Precision == 0:
+		if c.PrecisionWithin != 0 {
+			p.add("precision-within = %v without a precision target (set --precision)", c.PrecisionWithin)
+		}
+		return
+	case !(c.Precision > 0 && c.Precision <= 1):
+		p.bad("precision", c.Precision, "(0, 1]: the interval's width over the percentile, 0.05 for 5%; 0 for none")
+		return
+	}
+	if c.PrecisionWithin < c.Duration || c.PrecisionWithin > 24*time.Hour {
+		p.bad("precision-within", c.PrecisionWithin, fmt.Sprintf("[duration = %v, 24h], or 0 for 4 × duration", c.Duration))
+	}
+	if c.Loops > 1 {
+		p.add("precision with loops = %d: a precision target needs one loop (the loops would have to agree when to stop)", c.Loops)
+	}
+	if c.StopAt > 0 {
+		p.add("precision with stop-at = %v: a STOP probe stops the target the run would go on measuring", c.StopAt)
+	}
+	if c.Hot+c.Steady == 0 && c.ControlEvery == 0 {
+		p.add("precision without a latency class to judge: it needs hot, steady or control sources")
+	}
 }
 
 // checkFaults checks that every wire fault spec parses.
@@ -539,6 +582,8 @@ type configJSON struct {
 	Rate           float64  `json:"rate"`
 	Arrivals       string   `json:"arrivals,omitempty"`
 	ArrivalSeed    uint64   `json:"arrival_seed,omitempty"`
+	Precision      float64  `json:"precision,omitempty"`
+	PrecisionIn    duration `json:"precision_within,omitempty"`
 	Window         int      `json:"window"`
 	Payload        int      `json:"payload"`
 	ControlEvery   duration `json:"control_every"`
@@ -591,6 +636,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(configJSON{
 		DataAddr: c.DataAddr, ControlAddr: c.ControlAddr, Hot: c.Hot, InFlight: c.InFlight,
 		Steady: c.Steady, Rate: c.Rate, Arrivals: c.Arrivals, ArrivalSeed: c.ArrivalSeed, Window: c.Window, Payload: c.Payload,
+		Precision: c.Precision, PrecisionIn: duration(c.PrecisionWithin),
 		ControlEvery: duration(c.ControlEvery), Control: c.Control, StopAt: duration(c.StopAt),
 		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter, UrgentEvery: duration(c.UrgentEvery),
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
@@ -616,6 +662,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	*c = Config{
 		DataAddr: j.DataAddr, ControlAddr: j.ControlAddr, Hot: j.Hot, InFlight: j.InFlight,
 		Steady: j.Steady, Rate: j.Rate, Arrivals: j.Arrivals, ArrivalSeed: j.ArrivalSeed, Window: j.Window, Payload: j.Payload,
+		Precision: j.Precision, PrecisionWithin: time.Duration(j.PrecisionIn),
 		ControlEvery: time.Duration(j.ControlEvery), Control: j.Control, StopAt: time.Duration(j.StopAt),
 		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter, UrgentEvery: time.Duration(j.UrgentEvery),
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),

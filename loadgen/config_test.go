@@ -57,6 +57,12 @@ func TestValidate(t *testing.T) {
 			[]string{"urgent-every = 1ms without data connections", "accepted: hot or steady sources"}},
 		{"urgent with faults", func(c *loadgen.Config) { c.UrgentEvery, c.Faults = time.Millisecond, []string{"reset"} },
 			[]string{"urgent-every = 1ms with wire faults", "one or the other"}},
+		{"precision above 1", func(c *loadgen.Config) { c.Precision = 5 }, []string{"precision = 5", "(0, 1]"}},
+		{"precision within less than the duration", func(c *loadgen.Config) { c.Precision, c.PrecisionWithin = 0.05, time.Millisecond },
+			[]string{"precision-within = 1ms", "[duration = 1s, 24h]"}},
+		{"precision within without precision", func(c *loadgen.Config) { c.PrecisionWithin = time.Minute }, []string{"precision-within = 1m0s without a precision target"}},
+		{"precision with two loops", func(c *loadgen.Config) { c.Hot, c.Precision, c.Loops = 2, 0.05, 2 }, []string{"precision with loops = 2", "needs one loop"}},
+		{"precision with a STOP probe", func(c *loadgen.Config) { c.Precision, c.StopAt = 0.05, 500*time.Millisecond }, []string{"precision with stop-at = 500ms"}},
 	}
 	for _, tc := range cases {
 		c := validConfig()
@@ -90,7 +96,8 @@ func TestConfigJSON(t *testing.T) {
 		ControlTimeout: 25 * time.Millisecond, RemovalAfter: 5, StopAt: 1500 * time.Millisecond, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 250 * time.Millisecond,
 		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
 		UrgentEvery: 20 * time.Millisecond, Loops: 3, LoopCPUs: []int{1, 0}, Progress: func(loadgen.Progress) {},
-		Arrivals: loadgen.ArrivalsPoisson, ArrivalSeed: 7, ChurnRate: 50, ChurnBurst: 2, ChurnMax: 9, HotLead: time.Second}
+		Arrivals: loadgen.ArrivalsPoisson, ArrivalSeed: 7, ChurnRate: 50, ChurnBurst: 2, ChurnMax: 9, HotLead: time.Second,
+		Precision: 0.05, PrecisionWithin: time.Minute}
 	// Every field is set, so that one the JSON form forgets fails the
 	// round trip: a knob added to Config alone would not reach the load
 	// generator's process. An unexported field is the package's own (a

@@ -51,6 +51,9 @@ const HeadlinePercentile = 99
 func (g *group) gates(r *Result) []Gate {
 	res := g.resolution()
 	gs := []Gate{g.rateGate(r.SelfCheck), g.arrivalsGate(r, res)}
+	if r.Precision != nil {
+		gs = append(gs, precisionGate(r.Precision))
+	}
 	for _, k := range []struct {
 		kind  connKind
 		log   func(*loop) *results.SampleLog
@@ -340,5 +343,76 @@ func samplesGate(class string, h *hdrhistogram.Histogram) Gate {
 		return gate
 	}
 	gate.Figure = fmt.Sprintf("p%g %s from n = %s", float64(HeadlinePercentile), iv, n)
+	return gate
+}
+
+// precisionClass is the class Config.Precision judges: the data class,
+// or the control class without data sources.
+func precisionClass(cfg Config) string {
+	if cfg.Hot+cfg.Steady > 0 {
+		return ClassData
+	}
+	return ClassControl
+}
+
+// extendForPrecision, at the end of sending, reports whether sending goes
+// on: with Config.Precision, while the headline interval is wider than
+// asked and the measured time may still grow. It moves the end of sending
+// an Interval on (to PrecisionWithin at most), and every timetable's end
+// with it.
+func (l *loop) extendForPrecision() bool {
+	p := l.precision
+	if p == nil {
+		return false
+	}
+	p.Judged = true
+	p.MeasuredS = time.Duration(l.now - l.measureFrom).Seconds()
+	p.ExtendedS = max(0, time.Duration(l.sendEnd-l.measureFrom-int64(l.cfg.Duration)).Seconds())
+	p.Width, p.TooFew = 0, true
+	if h, ok := l.rec.Histogram(p.Class); ok && h.TotalCount() > 0 {
+		iv := results.PercentileInterval(h, p.Percentile)
+		if point := float64(h.ValueAtPercentile(p.Percentile)) / 1e3; !iv.TooFew && point > 0 {
+			p.Width, p.TooFew = (iv.HiUs-iv.LoUs)/point, false
+		}
+	}
+	if p.Met = !p.TooFew && p.Width <= p.Target; p.Met {
+		return false
+	}
+	limit := l.measureFrom + int64(l.cfg.PrecisionWithin)
+	if l.sendEnd >= limit {
+		return false
+	}
+	l.sendEnd = min(l.sendEnd+int64(l.cfg.Interval), limit)
+	for _, c := range l.conns {
+		if c.kind != kindHot && c.endSeq != 0 {
+			c.endSeq = c.firstFrom(l.sendEnd)
+		}
+		if u := c.urgent; u != nil {
+			u.endTick = u.firstFrom(l.sendEnd)
+		}
+	}
+	if l.churn != nil {
+		l.churn.endBurst = l.churn.firstFrom(l.sendEnd)
+	}
+	return true
+}
+
+// precisionGate judges Config.Precision's outcome.
+func precisionGate(p *PrecisionOutcome) Gate {
+	gate := Gate{Name: GatePrecision, Class: p.Class, Verdict: GatePass}
+	switch {
+	case !p.Judged:
+		gate.Verdict, gate.Figure = GateNotJudged, "sending ended before the duration (interrupted, or every source ended): the interval was never judged"
+	case p.Met:
+		gate.Figure = fmt.Sprintf("p%g's interval %.1f%% of it wide after %.1f s measured (%.1f s beyond the duration): wanted ≤ %.1f%%",
+			p.Percentile, 100*p.Width, p.MeasuredS, p.ExtendedS, 100*p.Target)
+	case p.TooFew:
+		gate.Verdict = GateFail
+		gate.Figure = fmt.Sprintf("p%g had too few samples for an interval after %.1f s measured, the most allowed", p.Percentile, p.MeasuredS)
+	default:
+		gate.Verdict = GateFail
+		gate.Figure = fmt.Sprintf("p%g's interval still %.1f%% of it wide after %.1f s measured, the most allowed: wanted ≤ %.1f%%",
+			p.Percentile, 100*p.Width, p.MeasuredS, 100*p.Target)
+	}
 	return gate
 }

@@ -180,3 +180,44 @@ func TestGates(t *testing.T) {
 		}
 	})
 }
+
+// A precision target extends the measured time an interval at a time
+// until the headline interval is narrow enough, or the time allowed has
+// passed, and the precision gate says which.
+func TestPrecisionExtendsTheRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two runs of 1-3 s")
+	}
+	// 2 ms a read: latencies near 2 ms, so the p99's interval is a small
+	// part of it whatever the machine adds.
+	slow := delayedEcho(t, func(time.Duration) time.Duration { return 2 * time.Millisecond })
+	for _, tc := range []struct {
+		name      string
+		precision float64
+		measured  time.Duration // at least
+		met       bool
+	}{
+		{"met at once", 1, time.Second, true},       // an interval 100% as wide as the p99: 2,000 samples have one
+		{"never met", 1e-9, 3 * time.Second, false}, // no interval is that narrow: extended to the limit
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := gateRun(slow)
+			cfg.Rate, cfg.Duration, cfg.Interval = 2000, time.Second, 250*time.Millisecond
+			cfg.Precision, cfg.PrecisionWithin = tc.precision, 3*time.Second
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Precision
+			if p == nil || !p.Judged || p.Met != tc.met || res.Measured < tc.measured || res.Measured > tc.measured+cfg.Interval {
+				t.Fatalf("precision %g: outcome %+v, measured %v; want met %v, measured %v", tc.precision, p, res.Measured, tc.met, tc.measured)
+			}
+			want := map[bool]string{true: GatePass, false: GateFail}[tc.met]
+			for _, g := range res.SelfCheck.Gates {
+				if g.Name == GatePrecision && g.Verdict != want {
+					t.Errorf("the precision gate: %v, want %s", g, want)
+				}
+			}
+		})
+	}
+}

@@ -169,6 +169,9 @@ func (l *loop) beginSchedule(s int64) {
 	}
 	l.openSampleLogs()
 	l.measureFrom = s + int64(cfg.Warmup)
+	if cfg.Precision > 0 {
+		l.precision = &PrecisionOutcome{Target: cfg.Precision, Class: precisionClass(cfg), Percentile: HeadlinePercentile}
+	}
 	l.sendEnd = l.measureFrom + int64(cfg.Duration)
 	l.sendStopped = l.sendEnd
 	l.drainEnd = never
@@ -205,7 +208,9 @@ func (l *loop) tick() int64 {
 		}
 	}
 	if l.phase == phaseSending {
-		if l.interrupted || now >= l.sendEnd {
+		if !l.interrupted && now >= l.sendEnd && l.extendForPrecision() {
+			// sending goes on to the new end
+		} else if l.interrupted || now >= l.sendEnd {
 			l.endSending()
 		} else if now >= l.stopDue && !l.stopSent {
 			l.sendStop()

@@ -116,6 +116,10 @@ func (g *group) result() (*Result, error) {
 	if err := g.mergeRecorders(r); err != nil {
 		return nil, err
 	}
+	if len(g.loops) == 1 && g.loops[0].precision != nil { // one loop: Validate
+		p := *g.loops[0].precision
+		r.Precision = &p
+	}
 	g.selfChecks(r)
 	return r, nil
 }

@@ -238,8 +238,11 @@ const (
 	// run.
 	GateStationarity = "stationarity"
 	// GateSamples: a class holds enough samples for an interval of its
-	// headline percentile (Config.Headline).
+	// headline percentile (HeadlinePercentile).
 	GateSamples = "samples"
+	// GatePrecision: with Config.Precision, the headline interval was as
+	// narrow as asked within the time allowed.
+	GatePrecision = "precision"
 )
 
 // The values of Gate.Verdict.
@@ -271,6 +274,30 @@ func (g Gate) String() string {
 		name += " (" + g.Class + ")"
 	}
 	return name + ": " + g.Verdict + ": " + g.Figure
+}
+
+// PrecisionOutcome is what became of Config.Precision: the headline
+// interval's width when the run stopped sending, and whether it was as
+// narrow as asked.
+type PrecisionOutcome struct {
+	// Target is Config.Precision; Class and Percentile what was judged
+	// (ClassData, or ClassControl without data sources; HeadlinePercentile).
+	Target     float64 `json:"target"`
+	Class      string  `json:"class"`
+	Percentile float64 `json:"percentile"`
+	// Width is the interval's width over the percentile at the last look
+	// (0 with TooFew: the samples had no interval yet).
+	Width  float64 `json:"width"`
+	TooFew bool    `json:"too_few,omitempty"`
+	// Judged: the width was looked at when sending reached its end (not
+	// when the run was interrupted, or every source ended first).
+	// Met: Width <= Target. MeasuredS is the measured time it took (or
+	// PrecisionWithin's, not met), ExtendedS how much of it was beyond
+	// Duration.
+	Judged    bool    `json:"judged"`
+	Met       bool    `json:"met"`
+	MeasuredS float64 `json:"measured_s"`
+	ExtendedS float64 `json:"extended_s"`
 }
 
 // StopOutcome is what became of the STOP probe.
@@ -358,6 +385,8 @@ type Result struct {
 	SelfCheck SelfCheck
 	// Stop is the STOP probe's outcome (nil without one).
 	Stop *StopOutcome
+	// Precision is what became of Config.Precision (nil without one).
+	Precision *PrecisionOutcome
 	// HealthCheck sums the control connections' false timeouts and
 	// removals (nil without control probes).
 	HealthCheck *HealthCheck
@@ -422,30 +451,31 @@ func (r *Result) addUrgent(u UrgentOutcome) {
 // plus EchoRate. Field names are stable; it round-trips through
 // encoding/json.
 type Summary struct {
-	Valid         bool            `json:"valid"`
-	Invalid       []string        `json:"invalid,omitempty"`
-	Interrupted   bool            `json:"interrupted"`
-	StartTime     time.Time       `json:"start_time"`
-	MeasuredS     float64         `json:"measured_s"`
-	Config        Config          `json:"config"`
-	Totals        Accounting      `json:"totals"`
-	ControlTotals Accounting      `json:"control_totals"`
-	EchoRate      float64         `json:"echo_rate"` // data frames answered intact per measured second
-	SelfCheck     SelfCheck       `json:"self_check"`
-	Stop          *StopOutcome    `json:"stop,omitempty"`
-	HealthCheck   *HealthCheck    `json:"health_check,omitempty"`
-	Urgent        *UrgentOutcome  `json:"urgent,omitempty"`
-	Churn         *ChurnOutcome   `json:"churn,omitempty"`
-	Latency       results.Summary `json:"latency"`
-	Conns         []ConnResult    `json:"connections"`
-	Loops         []LoopReport    `json:"loops,omitempty"`
+	Valid         bool              `json:"valid"`
+	Invalid       []string          `json:"invalid,omitempty"`
+	Interrupted   bool              `json:"interrupted"`
+	StartTime     time.Time         `json:"start_time"`
+	MeasuredS     float64           `json:"measured_s"`
+	Config        Config            `json:"config"`
+	Totals        Accounting        `json:"totals"`
+	ControlTotals Accounting        `json:"control_totals"`
+	EchoRate      float64           `json:"echo_rate"` // data frames answered intact per measured second
+	SelfCheck     SelfCheck         `json:"self_check"`
+	Stop          *StopOutcome      `json:"stop,omitempty"`
+	Precision     *PrecisionOutcome `json:"precision,omitempty"`
+	HealthCheck   *HealthCheck      `json:"health_check,omitempty"`
+	Urgent        *UrgentOutcome    `json:"urgent,omitempty"`
+	Churn         *ChurnOutcome     `json:"churn,omitempty"`
+	Latency       results.Summary   `json:"latency"`
+	Conns         []ConnResult      `json:"connections"`
+	Loops         []LoopReport      `json:"loops,omitempty"`
 }
 
 // Summary returns the JSON-ready summary of r.
 func (r *Result) Summary() Summary {
 	s := Summary{Valid: r.Valid, Invalid: r.Invalid, Interrupted: r.Interrupted, StartTime: r.Start,
 		MeasuredS: r.Measured.Seconds(), Config: r.Config, Totals: r.Totals, ControlTotals: r.ControlTotals,
-		SelfCheck: r.SelfCheck, Stop: r.Stop, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Churn: r.Churn, Conns: r.Conns, Loops: r.Loops}
+		SelfCheck: r.SelfCheck, Stop: r.Stop, Precision: r.Precision, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Churn: r.Churn, Conns: r.Conns, Loops: r.Loops}
 	if r.Recorder != nil {
 		s.Latency = r.Recorder.Summary()
 		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {

@@ -192,6 +192,7 @@ type loop struct {
 	stopAcked  bool
 	stopSentAt int64
 	stop       *StopOutcome
+	precision  *PrecisionOutcome // with Config.Precision, from beginSchedule
 	invalid    []string
 
 	g         *group // the run's loops, this one among them

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,6 +103,13 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.DurationVar(&load.Warmup, "warmup", load.Warmup, "load sent before measuring")
 	fs.DurationVar(&load.Drain, "drain", loadgen.DefaultDrain, "time outstanding frames may still be answered after sending stops")
 	fs.DurationVar(&load.Interval, "interval", loadgen.DefaultInterval, "interval of the HDR log and of progress reports")
+	fs.Func("precision", "`WIDTH` such as 5%: go on measuring past --duration, an --interval at a time, until the 95% interval of the data class's p99 (the control class's without data sources) is at most this wide beside it, or --precision-within has passed; the precision gate says which (one loadgen loop; no --stop-at)",
+		func(s string) error {
+			v, err := parsePrecision(s)
+			load.Precision = v
+			return err
+		})
+	fs.DurationVar(&load.PrecisionWithin, "precision-within", 0, "the most measured time --precision may take (0: 4 × --duration)")
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
@@ -411,4 +419,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// parsePrecision reads --precision: "5%" or "0.05".
+func parsePrecision(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a width such as 5%% or 0.05, got %q", s)
+	}
+	if pct {
+		v /= 100
+	}
+	return v, nil
 }
