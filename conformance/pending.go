@@ -242,24 +242,35 @@ func (l *loaded) finRead() bool {
 
 // readEverything nudges, within bound, a server that has not read
 // everything it was sent until it has (nothing unread at its end, nothing
-// unsent at the client's): the client reads 4 KiB at a time while the
-// server's unread queue stands still (its output full), as nudgeToFIN
-// does, so what the server writes next stays in its own buffers. A FIN
-// sent then arrives alone. It reports whether that was reached.
+// unsent at the client's, the client's last frame written whole), so that
+// a FIN sent then arrives alone. It reports whether that was reached.
 func (c *C) readEverything(l *loaded, bound time.Duration) bool {
+	return c.nudge(l, bound, "before its half-close", func() (bool, bool) {
+		if !l.q.serverOpen() {
+			return true, false
+		}
+		return l.q.serverUnread == 0 && l.q.clientUnsent == 0 && len(l.pend) == 0, true
+	})
+}
+
+// nudge samples l's queues until reached says it is done (and with what
+// result), within bound (false then): while the server's unread queue
+// moves it lets the server read; while it stands still (the server's
+// output is full) the client reads 4 KiB, so the kernel's send buffer
+// gains little room and what the server writes next stays in its own
+// buffers. Before the half-close it also writes the rest of a frame a
+// write left unwritten. when says when, for an error reading the echoes.
+func (c *C) nudge(l *loaded, bound time.Duration, when string, reached func() (done, result bool)) bool {
 	deadline := time.Now().Add(bound)
 	last := int64(-1)
 	for time.Now().Before(deadline) {
 		if err := l.sample(); err != nil {
 			c.Inconclusivef("socket queues: %v", err)
 		}
-		if !l.q.serverOpen() {
-			return false
+		if done, result := reached(); done {
+			return result
 		}
-		if l.q.serverUnread == 0 && l.q.clientUnsent == 0 && len(l.pend) == 0 {
-			return true
-		}
-		if len(l.pend) > 0 {
+		if len(l.pend) > 0 && !l.halfClosed {
 			if _, err := l.writeSome(len(l.pend), 5*time.Millisecond); err != nil {
 				return false
 			}
@@ -270,7 +281,7 @@ func (c *C) readEverything(l *loaded, bound time.Duration) bool {
 			continue
 		}
 		if _, err := l.readSome(4<<10, 5*time.Millisecond); err != nil {
-			c.Fatalf("%s: reading echoes before its half-close: %v (%d of %d bytes back)", l.name, err, l.read, l.sent)
+			c.Fatalf("%s: reading echoes %s: %v (%d of %d bytes back)", l.name, when, err, l.read, l.sent)
 		}
 	}
 	return false
@@ -429,35 +440,14 @@ func (l *loaded) check(b []byte) string {
 	return ""
 }
 
-// nudgeToFIN, once the client has shut down its write side, waits for the
-// server to read the FIN while keeping its echoes backed up: the client
-// reads (4 KiB at a time: the kernel's send buffer gains little room, so
-// what the server writes next stays in its own buffers) only while the
-// server is not reading (its unread queue does not move), which is when
-// its own output is full. It returns whether the server read the FIN
-// within bound, and what it held when that was first seen (an
-// under-estimate: after the FIN it can only write, so it held at least
-// that when it read it).
+// nudgeToFIN, once the client has shut down its write side, waits (nudge)
+// for the server to read the FIN while keeping its echoes backed up. It
+// returns whether the server read the FIN within bound, and what it held
+// when that was first seen (an under-estimate: after the FIN it can only
+// write, so it held at least that when it read it).
 func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN int64) {
-	deadline := time.Now().Add(bound)
-	last := int64(-1)
-	for time.Now().Before(deadline) {
-		if err := l.sample(); err != nil {
-			c.Inconclusivef("socket queues: %v", err)
-		}
-		if l.finRead() {
-			return true, l.held()
-		}
-		if l.q.serverUnread != last {
-			last = l.q.serverUnread
-			time.Sleep(2 * time.Millisecond) // the server is reading: let it
-			continue
-		}
-		if _, err := l.readSome(4<<10, 5*time.Millisecond); err != nil {
-			c.Fatalf("%s: reading echoes after its half-close: %v (%d of %d bytes back)", l.name, err, l.read, l.sent)
-		}
-	}
-	return false, l.held()
+	finRead = c.nudge(l, bound, "after its half-close", func() (bool, bool) { return l.finRead(), true })
+	return finRead, l.held()
 }
 
 // finAttempts is how many loaded connections halfCloseHolding tries, one

@@ -4,10 +4,8 @@ package loadgen
 
 import (
 	"context"
-	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -15,57 +13,25 @@ import (
 // delayedEcho is a loopback byte echo that writes each read back after
 // delay(since it started) has passed; it stops when the test ends.
 func delayedEcho(t *testing.T, delay func(time.Duration) time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
+	return ServeEach(t, func(c net.Conn) {
+		defer c.Close()
+		buf := make([]byte, 64<<10)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
+			if n > 0 {
+				if d := delay(time.Since(start)); d > 0 {
+					time.Sleep(d)
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if d := delay(time.Since(start)); d > 0 {
-							time.Sleep(d)
-						}
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err == io.EOF {
-						c.Close()
-						return
-					}
-					if err != nil {
-						return
-					}
-				}
-			})
 		}
 	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
 
 // gatesOf runs cfg and returns its gates by "name (class)", each failing
