@@ -282,6 +282,14 @@ func TestContention(t *testing.T) {
 	if side, why := res.Limit(); side != "contended" || !strings.Contains(why, "loadgen") {
 		t.Errorf("Limit = %s (%s), want contended on the load generator, whatever its self-check says", side, why)
 	}
+	// The quick suite with a busy process on the generator's CPU: its
+	// threads ran 0.15 of it and waited 0.09 (37% of the time they wanted
+	// it), where quietly they wait at most 27% of it.
+	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 100, 98, 100, 0.15, 0.09, 0.12)}
+	res = cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitTarget})
+	if b := res.CPUBusy; len(b.Contended) != 1 || !strings.Contains(b.Contended[0], "waited runnable 38% of the time they wanted a CPU") {
+		t.Errorf("a busy process beside a light generator: contended %q, want the load generator", b.Contended)
+	}
 	// Others' time alone (its threads never waited): no contention; and
 	// a generator CPU that others filled is not the generator's limit.
 	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.01, 0.06)}

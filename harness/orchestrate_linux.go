@@ -263,7 +263,7 @@ func (sd *side) sample() {
 	a, aerr := sd.p.Affinity()
 	var own *OwnTime
 	if st, err := sd.p.GroupSchedstat(); err == nil && uerr == nil {
-		own = &OwnTime{RunNs: uint64(st.RunNs), WaitNs: uint64(st.WaitNs), UserNs: uint64(u.UserNs)}
+		own = &OwnTime{RunNs: uint64(st.RunNs), WaitNs: uint64(st.WaitNs), UserNs: uint64(u.UserNs), Slices: uint64(st.Slices)}
 	}
 	sd.mu.Lock()
 	defer sd.mu.Unlock()

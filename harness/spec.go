@@ -363,6 +363,9 @@ type OwnTime struct {
 	RunNs  uint64 `json:"run_ns"`
 	WaitNs uint64 `json:"wait_ns"`
 	UserNs uint64 `json:"user_ns"`
+	// Slices counts the times its threads were put on a CPU (0 where the
+	// kernel does not say).
+	Slices uint64 `json:"slices,omitempty"`
 }
 
 // ThreadMasks is one thread's CPU masks as sampled, in order, each change

@@ -214,7 +214,8 @@ func (r *CellResult) writeBusy(b *strings.Builder) {
 				cpus = append(cpus, fmt.Sprintf("cpu%d %.0f%%", c, 100*side.sb.Busy[i]))
 			}
 			if side.sb.OwnKnown {
-				cpus = append(cpus, fmt.Sprintf("(its threads %.2f CPU, others %.2f, waited runnable %.0f%%)", side.sb.Own, side.sb.Others, 100*side.sb.Wait))
+				cpus = append(cpus, fmt.Sprintf("(its threads %.2f CPU, others %.2f; they waited runnable %.0f%% of the time they wanted a CPU, %.0f µs a wakeup)",
+					side.sb.Own, side.sb.Others, 100*side.sb.WaitShare(), side.sb.DelayUs))
 			}
 			parts = append(parts, side.name+" "+strings.Join(cpus, " "))
 		}

@@ -247,6 +247,10 @@ type Usage struct {
 // machine gave it to them.
 type Schedstat struct {
 	RunNs, WaitNs int64
+	// Slices counts the times the threads were put on a CPU (schedstat's
+	// third field; 0 where the kernel does not give it): WaitNs/Slices is
+	// the mean wait in a run queue before each.
+	Slices int64
 }
 
 // ThreadAffinity is the CPU affinity of one thread: its id and its

@@ -97,6 +97,7 @@ func (p *Process) GroupSchedstat() (Schedstat, error) {
 		s, err := ReadSchedstat(pid)
 		sum.RunNs += s.RunNs
 		sum.WaitNs += s.WaitNs
+		sum.Slices += s.Slices
 		return err
 	})
 	return sum, err
@@ -212,6 +213,7 @@ func ReadSchedstat(pid int) (Schedstat, error) {
 		}
 		sum.RunNs += s.RunNs
 		sum.WaitNs += s.WaitNs
+		sum.Slices += s.Slices
 	}
 	return sum, nil
 }
@@ -253,7 +255,13 @@ func parseSchedstat(b []byte) (Schedstat, error) {
 	if err != nil {
 		return Schedstat{}, fmt.Errorf("schedstat %q: run-queue wait: %w", b, err)
 	}
-	return Schedstat{RunNs: run, WaitNs: wait}, nil
+	st := Schedstat{RunNs: run, WaitNs: wait}
+	if len(f) >= 3 {
+		if st.Slices, err = strconv.ParseInt(f[2], 10, 64); err != nil {
+			return Schedstat{}, fmt.Errorf("schedstat %q: timeslices: %w", b, err)
+		}
+	}
+	return st, nil
 }
 
 // Affinity lists the CPU affinity of every living thread of the process.
