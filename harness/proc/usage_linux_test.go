@@ -92,13 +92,19 @@ func TestTaskSchedstatSelf(t *testing.T) {
 	if _, err := ReadTaskSchedstat(os.Getpid(), 1<<30); !errors.Is(err, ErrExited) {
 		t.Errorf("a thread that does not exist: %v, want ErrExited", err)
 	}
-	for _, bad := range []string{"", "12", "x 3 4", "12 y 4"} {
+	for _, bad := range []string{"", "12", "x 3 4", "12 y 4", "12 3 z"} {
 		if s, err := parseSchedstat([]byte(bad)); err == nil {
 			t.Errorf("parseSchedstat(%q) = %+v, want an error", bad, s)
 		}
 	}
-	if s, err := parseSchedstat([]byte("123 456 7\n")); err != nil || s != (Schedstat{RunNs: 123, WaitNs: 456}) {
+	if s, err := parseSchedstat([]byte("123 456 7\n")); err != nil || s != (Schedstat{RunNs: 123, WaitNs: 456, Slices: 7}) {
 		t.Errorf("parseSchedstat = %+v, %v", s, err)
+	}
+	if s, err := parseSchedstat([]byte("123 456\n")); err != nil || s != (Schedstat{RunNs: 123, WaitNs: 456}) {
+		t.Errorf("parseSchedstat without timeslices = %+v, %v", s, err)
+	}
+	if s1.Slices == 0 || all.Slices < s1.Slices {
+		t.Errorf("timeslices: this thread %d, the process %d", s1.Slices, all.Slices)
 	}
 }
 
