@@ -28,7 +28,8 @@ const peersRoot = "../../examples/peers"
 // says "runs:" (a variant of another, or a peer whose whole catalogue is
 // too slow for CI) runs only those, unless REACTORLAB_PEERS_FULL=1, which
 // runs every peer's whole catalogue. REACTORLAB_PEERS (names,
-// comma-separated) selects peers.
+// comma-separated) selects peers, REACTORLAB_PEERS_CASES (case IDs) the
+// cases every selected peer runs, whatever its "runs:" says.
 func TestPeersTruth(t *testing.T) {
 	paths, err := peertruth.Find(peersRoot)
 	if err != nil {
@@ -42,6 +43,10 @@ func TestPeersTruth(t *testing.T) {
 		only = strings.Split(s, ",")
 	}
 	full := os.Getenv("REACTORLAB_PEERS_FULL") == "1"
+	var onlyCases []string
+	if s := os.Getenv("REACTORLAB_PEERS_CASES"); s != "" {
+		onlyCases = strings.Split(s, ",")
+	}
 	binDir := t.TempDir()
 	var (
 		mu    sync.Mutex
@@ -73,7 +78,10 @@ func TestPeersTruth(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases := p.Runs
-			if full {
+			switch {
+			case onlyCases != nil:
+				cases = onlyCases
+			case full:
 				cases = nil
 			}
 			if testing.Short() && len(cases) == 0 {
