@@ -114,6 +114,9 @@ func TestGates(t *testing.T) {
 		t.Run("bunched "+arr+" arrivals", func(t *testing.T) {
 			cfg := gateRun(plain)
 			cfg.Arrivals, cfg.arrivalBunch = arr, 4
+			// Long enough for 30 dispersion windows of 20 resolutions even
+			// when a busy machine delays the generator's sends by 5 ms.
+			cfg.Duration = 6 * time.Second
 			if bad := judgedAs(gatesOf(t, cfg), []string{arrivals}, append([]string{rate}, samples...)); bad != "" {
 				t.Error(bad)
 			}
@@ -127,10 +130,12 @@ func TestGates(t *testing.T) {
 		}
 	})
 	t.Run("stalling server", func(t *testing.T) {
-		// Every 200 ms, reads wait until 20 ms have passed.
+		// Every 250 ms, reads wait until 50 ms have passed: five control
+		// probes in a row wait (with 20 ms, two did, and under load their
+		// correlation fell to 0.22 once in 20).
 		stall := delayedEcho(t, func(since time.Duration) time.Duration {
-			if in := since % (200 * time.Millisecond); in < 20*time.Millisecond {
-				return 20*time.Millisecond - in
+			if in := since % (250 * time.Millisecond); in < 50*time.Millisecond {
+				return 50*time.Millisecond - in
 			}
 			return 0
 		})

@@ -245,6 +245,11 @@ const (
 	GatePrecision = "precision"
 )
 
+// HeadlinePercentile is the percentile the samples gate asks an interval
+// of, in every latency class, and Config.Precision narrows: a run with too
+// few samples for it has no headline to compare.
+const HeadlinePercentile = 99
+
 // The values of Gate.Verdict.
 const (
 	GatePass      = "pass"
