@@ -29,6 +29,9 @@ func TestBlackBox(t *testing.T) {
 	echo := testbin.Path(t, "examples/echo")
 	for _, tc := range blackBoxRows {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.name != "clean" {
+				t.Skip("-short: the clean row alone (each bug's row runs without -short)")
+			}
 			if tc.needCap != 0 && !haveCap(tc.needCap) {
 				t.Skipf("needs capability %d (CAP_NET_ADMIN: SO_SNDBUFFORCE) to give the server buffers larger than the kernel's maxima", tc.needCap)
 			}

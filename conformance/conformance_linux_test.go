@@ -19,6 +19,7 @@ import (
 // listeners, the handoff, several loops, STOP across them, stale results
 // across them — is the rest of the catalogue and the M group. mainsub
 // keeps S2: its control connections are on the acceptor, not a data loop.
+// With -short, every design without slowPaths.
 func TestInProcessReference(t *testing.T) {
 	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	for _, d := range designs.Names() {
@@ -30,6 +31,7 @@ func TestInProcessReference(t *testing.T) {
 			case reactors.MainSub:
 				opts.Cases = allBut(slices.DeleteFunc(slices.Clone(oneLoopPaths), func(id string) bool { return id == "S2" }))
 			}
+			opts.Cases = shortTier(opts.Cases)
 			conformance.Run(t, conformance.InProcess{Design: d}, opts)
 		})
 	}
@@ -39,6 +41,23 @@ func TestInProcessReference(t *testing.T) {
 // (S1, S2, T1, A1, W4, W5) or its own fd reuse (I1): about 16 s of the
 // 24–27 s a design takes.
 var oneLoopPaths = []string{"S1", "S2", "T1", "A1", "W4", "W5", "I1"}
+
+// slowPaths are the cases that take a second or more on lt (I1 4.5 s, A1
+// 3.5 s, the rest 1–1.6 s): left out with -short, the tier a person runs
+// while changing code, so that each design still runs once, on the rest.
+var slowPaths = []string{"I1", "A1", "W4", "W5", "S1", "S2", "T1", "I2", "X1"}
+
+// shortTier is cases (nil: the whole catalogue) as the test runs them:
+// with -short, without slowPaths.
+func shortTier(cases []string) []string {
+	if !testing.Short() {
+		return cases
+	}
+	if cases == nil {
+		return allBut(slowPaths)
+	}
+	return slices.DeleteFunc(slices.Clone(cases), func(id string) bool { return slices.Contains(slowPaths, id) })
+}
 
 // allBut is every case id of the catalogue but those in ids.
 func allBut(ids []string) []string {
@@ -76,16 +95,21 @@ func processPaths(d reactors.Design) []string {
 // processPaths on every other design: the suite's time goes to what the
 // process adds, not to repeating TestInProcessReference (the whole
 // catalogue on all eight designs as processes would take ~170 s, against
-// CI's 8 minutes for all of go test ./...).
+// CI's 8 minutes for all of go test ./...). With -short, lt alone, without
+// slowPaths.
 func TestProcessReference(t *testing.T) {
 	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	exe := testbin.Path(t, "cmd/reactorlab")
 	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
+			if testing.Short() && d != reactors.LT {
+				t.Skip("-short: lt alone as a process (TestInProcessReference runs every design)")
+			}
 			opts := conformance.Options{Strict: true}
 			if d != reactors.LT {
 				opts.Cases = processPaths(d)
 			}
+			opts.Cases = shortTier(opts.Cases)
 			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, opts)
 		})
 	}

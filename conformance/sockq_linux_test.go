@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -94,7 +95,9 @@ func TestQueuesAreTheConnectionsOwn(t *testing.T) {
 // queued behind it too (CLOSE_WAIT, nothing unread) while the application
 // has not seen the end, so that alone is no evidence; a FIN that arrived
 // alone (the half-close after the server read everything, or seen alone
-// in its queue) and was then passed is.
+// in its queue) and was then passed is. A read of exactly the data's
+// length is no evidence either: Linux keeps a FIN that came after the
+// data in the data's buffer and passes it with the last byte.
 func TestFINReadNeedsTheFINAlone(t *testing.T) {
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -152,6 +155,25 @@ func TestFINReadNeedsTheFINAlone(t *testing.T) {
 		t.Errorf("a read that returned data passed the FIN (%v): finPassed %v, finRead %v; want true, false", l.q, l.q.finPassed(), l.finRead())
 	}
 
+	// The FIN queued behind the data, the data read by a read of exactly
+	// its length: Linux keeps a FIN that came after the data in the data's
+	// buffer and passes it with the last byte, so this is no evidence
+	// either.
+	l, server = open()
+	if _, err := l.conn.Write(make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	until(l, "the data queued", func(q sockQueues) bool { return q.serverUnread == 1000 })
+	c.halfClose(l)
+	until(l, "the FIN behind the data", func(q sockQueues) bool { return q.serverUnread == 1001 })
+	if n, err := io.ReadFull(server, buf[:1000]); n != 1000 || err != nil {
+		t.Fatalf("the server's read of the data: %d, %v", n, err)
+	}
+	until(l, "the data read", func(q sockQueues) bool { return q.serverUnread <= 1 })
+	if l.finRead() {
+		t.Errorf("a read of exactly the data (%v): finRead true", l.q)
+	}
+
 	// The data read first, then the FIN alone, then its read.
 	l, server = open()
 	if _, err := l.conn.Write(make([]byte, 1000)); err != nil {
@@ -162,6 +184,12 @@ func TestFINReadNeedsTheFINAlone(t *testing.T) {
 	}
 	until(l, "everything read", func(q sockQueues) bool { return q.serverUnread == 0 && q.clientUnsent == 0 })
 	c.halfClose(l)
+	if !l.finAlone {
+		t.Fatalf("half-closed with everything read (%v): the FIN must arrive alone", l.q)
+	}
+	// As if the half-close had been made on an older sample: the FIN is
+	// seen alone in the queue, and that is the evidence.
+	l.finAlone = false
 	until(l, "the FIN alone", func(q sockQueues) bool { return q.finAlone() })
 	if l.finRead() {
 		t.Errorf("the FIN alone, unread (%v): finRead true", l.q)

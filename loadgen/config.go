@@ -392,8 +392,8 @@ func (c Config) checkRate(p *problems) {
 	case ArrivalsPoisson:
 		if c.Steady == 0 {
 			p.add("arrivals = poisson without steady sources (accepted: steady >= 1; hot sources have no schedule)")
-		} else if n := c.Rate * (c.Warmup + c.Duration).Seconds(); n > MaxPoissonArrivals {
-			p.add("arrivals = poisson at rate %g over %v: %.0f frames, more than the %d a drawn timetable holds (accepted: rate × (warmup + duration) <= %d)", c.Rate, c.Warmup+c.Duration, n, MaxPoissonArrivals, MaxPoissonArrivals)
+		} else if span := c.Warmup + max(c.Duration, c.PrecisionWithin); c.Rate*span.Seconds() > MaxPoissonArrivals {
+			p.add("arrivals = poisson at rate %g over %v: %.0f frames, more than the %d a drawn timetable holds (accepted: rate × (warmup + duration, or precision-within) <= %d)", c.Rate, span, c.Rate*span.Seconds(), MaxPoissonArrivals, MaxPoissonArrivals)
 		}
 	default:
 		p.bad("arrivals", c.Arrivals, ArrivalsFixed+" or "+ArrivalsPoisson)

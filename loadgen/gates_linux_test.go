@@ -83,8 +83,8 @@ func gateRun(addr string) Config {
 		ControlEvery: 10 * time.Millisecond, Duration: 3 * time.Second, Warmup: 500 * time.Millisecond, Drain: time.Second}
 }
 
-// Each gate is tripped by its input, and none of the inputs trips a gate
-// whose cause it does not have: a generator that bunches its arrivals
+// Each gate is tripped by its input, and none of the inputs trips the
+// rate, arrivals or samples gate where its cause is absent: a generator that bunches its arrivals
 // (Poisson and fixed), a server whose latency rises through the run, a
 // server that stalls now and then, a run too short for its headline
 // percentile. The same open loop on a plain echo passes the rate, the
@@ -130,12 +130,13 @@ func TestGates(t *testing.T) {
 		}
 	})
 	t.Run("stalling server", func(t *testing.T) {
-		// Every 250 ms, reads wait until 50 ms have passed: five control
-		// probes in a row wait (with 20 ms, two did, and under load their
-		// correlation fell to 0.22 once in 20).
+		// Every 500 ms, reads wait until 100 ms have passed: ten control
+		// probes and twenty steady frames in a row wait (with 20 ms every
+		// 200 ms, two probes did, and under load their correlation fell
+		// to 0.22 once in 20; with 50 ms every 250 ms, to 0.39).
 		stall := delayedEcho(t, func(since time.Duration) time.Duration {
-			if in := since % (250 * time.Millisecond); in < 50*time.Millisecond {
-				return 50*time.Millisecond - in
+			if in := since % (500 * time.Millisecond); in < 100*time.Millisecond {
+				return 100*time.Millisecond - in
 			}
 			return 0
 		})
@@ -182,6 +183,15 @@ func TestPrecisionExtendsTheRun(t *testing.T) {
 			p := res.Precision
 			if p == nil || !p.Judged || p.Met != tc.met || res.Measured < tc.measured || res.Measured > tc.measured+cfg.Interval {
 				t.Fatalf("precision %g: outcome %+v, measured %v; want met %v, measured %v", tc.precision, p, res.Measured, tc.met, tc.measured)
+			}
+			// Every timetable moved with the end: the steady sources kept
+			// their rate through the extension, the control probes their
+			// period.
+			if sc := res.SelfCheck; sc.RateRatio < 0.95 {
+				t.Errorf("steady rate %.0f of %.0f over %v measured: the timetables did not follow the extension", sc.AchievedRate, sc.TargetRate, res.Measured)
+			}
+			if h, ok := res.Recorder.Histogram(ClassControl); !ok || float64(h.TotalCount()) < 0.9*res.Measured.Seconds()/cfg.ControlEvery.Seconds() {
+				t.Errorf("control probes: %v answered in %v measured at one every %v", h.TotalCount(), res.Measured, cfg.ControlEvery)
 			}
 			want := map[bool]string{true: GatePass, false: GateFail}[tc.met]
 			for _, g := range res.SelfCheck.Gates {

@@ -267,8 +267,9 @@ type Gate struct {
 	Class   string `json:"class,omitempty"`
 	Verdict string `json:"verdict"`
 	Figure  string `json:"figure"`
-	// Thinning, for a failed independence gate, is the k such that every
-	// k-th sample would be independent (0: none up to results.MaxThinning).
+	// Thinning, for a failed independence gate, is the smallest k at which
+	// samples k apart are no longer correlated beyond the gate's bound
+	// (results.ThinningFor; 0: none up to results.MaxThinning).
 	Thinning int `json:"thinning,omitempty"`
 }
 

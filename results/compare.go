@@ -282,10 +282,13 @@ func (c *Comparison) compareCell(oldM, newM *Manifest, nc CellInfo, metrics []Me
 			Reason: "configuration differs: " + changesText(changes)})
 		return
 	}
-	oldVals, oldValid := cellValues(oldM, nc.ID)
-	newVals, newValid := cellValues(newM, nc.ID)
+	oldVals, oldValid, oldContended := cellValues(oldM, nc.ID)
+	newVals, newValid, newContended := cellValues(newM, nc.ID)
+	if oldContended+newContended > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("cell %s: %d old and %d new valid runs were contended (others took their CPUs): left out", nc.ID, oldContended, newContended))
+	}
 	failed := false
-	if oldValid > 0 && newValid == 0 {
+	if oldValid > 0 && newValid == 0 && newContended == 0 {
 		c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d valid old runs, no valid new run", oldValid)})
 		failed = true
 	}
@@ -455,11 +458,14 @@ func uniqueCells(rows []CompareRow, idx []int) map[string]bool {
 
 // cellValues are the finite catalogue values of the cell's valid runs, by
 // metric, and the number of valid runs.
-func cellValues(m *Manifest, cell string) (map[string][]float64, int) {
+func cellValues(m *Manifest, cell string) (vals map[string][]float64, valid, contended int) {
 	out := map[string][]float64{}
-	valid := 0
 	for _, r := range canonicalRuns(m.Runs) {
-		if r.Cell != cell || !r.Comparable() {
+		if r.Cell != cell || !r.Valid {
+			continue
+		}
+		if !r.Comparable() {
+			contended++
 			continue
 		}
 		valid++
@@ -467,7 +473,7 @@ func cellValues(m *Manifest, cell string) (map[string][]float64, int) {
 			out[name] = append(out[name], v)
 		}
 	}
-	return out, valid
+	return out, valid, contended
 }
 
 // anomalousRuns counts the cell's runs, valid or not, with anomalies > 0,

@@ -8,9 +8,11 @@ import (
 
 // Dependence is the rank correlation between latency samples lag apart
 // (lag 1: consecutive), pooled over runs of consecutive samples (a
-// SampleLog's blocks). Each run's linear trend is taken out before
-// ranking, so a slow drift — the stationarity test's to judge — does not
-// read as dependence; what is left is samples that share a cause: a
+// SampleLog's blocks). Each run is ranked, then the ranks' linear trend is
+// taken out, so a slow drift — the stationarity test's to judge — does not
+// read as dependence, and one outlier cannot tilt the line (a line fitted
+// to the raw latencies is, and one 20-ms spike in a block of 100-µs
+// samples made its detrended ranks nearly monotone); what is left is samples that share a cause: a
 // stall that holds several in a row, a queue that outlives a sample's
 // gap. A percentile's interval assumes independent samples: with a lag-1
 // correlation ρ its true width is about √((1+ρ)/(1−ρ)) times the one
@@ -48,7 +50,7 @@ func LagDependence(runs [][]float64, lag int) Dependence {
 		if n < 3 {
 			continue
 		}
-		r := midranks(detrend(run))
+		r := detrend(midranks(run))
 		rho := pearson(r[:n], r[lag:])
 		if math.IsNaN(rho) {
 			continue // a constant run: no ranks to correlate
@@ -89,8 +91,8 @@ func (d Dependence) String() string {
 }
 
 // ThinningFor is the smallest lag k (1, 2, 4, … MaxThinning) at which
-// samples k apart do not fail LagDependence: keeping every k-th sample
-// would make them independent. It returns 0 when none up to MaxThinning
+// samples k apart do not fail LagDependence: their correlation at lag k is
+// below 1/3 or within chance (no proof of independence at every lag). It returns 0 when none up to MaxThinning
 // passes, or when the runs are too short to judge at some lag first.
 func ThinningFor(runs [][]float64) int {
 	for k := 1; k <= MaxThinning; k *= 2 {

@@ -41,7 +41,7 @@ func expGaps(rng *rand.Rand, n int) []float64 {
 	return g
 }
 
-func TestFitExponentialRejectsOneInAHundredPoissonRunsAndEveryBunchedOne(t *testing.T) {
+func TestFitExponentialRejectsOneInAHundredPoissonRunsAndEveryUniformOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const trials = 1000
 	rejected, rejectedBlurred := 0, 0
@@ -252,5 +252,26 @@ func TestTrendOf(t *testing.T) {
 	}
 	if tr := TrendOf(timed(ar1(rng, 100, 0)), 0, 100); tr.Judged() {
 		t.Errorf("100 samples judged: %v", tr)
+	}
+}
+
+// Isolated spikes are no dependence: a line fitted to raw latencies would
+// tilt toward one 20-ms spike in a block of 100-µs samples and make the
+// rest look ordered.
+func TestLagDependenceIgnoresIsolatedSpikes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var runs [][]float64
+	for range 64 {
+		x := ar1(rng, 256, 0)
+		for i := range x {
+			x[i] *= 1000 // about 100 µs
+			if rng.Float64() < 0.01 {
+				x[i] = 20e6 // 20 ms
+			}
+		}
+		runs = append(runs, x)
+	}
+	if d := LagDependence(runs, 1); d.Fails() || d.Rho > 0.05 {
+		t.Errorf("independent samples with 1%% spikes: %v", d)
 	}
 }

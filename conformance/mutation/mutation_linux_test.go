@@ -94,8 +94,14 @@ func TestEveryMutantHasConformanceRows(t *testing.T) {
 // on lt (live counters in-process, the process's sockets as a child) and
 // in-process on the other designs (the child's sockets are the same
 // check whatever the design, and take 5 s a design); the rest
-// run in-process, in two shards side by side (shardEnv).
+// run in-process, in two shards side by side (shardEnv). It is not part of
+// -short, the tier a person runs while changing code (about two minutes
+// of mutants): TestCatalogueMatchesFaults and
+// TestEveryMutantHasConformanceRows still check the table is whole.
 func TestEveryMutantIsCaught(t *testing.T) {
+	if testing.Short() && os.Getenv(shardEnv) == "" {
+		t.Skip("-short: the mutation table runs without -short")
+	}
 	if shard := os.Getenv(shardEnv); shard != "" {
 		runShard(t, shard)
 		return
