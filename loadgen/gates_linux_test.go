@@ -90,8 +90,9 @@ func gateRun(addr string) Config {
 // percentile. The same open loop on a plain echo passes the rate, the
 // arrivals and the samples; its independence and stationarity are this
 // machine's as much as the echo's, and are logged, not judged here (on a
-// quiet 2-CPU VM a plain echo's lag-1 correlation was 0.07–0.28 in 32
-// runs, over 1/3 once; 1 of 6 runs of 3 s saw its median rise ×1.6). A
+// 2-CPU VM with the other CPU busy a plain echo's lag-1 correlation was
+// 0.07–0.20 in 10 runs; 1 of 6 quiet runs of 3 s saw its median rise
+// ×1.6). A
 // bunched run's independence is not judged either: frames sent together
 // are answered together, one observation and not four.
 func TestGates(t *testing.T) {

@@ -28,8 +28,9 @@ type Dependence struct {
 // (one-sided 0.05%) and the samples are worth fewer than half their
 // number: n(1−ρ)/(1+ρ) < n/2 from ρ = 1/3 (an interval √2 or more too
 // narrow). A weaker dependence is reported, not failed: measured on a
-// quiet 2-CPU VM, a plain echo's consecutive latencies 5 ms apart have
-// ρ 0.12–0.23 (the machine's own state), a server that stalls 0.6–0.9.
+// 2-CPU VM with its other CPU busy, a plain echo's consecutive latencies
+// 5 ms apart have ρ 0.07–0.20 (the machine's own state), a server that
+// stalls 100 ms every 500 ms 0.43–0.60.
 const (
 	maxDependenceZ   = 3.29
 	maxDependenceRho = 1.0 / 3
