@@ -195,12 +195,16 @@ func (g *group) arrivalsGate(r *Result, res int64) Gate {
 	var parts []string
 	failed, judged := false, false
 	if g.cfg.Arrivals == ArrivalsPoisson {
-		exp, disp := g.poissonFits(res)
+		exp, expSkipped, disp := g.poissonFits(res)
 		for _, t := range []interface {
 			Judged() bool
 			Fails() bool
 			String() string
 		}{exp, disp} {
+			if t == any(exp) && expSkipped != "" {
+				parts = append(parts, "Anderson–Darling not judged: "+expSkipped)
+				continue
+			}
 			judged = judged || t.Judged()
 			failed = failed || t.Fails()
 			parts = append(parts, judgedText(t.String(), t.Judged()))
@@ -242,7 +246,8 @@ func judgedText(s string, judged bool) string {
 // the exponential (only without a send grain and with res at most a tenth
 // of the mean gap: not judged otherwise), each block's stretch of sends
 // for dispersion in windows of at least 20 res and 10 mean gaps.
-func (g *group) poissonFits(res int64) (results.ExpFit, results.DispersionFit) {
+// expSkipped says why the exponential was not tested ("" when it was).
+func (g *group) poissonFits(res int64) (exp results.ExpFit, expSkipped string, disp results.DispersionFit) {
 	var gaps []float64
 	var stretches []results.Counted
 	rNorm, grained := 0.0, false
@@ -274,10 +279,15 @@ func (g *group) poissonFits(res int64) (results.ExpFit, results.DispersionFit) {
 			stretches = append(stretches, results.Counted{Times: times[1:], Lo: times[0] + 1, Hi: times[len(times)-1], Width: width})
 		}
 	}
-	if grained || rNorm > maxExpFitResolution {
-		gaps = nil // not judged: the lattice or the delays shape the gaps
+	switch {
+	case grained:
+		expSkipped = fmt.Sprintf("the sends go out on a %v grain, a lattice the gaps' shape follows", sendGrain)
+	case rNorm > maxExpFitResolution:
+		expSkipped = fmt.Sprintf("the resolution is %.2f of the mean gap (at most %.1f: the send delays shape the gaps)", rNorm, maxExpFitResolution)
+	default:
+		exp = results.FitExponential(gaps, rNorm, maxExpFit)
 	}
-	return results.FitExponential(gaps, rNorm, maxExpFit), results.FitDispersion(stretches)
+	return exp, expSkipped, results.FitDispersion(stretches)
 }
 
 // periodFit tests each steady source's gaps between consecutive sends
