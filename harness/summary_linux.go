@@ -291,17 +291,9 @@ func writeGates(b *strings.Builder, gates []loadgen.Gate) {
 	}
 	for _, g := range gates {
 		if g.Verdict == loadgen.GateFail {
-			fmt.Fprintf(b, "  %-12s %s gate failed%s: the run's figures stand as measured but do not mean what a passing run's do\n", "FLAGGED", g.Name, gateClass(g))
+			fmt.Fprintf(b, "  %-12s %s gate failed: the run's figures stand as measured but do not mean what a passing run's do\n", "FLAGGED", g.Key())
 		}
 	}
-}
-
-// gateClass is " (class)" for a per-class gate, else "".
-func gateClass(g loadgen.Gate) string {
-	if g.Class == "" {
-		return ""
-	}
-	return " (" + g.Class + ")"
 }
 
 // writeVerdict prints VALID, or INVALID with every reason, and where the

@@ -112,30 +112,28 @@ func (c *conn) onAnswers(b []byte, now int64) {
 func (c *conn) flushLatencies(lat, raw []int64, now int64) {
 	l := c.l
 	if len(lat) > 0 && l.rec != nil { // no recorder during a hot lead: nothing measured
-		if now >= l.measureFrom && now < l.sendEnd {
-			switch c.kind {
-			case kindHot:
-				l.hotLog.AddBatch(now, lat)
-			case kindSteady:
-				l.steadyLog.AddBatch(now, lat)
-			case kindControl:
-				l.ctrlLog.AddBatch(now, lat)
-			}
-		}
+		measured := now >= l.measureFrom && now < l.sendEnd
 		switch c.kind {
 		case kindHot:
-			if now >= l.measureFrom && now < l.sendEnd {
+			if measured {
 				c.measuredEchoed += uint64(len(lat))
+				l.hotLog.AddBatch(now, lat)
 			}
 			l.cData.RecordBatch(lat)
 			l.cRaw.RecordBatch(lat)
 		case kindSteady:
+			if measured {
+				l.steadyLog.AddBatch(now, lat)
+			}
 			l.cData.RecordBatch(lat)
 			l.cRaw.RecordBatch(raw)
 			if l.cSteady != nil {
 				l.cSteady.RecordBatch(lat)
 			}
 		case kindControl:
+			if measured {
+				l.ctrlLog.AddBatch(now, lat)
+			}
 			l.cControl.RecordBatch(lat)
 		}
 	}

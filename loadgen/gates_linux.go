@@ -196,19 +196,14 @@ func (g *group) arrivalsGate(r *Result, res int64) Gate {
 	failed, judged := false, false
 	if g.cfg.Arrivals == ArrivalsPoisson {
 		exp, expSkipped, disp := g.poissonFits(res)
-		for _, t := range []interface {
-			Judged() bool
-			Fails() bool
-			String() string
-		}{exp, disp} {
-			if t == any(exp) && expSkipped != "" {
-				parts = append(parts, "Anderson–Darling not judged: "+expSkipped)
-				continue
-			}
-			judged = judged || t.Judged()
-			failed = failed || t.Fails()
-			parts = append(parts, judgedText(t.String(), t.Judged()))
+		if expSkipped != "" {
+			parts = append(parts, "Anderson–Darling not judged: "+expSkipped)
+		} else {
+			judged, failed = exp.Judged(), exp.Fails()
+			parts = append(parts, judgedText(exp.String(), exp.Judged()))
 		}
+		judged, failed = judged || disp.Judged(), failed || disp.Fails()
+		parts = append(parts, judgedText(disp.String(), disp.Judged()))
 		parts = append(parts, resText)
 	} else {
 		fit, shortest := g.periodFit(res)

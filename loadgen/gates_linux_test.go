@@ -44,11 +44,7 @@ func gatesOf(t *testing.T, cfg Config) map[string]Gate {
 	}
 	gates := map[string]Gate{}
 	for _, g := range res.SelfCheck.Gates {
-		key := g.Name
-		if g.Class != "" {
-			key += " (" + g.Class + ")"
-		}
-		gates[key] = g
+		gates[g.Key()] = g
 		t.Logf("%v", g)
 	}
 	return gates

@@ -274,12 +274,15 @@ type Gate struct {
 }
 
 // String is the gate as a line: "independence (control): fail: lag-1 …".
-func (g Gate) String() string {
-	name := g.Name
-	if g.Class != "" {
-		name += " (" + g.Class + ")"
+func (g Gate) String() string { return g.Key() + ": " + g.Verdict + ": " + g.Figure }
+
+// Key names the gate and, for a per-class gate, its class:
+// "independence (control)", "rate".
+func (g Gate) Key() string {
+	if g.Class == "" {
+		return g.Name
 	}
-	return name + ": " + g.Verdict + ": " + g.Figure
+	return g.Name + " (" + g.Class + ")"
 }
 
 // PrecisionOutcome is what became of Config.Precision: the headline
