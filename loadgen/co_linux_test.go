@@ -52,7 +52,12 @@ import (
 // loop's frames.
 func TestCoordinatedOmission(t *testing.T) {
 	for _, loops := range []int{1, 2} {
-		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) { testCoordinatedOmission(t, loops) })
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			if testing.Short() && loops > 1 {
+				t.Skip("-short: one loop (the split schedule runs in the full tier)")
+			}
+			testCoordinatedOmission(t, loops)
+		})
 	}
 }
 

@@ -89,7 +89,9 @@ func (g *group) gates(r *Result) []Gate {
 			gs = append(gs, Gate{Name: GateIndependence, Class: label, Verdict: GateNotJudged,
 				Figure: "a closed loop: each frame is sent when one is answered, so consecutive latencies share the queue by design"})
 		} else {
-			gs = append(gs, independenceGate(label, runs))
+			g := independenceGate(label, runs)
+			g.Histogram = k.class
+			gs = append(gs, g)
 		}
 		gs = append(gs, stationarityGate(label, timed, g.measuredSpan()))
 		if k.class != "" {
@@ -322,10 +324,11 @@ func independenceGate(class string, runs [][]float64) Gate {
 	case d.Fails():
 		gate.Verdict = GateFail
 		gate.Thinning = results.ThinningFor(runs)
+		gate.CountsOneIn = results.IntervalThinning(runs)
 		if gate.Thinning > 0 {
-			gate.Figure += fmt.Sprintf(": samples %d apart are not correlated beyond 1/3; the intervals are too narrow", gate.Thinning)
+			gate.Figure += fmt.Sprintf(": samples %d apart are not correlated beyond 1/3; the class's intervals count one sample in %d", gate.Thinning, gate.CountsOneIn)
 		} else {
-			gate.Figure += fmt.Sprintf(": samples are correlated up to %d apart; the intervals are too narrow", results.MaxThinning)
+			gate.Figure += fmt.Sprintf(": samples are correlated up to %d apart; the class has no intervals", results.MaxThinning)
 		}
 	default:
 		gate.Verdict = GatePass

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/results"
 )
 
 // delayedEcho is a loopback byte echo that writes each read back after
@@ -38,6 +40,13 @@ func delayedEcho(t *testing.T, delay func(time.Duration) time.Duration) string {
 // the test if its verdict is missing.
 func gatesOf(t *testing.T, cfg Config) map[string]Gate {
 	t.Helper()
+	_, gates := runGates(t, cfg)
+	return gates
+}
+
+// runGates runs cfg and returns its result and its gates by Key.
+func runGates(t *testing.T, cfg Config) (*Result, map[string]Gate) {
+	t.Helper()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +56,7 @@ func gatesOf(t *testing.T, cfg Config) map[string]Gate {
 		gates[g.Key()] = g
 		t.Logf("%v", g)
 	}
-	return gates
+	return res, gates
 }
 
 // judgedAs reports, as an error text, each gate of fail that did not
@@ -137,8 +146,23 @@ func TestGates(t *testing.T) {
 			}
 			return 0
 		})
-		if bad := judgedAs(gatesOf(t, gateRun(stall)), independence, append([]string{rate, arrivals}, samples...)); bad != "" {
+		res, gates := runGates(t, gateRun(stall))
+		if bad := judgedAs(gates, independence, append([]string{rate, arrivals}, samples...)); bad != "" {
 			t.Error(bad)
+		}
+		// The failed classes' intervals in the summary count one sample
+		// in the gate's k, or have none.
+		sum := res.Summary()
+		for _, key := range independence {
+			g := gates[key]
+			if g.Verdict != GateFail {
+				continue
+			}
+			k := g.IntervalThinning()
+			iv := sum.Latency.Classes[g.Histogram].Intervals["p99"]
+			if k == 0 || k == 1 || iv.Thinning != k || (k == results.ThinningUnknown && !iv.TooFew) {
+				t.Errorf("%s: counts one in %d, its class %q's p99 interval %+v", key, k, g.Histogram, iv)
+			}
 		}
 	})
 	t.Run("short run", func(t *testing.T) {

@@ -232,7 +232,8 @@ const (
 	// as a Poisson process's; fixed: each source keeps its period).
 	GateArrivals = "arrivals"
 	// GateIndependence: consecutive latency samples of an open loop are
-	// not correlated enough to make their intervals too narrow.
+	// not correlated beyond 1/3 (a class that fails has its intervals
+	// counted as one sample in Gate.Thinning).
 	GateIndependence = "independence"
 	// GateStationarity: a class's median and p90 do not trend through the
 	// run.
@@ -271,6 +272,24 @@ type Gate struct {
 	// samples k apart are no longer correlated beyond the gate's bound
 	// (results.ThinningFor; 0: none up to results.MaxThinning).
 	Thinning int `json:"thinning,omitempty"`
+	// CountsOneIn, for a failed independence gate, is how many samples
+	// its Histogram's intervals count as one (results.IntervalThinning;
+	// results.ThinningUnknown: they have no interval).
+	CountsOneIn int `json:"counts_one_in,omitempty"`
+	// Histogram, for an independence gate, is the recorder's class that
+	// holds the judged samples alone ("": none does, as hot sources beside
+	// steady ones share ClassData).
+	Histogram string `json:"histogram,omitempty"`
+}
+
+// IntervalThinning is the thinning the intervals of g's Histogram take
+// (results.Interval's Thinning): CountsOneIn for a failed independence
+// gate with a histogram, 0 (independent) for any other gate.
+func (g Gate) IntervalThinning() int {
+	if g.Name != GateIndependence || g.Verdict != GateFail || g.Histogram == "" {
+		return 0
+	}
+	return g.CountsOneIn
 }
 
 // String is the gate as a line: "independence (control): fail: lag-1 …".
@@ -487,6 +506,15 @@ func (r *Result) Summary() Summary {
 		SelfCheck: r.SelfCheck, Stop: r.Stop, Precision: r.Precision, HealthCheck: r.HealthCheck, Urgent: r.Urgent, Churn: r.Churn, Conns: r.Conns, Loops: r.Loops}
 	if r.Recorder != nil {
 		s.Latency = r.Recorder.Summary()
+		for _, g := range r.SelfCheck.Gates {
+			if k := g.IntervalThinning(); k != 0 {
+				if h, ok := r.Recorder.Histogram(g.Histogram); ok {
+					cs := s.Latency.Classes[g.Histogram]
+					cs.Widen(h, k)
+					s.Latency.Classes[g.Histogram] = cs
+				}
+			}
+		}
 		if h, ok := r.Recorder.Histogram(ClassData); ok && r.Measured > 0 {
 			s.EchoRate = float64(h.TotalCount()) / r.Measured.Seconds()
 		}

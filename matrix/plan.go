@@ -166,6 +166,7 @@ var unsetFields = map[string]func(c *Cell) bool{
 	"loops":           func(c *Cell) bool { return c.Loops == 0 },
 	"assign":          func(c *Cell) bool { return c.Assign == "" },
 	"exclusive":       func(c *Cell) bool { return c.Exclusive == "" },
+	"control":         func(c *Cell) bool { return c.controlConns() == 1 },
 	"control_timeout": func(c *Cell) bool { return c.controlTimeout() == loadgen.DefaultControlTimeout },
 	"removal_after":   func(c *Cell) bool { return c.removalAfter() == loadgen.DefaultRemovalAfter },
 }
@@ -185,7 +186,11 @@ func (c Cell) Describe() string {
 		parts = append(parts, fmt.Sprintf("%d steady at %g frames/s", c.Steady, c.Rate))
 	}
 	if c.ControlEvery > 0 {
-		parts = append(parts, "PING every "+fields["control_every"].text(&c.Settings)+" (timeout "+
+		on := ""
+		if c.controlConns() > 1 {
+			on = " on each of " + fields["control"].text(&c.Settings) + " connections"
+		}
+		parts = append(parts, "PING every "+fields["control_every"].text(&c.Settings)+on+" (timeout "+
 			fields["control_timeout"].text(&c.Settings)+", removal after "+fields["removal_after"].text(&c.Settings)+" in a row)")
 	}
 	if c.StopAt > 0 {

@@ -144,8 +144,7 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 	}
 	res := Resumption{Kept: kept, Dropped: len(m.Runs) - kept, Total: len(plan)}
 	if kept == len(plan) {
-		valid, _ := m.ShardRuns(sh.Index)
-		return nil, res, fmt.Errorf("%w: %s: complete, all %d planned runs recorded (%d valid): %w", ErrResume, dir, len(plan), valid, ErrComplete)
+		return nil, res, fmt.Errorf("%w: %s: complete, all %d planned runs recorded (%d valid): %w", ErrResume, dir, len(plan), m.ShardRuns(sh.Index).Valid, ErrComplete)
 	}
 	m.Runs = m.Runs[:kept]
 	shard.Interrupted = false

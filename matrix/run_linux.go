@@ -460,6 +460,12 @@ func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started ti
 	if res.Load != nil {
 		for _, g := range res.Load.SelfCheck.FailedGates() {
 			rec.Flagged = append(rec.Flagged, g.String())
+			if k := g.IntervalThinning(); k != 0 {
+				if rec.Thinning == nil {
+					rec.Thinning = map[string]int{}
+				}
+				rec.Thinning[g.Histogram] = k
+			}
 		}
 	}
 	if res.Load != nil {

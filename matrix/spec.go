@@ -74,6 +74,10 @@ type Settings struct {
 	Rate         float64
 	Arrivals     string // loadgen.Config.Arrivals ("": fixed)
 	ControlEvery time.Duration
+	// Control is the number of control connections, each probing every
+	// ControlEvery (loadgen.Config.Control; 0: one). Set only with
+	// ControlEvery.
+	Control int
 	// ControlTimeout and RemovalAfter are the health check's timeout and
 	// K (loadgen.Config's fields of the same names; 0: loadgen's
 	// defaults, 10 ms and 3). Set only with ControlEvery.
@@ -219,7 +223,7 @@ func (c Cell) Configs() (reactors.Config, loadgen.Config, error) {
 func (s Settings) loadConfig() loadgen.Config {
 	return loadgen.Config{
 		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate, Arrivals: s.Arrivals,
-		ControlEvery: s.ControlEvery, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
+		ControlEvery: s.ControlEvery, Control: s.Control, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
 		StopAt: s.StopAt, UrgentEvery: s.UrgentEvery, Duration: s.Duration, Warmup: s.Warmup,
 		Faults: slices.Clone(s.WireFaults), Loops: s.LoadgenLoops,
 		ChurnRate: s.ChurnRate, ChurnBurst: s.ChurnBurst, ChurnMax: s.ChurnMax, HotLead: s.HotLead,

@@ -112,3 +112,33 @@ func TestChurnFieldErrors(t *testing.T) {
 		t.Errorf("a churn-only baseline refused: %v", err)
 	}
 }
+
+// TestControlConnsField: control reaches the load generator as its count
+// of control connections, prints as its effective value (absent is 1, and
+// the manifest leaves it out), and is refused without control probes or
+// outside 1..MaxSources, naming the field.
+func TestControlConnsField(t *testing.T) {
+	s, err := Parse([]byte("name: c\nbaseline: {reactor: lt, hot: 1, inflight: 4, control_every: 10ms, duration: 1s}\n" +
+		"factors:\n  - {name: control, values: [4]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := s.Expand()
+	if _, lc, _ := cells[0].Configs(); lc.Control != 0 || cells[0].Info().Config["control"] != "" {
+		t.Errorf("baseline: load control %d, manifest %v: want neither", lc.Control, cells[0].Info().Config)
+	}
+	_, lc, _ := cells[1].Configs()
+	if lc.Control != 4 || cells[1].Info().Config["control"] != "4" || !strings.Contains(cells[1].Describe(), "on each of 4 connections") {
+		t.Errorf("control cell: load control %d, manifest %v, described as %q", lc.Control, cells[1].Info().Config, cells[1].Describe())
+	}
+	for _, bad := range []struct{ baseline, want string }{
+		{"{reactor: lt, hot: 1, inflight: 4, control: 2, duration: 1s}", "control: control connections without control probes"},
+		{"{reactor: lt, control_every: 10ms, control: 0, duration: 1s}", `control: "0" is not a number of control connections`},
+		{"{reactor: lt, control_every: 10ms, control: many, duration: 1s}", `control: "many" is not a number of control connections`},
+	} {
+		_, err := Parse([]byte("name: c\nbaseline: " + bad.baseline + "\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("baseline %s: got %v, want %q", bad.baseline, err, bad.want)
+		}
+	}
+}

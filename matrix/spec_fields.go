@@ -25,7 +25,7 @@ import (
 // Fields lists the baseline fields a factor may name, in the order Parse
 // reads them.
 var Fields = []string{
-	"reactor", "target", "hot", "inflight", "steady", "rate", "arrivals", "control_every", "control_timeout", "removal_after", "stop_at",
+	"reactor", "target", "hot", "inflight", "steady", "rate", "arrivals", "control_every", "control", "control_timeout", "removal_after", "stop_at",
 	"urgent_every", "churn_rate", "churn_burst", "churn_max", "hot_lead", "callback", "workers", "budgets", "timer", "app_timer",
 	"control_sched", "admission", "urgent", "loops", "assign", "exclusive",
 	"faults", "server_cpu", "cpus", "loadgen_loops", "duration", "warmup",
@@ -106,6 +106,25 @@ var fields = map[string]field{
 	"assign":        passThroughField("assign", func(s *Settings) *string { return &s.Assign }),
 	"exclusive":     passThroughField("exclusive", func(s *Settings) *string { return &s.Exclusive }),
 	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
+	// control is the number of control connections, each with its PING
+	// every control_every (absent: 1); it compares and prints as its
+	// effective value.
+	"control": {
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 1 || k > loadgen.MaxSources {
+				return fmt.Errorf("%q is not a number of control connections (accepted: 1..%d; leave it out for 1)", v, loadgen.MaxSources)
+			}
+			s.Control = k
+			return nil
+		},
+		equal: func(a, b *Settings) bool { return a.controlConns() == b.controlConns() },
+		text:  func(s *Settings) string { return strconv.Itoa(s.controlConns()) },
+	},
 	// control_timeout and removal_after are the health check's (absent:
 	// loadgen's defaults); they compare and print as their effective
 	// values, so writing the default is the same as leaving it out.
@@ -281,6 +300,12 @@ func (s *Settings) controlTimeout() time.Duration {
 }
 
 // removalAfter is s's K, loadgen's default if unset.
+// controlConns is the number of control connections the cell opens when
+// it has control probes.
+func (s *Settings) controlConns() int {
+	return max(s.Control, 1)
+}
+
 func (s *Settings) removalAfter() int {
 	if s.RemovalAfter == 0 {
 		return loadgen.DefaultRemovalAfter

@@ -240,6 +240,8 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		return fail("duration", errors.New("missing or zero (accepted: a duration > 0, e.g. 5s)"))
 	case s.ControlEvery == 0 && s.ControlTimeout != 0:
 		return fail("control_timeout", errors.New("a health check timeout without control probes (accepted: control_every > 0 with control_timeout)"))
+	case s.ControlEvery == 0 && s.Control != 0:
+		return fail("control", errors.New("control connections without control probes (accepted: control_every > 0 with control)"))
 	case s.ControlEvery == 0 && s.RemovalAfter != 0:
 		return fail("removal_after", errors.New("a health check's removal count without control probes (accepted: control_every > 0 with removal_after)"))
 	}

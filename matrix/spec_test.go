@@ -31,7 +31,7 @@ func mustParse(t testing.TB, path string) *Spec {
 // package's table, so the tests do not trust the code they check.
 var structField = map[string]string{
 	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
-	"Steady": "steady", "Rate": "rate", "Arrivals": "arrivals", "ControlEvery": "control_every",
+	"Steady": "steady", "Rate": "rate", "Arrivals": "arrivals", "ControlEvery": "control_every", "Control": "control",
 	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at", "UrgentEvery": "urgent_every",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",

@@ -68,8 +68,10 @@ type CellAnalysis struct {
 	Limits map[string]int `json:"limits,omitempty"`
 	// Metrics are in catalogue order, for the metrics the runs have.
 	Metrics []MetricResult `json:"metrics"`
-	// Latency summarises the merged measured histograms of the valid runs,
-	// per class (data, control, stop, ...).
+	// Latency summarises the merged measured histograms of the analysed
+	// runs, per class (data, control, stop, ...), its intervals widened
+	// where a run's samples of the class were correlated
+	// (Manifest.CellThinning).
 	Latency map[string]ClassSummary `json:"latency,omitempty"`
 }
 
@@ -99,7 +101,8 @@ type MetricResult struct {
 	Verdict   Verdict `json:"verdict,omitempty"`
 	// Intervals, for a latency percentile of a factor cell, compares the
 	// 95% confidence intervals of that percentile in the cell's and the
-	// baseline's merged histograms: IntervalsOverlap or IntervalsApart;
+	// baseline's merged histograms (widened where their runs' samples were
+	// correlated: ClassSummary.Widen): IntervalsOverlap or IntervalsApart;
 	// empty where either has too few samples for it, or no histogram.
 	Intervals string `json:"intervals,omitempty"`
 }

@@ -202,7 +202,9 @@ func analyzeCell(ci int, c CellInfo, runs []RunRecord, base baselineRuns, hs map
 		ca.Latency = map[string]ClassSummary{}
 		for class, h := range hs {
 			if h != nil {
-				ca.Latency[class] = Summarize(h, 0)
+				s := Summarize(h, 0)
+				s.Widen(h, cellThinning(runs, c.ID, class))
+				ca.Latency[class] = s
 			}
 		}
 	}

@@ -91,8 +91,9 @@ type CompareRow struct {
 	Regression bool
 	// Intervals, for a latency percentile, says whether the 95% intervals
 	// of the percentile over each side's merged histograms overlap
-	// (IntervalsOverlap) or lie apart (IntervalsApart); empty where a side
-	// has no histogram or too few samples for the percentile. The rank
+	// (IntervalsOverlap) or lie apart (IntervalsApart), each widened where
+	// its runs' samples were correlated (Manifest.CellThinning); empty
+	// where a side has no histogram or too few samples for the percentile. The rank
 	// test judges the runs' medians; this, the samples pooled.
 	Intervals string
 }
@@ -109,7 +110,9 @@ func (c *Comparison) addIntervals(oldDir string, oldM *Manifest, newDir string, 
 		var newH map[string]map[string]*hdrhistogram.Histogram
 		if newH, err = CellHistograms(newDir, newM); err == nil {
 			for i := range c.Rows {
-				c.Rows[i].Intervals = rowIntervals(c.Rows[i], oldH, newH)
+				r := &c.Rows[i]
+				class, _, _ := latencyPercentile(r.Metric)
+				r.Intervals = rowIntervals(*r, oldH, newH, oldM.CellThinning(r.Cell, class), newM.CellThinning(r.Cell, class))
 			}
 			return
 		}
@@ -117,8 +120,9 @@ func (c *Comparison) addIntervals(oldDir string, oldM *Manifest, newDir string, 
 	c.Notes = append(c.Notes, fmt.Sprintf("no intervals beside the latency verdicts: %v", err))
 }
 
-// rowIntervals is r's Intervals from the two sides' histograms.
-func rowIntervals(r CompareRow, oldH, newH map[string]map[string]*hdrhistogram.Histogram) string {
+// rowIntervals is r's Intervals from the two sides' histograms, each
+// widened by its runs' thinning (Manifest.CellThinning).
+func rowIntervals(r CompareRow, oldH, newH map[string]map[string]*hdrhistogram.Histogram, oldK, newK int) string {
 	class, label, ok := latencyPercentile(r.Metric)
 	if !ok {
 		return ""
@@ -133,7 +137,7 @@ func rowIntervals(r CompareRow, oldH, newH map[string]map[string]*hdrhistogram.H
 			p = sp.P
 		}
 	}
-	a, b := PercentileInterval(oh, p), PercentileInterval(nh, p)
+	a, b := ThinnedInterval(oh, p, oldK), ThinnedInterval(nh, p, newK)
 	switch {
 	case a.TooFew || b.TooFew:
 		return ""

@@ -33,12 +33,18 @@ func TestRowIntervals(t *testing.T) {
 		{"too few new samples", hist(10_000, 100_000), hist(200, 1_100_000), ""},
 	} {
 		o, n := sides(tc.old, tc.new)
-		if got := rowIntervals(row, o, n); got != tc.want {
+		if got := rowIntervals(row, o, n, 0, 0); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	o, n := sides(hist(10_000, 100_000), hist(10_000, 100_000))
-	if got := rowIntervals(CompareRow{Cell: "baseline", Metric: MetricThroughput}, o, n); got != "" {
+	// 2 µs apart: apart as independent samples, overlapping when the new
+	// side's count one in 32 (its interval is that of 312 samples).
+	o, n := sides(hist(10_000, 100_000), hist(10_000, 102_000))
+	if got, thinned := rowIntervals(row, o, n, 0, 0), rowIntervals(row, o, n, 0, 32); got != IntervalsApart || thinned != IntervalsOverlap {
+		t.Errorf("2 µs apart: %q independent, %q thinned by 32; want apart, overlap", got, thinned)
+	}
+	o, n = sides(hist(10_000, 100_000), hist(10_000, 100_000))
+	if got := rowIntervals(CompareRow{Cell: "baseline", Metric: MetricThroughput}, o, n, 0, 0); got != "" {
 		t.Errorf("throughput: %q, want none", got)
 	}
 }
@@ -66,5 +72,45 @@ func TestCompareLeavesContendedRunsOut(t *testing.T) {
 	}
 	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "0 old and 3 new valid runs were contended") }) {
 		t.Errorf("no note of the contended runs: %q", c.Notes)
+	}
+}
+
+// A cell's merged intervals count one sample in the largest thinning of
+// its compared runs (an unknown one leaves no interval), contended runs'
+// not counted; the analysis and compare both use it.
+func TestCellThinning(t *testing.T) {
+	m := &Manifest{
+		Cells: []CellInfo{{ID: "baseline"}, {ID: "f=1", Factor: "f", Value: "1"}},
+		Runs: []RunRecord{
+			{Cell: "baseline", Repeat: 1, Valid: true, Thinning: map[string]int{"control": 4}},
+			{Cell: "baseline", Repeat: 2, Valid: true, Thinning: map[string]int{"control": 2, "data": ThinningUnknown}},
+			{Cell: "baseline", Repeat: 3, Valid: true, Contended: []string{"loadgen"}, Thinning: map[string]int{"control": 16}},
+			{Cell: "f=1", Repeat: 1, Valid: true},
+		},
+	}
+	for _, tc := range []struct {
+		cell, class string
+		want        int
+	}{{"baseline", "control", 4}, {"baseline", "data", ThinningUnknown}, {"baseline", "steady", 0}, {"f=1", "control", 0}} {
+		if got := m.CellThinning(tc.cell, tc.class); got != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.cell, tc.class, got, tc.want)
+		}
+	}
+	h := NewHistogram()
+	for i := range 20_000 {
+		h.RecordValue(int64(100_000 + i%1000*100))
+	}
+	hists := map[string]map[string]*hdrhistogram.Histogram{"baseline": {"control": h, "data": h}, "f=1": {"control": h}}
+	a := Analyze(m, hists)
+	base, cell := a.Cells[0].Latency, a.Cells[1].Latency
+	if iv := base["control"].Intervals["p99"]; iv.Thinning != 4 || iv.TooFew {
+		t.Errorf("baseline control p99: %+v, want an interval counting one in 4", iv)
+	}
+	if iv := base["data"].Intervals["p50"]; iv.Thinning != ThinningUnknown || !iv.TooFew {
+		t.Errorf("baseline data p50: %+v, want none", iv)
+	}
+	wide, plain := base["control"].Intervals["p50"], cell["control"].Intervals["p50"]
+	if plain.Thinning != 0 || wide.HiUs-wide.LoUs <= plain.HiUs-plain.LoUs {
+		t.Errorf("p50 of the same samples: thinned %+v not wider than independent %+v", wide, plain)
 	}
 }

@@ -108,6 +108,22 @@ func ThinningFor(runs [][]float64) int {
 	return 0
 }
 
+// IntervalThinning is the k that an interval over runs' correlated
+// samples counts one sample in (Interval's Thinning): the larger of
+// ThinningFor's k and 1/Worth of the lag-1 correlation (the AR(1) factor,
+// which the residual correlation of samples k apart would otherwise leave
+// out), or ThinningUnknown when ThinningFor finds no k. Measured on AR(1)
+// latencies of lag-1 correlation 0.6 and 0.9 (TestThinnedIntervalCoverage):
+// ThinningFor's k alone covered the true p50 in 89% of trials, this in
+// 95.5–99%; the unthinned interval in 37–76%.
+func IntervalThinning(runs [][]float64) int {
+	k := ThinningFor(runs)
+	if k == 0 {
+		return ThinningUnknown
+	}
+	return max(k, int(math.Ceil(1/LagDependence(runs, 1).Worth()-1e-9)))
+}
+
 // detrend returns x less its least-squares line against its index.
 func detrend(x []float64) []float64 {
 	n := float64(len(x))

@@ -1,7 +1,9 @@
 package results
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -25,6 +27,13 @@ const Confidence = 0.95
 // interval: TooFew is set, and Need is the smallest n that has one (at
 // p99.9, 2,995: below that the p99.9 of the samples is, in effect, their
 // maximum).
+//
+// Samples that depend on each other are worth fewer than their number.
+// Where the load generator's independence gate found that only every k-th
+// sample is free of the correlation (Thinning k > 1), the interval is
+// the one of n/k independent samples, its ranks scaled back to n: wider,
+// and Need is k times as many. Where no thinning up to MaxThinning was
+// (ThinningUnknown), there is no interval at all.
 type Interval struct {
 	LoUs float64 `json:"lo_us"`
 	HiUs float64 `json:"hi_us"`
@@ -32,7 +41,15 @@ type Interval struct {
 	TooFew bool `json:"too_few,omitempty"`
 	// Need is the fewest samples with an interval for this percentile.
 	Need int64 `json:"need"`
+	// Thinning is the k the interval was computed for (0 or 1: the
+	// samples taken as independent; ThinningUnknown: correlated beyond
+	// every k tried, no interval).
+	Thinning int `json:"thinning,omitempty"`
 }
+
+// ThinningUnknown is the thinning of samples correlated at every lag up
+// to MaxThinning: their worth is unknown, and no interval is given.
+const ThinningUnknown = -1
 
 // String is the interval as a reader sees it: "[lo–hi] µs", or, when
 // the samples are too few, TooFewText.
@@ -44,8 +61,33 @@ func (iv Interval) String() string {
 }
 
 // TooFewText is what a table prints instead of a figure whose samples
-// are too few for an interval: "too few: n < 2,995".
-func (iv Interval) TooFewText() string { return "too few: n < " + FormatCount(iv.Need) }
+// are too few for an interval: "too few: n < 2,995", with the samples'
+// correlation when it is why: "too few: n < 11,980 (correlated: every 4th
+// counts)", "no interval: samples correlated beyond 64 apart".
+func (iv Interval) TooFewText() string {
+	switch {
+	case iv.Thinning == ThinningUnknown:
+		return fmt.Sprintf("no interval: samples correlated beyond %d apart", MaxThinning)
+	case iv.Thinning > 1:
+		return fmt.Sprintf("too few: n < %s (correlated: every %s counts)", FormatCount(iv.Need), ordinal(iv.Thinning))
+	}
+	return "too few: n < " + FormatCount(iv.Need)
+}
+
+// ordinal is 2nd, 3rd, 4th, 21st.
+func ordinal(k int) string {
+	suffix := "th"
+	switch {
+	case k%100 >= 11 && k%100 <= 13:
+	case k%10 == 1:
+		suffix = "st"
+	case k%10 == 2:
+		suffix = "nd"
+	case k%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(k) + suffix
+}
 
 // PercentileInterval is the Confidence interval of h's percentile p (0 <
 // p < 100) in h's units, converted to µs by dividing by 1e3 (h records
@@ -60,6 +102,32 @@ func PercentileInterval(h *hdrhistogram.Histogram, p float64) Interval {
 		return iv
 	}
 	lo, hi := orderStatisticBounds(h, l, u)
+	iv.LoUs, iv.HiUs = us(lo), us(hi)
+	return iv
+}
+
+// ThinnedInterval is PercentileInterval for samples of which only every
+// k-th is free of their correlation (Interval's Thinning): the ranks of
+// the interval for n/k samples, scaled back to h's n outward. k ≤ 1 is
+// PercentileInterval; ThinningUnknown gives no interval.
+func ThinnedInterval(h *hdrhistogram.Histogram, p float64, k int) Interval {
+	switch {
+	case k == ThinningUnknown:
+		return Interval{TooFew: true, Thinning: ThinningUnknown}
+	case k <= 1:
+		return PercentileInterval(h, p)
+	}
+	q := p / 100
+	n := h.TotalCount()
+	m := n / int64(k)
+	iv := Interval{Need: samplesFor(q) * int64(k), Thinning: k}
+	l, u, ok := orderStatistics(m, q)
+	if !ok {
+		iv.TooFew = true
+		return iv
+	}
+	scale := float64(n) / float64(m)
+	lo, hi := orderStatisticBounds(h, int64(float64(l-1)*scale)+1, min(n, int64(math.Ceil(float64(u)*scale))))
 	iv.LoUs, iv.HiUs = us(lo), us(hi)
 	return iv
 }

@@ -124,12 +124,11 @@ func writeHeader(p func(string, ...any), m *Manifest) {
 	p("- tool: reactorlab %s, %s, %s\n", mdText(m.Tool.Version), mdText(commit), mdText(m.Tool.Go))
 	p("- spec: %s from %s, %d repeats, %d cells\n", mdText(m.Spec.Name), mdText(m.Spec.Source), m.Spec.Repeats, len(m.Cells))
 	for _, s := range m.Shards {
-		valid, total := m.ShardRuns(s.Index)
 		mc := s.Machine
-		p("- shard %d/%d: %s, kernel %s, %s × %d CPUs (%s/%s); placement %s, mode %s; %s to %s (%s); %d/%d runs valid",
+		p("- shard %d/%d: %s, kernel %s, %s × %d CPUs (%s/%s); placement %s, mode %s; %s to %s (%s); %s",
 			s.Index, s.Count, mdText(orDash(mc.Hostname)), mdText(orDash(mc.Kernel)), mdText(orDash(mc.CPUModel)), mc.CPUs,
 			mdText(mc.OS), mdText(mc.Arch), mdText(orDash(s.Placement)), mdText(orDash(s.Mode)),
-			s.Started.UTC().Format(time.DateTime), s.Finished.UTC().Format(time.DateTime+" UTC"), wallTime(s.Started, s.Finished), valid, total)
+			s.Started.UTC().Format(time.DateTime), s.Finished.UTC().Format(time.DateTime+" UTC"), wallTime(s.Started, s.Finished), m.ShardRuns(s.Index).Text())
 		if s.Interrupted {
 			p("; **interrupted**")
 		}

@@ -241,6 +241,11 @@ type RunRecord struct {
 	// ("independence (control): fail: …"): the run is analysed, and its
 	// cell lists them, since its figures mean less than a passing run's.
 	Flagged []string `json:"flagged,omitempty"`
+	// Thinning maps a latency class whose samples failed the independence
+	// gate to the gate's thinning k (Interval's Thinning; ThinningUnknown
+	// when none up to MaxThinning sufficed): intervals over its histogram
+	// count only every k-th sample.
+	Thinning map[string]int `json:"thinning,omitempty"`
 	// Metrics are the run's values, keyed by Metric.Name; a metric the run
 	// could not measure (a black box has no reactor statistics) is absent.
 	Metrics map[string]float64 `json:"metrics"`
@@ -260,17 +265,73 @@ func (m *Manifest) Cell(id string) (CellInfo, bool) {
 	return CellInfo{}, false
 }
 
-// ShardRuns counts the runs of shard index, and the valid ones among them.
-func (m *Manifest) ShardRuns(index int) (valid, total int) {
-	for _, r := range m.Runs {
-		if r.Shard == index {
-			total++
-			if r.Valid {
-				valid++
+// CellThinning is the thinning for class in the merged histogram of
+// cell's comparable runs: the largest k of any (ThinningUnknown if any
+// is), 0 when none failed the independence gate for it.
+func (m *Manifest) CellThinning(cell, class string) int {
+	return cellThinning(m.Runs, cell, class)
+}
+
+func cellThinning(runs []RunRecord, cell, class string) int {
+	k := 0
+	for i := range runs {
+		r := &runs[i]
+		if r.Cell != cell || !r.Comparable() {
+			continue
+		}
+		switch t := r.Thinning[class]; {
+		case t == ThinningUnknown:
+			return ThinningUnknown
+		case t > k:
+			k = t
+		}
+	}
+	return k
+}
+
+// RunCounts counts runs: Total recorded, Valid of them passed the self
+// check, and Contended of the valid ones are left out of analyses and
+// comparisons (RunRecord.Comparable), so Valid − Contended were analysed.
+type RunCounts struct {
+	Total, Valid, Contended int
+}
+
+// Text is "30/36 runs valid" with ", 4 of them contended (left out)" when
+// there are such.
+func (n RunCounts) Text() string {
+	s := fmt.Sprintf("%d/%d runs valid", n.Valid, n.Total)
+	if n.Contended > 0 {
+		s += fmt.Sprintf(", %d of them contended (left out)", n.Contended)
+	}
+	return s
+}
+
+// ShardRuns counts the runs of shard index.
+func (m *Manifest) ShardRuns(index int) RunCounts {
+	return m.countRuns(func(r *RunRecord) bool { return r.Shard == index })
+}
+
+// AllRuns counts every run of m.
+func (m *Manifest) AllRuns() RunCounts {
+	return m.countRuns(func(*RunRecord) bool { return true })
+}
+
+func (m *Manifest) countRuns(keep func(*RunRecord) bool) RunCounts {
+	var n RunCounts
+	for i := range m.Runs {
+		r := &m.Runs[i]
+		if !keep(r) {
+			continue
+		}
+		n.Total++
+		if r.Valid {
+			n.Valid++
+			if !r.Comparable() {
+				n.Contended++
 			}
 		}
 	}
-	return valid, total
+	return n
 }
 
 // Check reports the first broken invariant of m (see Manifest), wrapping

@@ -72,6 +72,18 @@ func Summarize(h *hdrhistogram.Histogram, clamped int64) ClassSummary {
 	return s
 }
 
+// Widen recomputes s's intervals from h, the histogram s summarises, for
+// samples of which only every k-th counts (ThinnedInterval); k of 0 or 1
+// leaves s as it is.
+func (s *ClassSummary) Widen(h *hdrhistogram.Histogram, k int) {
+	if (k == 0 || k == 1) || s.Count == 0 {
+		return
+	}
+	for _, sp := range SummaryPercentiles {
+		s.Intervals[sp.Label] = ThinnedInterval(h, sp.P, k)
+	}
+}
+
 func us(ns int64) float64 { return float64(ns) / 1e3 }
 
 // Summary summarises the measured totals of a Recorder. Field names are

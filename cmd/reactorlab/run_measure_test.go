@@ -194,6 +194,9 @@ func TestRunServerCPUCap(t *testing.T) {
 		{"wrapped black box", []string{"--target", "cmd:" + asMainEnv + "=1 " + exe + " serve --listen {addr}"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.procs > 1 {
+				t.Skip("-short: the reference alone (the wrapped black box's cgroup runs in the full tier)")
+			}
 			args := append(tc.server, "--hot", "100", "--inflight", "16", "--control-every", "0",
 				"--duration", "1s", "--warmup", "300ms", "--server-cpu", fmt.Sprint(share))
 			res, stdout, _ := runOnce(t, args...)

@@ -180,11 +180,12 @@ func TestRunRefusesADirectoryWithARun(t *testing.T) {
 // word footprint's (and so conform's: the same conformance.StartError),
 // but for what was not done and the port.
 func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
+	t.Parallel() // its target is a process of its own, and it changes no state of this one
 	const startTimeout = 500 * time.Millisecond
 	lab := "auto" // one case in the lab, where it works: it costs ~50 ms
 	// Unique to this process: another go test of this package may be
 	// running the same test.
-	sleep := fmt.Sprintf("sleep 1000.%d", os.Getpid())
+	sleep := fmt.Sprintf("sleep 1000.%d2", os.Getpid()) // 2: not conform_test.go's sleep, which may run beside it
 	const head = "reactorlab run: the target could not be started, so nothing was measured: cmd:"
 	for _, tc := range []struct {
 		target, lab string

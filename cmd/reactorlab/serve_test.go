@@ -222,6 +222,7 @@ func parseFinal(t *testing.T, out []byte) finalStats {
 
 // serve stops on SIGTERM and on a STOP frame, and prints one JSON object.
 func TestServeStops(t *testing.T) {
+	t.Parallel() // its target is a process of its own, and it changes no state of this one
 	for _, how := range []string{"SIGTERM", "STOP"} {
 		t.Run(how, func(t *testing.T) {
 			cmd, stdout, data, ctl := startServe(t, "--reactor", "prio-thread", "--timer", "deadline")

@@ -23,8 +23,10 @@ const peersRoot = "../../examples/peers"
 // with a .peer file and fails on every verdict that is not the stated
 // truth (a true failure must also be a claim failure, not a crash or a
 // stall). A peer whose runtime or library is missing here is skipped with
-// the reason; .ci/run installs them. With -short, each peer runs R1 alone
-// (it builds, starts and is judged); a peer whose file
+// the reason; .ci/run installs them. With -short, none runs (31 peers'
+// builds and starts take 20 s; TestParse checks their files) unless
+// REACTORLAB_PEERS or REACTORLAB_PEERS_CASES selects some, and then each
+// selected peer runs R1 alone unless cases are named; a peer whose file
 // says "runs:" (a variant of another, or a peer whose whole catalogue is
 // too slow for CI) runs only those, unless REACTORLAB_PEERS_FULL=1, which
 // runs every peer's whole catalogue. REACTORLAB_PEERS (names,
@@ -46,6 +48,9 @@ func TestPeersTruth(t *testing.T) {
 	var onlyCases []string
 	if s := os.Getenv("REACTORLAB_PEERS_CASES"); s != "" {
 		onlyCases = strings.Split(s, ",")
+	}
+	if testing.Short() && only == nil && onlyCases == nil {
+		t.Skip("-short: the peers run in the full tier (or name them in REACTORLAB_PEERS)")
 	}
 	binDir := t.TempDir()
 	var (

@@ -24,7 +24,10 @@ func spinFor(d time.Duration) {
 }
 
 // spinCPU runs a spinner for wall time d, limited to share CPUs when share
-// > 0, and returns the CPU time it used and the limit's account.
+// > 0, and returns the CPU time it used from the moment the limit held it
+// (the child starts, and may spin, before the cgroup is made and it is
+// moved in: on a loaded machine that took long enough for 250 ms of
+// unlimited spinning) and the limit's account.
 func spinCPU(t *testing.T, share float64, d time.Duration) (time.Duration, CPULimitStat) {
 	t.Helper()
 	c := exec.Command(os.Args[0], "-test.run=^$")
@@ -50,13 +53,26 @@ func spinCPU(t *testing.T, share float64, d time.Duration) (time.Duration, CPULi
 			t.Fatal(err)
 		}
 	}
+	var before time.Duration // CPU spent before the limit held it
+	if lim != nil {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
+		if err == nil {
+			var u Usage
+			if u, _, err = parseStat(b); err == nil {
+				before = time.Duration(u.UserNs + u.SysNs)
+			}
+		}
+		if err != nil {
+			t.Fatalf("the spinner's CPU before its limit: %v", err)
+		}
+	}
 	start := time.Now()
 	time.Sleep(d) // the measured period itself, not a synchronisation
 	c.Process.Kill()
 	c.Wait()
 	wall := time.Since(start)
 	ru := c.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu := time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) - before
 	var st CPULimitStat
 	if lim != nil {
 		var err error
@@ -70,7 +86,7 @@ func spinCPU(t *testing.T, share float64, d time.Duration) (time.Duration, CPULi
 			t.Errorf("cgroup %s left behind: %v", lim.Dir, err)
 		}
 	}
-	t.Logf("share %v: %v of CPU in %v; %+v", share, cpu, wall, st)
+	t.Logf("share %v: %v of CPU in %v (and %v before the limit held it); %+v", share, cpu, wall, before, st)
 	return cpu, st
 }
 

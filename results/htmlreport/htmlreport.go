@@ -89,12 +89,15 @@ type view struct {
 	Go        string
 	Placement string
 	Mode      string
-	RunsValid int
-	RunsTotal int
-	Shards    []shardView
-	Method    string
-	Alpha     string
-	Notes     []string
+	// RunsValid of RunsTotal passed the self-check; RunsContended of the
+	// valid ones were left out of the analysis (results.RunCounts).
+	RunsValid     int
+	RunsTotal     int
+	RunsContended int
+	Shards        []shardView
+	Method        string
+	Alpha         string
+	Notes         []string
 
 	Headline []metricHead
 	Summary  []summaryRow
@@ -220,12 +223,8 @@ func headerView(m *results.Manifest, a *results.Analysis) *view {
 		}
 		v.Tool += ")"
 	}
-	for _, r := range m.Runs {
-		v.RunsTotal++
-		if r.Valid {
-			v.RunsValid++
-		}
-	}
+	n := m.AllRuns()
+	v.RunsTotal, v.RunsValid, v.RunsContended = n.Total, n.Valid, n.Contended
 	return v
 }
 
@@ -253,8 +252,11 @@ func (v *view) addShards(m *results.Manifest) {
 		default:
 			sv.Wall = s.Finished.Sub(s.Started).Round(time.Second).String()
 		}
-		valid, total := m.ShardRuns(s.Index)
-		sv.Runs = fmt.Sprintf("%d/%d", valid, total)
+		n := m.ShardRuns(s.Index)
+		sv.Runs = fmt.Sprintf("%d/%d", n.Valid, n.Total)
+		if n.Contended > 0 {
+			sv.Runs += fmt.Sprintf(" (%d contended)", n.Contended)
+		}
 		v.Shards = append(v.Shards, sv)
 		placements = append(placements, placementText(s))
 		modes = append(modes, s.Mode)

@@ -65,7 +65,7 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 <tr><th>tool</th><td><code>{{.Tool}}</code>, built with {{.Go}}</td></tr>
 <tr><th>placement</th><td><code>{{.Placement}}</code></td></tr>
 <tr><th>mode</th><td>{{.Mode}}</td></tr>
-<tr><th>runs</th><td{{if lt .RunsValid .RunsTotal}} class="bad"{{end}}>{{.RunsValid}} of {{.RunsTotal}} valid</td></tr>
+<tr><th>runs</th><td{{if or (lt .RunsValid .RunsTotal) .RunsContended}} class="bad"{{end}}>{{.RunsValid}} of {{.RunsTotal}} valid{{if .RunsContended}}, {{.RunsContended}} of them contended (left out){{end}}</td></tr>
 </table>
 <table id="shards">
 <tr><th>shard</th><th>host</th><th>kernel</th><th>CPU</th><th>CPUs</th><th>placement</th><th>mode</th><th>started (UTC)</th><th>wall time</th><th>valid runs</th></tr>{{range .Shards}}
