@@ -20,6 +20,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // labModes maps --lab to the harness's modes.
@@ -168,7 +169,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	}
 	if cell.Target != "" {
 		if err := harness.CheckCommand(cell.Target); err != nil {
-			if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) {
+			if sf := (*target.StartError)(nil); errors.As(err, &sf) {
 				return runRefusal(c, stderr, cell, sf)
 			}
 			return c.Errorf(stderr, cli.ExitUsage, "--target: %v", err)
@@ -250,11 +251,14 @@ func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name str
 		cell.Reactor = d
 		return string(d), nil
 	}
-	command, ok := strings.CutPrefix(f.target, "cmd:")
-	if !ok || strings.TrimSpace(command) == "" {
-		return "", fmt.Errorf("--target %q: want cmd:'COMMAND'", f.target)
+	t, err := target.Parse(f.target, designs.Names())
+	if err != nil || !t.IsCommand() {
+		if err == nil {
+			err = fmt.Errorf("%q: want cmd:'COMMAND' (a design is --reactor's)", f.target)
+		}
+		return "", fmt.Errorf("--target %w", err)
 	}
-	cell.Target = command
+	cell.Target = t.Command()
 	// A black box has no configuration of ours: refuse the reactor's
 	// flags rather than ignore them.
 	var reactorFlags []string
@@ -305,7 +309,7 @@ func (f *runFlags) measure(c *cli.Command, cell harness.CellSpec, stdout, stderr
 	res, err := harness.RunCell(context.Background(), cell, progress.report)
 	progress.done()
 	interrupted := intr.happened()
-	if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) && !interrupted {
+	if sf := (*target.StartError)(nil); errors.As(err, &sf) && !interrupted {
 		// Nothing was run: leave nothing behind, and refuse the target.
 		removeRun(cell.Dir, created)
 		return runRefusal(c, stderr, cell, sf)
@@ -375,14 +379,14 @@ func removeRun(dir string, created []string) {
 
 // runRefusal refuses the cell's server, which could not be started (sf,
 // from RunCell or harness.CheckCommand), as conform and footprint refuse a
-// target: one message in proc.StartReport's words, with the hint a longer
+// target: one message in target.StartError's words, with the hint a longer
 // --start-timeout may help where it may; it returns cli.ExitUsage.
-func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *harness.StartFailure) int {
+func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *target.StartError) int {
 	if sf.Target == "" {
 		sf.Target = cell.Label()
 	}
 	msg := "the target could not be started, so nothing was measured: " + sf.Error()
-	if hint := sf.Report().Hint("--start-timeout"); hint != "" {
+	if hint := sf.Hint("--start-timeout"); hint != "" {
 		msg += "\n" + hint
 	}
 	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
