@@ -26,27 +26,28 @@ import (
 // labModes maps --lab to the harness's modes.
 var labModes = map[string]harness.Mode{"auto": harness.ModeAuto, "on": harness.ModeLab, "off": harness.ModeLoopback}
 
-const runSynopsis = `reactorlab run --reactor DESIGN [load flags] [reactor flags] [--out DIR] [--json FILE|-]
+const runSynopsis = `reactorlab run --target DESIGN [load flags] [reactor flags] [--out DIR] [--json FILE|-]
 reactorlab run --target cmd:'COMMAND' [load flags] [--out DIR] [--json FILE|-]`
 
-const runDescription = `Measures one cell: a reference reactor (--reactor, configured by the
-reactor flags, as serve takes them) or a black-box server (--target,
-which must echo bytes on the address in REACTORLAB_LISTEN or {addr})
-under the load the load flags describe, in the lab (network namespaces
-joined by veth, each side pinned to its CPU set, each loop thread to one
-CPU of it: --cpus) or on loopback. It prints
-progress and then a wrk2-style summary (latency percentiles, throughput,
-CPU and memory per side, the frame ledger, the verdict) and writes the
-run's files into --out: summary.txt, summary.json, loadgen.hlog,
-loadgen.json, loadgen-config.json, progress.jsonl; a directory that
-holds a run already, or an --out that is no directory, is refused.
---json FILE also writes the whole result as JSON to FILE; --json -
-writes it alone on stdout, and the summary and every other human line on
-stderr. Exit 0 for a valid run, 1 for an invalid one (a frame lost,
-placement broken, something left behind) or one that could not finish, 2
-when refused before anything ran (a bad flag or value; a target whose
-program is missing, that exits at once or does not listen within
---start-timeout), 130 when interrupted (what was measured is reported).`
+const runDescription = `Measures one cell: a reference reactor (--target DESIGN, configured by
+the reactor flags, as serve takes them) or a black-box server (--target
+cmd:'COMMAND', which must echo bytes on the address in REACTORLAB_LISTEN
+or {addr}) under the load the load flags describe, in the lab (network
+namespaces joined by veth, each side pinned to its CPU set, each loop
+thread to one CPU of it: --cpus) or on loopback. It prints progress and
+then a wrk2-style summary (latency percentiles, throughput, CPU and
+memory per side, the frame ledger, the verdict) and writes the run's
+files into --out: summary.txt, summary.json, loadgen.hlog, loadgen.json,
+loadgen-config.json, progress.jsonl; a directory that holds a run
+already, or an --out that is no directory, is refused. --json FILE also
+writes the whole result as JSON to FILE; --json - writes it alone on
+stdout, and the summary and every other human line on stderr. Exit 0 for
+a valid run, 1 for an invalid one (a frame lost, placement broken,
+something left behind) or one that could not finish, 2 when refused
+before anything ran (a bad flag or value; a target whose program is
+missing, that exits at once or does not listen within --start-timeout),
+130 when interrupted (what was measured is reported). --reactor is an
+alias of --target, for command lines written with it.`
 
 // runFlags are the values of `reactorlab run`'s flags.
 type runFlags struct {
@@ -70,8 +71,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	c := cli.New("reactorlab run", runSynopsis, runDescription)
 	fs := c.Flags
 	f := &runFlags{cfg: reactors.DefaultConfig(), load: loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}}
-	fs.StringVar(&f.reactor, "reactor", "", "reference reactor to measure: "+designs.NameList())
-	fs.StringVar(&f.target, "target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
+	fs.StringVar(&f.target, "target", "", "what to measure (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"), configured by the reactor flags; cmd:COMMAND is a black-box server, run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
+	fs.StringVar(&f.reactor, "reactor", "", "an alias of --target (`DESIGN|cmd:COMMAND`), so that command lines written with it still run; give one of the two")
 	// The reactor's flags, as serve takes them, but for those the
 	// harness sets (runRefusedFlags): run's help does not list them.
 	reactorFlags := flag.NewFlagSet("", flag.ContinueOnError)
@@ -112,7 +113,7 @@ func newRunCommand() (*cli.Command, *runFlags) {
 		})
 	fs.DurationVar(&load.PrecisionWithin, "precision-within", 0, "the most measured time --precision may take (0: 4 × --duration)")
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
-		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
+		") on every data connection, or a reactor fault (mutant; a reference reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
 	f.cpus = defaultCPUs()
 	fs.Var(&f.cpus, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
@@ -236,27 +237,26 @@ func (f *runFlags) placement() (harness.CellSpec, error) {
 	return cell, nil
 }
 
-// server sets the cell's server: a reference reactor (--reactor) or a
-// black box (--target), never both, and a black box with none of the
+// server sets the cell's server from --target or its alias --reactor,
+// never both: a reference reactor, or a black box with none of the
 // reactor's flags. It returns the name the default directory starts with.
 func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name string, err error) {
+	flagName, spec := "--target", f.target
 	switch {
-	case (f.reactor == "") == (f.target == ""):
-		return "", fmt.Errorf("give one of --reactor (%s) and --target cmd:'COMMAND'", designs.NameList())
+	case f.target != "" && f.reactor != "":
+		return "", errors.New("give one of --target and --reactor (its alias), not both")
+	case f.target == "" && f.reactor == "":
+		return "", fmt.Errorf("--target is required (accepted: %s; --reactor is its alias)", target.Accepted(designs.Names()))
 	case f.reactor != "":
-		d, err := designs.Parse(f.reactor)
-		if err != nil {
-			return "", fmt.Errorf("--reactor: %w", err)
-		}
-		cell.Reactor = d
-		return string(d), nil
+		flagName, spec = "--reactor", f.reactor
 	}
-	t, err := target.Parse(f.target, designs.Names())
-	if err != nil || !t.IsCommand() {
-		if err == nil {
-			err = fmt.Errorf("%q: want cmd:'COMMAND' (a design is --reactor's)", f.target)
-		}
-		return "", fmt.Errorf("--target %w", err)
+	t, err := target.Parse(spec, designs.Names())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flagName, err)
+	}
+	if !t.IsCommand() {
+		cell.Reactor = reactors.Design(t.Design())
+		return t.Design(), nil
 	}
 	cell.Target = t.Command()
 	// A black box has no configuration of ours: refuse the reactor's
@@ -271,7 +271,7 @@ func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name str
 		}
 	})
 	if len(reactorFlags) > 0 {
-		return "", fmt.Errorf("%s: reference reactors only (--target is a black box)", strings.Join(reactorFlags, ", "))
+		return "", fmt.Errorf("%s: reference reactors only (a cmd: target is a black box)", strings.Join(reactorFlags, ", "))
 	}
 	return "cmd", nil
 }
@@ -285,7 +285,7 @@ func (f *runFlags) splitFaults(cell *harness.CellSpec) error {
 		var fe *harness.FaultError
 		switch {
 		case errors.As(err, &fe) && fe.Reactor == nil:
-			return fmt.Errorf("--fault: %v (reactor faults apply to --reactor only)", fe.Wire)
+			return fmt.Errorf("--fault: %v (reactor faults apply to a design given by --target or --reactor only)", fe.Wire)
 		case err != nil:
 			return fmt.Errorf("--fault %v", err)
 		case wire != "":
