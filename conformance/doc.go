@@ -59,7 +59,7 @@
 // target when the case's time is up. Before any case, Run and RunAll start
 // the target once (CheckStart): a program that is missing, exits at once
 // or does not listen within the start timeout is one failure, a
-// StartError naming the cause with the end of the target's stderr, not
+// *target.StartError naming the cause with the end of the target's stderr, not
 // one failure per case. A run whose context is cancelled judges nothing it
 // had not finished: the case then running is Interrupted, the cases after
 // it NotRun, and the reports say the run was interrupted.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // Process is a reference reactor run as a child process (`reactorlab
@@ -127,12 +128,18 @@ type Command struct {
 	Label string
 }
 
-// Name is "cmd:" and the command line (Label, if set, else Argv).
+// Name is the command as a target's text (target.Command's String:
+// "cmd:" and the command line), the command line being Label if set, else
+// Argv joined by spaces; "cmd:" alone for a Command without either.
 func (t Command) Name() string {
-	if t.Label != "" {
-		return "cmd:" + t.Label
+	line := t.Label
+	if line == "" {
+		line = strings.Join(t.Argv, " ")
 	}
-	return "cmd:" + strings.Join(t.Argv, " ")
+	if line == "" {
+		return target.CommandPrefix
+	}
+	return target.Command(line).String()
 }
 
 // Start runs the command and waits until it accepts connections, at most

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // Verdict is a case's outcome.
@@ -391,7 +392,7 @@ func Select(ids []string) ([]Case, error) {
 // timing bounds assume the target has the machine to itself) and returns
 // every result, in catalogue order. Unless opts.NoStartCheck, it first
 // starts the target once (CheckStart): if that fails, no case runs and
-// the error is the *StartError. When ctx is cancelled the case then
+// the error is the *target.StartError. When ctx is cancelled the case then
 // running is Interrupted and every case after it NotRun (all of them when
 // the check was interrupted), with a nil error: an interrupted run never
 // looks like a pass, nor like a failure.
@@ -442,7 +443,7 @@ func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration)
 	return runCase(ctx, target, cs, Options{Timeout: timeout}.caseRun())
 }
 
-func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
+func runCase(ctx context.Context, t Target, cs Case, run caseRun) Result {
 	start := time.Now()
 	res := Result{ID: cs.ID, Title: cs.Title}
 	if ctx.Err() != nil {
@@ -458,14 +459,14 @@ func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
 	} else {
 		timeout = run.caseTimeout(cs)
 	}
-	inst, err := StartInstance(ctx, target, cs.Setup, startBound)
+	inst, err := StartInstance(ctx, t, cs.Setup, startBound)
 	fdLimit, limitNote := cs.Setup.FdLimit, ""
-	if se := (*StartError)(nil); err != nil && cs.Setup.FdLimit > 0 && ctx.Err() == nil && errors.As(err, &se) && se.Cause == StartExited {
+	if se := (*target.StartError)(nil); err != nil && cs.Setup.FdLimit > 0 && ctx.Err() == nil && errors.As(err, &se) && se.Cause == target.StartExited {
 		// A runtime that needs more descriptors than the case's limit to
 		// start (HAProxy sizes its tables by maxconn) exits before it
 		// listens: it is started without the limit, which is applied once
 		// it is ready, to every process holding its listener.
-		inst, fdLimit, limitNote, err = startThenLimit(ctx, target, cs.Setup, startBound, err)
+		inst, fdLimit, limitNote, err = startThenLimit(ctx, t, cs.Setup, startBound, err)
 	}
 	if err != nil {
 		res.Duration = time.Since(start)
@@ -502,7 +503,7 @@ func runCase(ctx context.Context, target Target, cs Case, run caseRun) Result {
 // bound (timeout, whole) ran out while waiting for connections, else a
 // failure of the target.
 func startFailure(ctx context.Context, cs Case, err error, whole bool, startBound, timeout time.Duration) (Verdict, Cause, string) {
-	var se *StartError
+	var se *target.StartError
 	switch {
 	case errors.Is(err, ErrUnsupported):
 		return Skip, "", err.Error()
@@ -512,7 +513,7 @@ func startFailure(ctx context.Context, cs Case, err error, whole bool, startBoun
 		// The case's own limit may be what stops it (a runtime that
 		// needs more descriptors to start): nothing was tested.
 		return Inconclusive, "", fmt.Sprintf("the target did not start under the case's descriptor limit of %d: %v", cs.Setup.FdLimit, err)
-	case whole && startBound == timeout && errors.As(err, &se) && se.Cause == StartNoListener:
+	case whole && startBound == timeout && errors.As(err, &se) && se.Cause == target.StartNoListener:
 		return Fail, CauseTimeout, fmt.Sprintf("no verdict within %v (the case's time bound): the target did not accept connections in that time: %v", timeout, err)
 	default:
 		return Fail, CauseTarget, "target did not start: " + err.Error()

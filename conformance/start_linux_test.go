@@ -18,6 +18,7 @@ import (
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/internal/testbin"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // A target that cannot start is refused once, with the cause and the end
@@ -33,22 +34,22 @@ func TestCheckStartRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		target conformance.Target
-		cause  conformance.StartCause
+		cause  target.StartCause
 		wants  []string // in the error's text
 	}{
-		{"missing", conformance.Command{Argv: []string{"/nonexistent/server"}}, conformance.StartMissing,
+		{"missing", conformance.Command{Argv: []string{"/nonexistent/server"}}, target.StartMissing,
 			[]string{"could not be run", "exit status 127", "/nonexistent/server"}},
 		{"missing behind a shell", conformance.Command{Argv: []string{"/bin/sh", "-c", "exec /nonexistent/server"}, Label: "/nonexistent/server"},
-			conformance.StartMissing, []string{"cmd:/nonexistent/server:", "exit status 127", "not found"}},
-		{"exits at once", conformance.Command{Argv: []string{"true"}}, conformance.StartExited,
+			target.StartMissing, []string{"cmd:/nonexistent/server:", "exit status 127", "not found"}},
+		{"exits at once", conformance.Command{Argv: []string{"true"}}, target.StartExited,
 			[]string{"exited (exit status 0) before it listened on 127.0.0.1:", "wrote nothing on stderr"}},
-		{"exits saying why", conformance.Command{Argv: []string{"/bin/sh", "-c", "echo boom >&2; exit 3"}}, conformance.StartExited,
+		{"exits saying why", conformance.Command{Argv: []string{"/bin/sh", "-c", "echo boom >&2; exit 3"}}, target.StartExited,
 			[]string{"exit status 3", "its stderr ends:\n    boom"}},
-		{"never listens", conformance.Command{Argv: []string{"sleep", sleep}}, conformance.StartNoListener,
+		{"never listens", conformance.Command{Argv: []string{"sleep", sleep}}, target.StartNoListener,
 			[]string{"nothing accepted connections on 127.0.0.1:", "within 1s", "killed"}},
 		{"reference, bad configuration", conformance.Process{Design: reactors.LT, Config: &bad, Command: []string{testbin.Path(t, "cmd/reactorlab")}},
-			conformance.StartExited, []string{"process:lt:", "exit status 2", "budget-input"}},
-		{"in-process, bad configuration", conformance.InProcess{Design: reactors.LT, Config: &bad}, conformance.StartFailed,
+			target.StartExited, []string{"process:lt:", "exit status 2", "budget-input"}},
+		{"in-process, bad configuration", conformance.InProcess{Design: reactors.LT, Config: &bad}, target.StartFailed,
 			[]string{"lt: did not start", "budget"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestCheckStartRefuses(t *testing.T) {
 			err := conformance.CheckStart(context.Background(), tc.target, timeout)
 			el := time.Since(t0)
 			t.Logf("after %v: %v", el, err)
-			var se *conformance.StartError
+			var se *target.StartError
 			if !errors.As(err, &se) {
 				t.Fatalf("%v: want a *StartError", err)
 			}
@@ -92,11 +93,11 @@ func (c *counting) Start(ctx context.Context, s conformance.Setup) (conformance.
 // RunAll starts a target that cannot start once, and runs no case: one
 // error, not one failure per case.
 func TestRunAllRefusesOnce(t *testing.T) {
-	target := &counting{Target: conformance.Command{Argv: []string{"true"}}}
-	results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: []string{"F", "R"}})
-	var se *conformance.StartError
-	if !errors.As(err, &se) || se.Cause != conformance.StartExited || len(results) != 0 || target.starts.Load() != 1 {
-		t.Fatalf("results %v, err %v, %d starts; want no result, a StartError (exited), one start", results, err, target.starts.Load())
+	counted := &counting{Target: conformance.Command{Argv: []string{"true"}}}
+	results, err := conformance.RunAll(context.Background(), counted, conformance.Options{Cases: []string{"F", "R"}})
+	var se *target.StartError
+	if !errors.As(err, &se) || se.Cause != target.StartExited || len(results) != 0 || counted.starts.Load() != 1 {
+		t.Fatalf("results %v, err %v, %d starts; want no result, a StartError (exited), one start", results, err, counted.starts.Load())
 	}
 }
 

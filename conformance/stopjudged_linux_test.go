@@ -15,6 +15,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/internal/testbin"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // A crash when the target is stopped after a case is a finding of its
@@ -98,9 +99,9 @@ func TestTakenPortIsRetried(t *testing.T) {
 	}
 	picks = 1 // from now on, free addresses
 	_, err = conformance.StartInstance(context.Background(), conformance.Command{Argv: []string{"/bin/sh", "-c", "echo broken >&2; exit 3"}}, conformance.Setup{}, 0)
-	var se *conformance.StartError
-	if !errors.As(err, &se) || se.Cause != conformance.StartExited {
-		t.Fatalf("a target that exits 3: %v, want a StartError of cause %q", err, conformance.StartExited)
+	var se *target.StartError
+	if !errors.As(err, &se) || se.Cause != target.StartExited {
+		t.Fatalf("a target that exits 3: %v, want a StartError of cause %q", err, target.StartExited)
 	}
 	if picks != 2 {
 		t.Errorf("a target that exits for its own reasons was started %d times, want once", picks-1)

@@ -54,7 +54,7 @@ const fdSlack = 256
 // it needs to, and fails, naming the limit, where that is not enough. A
 // target that cannot start (missing program, immediate exit, no listener
 // within opts.StartTimeout) fails it with an error wrapping the
-// *conformance.StartError; a target without a process of its own, with
+// *target.StartError; a target without a process of its own, with
 // one wrapping conformance.ErrUnsupported.
 func Measure(ctx context.Context, target conformance.Target, opts Options) (Result, error) {
 	if opts.Conns == 0 {

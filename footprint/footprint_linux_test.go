@@ -16,6 +16,7 @@ import (
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/footprint"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // build compiles the module's package pkg into dir.
@@ -71,26 +72,26 @@ func TestIdleFootprint(t *testing.T) {
 
 // Bad options and targets without a process of their own are refused,
 // naming what is wrong; a target that cannot start, with the
-// *conformance.StartError that says why, within the start timeout.
+// *target.StartError that says why, within the start timeout.
 func TestMeasureRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		target conformance.Target
 		opts   footprint.Options
 		want   string
-		cause  conformance.StartCause // "": no StartError
+		cause  target.StartCause // "": no StartError
 	}{
 		{conformance.InProcess{Design: reactors.LT}, footprint.Options{Conns: 10}, "run a child-process target", ""},
 		{conformance.InProcess{Design: reactors.LT}, footprint.Options{Conns: -1}, "conns -1 out of range", ""},
-		{conformance.Command{Argv: []string{filepath.Join(os.TempDir(), "no-such-server")}}, footprint.Options{Conns: 10}, "starting", conformance.StartMissing},
+		{conformance.Command{Argv: []string{filepath.Join(os.TempDir(), "no-such-server")}}, footprint.Options{Conns: 10}, "starting", target.StartMissing},
 		{conformance.Command{Argv: []string{"sleep", fmt.Sprintf("1000.%d", os.Getpid())}}, footprint.Options{Conns: 10, StartTimeout: 500 * time.Millisecond},
-			"within 500ms", conformance.StartNoListener},
+			"within 500ms", target.StartNoListener},
 	} {
 		t0 := time.Now()
 		_, err := footprint.Measure(context.Background(), tc.target, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %+v: %v, want an error containing %q", tc.target.Name(), tc.opts, err, tc.want)
 		}
-		var se *conformance.StartError
+		var se *target.StartError
 		if got := errors.As(err, &se); got != (tc.cause != "") || got && se.Cause != tc.cause {
 			t.Errorf("%s %+v: %v, want a StartError with cause %q", tc.target.Name(), tc.opts, err, tc.cause)
 		}

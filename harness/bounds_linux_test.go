@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // Every way a run can go wrong is bounded, and marks the run invalid:
@@ -80,8 +82,8 @@ func TestFailuresAreBounded(t *testing.T) {
 		spec.Ready = 300 * time.Millisecond
 		t0 := time.Now()
 		res, err := Run(context.Background(), spec)
-		var sf *StartFailure
-		if !errors.As(err, &sf) || sf.Cause != StartNoListener || !strings.Contains(err.Error(), "@test-echo --no-listen") ||
+		var sf *target.StartError
+		if !errors.As(err, &sf) || sf.Cause != target.StartNoListener || !strings.Contains(err.Error(), "@test-echo --no-listen") ||
 			!strings.Contains(err.Error(), "nothing accepted connections on") || !strings.Contains(err.Error(), "within 300ms") {
 			t.Fatalf("err %v, want a StartFailure naming the server, the cause (no listener) and the wait", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // The files a cell writes into its directory.
@@ -71,7 +72,7 @@ type CellSpec struct {
 	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// StartTimeout bounds the wait for the server to accept on its
 	// addresses (LabSpec.Ready; 0: DefaultStartTimeout, at most
-	// MaxStartTimeout). A server that does not is a StartFailure.
+	// MaxStartTimeout). A server that does not is a *target.StartError.
 	StartTimeout time.Duration `json:"-"` // JSON: "start_timeout_s", seconds
 	// Interrupt, when closed, winds the run down (LabSpec.Interrupt): the
 	// load generator stops and reports what it measured, and RunCell
@@ -135,11 +136,19 @@ type CellResult struct {
 	Invalid []string `json:"invalid,omitempty"`
 }
 
-// Label names the cell's server as its user named it: the reference
-// design ("lt"), or "cmd:" and the target command.
-func (cell CellSpec) Label() string {
+// Spec is the cell's server as a target: the reference design when
+// Reactor is set, else the black-box command (the zero Spec when neither
+// is, a cell Validate refuses).
+func (cell CellSpec) Spec() target.Spec {
 	if cell.Reactor != "" {
-		return string(cell.Reactor)
+		return target.Design(string(cell.Reactor))
 	}
-	return "cmd:" + cell.Target
+	if cell.Target != "" {
+		return target.Command(cell.Target)
+	}
+	return target.Spec{}
 }
+
+// Label names the cell's server as its user named it: Spec's text, the
+// reference design ("lt") or "cmd:" and the target command.
+func (cell CellSpec) Label() string { return cell.Spec().String() }

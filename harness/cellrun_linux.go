@@ -31,7 +31,7 @@ import (
 // spec); a run that was started always comes back, and is written, with
 // Valid false and the reasons if it is not trustworthy (interrupted,
 // failed midway, anything lost). A server that could not be started
-// comes back so too, with an error wrapping the *StartFailure (also in
+// comes back so too, with an error wrapping the *target.StartError (also in
 // the result's Lab.StartFailure): nothing was measured.
 func RunCell(ctx context.Context, cell CellSpec, progress func(loadgen.Progress)) (*CellResult, error) {
 	cell, spec, err := cell.prepare()

@@ -57,7 +57,7 @@ var testHooks struct {
 // Valid only if nothing went wrong; the error reports a run that could not
 // be carried out: a lab the kernel refuses in Mode lab (wrapping
 // ErrLabUnavailable), a lab whose setup failed otherwise (in any mode), a
-// server that could not be started (wrapping a *StartFailure, also in
+// server that could not be started (wrapping a *target.StartError, also in
 // LabResult.StartFailure: its program missing, an exit before it
 // listened, or no listener within spec.Ready), a timeout, cancellation of
 // ctx.

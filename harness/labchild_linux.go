@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // The roles of the run child, of its keeper, and of the keeper's probe
@@ -122,7 +124,7 @@ func setup(req labRequest) (*lab, *setupError) {
 
 // runPair runs the measured pair of req in the lab l (orchestrate), wound
 // down by SIGINT (intr), telling onUp once both processes have started,
-// and records both processes and any error (a StartFailure among them) in
+// and records both processes and any error (a *target.StartError among them) in
 // rep.
 func (l *lab) runPair(ctx context.Context, req labRequest, rep *labReport, intr <-chan os.Signal, onUp func(labUp)) {
 	s := &spec{LabSpec: req.Spec, sysctls: req.Sysctls}
@@ -140,7 +142,7 @@ func (l *lab) runPair(ctx context.Context, req labRequest, rep *labReport, intr 
 	ocancel(nil)
 	if err != nil {
 		rep.Error = err.Error()
-		if sf := (*StartFailure)(nil); errors.As(err, &sf) {
+		if sf := (*target.StartError)(nil); errors.As(err, &sf) {
 			rep.Start = sf
 		}
 	}

@@ -4,6 +4,8 @@ package harness
 
 import (
 	"time"
+
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // labRequest is what the parent sends the run child on its stdin.
@@ -70,7 +72,7 @@ type labReport struct {
 	Client  *ProcResult `json:"client,omitempty"`
 	Error   string      `json:"error,omitempty"`
 	// Start is why the server could not be started (Error says it too).
-	Start *StartFailure `json:"start,omitempty"`
+	Start *target.StartError `json:"start,omitempty"`
 	// Audit is the child's audit of itself, after both processes were
 	// reaped and its workers ended.
 	Audit *ChildAudit `json:"audit"`

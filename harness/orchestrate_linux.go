@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // pair is where a run's two processes start: a worker per side (already in
@@ -109,7 +110,7 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 			if ctx.Err() == nil {
 				// It listens in its own namespace only (on 127.0.0.1, say):
 				// no listener the client can reach.
-				err = &StartFailure{Cause: StartNoListener, Target: strings.Join(s.Server.Argv, " "), Addrs: addrs, Timeout: ready, Code: -1,
+				err = &target.StartError{Cause: target.StartNoListener, Target: strings.Join(s.Server.Argv, " "), Addrs: addrs, Timeout: ready, Code: -1,
 					Detail:     "dialled from the load generator's network namespace (a server that listens on 127.0.0.1 only is not reachable there)",
 					StderrTail: strings.TrimSpace(srv.p.StderrTail())}
 			}

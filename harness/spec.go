@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // Placeholders replaced in every element of Proc.Argv and Proc.Env.
@@ -240,7 +241,7 @@ type LabResult struct {
 	// not (the program missing, an exit before it listened, no listener
 	// within Ready): the client was then never started, nothing was
 	// measured, and Run's error wraps it. Nil otherwise.
-	StartFailure *StartFailure `json:"start_failure,omitempty"`
+	StartFailure *target.StartError `json:"start_failure,omitempty"`
 	// Audit compares this process before and after the run, and carries
 	// the run child's audit of itself.
 	Audit Audit `json:"audit"`

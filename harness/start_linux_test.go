@@ -16,6 +16,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // A server that cannot be started is one of three causes, each with the
@@ -26,16 +27,16 @@ func TestStartFailureCauses(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		argv   []string
-		cause  StartCause
+		cause  target.StartCause
 		code   int
 		stderr string
 		words  string // in the error, after the server's argv and ": "
 	}{
-		{"missing program", []string{"/bin/sh", "-c", "exec /nonexistent/server"}, StartMissing, 127, "not found",
+		{"missing program", []string{"/bin/sh", "-c", "exec /nonexistent/server"}, target.StartMissing, 127, "not found",
 			"the program could not be run (exit status 127: not found, or not executable); its stderr ends:\n    "},
-		{"exits at once", []string{"/bin/sh", "-c", "echo going >&2; exit 3"}, StartExited, 3, "going",
+		{"exits at once", []string{"/bin/sh", "-c", "echo going >&2; exit 3"}, target.StartExited, 3, "going",
 			"exited (exit status 3) before it listened on "},
-		{"never listens", []string{"@test-echo", "--no-listen"}, StartNoListener, -1, "",
+		{"never listens", []string{"@test-echo", "--no-listen"}, target.StartNoListener, -1, "",
 			"nothing accepted connections on "},
 	} {
 		for _, mode := range []Mode{ModeLoopback, ModeAuto} {
@@ -46,9 +47,9 @@ func TestStartFailureCauses(t *testing.T) {
 				t0 := time.Now()
 				res, err := Run(context.Background(), spec)
 				el := time.Since(t0)
-				var sf *StartFailure
+				var sf *target.StartError
 				if !errors.As(err, &sf) {
-					t.Fatalf("err %v: no *StartFailure", err)
+					t.Fatalf("err %v: no *target.StartError", err)
 				}
 				if res == nil || res.StartFailure == nil || !reflect.DeepEqual(*res.StartFailure, *sf) {
 					t.Fatalf("result's start failure %+v, error's %+v", res, sf)
@@ -65,11 +66,11 @@ func TestStartFailureCauses(t *testing.T) {
 				if tc.stderr == "" && !strings.HasSuffix(msg, "; it wrote nothing on stderr") || tc.stderr != "" && !strings.Contains(msg, "; its stderr ends:\n    ") {
 					t.Errorf("error %q does not end with the server's stderr", msg)
 				}
-				if tc.cause == StartNoListener && (sf.Timeout != ready || !strings.Contains(msg, "within 500ms")) {
+				if tc.cause == target.StartNoListener && (sf.Timeout != ready || !strings.Contains(msg, "within 500ms")) {
 					t.Errorf("timeout %v, error %q: want %v", sf.Timeout, msg, ready)
 				}
 				raw, err := json.Marshal(sf)
-				var back StartFailure
+				var back target.StartError
 				if err != nil || json.Unmarshal(raw, &back) != nil || !reflect.DeepEqual(back, *sf) || !strings.Contains(string(raw), `"timeout_s"`) != (sf.Timeout == 0) {
 					t.Errorf("JSON %s (%v) reads back as %+v, want %+v", raw, err, back, *sf)
 				}
@@ -97,8 +98,8 @@ func TestCheckCommand(t *testing.T) {
 	}
 	for _, bad := range []string{"/nonexistent/server --listen {addr}", "no-such-program-here {addr}", notExec, dir} {
 		err := CheckCommand(bad)
-		var sf *StartFailure
-		if !errors.As(err, &sf) || sf.Cause != StartMissing || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
+		var sf *target.StartError
+		if !errors.As(err, &sf) || sf.Cause != target.StartMissing || !strings.Contains(err.Error(), strings.Fields(bad)[0]) {
 			t.Errorf("CheckCommand(%q) = %v, want a missing program named", bad, err)
 		}
 	}

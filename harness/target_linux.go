@@ -5,6 +5,8 @@ package harness
 import (
 	"os/exec"
 	"strings"
+
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // ShellArgv is how a black-box command runs: /bin/sh -c COMMAND, with
@@ -27,7 +29,7 @@ func ShellArgv(command string) []string {
 // CheckCommand refuses, before anything starts, a black-box command the
 // shell would exec (a simple command, see ShellArgv) whose program is not
 // an executable file, found as given (a path) or on $PATH: the error is a
-// *StartFailure with Cause StartMissing, naming the program. A compound
+// *target.StartError with Cause StartMissing, naming the program. A compound
 // command is left to the shell, whose exit status 127 or 126 a run
 // reports as the same cause.
 func CheckCommand(command string) error {
@@ -36,7 +38,7 @@ func CheckCommand(command string) error {
 	}
 	prog := strings.Fields(command)[0]
 	if _, err := exec.LookPath(prog); err != nil {
-		return &StartFailure{Cause: StartMissing, Detail: err.Error(), Code: -1}
+		return &target.StartError{Cause: target.StartMissing, Detail: err.Error(), Code: -1}
 	}
 	return nil
 }

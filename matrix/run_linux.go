@@ -22,6 +22,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // Options say how to run a spec.
@@ -391,7 +392,7 @@ func missingWhy(prog string, err error) string {
 		}
 	}
 	why := err.Error()
-	var sf *harness.StartFailure
+	var sf *target.StartError
 	if errors.As(err, &sf) {
 		why = sf.Detail
 	}

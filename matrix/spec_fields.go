@@ -20,6 +20,7 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/cost"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // Fields lists the baseline fields a factor may name, in the order Parse
@@ -61,17 +62,12 @@ var fields = map[string]field{
 			return err
 		},
 		equal: func(a, b *Settings) bool { return a.Reactor == b.Reactor && a.Target == b.Target },
-		text: func(s *Settings) string {
-			if s.Reactor == "" && s.Target != (Target{}) {
-				return "cmd:" + s.Target.Cmd
-			}
-			return string(s.Reactor)
-		},
+		text:  func(s *Settings) string { return s.serverSpec().String() },
 	},
 	"target": {
 		decode: decodeTarget,
 		equal:  func(a, b *Settings) bool { return a.Target == b.Target },
-		text:   func(s *Settings) string { return "cmd:" + s.Target.Cmd },
+		text:   func(s *Settings) string { return s.Target.Spec().String() },
 	},
 	"hot":      intField(func(s *Settings) *int { return &s.Hot }),
 	"inflight": intField(func(s *Settings) *int { return &s.InFlight }),
@@ -448,6 +444,22 @@ func kindName(n *yaml.Node) string {
 	return "document"
 }
 
+// Spec is t as a target: the command, the value cmd:COMMAND names on the
+// command line (target.Parse).
+func (t Target) Spec() target.Spec { return target.Command(t.Cmd) }
+
+// serverSpec is what serves s as a target: the black-box command when
+// Target is set and Reactor is not, else the reference design (the zero
+// Spec when neither is).
+func (s *Settings) serverSpec() target.Spec {
+	if s.Reactor == "" && s.Target != (Target{}) {
+		return s.Target.Spec()
+	}
+	return target.Design(string(s.Reactor))
+}
+
+// decodeTarget decodes a mapping {cmd: '...'}, the YAML form of a
+// black-box target, into s.Target.
 func decodeTarget(n *yaml.Node, s *Settings) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("a %s (accepted: a mapping {cmd: '...'})", kindName(n))

@@ -16,6 +16,7 @@ import (
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // listFlag is a repeatable flag that also splits on commas. A value that
@@ -264,9 +265,9 @@ func (r conformReport) report(results []conformance.Result) int {
 // where a longer --start-timeout may help, and returns cli.ExitUsage.
 func conformRefusal(stderr io.Writer, name, nothing string, err error) int {
 	msg := fmt.Sprintf("%s: the target could not be started, so %s: %v", name, nothing, err)
-	var se *conformance.StartError
+	var se *target.StartError
 	if errors.As(err, &se) {
-		if hint := se.Report().Hint("--start-timeout"); hint != "" {
+		if hint := se.Hint("--start-timeout"); hint != "" {
 			msg += "\n" + hint
 		}
 	}

@@ -17,28 +17,27 @@ import (
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // conformTarget turns --target (and --fault, --in-process) into a target.
 func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.Duration) (conformance.Target, error) {
-	if command, ok := strings.CutPrefix(spec, "cmd:"); ok {
-		if strings.TrimSpace(command) == "" {
-			return nil, errors.New("--target cmd: needs a command, e.g. --target cmd:'./server --port {addr}'")
-		}
+	if spec == "" {
+		return nil, fmt.Errorf("--target is required (accepted: %s)", target.Accepted(designs.Names()))
+	}
+	t, err := target.Parse(spec, designs.Names())
+	if err != nil {
+		return nil, fmt.Errorf("--target: %w", err)
+	}
+	if t.IsCommand() {
 		if len(faultSpecs) > 0 || inProcess {
 			return nil, errors.New("--fault and --in-process apply to reference targets only, not to cmd: targets")
 		}
 		// A simple command is exec'd by the shell, so the server is the
 		// direct child: its exit status is its own.
-		return conformance.Command{Argv: harness.ShellArgv(command), Grace: grace, Label: command}, nil
+		return conformance.Command{Argv: harness.ShellArgv(t.Command()), Grace: grace, Label: t.Command()}, nil
 	}
-	if spec == "" {
-		return nil, fmt.Errorf("--target is required (accepted: %s, cmd:'COMMAND')", designs.NameList())
-	}
-	design, err := designs.Parse(spec)
-	if err != nil {
-		return nil, fmt.Errorf("--target: %w (or cmd:'COMMAND')", err)
-	}
+	design := reactors.Design(t.Design())
 	cfg := reactors.DefaultConfig()
 	for _, f := range faultSpecs {
 		if err := reactors.ParseFault(f, &cfg.Faults); err != nil {

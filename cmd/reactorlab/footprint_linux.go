@@ -15,6 +15,7 @@ import (
 	"github.com/reactorlab/reactorlab/footprint"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // footprintCmd is `reactorlab footprint`: a server's RSS per idle
@@ -38,14 +39,14 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 	case *startTimeout <= 0:
 		return c.Usagef(stderr, "--start-timeout %v: must be positive", *startTimeout)
 	}
-	target, err := conformTarget(*targetSpec, nil, false, 5*time.Second)
+	server, err := conformTarget(*targetSpec, nil, false, 5*time.Second)
 	if err != nil {
 		return c.Usagef(stderr, "%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := footprint.Measure(ctx, target, footprint.Options{Conns: *conns, Timeout: *timeout, StartTimeout: *startTimeout})
-	var se *conformance.StartError
+	res, err := footprint.Measure(ctx, server, footprint.Options{Conns: *conns, Timeout: *timeout, StartTimeout: *startTimeout})
+	var se *target.StartError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return c.Errorf(stderr, cli.ExitInterrupted, "interrupted, nothing measured: %v", err)

@@ -6,13 +6,16 @@
 //	reactorlab merge OUT SHARD_DIR... [--json FILE|-]
 //	reactorlab report DIR [--json FILE|-]
 //	reactorlab compare OLD NEW [--threshold 10%] [--metrics m1,m2] [--require-all] [--json FILE|-]
-//	reactorlab run --reactor DESIGN|--target cmd:'COMMAND' [load flags] [--start-timeout 10s] [--out DIR] [--json FILE|-]
+//	reactorlab run --target DESIGN|cmd:'COMMAND' [load flags] [--start-timeout 10s] [--out DIR] [--json FILE|-]
 //	reactorlab serve --reactor DESIGN [flags]
 //	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID] [--start-timeout 10s] [--json FILE|-] [--junit FILE|-]
 //	reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--start-timeout 10s] [--json FILE|-]
 //	reactorlab version [--json FILE|-]
 //	reactorlab help [COMMAND]
+//
+// A target is the same everywhere: a reference design or cmd:'COMMAND'
+// (package target); run also takes --reactor as an alias of --target.
 //
 // Every subcommand prints its help on stdout for --help (or `reactorlab
 // help COMMAND`), and exits 0 when it found nothing wrong, 1 when it found

@@ -20,32 +20,34 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // labModes maps --lab to the harness's modes.
 var labModes = map[string]harness.Mode{"auto": harness.ModeAuto, "on": harness.ModeLab, "off": harness.ModeLoopback}
 
-const runSynopsis = `reactorlab run --reactor DESIGN [load flags] [reactor flags] [--out DIR] [--json FILE|-]
+const runSynopsis = `reactorlab run --target DESIGN [load flags] [reactor flags] [--out DIR] [--json FILE|-]
 reactorlab run --target cmd:'COMMAND' [load flags] [--out DIR] [--json FILE|-]`
 
-const runDescription = `Measures one cell: a reference reactor (--reactor, configured by the
-reactor flags, as serve takes them) or a black-box server (--target,
-which must echo bytes on the address in REACTORLAB_LISTEN or {addr})
-under the load the load flags describe, in the lab (network namespaces
-joined by veth, each side pinned to its CPU set, each loop thread to one
-CPU of it: --cpus) or on loopback. It prints
-progress and then a wrk2-style summary (latency percentiles, throughput,
-CPU and memory per side, the frame ledger, the verdict) and writes the
-run's files into --out: summary.txt, summary.json, loadgen.hlog,
-loadgen.json, loadgen-config.json, progress.jsonl; a directory that
-holds a run already, or an --out that is no directory, is refused.
---json FILE also writes the whole result as JSON to FILE; --json -
-writes it alone on stdout, and the summary and every other human line on
-stderr. Exit 0 for a valid run, 1 for an invalid one (a frame lost,
-placement broken, something left behind) or one that could not finish, 2
-when refused before anything ran (a bad flag or value; a target whose
-program is missing, that exits at once or does not listen within
---start-timeout), 130 when interrupted (what was measured is reported).`
+const runDescription = `Measures one cell: a reference reactor (--target DESIGN, configured by
+the reactor flags, as serve takes them) or a black-box server (--target
+cmd:'COMMAND', which must echo bytes on the address in REACTORLAB_LISTEN
+or {addr}) under the load the load flags describe, in the lab (network
+namespaces joined by veth, each side pinned to its CPU set, each loop
+thread to one CPU of it: --cpus) or on loopback. It prints progress and
+then a wrk2-style summary (latency percentiles, throughput, CPU and
+memory per side, the frame ledger, the verdict) and writes the run's
+files into --out: summary.txt, summary.json, loadgen.hlog, loadgen.json,
+loadgen-config.json, progress.jsonl; a directory that holds a run
+already, or an --out that is no directory, is refused. --json FILE also
+writes the whole result as JSON to FILE; --json - writes it alone on
+stdout, and the summary and every other human line on stderr. Exit 0 for
+a valid run, 1 for an invalid one (a frame lost, placement broken,
+something left behind) or one that could not finish, 2 when refused
+before anything ran (a bad flag or value; a target whose program is
+missing, that exits at once or does not listen within --start-timeout),
+130 when interrupted (what was measured is reported). --reactor is an
+alias of --target, for command lines written with it.`
 
 // runFlags are the values of `reactorlab run`'s flags.
 type runFlags struct {
@@ -69,8 +71,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	c := cli.New("reactorlab run", runSynopsis, runDescription)
 	fs := c.Flags
 	f := &runFlags{cfg: reactors.DefaultConfig(), load: loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}}
-	fs.StringVar(&f.reactor, "reactor", "", "reference reactor to measure: "+designs.NameList())
-	fs.StringVar(&f.target, "target", "", "or a black-box server: cmd:'COMMAND', run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
+	fs.StringVar(&f.target, "target", "", "what to measure (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"), configured by the reactor flags; cmd:COMMAND is a black-box server, run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
+	fs.StringVar(&f.reactor, "reactor", "", "an alias of --target (`DESIGN|cmd:COMMAND`), so that command lines written with it still run; give one of the two")
 	// The reactor's flags, as serve takes them, but for those the
 	// harness sets (runRefusedFlags): run's help does not list them.
 	reactorFlags := flag.NewFlagSet("", flag.ContinueOnError)
@@ -111,7 +113,7 @@ func newRunCommand() (*cli.Command, *runFlags) {
 		})
 	fs.DurationVar(&load.PrecisionWithin, "precision-within", 0, "the most measured time --precision may take (0: 4 × --duration)")
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
-		") on every data connection, or a reactor fault (mutant; --reactor only): "+strings.Join(reactors.FaultNames, ", "),
+		") on every data connection, or a reactor fault (mutant; a reference reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
 	f.cpus = defaultCPUs()
 	fs.Var(&f.cpus, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
@@ -168,7 +170,7 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	}
 	if cell.Target != "" {
 		if err := harness.CheckCommand(cell.Target); err != nil {
-			if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) {
+			if sf := (*target.StartError)(nil); errors.As(err, &sf) {
 				return runRefusal(c, stderr, cell, sf)
 			}
 			return c.Errorf(stderr, cli.ExitUsage, "--target: %v", err)
@@ -235,26 +237,28 @@ func (f *runFlags) placement() (harness.CellSpec, error) {
 	return cell, nil
 }
 
-// server sets the cell's server: a reference reactor (--reactor) or a
-// black box (--target), never both, and a black box with none of the
+// server sets the cell's server from --target or its alias --reactor,
+// never both: a reference reactor, or a black box with none of the
 // reactor's flags. It returns the name the default directory starts with.
 func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name string, err error) {
+	flagName, spec := "--target", f.target
 	switch {
-	case (f.reactor == "") == (f.target == ""):
-		return "", fmt.Errorf("give one of --reactor (%s) and --target cmd:'COMMAND'", designs.NameList())
+	case f.target != "" && f.reactor != "":
+		return "", errors.New("give one of --target and --reactor (its alias), not both")
+	case f.target == "" && f.reactor == "":
+		return "", fmt.Errorf("--target is required (accepted: %s; --reactor is its alias)", target.Accepted(designs.Names()))
 	case f.reactor != "":
-		d, err := designs.Parse(f.reactor)
-		if err != nil {
-			return "", fmt.Errorf("--reactor: %w", err)
-		}
-		cell.Reactor = d
-		return string(d), nil
+		flagName, spec = "--reactor", f.reactor
 	}
-	command, ok := strings.CutPrefix(f.target, "cmd:")
-	if !ok || strings.TrimSpace(command) == "" {
-		return "", fmt.Errorf("--target %q: want cmd:'COMMAND'", f.target)
+	t, err := target.Parse(spec, designs.Names())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
-	cell.Target = command
+	if !t.IsCommand() {
+		cell.Reactor = reactors.Design(t.Design())
+		return t.Design(), nil
+	}
+	cell.Target = t.Command()
 	// A black box has no configuration of ours: refuse the reactor's
 	// flags rather than ignore them.
 	var reactorFlags []string
@@ -267,7 +271,7 @@ func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name str
 		}
 	})
 	if len(reactorFlags) > 0 {
-		return "", fmt.Errorf("%s: reference reactors only (--target is a black box)", strings.Join(reactorFlags, ", "))
+		return "", fmt.Errorf("%s: reference reactors only (a cmd: target is a black box)", strings.Join(reactorFlags, ", "))
 	}
 	return "cmd", nil
 }
@@ -281,7 +285,7 @@ func (f *runFlags) splitFaults(cell *harness.CellSpec) error {
 		var fe *harness.FaultError
 		switch {
 		case errors.As(err, &fe) && fe.Reactor == nil:
-			return fmt.Errorf("--fault: %v (reactor faults apply to --reactor only)", fe.Wire)
+			return fmt.Errorf("--fault: %v (reactor faults apply to a design given by --target or --reactor only)", fe.Wire)
 		case err != nil:
 			return fmt.Errorf("--fault %v", err)
 		case wire != "":
@@ -305,7 +309,7 @@ func (f *runFlags) measure(c *cli.Command, cell harness.CellSpec, stdout, stderr
 	res, err := harness.RunCell(context.Background(), cell, progress.report)
 	progress.done()
 	interrupted := intr.happened()
-	if sf := (*harness.StartFailure)(nil); errors.As(err, &sf) && !interrupted {
+	if sf := (*target.StartError)(nil); errors.As(err, &sf) && !interrupted {
 		// Nothing was run: leave nothing behind, and refuse the target.
 		removeRun(cell.Dir, created)
 		return runRefusal(c, stderr, cell, sf)
@@ -375,14 +379,14 @@ func removeRun(dir string, created []string) {
 
 // runRefusal refuses the cell's server, which could not be started (sf,
 // from RunCell or harness.CheckCommand), as conform and footprint refuse a
-// target: one message in proc.StartReport's words, with the hint a longer
+// target: one message in target.StartError's words, with the hint a longer
 // --start-timeout may help where it may; it returns cli.ExitUsage.
-func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *harness.StartFailure) int {
+func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *target.StartError) int {
 	if sf.Target == "" {
 		sf.Target = cell.Label()
 	}
 	msg := "the target could not be started, so nothing was measured: " + sf.Error()
-	if hint := sf.Report().Hint("--start-timeout"); hint != "" {
+	if hint := sf.Hint("--start-timeout"); hint != "" {
 		msg += "\n" + hint
 	}
 	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)

@@ -177,7 +177,7 @@ func TestRunRefusesADirectoryWithARun(t *testing.T) {
 // within --start-timeout + 1 s, naming the target (as the user wrote it),
 // the cause and the server's stderr, with a hint to wait longer where that
 // may help; nothing is left in --out. On loopback the refusal is word for
-// word footprint's (and so conform's: the same conformance.StartError),
+// word footprint's (and so conform's: the same target.StartError),
 // but for what was not done and the port.
 func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
 	t.Parallel() // its target is a process of its own, and it changes no state of this one

@@ -71,6 +71,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // ListenEnv is the environment variable that carries the target's address.
@@ -140,40 +142,43 @@ func (e *StartError) Error() string {
 // Unwrap returns Err.
 func (e *StartError) Unwrap() error { return e.Err }
 
-// StartCause says why a process that was started did not become ready:
-// one of the three ways a server fails before it serves anything.
-type StartCause string
-
-// The causes StartError.Cause returns.
-const (
-	// StartMissing: the program is not there or cannot be executed: it
-	// exited with status 127 or 126, as a shell does for a command not
-	// found or not executable (and as the launcher does when it cannot
-	// exec the program).
-	StartMissing StartCause = "missing program"
-	// StartExited: it ran, and exited before every address it must serve
-	// accepted a connection.
-	StartExited StartCause = "exited before listening"
-	// StartNoListener: it ran, but an address did not accept within
-	// Spec.Ready; it has been killed.
-	StartNoListener StartCause = "no listener"
-)
-
-// Cause classifies the failure: StartMissing or StartExited when the
-// process exited first (by its status), StartNoListener when an address
-// did not accept within Spec.Ready, and "" when Start's context ended
-// first: not the process's failure but the caller's bound, which the
-// caller judges.
-func (e *StartError) Cause() StartCause {
+// Cause classifies the failure: target.StartMissing or
+// target.StartExited when the process exited first (by its status),
+// target.StartNoListener when an address did not accept within
+// Spec.Ready, and "" when Start's context ended first: not the process's
+// failure but the caller's bound, which the caller judges.
+func (e *StartError) Cause() target.StartCause {
 	switch {
 	case errors.Is(e.Err, ErrExited) && (e.Exit.Code == 127 || e.Exit.Code == 126):
-		return StartMissing
+		return target.StartMissing
 	case errors.Is(e.Err, ErrExited):
-		return StartExited
+		return target.StartExited
 	case errors.Is(e.Err, ErrNotReady):
-		return StartNoListener
+		return target.StartNoListener
 	}
 	return ""
+}
+
+// StartFailure is e as the start failure of the target named name (its
+// Spec.String), whose addresses were waited for ready: Cause's cause, the
+// exit (text and code) for target.StartMissing and target.StartExited,
+// code -1 and the wait for target.StartNoListener, the addresses and the
+// whole stderr tail Exit kept, trimmed. When Cause is "" (Start's context
+// ended) so is its Cause, and Detail is Err's text: the caller judges
+// that, and names its cause. Err is left nil: the failure stands for e,
+// which the caller holds.
+func (e *StartError) StartFailure(name string, ready time.Duration) *target.StartError {
+	f := &target.StartError{Target: name, Cause: e.Cause(), Addrs: e.Addrs, Code: e.Exit.Code,
+		StderrTail: strings.TrimSpace(e.Exit.StderrTail)}
+	switch f.Cause {
+	case target.StartMissing, target.StartExited:
+		f.Exit = e.Exit.String()
+	case target.StartNoListener:
+		f.Code, f.Timeout = -1, ready
+	default:
+		f.Detail = e.Err.Error()
+	}
+	return f
 }
 
 // ErrNoListenAddr reports a Spec with NoListen and an Addr or a

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // The listen happens 300 ms after the start: Start must wait for it, and
@@ -112,19 +114,19 @@ func TestStartFails(t *testing.T) {
 		wants []string
 		code  int    // the *StartError's exit code; -2: no *StartError (nothing was started)
 		tail  string // in its stderr tail
-		cause StartCause
+		cause target.StartCause
 	}{
 		{"exits at once", Spec{Argv: []string{"false"}}, time.Second,
-			[]error{ErrExited}, []string{"start false:", "exit status 1"}, 1, "", StartExited},
+			[]error{ErrExited}, []string{"start false:", "exit status 1"}, 1, "", target.StartExited},
 		{"exits with stderr", Spec{Argv: []string{"sh", "-c", "echo boom >&2; exit 3"}}, time.Second,
-			[]error{ErrExited}, []string{"start sh:", "exit status 3", "boom"}, 3, "boom", StartExited},
+			[]error{ErrExited}, []string{"start sh:", "exit status 3", "boom"}, 3, "boom", target.StartExited},
 		{"never listens", Spec{Argv: []string{"sleep", "60"}, Addr: never, Ready: 300 * time.Millisecond}, 1500 * time.Millisecond,
-			[]error{ErrNotReady, context.DeadlineExceeded}, []string{"start sleep:", never, "300ms"}, -1, "", StartNoListener},
+			[]error{ErrNotReady, context.DeadlineExceeded}, []string{"start sleep:", never, "300ms"}, -1, "", target.StartNoListener},
 		// The launcher cannot exec it: it exits 127, as a shell does.
 		{"not found", Spec{Argv: []string{"/nonexistent/target"}}, time.Second,
-			[]error{ErrExited}, []string{"start /nonexistent/target:", "exit status 127"}, launcherFailed, "/nonexistent/target", StartMissing},
+			[]error{ErrExited}, []string{"start /nonexistent/target:", "exit status 127"}, launcherFailed, "/nonexistent/target", target.StartMissing},
 		{"not found by the shell", Spec{Argv: []string{"sh", "-c", "/nonexistent/target"}}, time.Second,
-			[]error{ErrExited}, []string{"start sh:", "exit status 127"}, 127, "not found", StartMissing},
+			[]error{ErrExited}, []string{"start sh:", "exit status 127"}, 127, "not found", target.StartMissing},
 		{"empty argv", Spec{}, time.Second, nil, []string{"empty Argv"}, -2, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

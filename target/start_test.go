@@ -1,4 +1,4 @@
-package proc
+package target
 
 import (
 	"fmt"
@@ -7,41 +7,41 @@ import (
 	"time"
 )
 
-// StartReport words each cause one way: the target and the cause on the
-// first line, the note, then the stderr (its last StderrLines lines,
+// StartError words each cause one way: the target and the cause on the
+// first line, the detail, then the stderr (its last StderrLines lines,
 // indented) or that there was none, except where nothing ran.
-func TestStartReportWords(t *testing.T) {
+func TestStartErrorWords(t *testing.T) {
 	var long []string
 	for i := 1; i <= 30; i++ {
 		long = append(long, fmt.Sprintf("line %d", i))
 	}
 	addrs := []string{"127.0.0.1:1", "127.0.0.1:2"}
 	for _, tc := range []struct {
-		r    StartReport
+		r    StartError
 		want string
 	}{
-		{StartReport{Target: "cmd:./srv", Cause: StartMissing, Exit: "exit status 127", StderrTail: "sh: ./srv: not found\n"},
+		{StartError{Target: "cmd:./srv", Cause: StartMissing, Exit: "exit status 127", StderrTail: "sh: ./srv: not found\n"},
 			"cmd:./srv: the program could not be run (exit status 127: not found, or not executable); its stderr ends:\n    sh: ./srv: not found"},
-		{StartReport{Target: "cmd:./srv", Cause: StartMissing, Note: `exec: "./srv": no such file`},
+		{StartError{Target: "cmd:./srv", Cause: StartMissing, Detail: `exec: "./srv": no such file`},
 			`cmd:./srv: the program could not be run (not found, or not executable); exec: "./srv": no such file`},
-		{StartReport{Target: "lt", Cause: StartExited, Exit: "exit status 2", Addrs: addrs},
+		{StartError{Target: "lt", Cause: StartExited, Exit: "exit status 2", Addrs: addrs},
 			"lt: exited (exit status 2) before it listened on 127.0.0.1:1 and 127.0.0.1:2; it wrote nothing on stderr"},
-		{StartReport{Cause: StartNoListener, Addrs: addrs[:1], Timeout: 2 * time.Second, StderrTail: "a\nb"},
+		{StartError{Cause: StartNoListener, Addrs: addrs[:1], Timeout: 2 * time.Second, StderrTail: "a\nb"},
 			"the server: nothing accepted connections on 127.0.0.1:1 within 2s (the program was running; it has been killed); its stderr ends:\n    a\n    b"},
-		{StartReport{Target: "x", Cause: StartNoListener, Addrs: addrs[:1], Timeout: time.Second, Note: "dialled from elsewhere"},
+		{StartError{Target: "x", Cause: StartNoListener, Addrs: addrs[:1], Timeout: time.Second, Detail: "dialled from elsewhere"},
 			"x: nothing accepted connections on 127.0.0.1:1 within 1s (the program was running; it has been killed); dialled from elsewhere; it wrote nothing on stderr"},
-		{StartReport{Target: "lt", Cause: "failed", Note: "budget-input = 0"}, "lt: did not start: budget-input = 0"},
-		{StartReport{Target: "t", Cause: StartExited, Exit: "exit status 1", Addrs: addrs[:1], StderrTail: strings.Join(long, "\n")},
+		{StartError{Target: "lt", Cause: "failed", Detail: "budget-input = 0"}, "lt: did not start: budget-input = 0"},
+		{StartError{Target: "t", Cause: StartExited, Exit: "exit status 1", Addrs: addrs[:1], StderrTail: strings.Join(long, "\n")},
 			"t: exited (exit status 1) before it listened on 127.0.0.1:1; its stderr ends:\n    " + strings.Join(long[10:], "\n    ")},
 	} {
-		if got := tc.r.String(); got != tc.want {
+		if got := tc.r.Error(); got != tc.want {
 			t.Errorf("%+v:\n got %q\nwant %q", tc.r, got, tc.want)
 		}
 	}
-	if h := (StartReport{Cause: StartNoListener}).Hint("--start-timeout"); !strings.HasSuffix(h, "may need a longer --start-timeout.") {
+	if h := (&StartError{Cause: StartNoListener}).Hint("--start-timeout"); !strings.HasSuffix(h, "may need a longer --start-timeout.") {
 		t.Errorf("no-listener hint %q", h)
 	}
-	if h := (StartReport{Cause: StartExited}).Hint("--start-timeout"); h != "" {
+	if h := (&StartError{Cause: StartExited}).Hint("--start-timeout"); h != "" {
 		t.Errorf("a program that exited has a hint: %q", h)
 	}
 	if got := LastLines("\n a\nb\nc \n\n", 2); got != "b\nc" {
