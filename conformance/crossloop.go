@@ -94,13 +94,16 @@ func m3Attempt(c *C, i int, busy *m3Neighbours, live bool) bool {
 	}
 	a := c.dialQuiet(fmt.Sprintf("attempt %d: old conn", i+1), inst.Addr())
 	loopA := c.landedOn(was, live)
+	// The neighbour before A's reset: one dialled after it would take the
+	// fd number B is to reuse.
+	neighbour := busy.on(loopA)
 	if _, err := a.Write(dataFrame(oldToken, 0, 64)); err != nil {
 		c.Fatalf("attempt %d: old connection: write: %v", i+1, err)
 	}
 	m3AwaitCounter(c, live, "the old frame offloaded", func(k reactors.Counters) bool { return k.TasksOffloaded > before.TasksOffloaded })
 	a.Reset()
 	m3AwaitCounter(c, live, "the old connection's reset seen", func(k reactors.Counters) bool { return k.ConnsClosed > before.ConnsClosed })
-	if _, err := busy.on(loopA).Write(pingBurst(99, m3Burst)); err != nil {
+	if _, err := neighbour.Write(pingBurst(99, m3Burst)); err != nil {
 		c.Fatalf("attempt %d: busy neighbour: write: %v", i+1, err)
 	}
 	var beforeB reactors.Stats
