@@ -70,6 +70,9 @@
 //	oneshot      EPOLLONESHOT, Config.Threads workers on one shared epoll fd
 //	prio         one loop, two buckets: control first, data under a time budget
 //	prio-thread  a separate control loop on its own thread and epoll fd
+//	mainsub      an acceptor loop handing each connection to one of Config.Loops sub-loops
+//	reuseport    Config.Loops loops, each with its own SO_REUSEPORT listener
+//	shared       Config.Loops loops sharing one listener (EPOLLEXCLUSIVE by default)
 //
 // Package reactors/designs maps each name to its design; adding a design is
 // one package and one line there.
