@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"time"
+
+	"github.com/reactorlab/reactorlab/internal/jsontime"
 )
 
 // The JSON of LabSpec, LabResult and ProcResult names the unit of every
@@ -18,27 +18,7 @@ import (
 // run.
 
 // secs is a time.Duration that JSON writes as seconds.
-type secs time.Duration
-
-// maxSecs bounds the seconds a secs accepts, well inside a time.Duration
-// (2^63 ns is 292 years).
-const maxSecs = 9e9
-
-func (d secs) MarshalJSON() ([]byte, error) {
-	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'f', -1, 64), nil
-}
-
-func (d *secs) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("want a number of seconds: %w", err)
-	}
-	if math.IsNaN(f) || math.Abs(f) >= maxSecs {
-		return fmt.Errorf("%v seconds is not a duration", f)
-	}
-	*d = secs(math.Round(f * 1e9))
-	return nil
-}
+type secs = jsontime.Seconds
 
 // specJSON is LabSpec's JSON: its own fields (durations left out) and the
 // durations in seconds.

@@ -3,10 +3,10 @@ package target
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/internal/jsontime"
 )
 
 // StartCause says why a target could not be started.
@@ -174,7 +174,7 @@ func LastLines(s string, n int) string {
 // seconds.
 type startErrorJSON struct {
 	*plainStartError
-	Timeout seconds `json:"timeout_s,omitempty"`
+	Timeout jsontime.Seconds `json:"timeout_s,omitempty"`
 }
 
 type plainStartError StartError
@@ -183,7 +183,7 @@ type plainStartError StartError
 // ("timeout_s").
 func (e StartError) MarshalJSON() ([]byte, error) {
 	p := plainStartError(e)
-	return json.Marshal(startErrorJSON{plainStartError: &p, Timeout: seconds(e.Timeout)})
+	return json.Marshal(startErrorJSON{plainStartError: &p, Timeout: jsontime.Seconds(e.Timeout)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; Err stays nil.
@@ -193,30 +193,5 @@ func (e *StartError) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	e.Timeout = time.Duration(v.Timeout)
-	return nil
-}
-
-// seconds is a time.Duration that JSON writes as seconds, a decimal
-// number, as the harness writes every duration of a run's records: it
-// survives the round trip to the nanosecond up to 26 days.
-type seconds time.Duration
-
-// maxSeconds bounds the seconds a seconds accepts, well inside a
-// time.Duration.
-const maxSeconds = 9e9
-
-func (d seconds) MarshalJSON() ([]byte, error) {
-	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'f', -1, 64), nil
-}
-
-func (d *seconds) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("want a number of seconds: %w", err)
-	}
-	if math.IsNaN(f) || math.Abs(f) >= maxSeconds {
-		return fmt.Errorf("%v seconds is not a duration", f)
-	}
-	*d = seconds(math.Round(f * 1e9))
 	return nil
 }
