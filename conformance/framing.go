@@ -11,13 +11,6 @@ import (
 	"github.com/reactorlab/reactorlab/wire"
 )
 
-// echoBound is how long any single echo may take in the cases that only
-// check correctness. A correct reactor answers a complete frame within one
-// round — at most the sum of one turn's budgets over the ready sources, a
-// few milliseconds here — so 2 s is a margin of hundreds against a stalled
-// or descheduled VM, and still short enough that a lost frame fails fast.
-const echoBound = 2 * time.Second
-
 func framingCases() []Case {
 	return []Case{{
 		ID:      "F1",
@@ -49,23 +42,6 @@ func framingCases() []Case {
 		Needs: NeedReference,
 		Run:   runF4,
 	}}
-}
-
-// maxFrame is the instance's frame limit (whole frame): the reference
-// configuration's, or the reference default for a black box.
-func maxFrame(c *C) int {
-	if ref := c.Reference(); ref != nil {
-		return ref.Config.MaxFrame
-	}
-	return wire.DefaultMaxFrame
-}
-
-// playAsync plays plan on p's link in the background; the returned channel
-// yields its error.
-func playAsync(c *C, p *peer, plan []faults.Step) <-chan error {
-	errc := make(chan error, 1)
-	go func() { errc <- faults.Play(c.Context(), p.link, plan) }()
-	return errc
 }
 
 func runF1(c *C) {

@@ -8,33 +8,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/reactors"
-	"github.com/reactorlab/reactorlab/reactors/designs"
 )
-
-// offloaded makes the reference reactor run callbacks on two workers at
-// a cost, so results are in flight when their connection goes away.
-// A design that takes no pool (oneshot: its worker threads run callbacks
-// themselves) gets the cost only.
-func offloaded(cost string) func(reactors.Design, *reactors.Config) {
-	return func(d reactors.Design, cfg *reactors.Config) {
-		withPool(d, cfg, 2)
-		cfg.Callback = cost
-	}
-}
-
-// withPool gives cfg an offload pool of n workers if design d takes one
-// (its Check accepts it); otherwise cfg is left as it is.
-func withPool(d reactors.Design, cfg *reactors.Config, n int) {
-	b, err := designs.Lookup(d)
-	if err != nil {
-		return
-	}
-	pooled := *cfg
-	pooled.Workers = n
-	if b.Check(pooled) == nil {
-		cfg.Workers = n
-	}
-}
 
 func identityCases() []Case {
 	return []Case{{

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
-	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -47,31 +46,6 @@ func multiLoopCases() []Case {
 		Run:     runM5,
 	}}
 }
-
-// takes reports whether design d accepts cfg as tweak changes it (its
-// Check): a tweak for one kind of design leaves the others as they are.
-func takes(d reactors.Design, cfg reactors.Config, tweak func(*reactors.Config)) (reactors.Config, bool) {
-	b, err := designs.Lookup(d)
-	if err != nil {
-		return cfg, false
-	}
-	tweak(&cfg)
-	return cfg, b.Check(cfg) == nil
-}
-
-// withLoops gives cfg n data loops if design d runs several; a one-loop
-// design is left as it is.
-func withLoops(d reactors.Design, cfg *reactors.Config, n int) bool {
-	next, ok := takes(d, *cfg, func(c *reactors.Config) { c.Loops = n })
-	if ok {
-		*cfg = next
-	}
-	return ok
-}
-
-// twoDataLoops gives a multi-loop design two data loops, whatever the
-// machine's CPU count (the default is one a CPU).
-func twoDataLoops(d reactors.Design, cfg *reactors.Config) { withLoops(d, cfg, 2) }
 
 // m1IngressCap is the sub-loops' ingress in M1: a few items, so that a
 // storm outruns it (2 is the smallest Config accepts).
@@ -136,30 +110,6 @@ func runM1(c *C) {
 	if ok && st.Counters.Handoffs > 0 && st.Counters.HandoffFull == 0 {
 		c.Inconclusivef("every connection was served, but no handoff found a sub-loop's ingress full: the storm did not outrun the sub-loops, so the full queue was not exercised")
 	}
-}
-
-// multiLoopStats is a reference reactor's statistics once a case's
-// traffic is done: live in-process, else the final ones (the instance is
-// stopped for them); false for a black box.
-func multiLoopStats(c *C) (reactors.Stats, bool) {
-	if c.Reference() == nil {
-		return reactors.Stats{}, false
-	}
-	if st, err := c.Instance().Stats(); err == nil {
-		return st, true
-	}
-	if f := c.Stop(); f.Stats != nil {
-		return *f.Stats, true
-	}
-	return reactors.Stats{}, false
-}
-
-// firstFew is at most n of xs.
-func firstFew(xs []string, n int) []string {
-	if len(xs) > n {
-		return xs[:n]
-	}
-	return xs
 }
 
 // m2Sizes is n payload sizes, mostly small, some up to 64 KiB (about

@@ -183,29 +183,6 @@ func runR3(c *C) {
 
 func r3One(addr string, token uint64) error { return stormOne(addr, token, 5*time.Second) }
 
-// stormOne is one connection of an accept storm: dial, one 64-byte DATA
-// frame, its echo checked, all within bound.
-func stormOne(addr string, token uint64, bound time.Duration) error {
-	link, err := faults.DialTCP(addr, bound)
-	if err != nil {
-		return fmt.Errorf("conn %d: %w", token, err)
-	}
-	defer link.Close()
-	conn := link.Conn()
-	conn.SetDeadline(time.Now().Add(bound))
-	if _, err := conn.Write(dataFrame(token, 0, 64)); err != nil {
-		return fmt.Errorf("conn %d: write: %w", token, err)
-	}
-	g, err := readFrame(conn)
-	if err != nil {
-		return fmt.Errorf("conn %d: %w", token, err)
-	}
-	if why := checkEcho(g, token, 0, 64); why != "" {
-		return fmt.Errorf("conn %d: %s", token, why)
-	}
-	return nil
-}
-
 // r4Limit is the descriptor limit R4 runs its target with.
 const r4Limit = 48
 

@@ -6,9 +6,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/reactorlab/reactorlab/reactors"
-
 	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -52,21 +51,6 @@ func writeCases() []Case {
 		Bound:        "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it (W4's bound); one unanswered for twice the bound fails at once. The stalled client (4 KiB receive buffer) fills as in I2 until the server stops reading it or holds 256 KiB of echoes it cannot write, then goes on sending (writes of 64 KiB, each given 20 ms) while the others are probed",
 		Run:          runW5,
 	}}
-}
-
-// lightProbes is what W4 and W5 start with: the bound on a light round
-// trip (w4Bound), the fill limit, and the four light connections, each
-// said in the evidence or the log.
-func (c *C) lightProbes() (bound time.Duration, limit int64, peers []*peer) {
-	const light = 4
-	bound, why := w4Bound(c.Reference(), light)
-	c.Evidencef("bound: %s", why)
-	limit, lwhy := c.fillLimit()
-	c.Logf("%s", lwhy)
-	for i := 0; i < light; i++ {
-		peers = append(peers, c.dial(fmt.Sprintf("light conn %d", i+1), c.Instance().Addr()))
-	}
-	return bound, limit, peers
 }
 
 // runW5 stalls one connection (it sends, and reads nothing) until the
