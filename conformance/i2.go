@@ -205,3 +205,42 @@ func newSockets(fds []string, base map[string]bool) []string {
 	}
 	return out
 }
+
+// confirmHeld establishes by delivery that the server holds at least want
+// bytes of echoes in its own buffers: once the server has read everything
+// it was sent (nothing unread at its end, nothing unsent at the client's,
+// its end open), the client reads what the kernel holds on the way back
+// and want bytes more, within bound. Those can only have come from the
+// server's buffers; a server that dropped what the subtraction counted
+// (held) has nothing to send, or sends the stream with a gap, which the
+// check of every byte finds. It reports whether the bytes came, and what
+// was seen.
+func (c *C) confirmHeld(l *loaded, want int64, bound time.Duration) (bool, string) {
+	deadline := time.Now().Add(bound)
+	for {
+		if err := l.sample(); err != nil {
+			return false, fmt.Sprintf("socket queues: %v", err)
+		}
+		if !l.q.serverOpen() {
+			return false, fmt.Sprintf("the server's end is no longer open (%v)", l.q)
+		}
+		if l.q.serverUnread == 0 && l.q.clientUnsent == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("the server did not read everything it was sent within %v (%v)", bound, l.q)
+		}
+		time.Sleep(10 * time.Millisecond) // the server is reading: a poll of another process's progress
+	}
+	from, candidate := l.read, l.held()
+	target := l.read + l.q.clientUnread + l.q.serverUnsent + want
+	for l.read < target {
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("counted %d bytes held, but only %d of the %d bytes beyond the kernel's queues arrived within %v: it did not hold them", candidate, max(0, l.read-(target-want)), want, bound)
+		}
+		if _, err := l.readSome(int(min(target-l.read, 64<<10)), 50*time.Millisecond); err != nil {
+			return false, fmt.Sprintf("counted %d bytes held, but reading them: %v", candidate, err)
+		}
+	}
+	return true, fmt.Sprintf("counted %d bytes held; %d bytes read back, %d of them beyond what the kernel's queues held: the server held them", candidate, l.read-from, want)
+}

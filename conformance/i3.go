@@ -1,6 +1,9 @@
 package conformance
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"time"
 )
 
@@ -35,5 +38,36 @@ func runI3(c *C) {
 	}
 	if !finRead || heldAtFIN <= c.echoThreshold() {
 		c.Inconclusivef("every byte came back, but the server was not seen reading the FIN while it held echoes (read it: %v; held then: at least %d bytes): it had nothing left to drop at EOF", finRead, heldAtFIN)
+	}
+}
+
+// readRest reads the echo to its end within bound and reports how it
+// ended: io.EOF after every byte owed is the one right ending. A byte echo
+// owes every byte sent; a frame echo (a reference reactor) owes the
+// complete frames, and rightly drops a partial last frame at EOF (the
+// client's last write may have been cut short by its deadline).
+func (l *loaded) readRest(bound time.Duration, frameEcho bool) error {
+	owed := l.sent
+	if frameEcho {
+		owed -= l.sent % streamFrameSize
+	}
+	deadline := time.Now().Add(bound)
+	for {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d bytes owed back after %v, then nothing", l.read, owed, bound)
+		}
+		_, err := l.readSome(256<<10, time.Until(deadline))
+		if errors.Is(err, io.EOF) {
+			if l.read < owed {
+				return fmt.Errorf("the server closed the connection after %d of %d bytes owed: it dropped %d bytes of echoes", l.read, owed, owed-l.read)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after %d of %d bytes owed: %w", l.read, owed, err)
+		}
+		if l.read > owed {
+			return fmt.Errorf("%d bytes back, %d owed", l.read, owed)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
@@ -69,4 +71,27 @@ func w4Bound(ref *Reference, light int) (time.Duration, string) {
 	wait := time.Duration(turns) * turn
 	bound := max(500*time.Millisecond, 20*wait)
 	return bound, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(500 ms, 20 × wait) = %v", cfg.Budgets.Consume, light, turn, wait, bound)
+}
+
+// readOwed reads, within bound, every byte of the echo owed (all that
+// was sent, for a byte echo; the complete frames, for a frame echo), each
+// checked; what comes after, an EOF included, is not its business.
+func (l *loaded) readOwed(bound time.Duration, frameEcho bool) error {
+	owed := l.sent
+	if frameEcho {
+		owed -= l.sent % streamFrameSize
+	}
+	deadline := time.Now().Add(bound)
+	for l.read < owed {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d bytes owed back after %v, then nothing", l.read, owed, bound)
+		}
+		if _, err := l.readSome(int(min(owed-l.read, 256<<10)), time.Until(deadline)); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("the server closed the connection after %d of %d bytes owed: it dropped %d bytes of echoes", l.read, owed, owed-l.read)
+			}
+			return fmt.Errorf("after %d of %d bytes owed: %w", l.read, owed, err)
+		}
+	}
+	return nil
 }
