@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// r2Case is R2: connections pipelining exchanges all make progress: none
-// is owed an answer for long.
+// r2Case is R2: 8 connections pipelining 150 exchanges each all make
+// progress: none is owed an answer for long.
 func r2Case() Case {
 	return Case{
 		ID:      "R2",

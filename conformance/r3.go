@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// r3Case is R3: connections opened at once, hundreds of them, are all
-// accepted and served.
+// r3Case is R3: 256 connections opened at once are all accepted and
+// served.
 func r3Case() Case {
 	return Case{
 		ID:      "R3",
@@ -51,4 +51,6 @@ func runR3(c *C) {
 	}
 }
 
+// r3One is one connection of R3's storm, echoed within R3's bound (R4 checks
+// its recovery with it).
 func r3One(addr string, token uint64) error { return stormOne(addr, token, 5*time.Second) }
