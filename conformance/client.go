@@ -250,3 +250,58 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// echoBound is how long any single echo may take in the cases that only
+// check correctness. A correct reactor answers a complete frame within one
+// round — at most the sum of one turn's budgets over the ready sources, a
+// few milliseconds here — so 2 s is a margin of hundreds against a stalled
+// or descheduled VM, and still short enough that a lost frame fails fast.
+const echoBound = 2 * time.Second
+
+// maxFrame is the instance's frame limit (whole frame): the reference
+// configuration's, or the reference default for a black box.
+func maxFrame(c *C) int {
+	if ref := c.Reference(); ref != nil {
+		return ref.Config.MaxFrame
+	}
+	return wire.DefaultMaxFrame
+}
+
+// playAsync plays plan on p's link in the background; the returned channel
+// yields its error.
+func playAsync(c *C, p *peer, plan []faults.Step) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- faults.Play(c.Context(), p.link, plan) }()
+	return errc
+}
+
+// firstFew is at most n of xs.
+func firstFew(xs []string, n int) []string {
+	if len(xs) > n {
+		return xs[:n]
+	}
+	return xs
+}
+
+// stormOne is one connection of an accept storm: dial, one 64-byte DATA
+// frame, its echo checked, all within bound.
+func stormOne(addr string, token uint64, bound time.Duration) error {
+	link, err := faults.DialTCP(addr, bound)
+	if err != nil {
+		return fmt.Errorf("conn %d: %w", token, err)
+	}
+	defer link.Close()
+	conn := link.Conn()
+	conn.SetDeadline(time.Now().Add(bound))
+	if _, err := conn.Write(dataFrame(token, 0, 64)); err != nil {
+		return fmt.Errorf("conn %d: write: %w", token, err)
+	}
+	g, err := readFrame(conn)
+	if err != nil {
+		return fmt.Errorf("conn %d: %w", token, err)
+	}
+	if why := checkEcho(g, token, 0, 64); why != "" {
+		return fmt.Errorf("conn %d: %s", token, why)
+	}
+	return nil
+}

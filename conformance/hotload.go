@@ -189,3 +189,40 @@ func blackBoxBound(lightSources int) (time.Duration, string) {
 	b, why := hotBound(&Reference{Config: cfg}, lightSources)
 	return b, "black box, reference budgets: " + why
 }
+
+// boundFor derives the hot-load bound for the instance and records its
+// derivation with the evidence.
+func boundFor(c *C, light int) time.Duration {
+	var b time.Duration
+	var why string
+	if ref := c.Reference(); ref != nil {
+		b, why = hotBound(ref, light)
+	} else {
+		b, why = blackBoxBound(light)
+	}
+	c.Evidencef("bound: %s", why)
+	return b
+}
+
+// underHotLoad runs probes (one per peer) for 1.5 s under the hot load and
+// fails the case if any peer's round trips break the bound (overBound).
+func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
+	h := startHot(c, c.Instance().Addr())
+	// A round trip longer than twice the bound fails the case whatever
+	// follows (overBound), so none is waited for much longer than that.
+	results := probeAll(c, peers, kind, 2*bound+time.Second)
+	echoed := h.echoed.Load()
+	h.stop()
+	if err := h.Err(); err != nil {
+		c.Fatalf("hot load: %v", err)
+	}
+	c.Evidencef("hot connections: %d frames echoed in 1.5 s", echoed)
+	judgeProbes(c, peers, results, bound, "starved under hot load")
+	if c.Failed() {
+		if f := c.Stop(); f.Stats != nil {
+			if hs, ok := f.Stats.Histograms[reactors.HistRotation]; ok {
+				c.Evidencef("rotation interval: p99 %v, max %v", time.Duration(hs.P99), time.Duration(hs.Max))
+			}
+		}
+	}
+}

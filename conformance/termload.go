@@ -47,6 +47,11 @@ const (
 	finProbe     = termFrame
 )
 
+// termStimulus is that stimulus in words, as X3's and X4's claims state
+// it. The cases of the SIGTERM stop contract are opt-in (Options.Stop),
+// for any process target, black box or reference.
+const termStimulus = "two connections pipeline 1 KiB frames through the signal (at most 1 MiB ahead of their echoes, 4 KiB client receive buffers; for 100 ms before the signal the clients do not read, so echoes back up into the server), stop writing when they read the end, then half-close"
+
 // streamEnd is how a connection's echo stream ended.
 type streamEnd string
 

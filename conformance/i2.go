@@ -6,46 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/reactors"
-	"github.com/reactorlab/reactorlab/reactors/designs"
 )
 
-// offloaded makes the reference reactor run callbacks on two workers at
-// a cost, so results are in flight when their connection goes away.
-// A design that takes no pool (oneshot: its worker threads run callbacks
-// themselves) gets the cost only.
-func offloaded(cost string) func(reactors.Design, *reactors.Config) {
-	return func(d reactors.Design, cfg *reactors.Config) {
-		withPool(d, cfg, 2)
-		cfg.Callback = cost
-	}
-}
-
-// withPool gives cfg an offload pool of n workers if design d takes one
-// (its Check accepts it); otherwise cfg is left as it is.
-func withPool(d reactors.Design, cfg *reactors.Config, n int) {
-	b, err := designs.Lookup(d)
-	if err != nil {
-		return
-	}
-	pooled := *cfg
-	pooled.Workers = n
-	if b.Check(pooled) == nil {
-		cfg.Workers = n
-	}
-}
-
-func identityCases() []Case {
-	return []Case{{
-		ID:      "I1",
-		Title:   "stale result never reaches a reused fd",
-		Claim:   "a connection closed with its echo still being computed, followed at once by a new connection (which gets the same fd number on the server), never receives the old connection's result",
-		Mutants: []string{"fd-identity"}, WireFaults: []string{"fd-reuse-churn"},
-		Bound: "the new connection's own echo within 2 s; then nothing else for 40 ms (twice the 20 ms callback: the old result, submitted first, is due before the new one)",
-		Setup: Setup{Tweak: offloaded("fixed:20ms")},
-		Run:   runI1,
-	}, {
+// i2Case is I2: connections reset while the server holds their echoes
+// leave no descriptor, slot or unaccounted frame behind.
+func i2Case() Case {
+	return Case{
 		ID:      "I2",
 		Title:   "reset with work pending leaves nothing behind",
 		Claim:   "connections reset by their clients while the server holds their echoes (or has stopped reading them for backpressure), with callbacks in flight, leave no descriptor, slot or unaccounted frame behind. Inconclusive unless the server was seen holding echoes or paused for at least one of them",
@@ -54,62 +21,6 @@ func identityCases() []Case {
 		Setup:   Setup{Tweak: offloaded("fixed:20us")},
 		Timeout: 90 * time.Second, // 4 fills ≤ 15 s each (+ ≤ 3 s to confirm) + the release ≤ 3 s
 		Run:     runI2,
-	}, {
-		ID:      "I3",
-		Title:   "half-close: every owed echo, then EOF",
-		Claim:   "a client that has sent more than the kernel buffers hold and shut down its write side gets every byte back, in order, then EOF, though the server holds echoes in its own buffers when it reads the FIN. Inconclusive unless the server was seen reading the FIN while holding echoes, its end still open (CLOSE_WAIT: a server seen only after it closed, in LAST_ACK or gone, may have dropped what it did not send, and proved no holding) (a server that writes everything before it reads again never is)",
-		Mutants: []string{"free-at-eof"}, WireFaults: []string{"half-close"},
-		Bound:   "the client (4 KiB receive buffer) fills as in I2 but stops once the server holds 256 KiB with nothing of it left unread, shuts down its write side, and reads only while the server does not (4 KiB at a time) until the server has read the FIN (within 10 s); then the rest, every byte checked, and EOF within 20 s. A server that read the FIN holding nothing after it paused or held is tried again on a new connection, 3 connections at most (what a resumed server can write at once is the kernel's draw); every connection's echo is judged",
-		Timeout: 150 * time.Second, // 3 × (fill ≤ 15 s + FIN ≤ 10 s + the rest ≤ 20 s)
-		Run:     runI3,
-	}}
-}
-
-func runI1(c *C) {
-	const rounds = 60
-	addr := c.Instance().Addr()
-	for i := 0; i < rounds; i++ {
-		old := uint64(1000 + i)
-		link := c.dialQuiet(fmt.Sprintf("round %d", i), addr)
-		plan := faults.FdReuseChurn{Every: 1, Reset: i%2 == 1}.Apply(faults.Writes(dataFrame(old, 0, 64)))
-		// A short gap lets the server close A (freeing its fd number)
-		// before B arrives: a design that accepts before it reads (prio
-		// serves listeners first) would otherwise give B a new number
-		// and the case would not test anything. 5 ms is a quarter of the
-		// callback: A's result is still in flight when B is accepted.
-		plan = append(plan, faults.Step{Op: faults.OpSleep, For: 5 * time.Millisecond}, faults.Step{Op: faults.OpReconnect})
-		if err := faults.Play(c.Context(), link, plan); err != nil {
-			c.Fatalf("round %d: %v", i, err)
-		}
-		token := uint64(1 + i)
-		conn := link.Conn() // the new connection
-		conn.SetDeadline(time.Now().Add(echoBound))
-		if _, err := conn.Write(dataFrame(token, 0, 64)); err != nil {
-			c.Fatalf("round %d: write on the new connection: %v", i, err)
-		}
-		g, err := readFrame(conn)
-		if err != nil {
-			c.Fatalf("round %d: the new connection's echo: %v", i, err)
-		}
-		if g.h.Token == old {
-			c.Evidencef("round %d: connection A sent DATA token %d and closed at once; connection B sent DATA token %d", i, old, token)
-			c.Fatalf("round %d: connection B received connection A's result (%s)", i, g)
-		}
-		if why := checkEcho(g, token, 0, 64); why != "" {
-			c.Fatalf("round %d: %s", i, why)
-		}
-		// The old result's callback started first; it is back by now.
-		conn.SetReadDeadline(time.Now().Add(40 * time.Millisecond))
-		if g, err := readFrame(conn); err == nil {
-			c.Evidencef("round %d: connection A sent DATA token %d and closed at once; connection B sent DATA token %d", i, old, token)
-			c.Fatalf("round %d: connection B received an extra frame: %s", i, g)
-		} else if !isTimeout(err) {
-			c.Fatalf("round %d: after the echo: %v", i, err)
-		}
-		link.Close()
-	}
-	if st, err := c.Instance().Stats(); err == nil {
-		c.Logf("stale results dropped by the reactor: %d", st.Counters.StaleResults)
 	}
 }
 
@@ -248,26 +159,6 @@ func awaitReleased(c *C, inst Instance, was i2Before, conns int) {
 	}
 }
 
-func runI3(c *C) {
-	frameEcho := c.Reference() != nil
-	// The client holds the server's echoes back until it reads the FIN, so
-	// that a server which drops what it holds at EOF has something to drop.
-	// A connection given up on still owes every byte and EOF.
-	limit, why := c.fillLimit()
-	c.Logf("%s", why)
-	l, finRead, heldAtFIN := c.halfCloseHolding(limit, 1, func(l *loaded) {
-		if err := l.readRest(20*time.Second, frameEcho); err != nil {
-			c.Fatalf("%s, half-closed after sending %d bytes: %v", l.name, l.sent, err)
-		}
-	})
-	if err := l.readRest(20*time.Second, frameEcho); err != nil {
-		c.Fatalf("%s, half-closed after sending %d bytes: %v", l.name, l.sent, err)
-	}
-	if !finRead || heldAtFIN <= c.echoThreshold() {
-		c.Inconclusivef("every byte came back, but the server was not seen reading the FIN while it held echoes (read it: %v; held then: at least %d bytes): it had nothing left to drop at EOF", finRead, heldAtFIN)
-	}
-}
-
 // openFds lists the descriptors of a process target's process group
 // (the server may be a wrapper's child) and what they refer to, as
 // "pid:fd→target"; nil for in-process targets.
@@ -313,4 +204,43 @@ func newSockets(fds []string, base map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// confirmHeld establishes by delivery that the server holds at least want
+// bytes of echoes in its own buffers: once the server has read everything
+// it was sent (nothing unread at its end, nothing unsent at the client's,
+// its end open), the client reads what the kernel holds on the way back
+// and want bytes more, within bound. Those can only have come from the
+// server's buffers; a server that dropped what the subtraction counted
+// (held) has nothing to send, or sends the stream with a gap, which the
+// check of every byte finds. It reports whether the bytes came, and what
+// was seen.
+func (c *C) confirmHeld(l *loaded, want int64, bound time.Duration) (bool, string) {
+	deadline := time.Now().Add(bound)
+	for {
+		if err := l.sample(); err != nil {
+			return false, fmt.Sprintf("socket queues: %v", err)
+		}
+		if !l.q.serverOpen() {
+			return false, fmt.Sprintf("the server's end is no longer open (%v)", l.q)
+		}
+		if l.q.serverUnread == 0 && l.q.clientUnsent == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("the server did not read everything it was sent within %v (%v)", bound, l.q)
+		}
+		time.Sleep(10 * time.Millisecond) // the server is reading: a poll of another process's progress
+	}
+	from, candidate := l.read, l.held()
+	target := l.read + l.q.clientUnread + l.q.serverUnsent + want
+	for l.read < target {
+		if time.Now().After(deadline) {
+			return false, fmt.Sprintf("counted %d bytes held, but only %d of the %d bytes beyond the kernel's queues arrived within %v: it did not hold them", candidate, max(0, l.read-(target-want)), want, bound)
+		}
+		if _, err := l.readSome(int(min(target-l.read, 64<<10)), 50*time.Millisecond); err != nil {
+			return false, fmt.Sprintf("counted %d bytes held, but reading them: %v", candidate, err)
+		}
+	}
+	return true, fmt.Sprintf("counted %d bytes held; %d bytes read back, %d of them beyond what the kernel's queues held: the server held them", candidate, l.read-from, want)
 }

@@ -55,6 +55,9 @@ const herdTotalShare = 1.5
 // design needs (1, or 2 with a handoff).
 const m4Loops = 4
 
+// m4Case is M4: new connections on an idle server wake no more of its
+// threads than its design needs to accept and take them on: no thundering
+// herd.
 func m4Case() Case {
 	return Case{
 		ID:    "M4",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/wire"
 )
 
 // M3: I1 across loops. The fresh connection must take the old one's fd
@@ -28,6 +29,8 @@ const m3Burst = 32 << 10
 // the fresh one's own echo is computed after it.
 const m3Callback = 100 * time.Millisecond
 
+// m3Case is M3: a result computed for a closed connection never reaches
+// the new connection that reused its fd number on another loop.
 func m3Case() Case {
 	return Case{
 		ID:    "M3",
@@ -223,4 +226,13 @@ func (c *C) landedOn(was reactors.Stats, live bool) int {
 		time.Sleep(time.Millisecond)
 	}
 	return -1
+}
+
+// pingBurst is n PING frames (token, seq 0..n-1) in one buffer.
+func pingBurst(token uint64, n int) []byte {
+	var b []byte
+	for i := range n {
+		b = wire.AppendFrame(b, wire.KindPing, 0, token, uint64(i), monoNow(), nil)
+	}
+	return b
 }

@@ -28,8 +28,11 @@ const (
 	admRejectCost = 5 * time.Microsecond
 )
 
-func admissionCases() []Case {
-	return []Case{{
+// a1Case is A1: with a token-bucket admission limit at twice the loop's
+// capacity, PINGs on the control address are answered within the bound the
+// bucket allows, and every DATA frame is answered.
+func a1Case() Case {
+	return Case{
 		ID:      "A1",
 		Title:   "control latency bounded at 2× overload with admission limiting",
 		Claim:   "with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while 50 data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT",
@@ -39,7 +42,7 @@ func admissionCases() []Case {
 		Needs: NeedReference | NeedControl | NeedStats,
 		Setup: Setup{Tweak: admissionTweak},
 		Run:   runA1,
-	}}
+	}
 }
 
 // admissionTweak configures the admission case's reactor: the frame cost,

@@ -3,39 +3,17 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/reactorlab/reactorlab/faults"
 )
 
-func readinessCases() []Case {
-	return []Case{{
-		ID:      "R1",
-		Title:   "burst larger than one turn's budget",
-		Claim:   "300 frames of 8 KiB written at once (2.4 MiB: 10 input budgets, 38 byte budgets) are all served, in order, without further readiness events",
-		Mutants: []string{"no-drain"}, WireFaults: []string{"coalesced"},
-		Bound: "each echo within 2 s of the previous one (a turn is at most 32 frames, 64 KiB or 1 ms; the rest must be resumed from the ready queue)",
-		Run:   runR1,
-	}, {
-		ID:      "R2",
-		Title:   "no connection stalls",
-		Claim:   "8 connections doing 150 exchanges each (1 to 3 frames in flight) all make progress: a watchdog names any connection with an answer owed and none for too long",
-		Mutants: []string{"missed-rearm"},
-		Bound:   "no connection owed an answer for more than 1 s (a correct reactor answers within a round, milliseconds)",
-		Run:     runR2,
-	}, {
-		ID:      "R3",
-		Title:   "accept storm",
-		Claim:   "256 connections opened at once are all accepted and served",
-		Mutants: []string{"accept-once-et"},
-		Bound:   "every connection's first echo within 5 s (the accept budget is 64 per round: 4 rounds)",
-		Run:     runR3,
-	}, {
+// r4Case is R4: with its descriptor table full the server does not spin,
+// and once descriptors are free it serves new connections.
+func r4Case() Case {
+	return Case{
 		ID:      "R4",
 		Title:   "EMFILE without busy loop, with recovery",
 		Claim:   "with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of 48 is the one in force in every process that holds the listener (a server that cannot start under it is started without it, and the limit — 48, or 16 above what it holds then — applied once it is ready, to every process holding its listener), and one of them holds all but 2 of its limit",
@@ -44,166 +22,7 @@ func readinessCases() []Case {
 		Needs:   NeedProcess,
 		Setup:   Setup{FdLimit: r4Limit},
 		Run:     runR4,
-	}}
-}
-
-func runR1(c *C) {
-	const n, size = 300, 8 << 10
-	p := c.dial("conn 1", c.Instance().Addr())
-	frames := dataFrames(1, n, size)
-	errc := playAsync(c, p, faults.Coalesce{Frames: n}.Apply(faults.Writes(frames...)))
-	for i := range frames {
-		g, err := p.next(echoBound)
-		if err != nil {
-			c.Evidencef("sent: %d DATA frames of %d B in one write; %d echoed, then %v", n, size, i, err)
-			c.Fatalf("burst stalled after %d of %d echoes", i, n)
-		}
-		if why := checkEcho(g, 1, uint64(i), size); why != "" {
-			c.Fatalf("echo %d: %s", i, why)
-		}
 	}
-	if err := <-errc; err != nil {
-		c.Fatalf("sending: %v", err)
-	}
-}
-
-// r2Conn is one connection's watchdog state.
-type r2Conn struct {
-	mu       sync.Mutex
-	owed     int       // frames sent and not yet echoed
-	progress time.Time // last echo (or first send)
-	done     bool
-}
-
-func runR2(c *C) {
-	const conns, exchanges, stallBound = 8, 150, time.Second
-	state := make([]*r2Conn, conns)
-	errs := make(chan error, conns)
-	for i := range state {
-		state[i] = &r2Conn{progress: time.Now()}
-		p := c.dial(fmt.Sprintf("conn %d", i+1), c.Instance().Addr())
-		go func() {
-			errs <- r2Exchange(p, uint64(i+1), exchanges, state[i])
-		}()
-	}
-	// The watchdog: any connection owed an answer with no progress for the
-	// bound is named, with what it was owed.
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	finished := 0
-	var failed []string
-	for finished < conns && len(failed) == 0 {
-		select {
-		case err := <-errs:
-			finished++
-			if err != nil {
-				failed = append(failed, err.Error())
-			}
-		case now := <-tick.C:
-			for i, s := range state {
-				s.mu.Lock()
-				if !s.done && s.owed > 0 && now.Sub(s.progress) > stallBound {
-					failed = append(failed, fmt.Sprintf("conn %d stalled: owed %d echoes, no progress for %v", i+1, s.owed, now.Sub(s.progress).Round(time.Millisecond)))
-				}
-				s.mu.Unlock()
-			}
-		}
-	}
-	if len(failed) > 0 {
-		c.Fatalf("%s", strings.Join(failed, "; "))
-	}
-}
-
-// r2Exchange does n exchanges of 1..3 pipelined frames on p.
-func r2Exchange(p *peer, token uint64, n int, s *r2Conn) error {
-	rng := rand.New(rand.NewPCG(token, 2))
-	seq := uint64(0)
-	defer func() { s.mu.Lock(); s.done = true; s.mu.Unlock() }()
-	for x := 0; x < n; x++ {
-		k := 1 + rng.IntN(3)
-		var buf []byte
-		for j := 0; j < k; j++ {
-			buf = append(buf, dataFrame(token, seq+uint64(j), 16+rng.IntN(200))...)
-		}
-		s.mu.Lock()
-		s.owed += k
-		s.mu.Unlock()
-		if _, err := p.link.Write(buf); err != nil {
-			return fmt.Errorf("conn %d: write: %w", token, err)
-		}
-		for j := 0; j < k; j++ {
-			g, err := p.next(10 * time.Second) // the watchdog owns the bound
-			if err != nil {
-				return fmt.Errorf("conn %d: exchange %d: %w", token, x, err)
-			}
-			if g.h.Token != token || g.h.Seq != seq {
-				return fmt.Errorf("conn %d: got %s, want seq %d", token, g, seq)
-			}
-			seq++
-			s.mu.Lock()
-			s.owed--
-			s.progress = time.Now()
-			s.mu.Unlock()
-		}
-	}
-	return nil
-}
-
-func runR3(c *C) {
-	const conns = 256
-	addr := c.Instance().Addr()
-	var wg sync.WaitGroup
-	errs := make([]error, conns)
-	start := make(chan struct{})
-	for i := 0; i < conns; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = r3One(addr, uint64(i+1))
-		}()
-	}
-	close(start)
-	wg.Wait()
-	var bad []string
-	for _, err := range errs {
-		if err != nil {
-			bad = append(bad, err.Error())
-		}
-	}
-	if len(bad) > 0 {
-		shown := bad
-		if len(shown) > 5 {
-			shown = shown[:5]
-		}
-		c.Evidencef("sent: %d connections dialled at once, one 64 B frame each", conns)
-		c.Fatalf("%d of %d connections not served within 5 s: %s", len(bad), conns, strings.Join(shown, "; "))
-	}
-}
-
-func r3One(addr string, token uint64) error { return stormOne(addr, token, 5*time.Second) }
-
-// stormOne is one connection of an accept storm: dial, one 64-byte DATA
-// frame, its echo checked, all within bound.
-func stormOne(addr string, token uint64, bound time.Duration) error {
-	link, err := faults.DialTCP(addr, bound)
-	if err != nil {
-		return fmt.Errorf("conn %d: %w", token, err)
-	}
-	defer link.Close()
-	conn := link.Conn()
-	conn.SetDeadline(time.Now().Add(bound))
-	if _, err := conn.Write(dataFrame(token, 0, 64)); err != nil {
-		return fmt.Errorf("conn %d: write: %w", token, err)
-	}
-	g, err := readFrame(conn)
-	if err != nil {
-		return fmt.Errorf("conn %d: %w", token, err)
-	}
-	if why := checkEcho(g, token, 0, 64); why != "" {
-		return fmt.Errorf("conn %d: %s", token, why)
-	}
-	return nil
 }
 
 // r4Limit is the descriptor limit R4 runs its target with.

@@ -1,0 +1,54 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/reactorlab/reactorlab/faults"
+)
+
+// f2Case is F2: a thousand frames in one write, on two connections at
+// once, are all echoed intact and in order.
+func f2Case() Case {
+	return Case{
+		ID:      "F2",
+		Title:   "coalesced frames",
+		Claim:   "a thousand frames in one write, on two connections at once, are all echoed intact and in order",
+		Mutants: []string{"no-drain"}, WireFaults: []string{"coalesced"},
+		Bound: "each echo within 2 s of the previous one: the burst is 32 input budgets, each turn ends with work left and must be resumed without a new readiness event",
+		Run:   runF2,
+	}
+}
+
+func runF2(c *C) {
+	const n = 1000
+	errs := make(chan error, 2)
+	for conn := uint64(1); conn <= 2; conn++ {
+		p := c.dial(fmt.Sprintf("conn %d", conn), c.Instance().Addr())
+		frames := dataFrames(conn, n, 16, 64, 100, 512, 7, 256)
+		plan := faults.Coalesce{Frames: n}.Apply(faults.Writes(frames...))
+		go func() {
+			errc := playAsync(c, p, plan)
+			for i, f := range frames {
+				g, err := p.next(echoBound)
+				if err != nil {
+					errs <- fmt.Errorf("conn %d: %d of %d echoes, then: %w", conn, i, n, err)
+					return
+				}
+				if why := checkEcho(g, conn, uint64(i), payloadLen(f)); why != "" {
+					errs <- fmt.Errorf("conn %d: echo %d: %s (got %s)", conn, i, why, g)
+					return
+				}
+			}
+			errs <- <-errc
+		}()
+	}
+	var failed error
+	for i := 0; i < 2; i++ {
+		failed = errors.Join(failed, <-errs)
+	}
+	if failed != nil {
+		c.Evidencef("sent: each connection wrote %d DATA frames (7..512 B payloads) in one write", n)
+		c.Fatalf("%v", failed)
+	}
+}

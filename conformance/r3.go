@@ -1,0 +1,56 @@
+package conformance
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// r3Case is R3: 256 connections opened at once are all accepted and
+// served.
+func r3Case() Case {
+	return Case{
+		ID:      "R3",
+		Title:   "accept storm",
+		Claim:   "256 connections opened at once are all accepted and served",
+		Mutants: []string{"accept-once-et"},
+		Bound:   "every connection's first echo within 5 s (the accept budget is 64 per round: 4 rounds)",
+		Run:     runR3,
+	}
+}
+
+func runR3(c *C) {
+	const conns = 256
+	addr := c.Instance().Addr()
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	start := make(chan struct{})
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = r3One(addr, uint64(i+1))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	var bad []string
+	for _, err := range errs {
+		if err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		shown := bad
+		if len(shown) > 5 {
+			shown = shown[:5]
+		}
+		c.Evidencef("sent: %d connections dialled at once, one 64 B frame each", conns)
+		c.Fatalf("%d of %d connections not served within 5 s: %s", len(bad), conns, strings.Join(shown, "; "))
+	}
+}
+
+// r3One is one connection of R3's storm, echoed within R3's bound (R4 checks
+// its recovery with it).
+func r3One(addr string, token uint64) error { return stormOne(addr, token, 5*time.Second) }

@@ -1,0 +1,97 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/wire"
+)
+
+// w4Case is W4: a half-closed client that leaves its echoes unread does
+// not delay the other connections.
+func w4Case() Case {
+	return Case{
+		ID:      "W4",
+		Title:   "a half-closed peer that does not read does not freeze the others",
+		Claim:   "once the server has read the FIN of a client that leaves the echoes the server holds for it unread, four other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)",
+		Mutants: []string{"flush-spin-at-eof"}, WireFaults: []string{"half-close"},
+		Timeout: 100 * time.Second, // 3 × (fill ≤ 15 s + FIN ≤ 10 s) + probes + the echoes owed ≤ 20 s
+		Bound:   "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it; one unanswered for twice the bound fails at once. The client fills as in I2 until the server stops reading or holds 256 KiB of echoes with nothing of it left unread (so a server that has not paused reads the FIN next, with echoes queued), then shuts down its write side, reads (4 KiB at a time, only while the server does not) until the server reads the FIN (within 10 s), and reads nothing more until the probes are done; then every echo owed within 20 s. A server that read the FIN holding nothing after it paused or held is tried again on a new connection (the one given up on closed), 3 connections at most: what a resumed server can write at once is the kernel's draw",
+		Run:     runW4,
+	}
+}
+
+func runW4(c *C) {
+	bound, limit, peers := c.lightProbes()
+	// A server that has not paused reads the FIN at once, with echoes
+	// queued; one that has is let on, 4 KiB at a time, until it reads it.
+	// A connection given up on is closed: the server held nothing for it.
+	l, finRead, held := c.halfCloseHolding(limit, 100, func(l *loaded) { l.conn.Close() })
+	if !finRead || held <= c.echoThreshold() {
+		c.Inconclusivef("the server was not seen reading the half-closed client's FIN while it held echoes for it (read it: %v; held then: at least %d bytes): it had nothing left to flush to a client that does not read", finRead, held)
+	}
+	// The half-closed client reads nothing from here on.
+	results := probeAll(c, peers, wire.KindData, 2*bound)
+	holding := false
+	if err := l.sample(); err == nil {
+		holding = l.held() > c.echoThreshold()
+		c.Evidencef("after the probes: the server holds %d bytes for the half-closed client (%v)", l.held(), l.q)
+	}
+	// What was counted as held is a candidate until it arrives: a server
+	// that dropped the echoes (and kept its end open) held nothing while
+	// the others were probed. The bytes are what is owed here; the EOF
+	// after them is I3's claim.
+	delivered := l.readOwed(20*time.Second, c.Reference() != nil)
+	if delivered == nil {
+		c.Evidencef("afterwards the half-closed client read every echo owed (%d bytes): the server had held them", l.read)
+	}
+	if delivered != nil {
+		c.Inconclusivef("the echoes counted as held for the half-closed client did not all arrive once it read (%v): the server did not hold them, so a client leaving echoes unread was not tested (that the echoes are owed is I3's claim)", delivered)
+	}
+	judgeProbes(c, peers, results, bound, "delayed while a half-closed client leaves its echoes unread")
+	if !c.Failed() && !holding {
+		c.Inconclusivef("the others were served, but by the end of the probes the server no longer held echoes for the half-closed client: it was not holding them throughout")
+	}
+}
+
+// w4Bound is W4's bound on a light round trip: the wait the budgets allow
+// for a round of the light sources and one whose output is blocked, each
+// turn costing syscalls only (no callback cost is configured), 20 times,
+// and at least 500 ms (the S1 floor).
+func w4Bound(ref *Reference, light int) (time.Duration, string) {
+	cfg := reactors.DefaultConfig()
+	if ref != nil {
+		cfg = ref.Config
+	}
+	const turn = 200 * time.Microsecond // read, write, epoll_ctl per turn on this VM, generously
+	turns := cfg.Budgets.Consume + 1 + light
+	wait := time.Duration(turns) * turn
+	bound := max(500*time.Millisecond, 20*wait)
+	return bound, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(500 ms, 20 × wait) = %v", cfg.Budgets.Consume, light, turn, wait, bound)
+}
+
+// readOwed reads, within bound, every byte of the echo owed (all that
+// was sent, for a byte echo; the complete frames, for a frame echo), each
+// checked; what comes after, an EOF included, is not its business.
+func (l *loaded) readOwed(bound time.Duration, frameEcho bool) error {
+	owed := l.sent
+	if frameEcho {
+		owed -= l.sent % streamFrameSize
+	}
+	deadline := time.Now().Add(bound)
+	for l.read < owed {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d bytes owed back after %v, then nothing", l.read, owed, bound)
+		}
+		if _, err := l.readSome(int(min(owed-l.read, 256<<10)), time.Until(deadline)); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("the server closed the connection after %d of %d bytes owed: it dropped %d bytes of echoes", l.read, owed, owed-l.read)
+			}
+			return fmt.Errorf("after %d of %d bytes owed: %w", l.read, owed, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package conformance
+
+import (
+	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
+)
+
+// x1Case is X1: a STOP sent under hot load is observed by every loop, and
+// answered with STOP_ACK, within the bound.
+func x1Case() Case {
+	return Case{
+		ID:      "X1",
+		Title:   "STOP observed within bound under hot load",
+		Claim:   "a STOP sent 1 s into a hot load is observed by every loop, and answered with STOP_ACK, within the bound",
+		Mutants: []string{"stop-when-idle"},
+		Bound:   "STOP observation (every loop) and STOP_ACK ≤ twice the S1 bound: STOP is checked at the top of every round, the ACK follows one round later",
+		Needs:   NeedControl | NeedStats,
+		Setup:   Setup{Tweak: hotTweak},
+		Run:     runX1,
+	}
+}
+
+func runX1(c *C) {
+	bound := boundFor(c, 1)
+	ctl := c.dial("control conn", c.Instance().ControlAddr())
+	h := startHot(c, c.Instance().Addr())
+	// STOP lands well inside the load: the first turn only finds the first
+	// write's frames, later ones find the whole 2 MiB.
+	lead := time.NewTimer(time.Second)
+	<-lead.C
+	sent := sendStop(c, ctl)
+	ledger, _ := awaitAck(c, ctl, 2*bound+2*time.Second)
+	ackAfter := time.Since(sent)
+	h.stop()
+	c.Evidencef("STOP_ACK %v after STOP; ledger %+v", ackAfter.Round(time.Microsecond), ledger)
+	if !ledger.Balanced() {
+		c.Errorf("STOP_ACK ledger does not balance: %+v", ledger)
+	}
+	// Lost final statistics are inconclusive if the reactor ended badly
+	// at its stop (reported apart), a failure otherwise: never a skip.
+	f := c.Stop()
+	f.Stats = c.finalStats(f)
+	obs := f.Stats.Histograms[reactors.HistStopObserve]
+	c.Evidencef("STOP observation over %d loops: max %v", obs.Count, time.Duration(obs.Max))
+	if int(obs.Count) < f.Stats.Loops {
+		c.Errorf("%d of %d loops recorded observing STOP", obs.Count, f.Stats.Loops)
+	}
+	if time.Duration(obs.Max) > 2*bound {
+		c.Errorf("a loop observed STOP %v after it was sent (bound %v)", time.Duration(obs.Max).Round(time.Millisecond), 2*bound)
+	}
+	if ackAfter > 2*bound {
+		c.Errorf("STOP_ACK came %v after STOP (bound %v)", ackAfter.Round(time.Millisecond), 2*bound)
+	}
+}
