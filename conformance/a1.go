@@ -33,10 +33,9 @@ const (
 // bucket allows, and every DATA frame is answered.
 func a1Case() Case {
 	return Case{
-		ID:      "A1",
-		Title:   "control latency bounded at 2× overload with admission limiting",
-		Claim:   "with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while 50 data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT",
-		Mutants: []string{"admission-ignored"},
+		ID:    "A1",
+		Title: "control latency bounded at 2× overload with admission limiting",
+		Claim: "with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while 50 data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT",
 		Bound: "PING round trips ≤ 10 × the round the bucket allows (at least 250 ms): (burst × frame cost + connections × input budget × REJECT cost) / (1 − rate × frame cost); " +
 			"at most 2% over it, none over twice it. Without the limit a flat loop's round is every connection's turn, each up to the 20 ms time budget: about 1 s",
 		Needs: NeedReference | NeedControl | NeedStats,

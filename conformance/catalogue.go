@@ -1,8 +1,11 @@
 package conformance
 
 import (
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // Needs are what a case requires of an instance beyond a byte echo. A case
@@ -36,7 +39,10 @@ type Case struct {
 	Claim string
 	// Mutants are the reactor faults (names as faults.ParseReactor
 	// accepts them) that must make this case fail on the designs they
-	// apply to; WireFaults are the client-side faults it applies.
+	// apply to, in the registry's order. Catalogue fills it from the
+	// mutant registry (reactors.Mutants, each entry's Cases): the registry
+	// is the one place a mutant's cases are written. WireFaults are the
+	// client-side faults the case applies.
 	Mutants    []string
 	WireFaults []string
 	// BlackBoxBugs are the examples/echo --bug modes that must make this
@@ -105,7 +111,7 @@ func (cs Case) unmet(inst Instance, stop StopContract) string {
 // Catalogue returns every case, in id order within groups F R W I S T X A M.
 // Each case's constructor is in the file named for its id (f1.go: f1Case).
 func Catalogue() []Case {
-	return []Case{
+	cases := []Case{
 		f1Case(), f2Case(), f3Case(), f4Case(),
 		r1Case(), r2Case(), r3Case(), r4Case(),
 		w1Case(), w2Case(), w3Case(), w4Case(), w5Case(),
@@ -116,6 +122,22 @@ func Catalogue() []Case {
 		a1Case(),
 		m1Case(), m2Case(), m3Case(), m4Case(), m5Case(),
 	}
+	for i := range cases {
+		cases[i].Mutants = mutantsOf(cases[i].ID)
+	}
+	return cases
+}
+
+// mutantsOf names, in the registry's order, the mutants whose entry in
+// reactors.Mutants names case id.
+func mutantsOf(id string) []string {
+	var names []string
+	for _, m := range reactors.Mutants {
+		if slices.Contains(m.Cases, id) {
+			names = append(names, m.Name)
+		}
+	}
+	return names
 }
 
 // Lookup returns the case with id.

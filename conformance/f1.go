@@ -10,12 +10,12 @@ import (
 // intact and in order.
 func f1Case() Case {
 	return Case{
-		ID:      "F1",
-		Title:   "fragmented frames",
-		Claim:   "a frame that arrives in pieces (split at every byte, and at chosen points around the header, with pauses between pieces) is echoed intact and in order",
-		Mutants: []string{"drop-partial"}, WireFaults: []string{"half-packets"},
-		Bound: "each echo within 2 s (a complete frame is served within one round; 2 s is hundreds of rounds)",
-		Run:   runF1,
+		ID:         "F1",
+		Title:      "fragmented frames",
+		Claim:      "a frame that arrives in pieces (split at every byte, and at chosen points around the header, with pauses between pieces) is echoed intact and in order",
+		WireFaults: []string{"half-packets"},
+		Bound:      "each echo within 2 s (a complete frame is served within one round; 2 s is hundreds of rounds)",
+		Run:        runF1,
 	}
 }
 

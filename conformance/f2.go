@@ -11,12 +11,12 @@ import (
 // once, are all echoed intact and in order.
 func f2Case() Case {
 	return Case{
-		ID:      "F2",
-		Title:   "coalesced frames",
-		Claim:   "a thousand frames in one write, on two connections at once, are all echoed intact and in order",
-		Mutants: []string{"no-drain"}, WireFaults: []string{"coalesced"},
-		Bound: "each echo within 2 s of the previous one: the burst is 32 input budgets, each turn ends with work left and must be resumed without a new readiness event",
-		Run:   runF2,
+		ID:         "F2",
+		Title:      "coalesced frames",
+		Claim:      "a thousand frames in one write, on two connections at once, are all echoed intact and in order",
+		WireFaults: []string{"coalesced"},
+		Bound:      "each echo within 2 s of the previous one: the burst is 32 input budgets, each turn ends with work left and must be resumed without a new readiness event",
+		Run:        runF2,
 	}
 }
 

@@ -14,13 +14,13 @@ import (
 // size allocated.
 func f4Case() Case {
 	return Case{
-		ID:      "F4",
-		Title:   "over-size frame refused",
-		Claim:   "a header declaring 256 MiB (limit 1 MiB) is answered with REJECT and the connection closed, without the server allocating the declared size, while another connection goes on being served",
-		Mutants: []string{"no-frame-limit"}, WireFaults: []string{"over-size"},
-		Bound: "REJECT and EOF within 2 s; server memory grows by less than 64 MiB (a quarter of the declared size)",
-		Needs: NeedReference,
-		Run:   runF4,
+		ID:         "F4",
+		Title:      "over-size frame refused",
+		Claim:      "a header declaring 256 MiB (limit 1 MiB) is answered with REJECT and the connection closed, without the server allocating the declared size, while another connection goes on being served",
+		WireFaults: []string{"over-size"},
+		Bound:      "REJECT and EOF within 2 s; server memory grows by less than 64 MiB (a quarter of the declared size)",
+		Needs:      NeedReference,
+		Run:        runF4,
 	}
 }
 

@@ -11,13 +11,13 @@ import (
 // the new connection that reused its fd number.
 func i1Case() Case {
 	return Case{
-		ID:      "I1",
-		Title:   "stale result never reaches a reused fd",
-		Claim:   "a connection closed with its echo still being computed, followed at once by a new connection (which gets the same fd number on the server), never receives the old connection's result",
-		Mutants: []string{"fd-identity"}, WireFaults: []string{"fd-reuse-churn"},
-		Bound: "the new connection's own echo within 2 s; then nothing else for 40 ms (twice the 20 ms callback: the old result, submitted first, is due before the new one)",
-		Setup: Setup{Tweak: offloaded("fixed:20ms")},
-		Run:   runI1,
+		ID:         "I1",
+		Title:      "stale result never reaches a reused fd",
+		Claim:      "a connection closed with its echo still being computed, followed at once by a new connection (which gets the same fd number on the server), never receives the old connection's result",
+		WireFaults: []string{"fd-reuse-churn"},
+		Bound:      "the new connection's own echo within 2 s; then nothing else for 40 ms (twice the 20 ms callback: the old result, submitted first, is due before the new one)",
+		Setup:      Setup{Tweak: offloaded("fixed:20ms")},
+		Run:        runI1,
 	}
 }
 

@@ -13,14 +13,14 @@ import (
 // leave no descriptor, slot or unaccounted frame behind.
 func i2Case() Case {
 	return Case{
-		ID:      "I2",
-		Title:   "reset with work pending leaves nothing behind",
-		Claim:   "connections reset by their clients while the server holds their echoes (or has stopped reading them for backpressure), with callbacks in flight, leave no descriptor, slot or unaccounted frame behind. Inconclusive unless the server was seen holding echoes or paused for at least one of them",
-		Mutants: []string{"leak-pending"}, WireFaults: []string{"reset"},
-		Bound:   "each connection is filled until the server stops reading it (its receive queue still for 100 ms while the client's writes block, its end open: inet_diag of both ends, each socket tied to the connection by its cookie), at most the kernel's buffer maxima + 8 MiB; a server that took all that without pausing counts as holding echoes only once it has read everything and delivers 64 KiB beyond what the kernel's queues held (within 3 s); within 3 s of the resets (a reset is seen by the next epoll_wait, within a round) the server's sockets (process targets) or open connections (in-process) are back to the baseline; at the end accepted = completed + rejected",
-		Setup:   Setup{Tweak: offloaded("fixed:20us")},
-		Timeout: 90 * time.Second, // 4 fills ≤ 15 s each (+ ≤ 3 s to confirm) + the release ≤ 3 s
-		Run:     runI2,
+		ID:         "I2",
+		Title:      "reset with work pending leaves nothing behind",
+		Claim:      "connections reset by their clients while the server holds their echoes (or has stopped reading them for backpressure), with callbacks in flight, leave no descriptor, slot or unaccounted frame behind. Inconclusive unless the server was seen holding echoes or paused for at least one of them",
+		WireFaults: []string{"reset"},
+		Bound:      "each connection is filled until the server stops reading it (its receive queue still for 100 ms while the client's writes block, its end open: inet_diag of both ends, each socket tied to the connection by its cookie), at most the kernel's buffer maxima + 8 MiB; a server that took all that without pausing counts as holding echoes only once it has read everything and delivers 64 KiB beyond what the kernel's queues held (within 3 s); within 3 s of the resets (a reset is seen by the next epoll_wait, within a round) the server's sockets (process targets) or open connections (in-process) are back to the baseline; at the end accepted = completed + rejected",
+		Setup:      Setup{Tweak: offloaded("fixed:20us")},
+		Timeout:    90 * time.Second, // 4 fills ≤ 15 s each (+ ≤ 3 s to confirm) + the release ≤ 3 s
+		Run:        runI2,
 	}
 }
 

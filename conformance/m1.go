@@ -13,13 +13,12 @@ import (
 // which one loop hands connections to another is accepted and answered.
 func m1Case() Case {
 	return Case{
-		ID:      "M1",
-		Title:   "accept storm beyond the handoff queue",
-		Claim:   "every connection of a storm of 512 opened at once, each sending one frame, is accepted and answered, also when the storm outruns the queue through which one loop hands connections to another. Inconclusive on a server that hands connections over (its counters show handoffs) unless a handoff was seen finding the queue full",
-		Mutants: []string{"handoff-drop-when-full"},
-		Bound:   "every connection's echo within 10 s of the storm's start: an acceptor accepts up to 64 a round and a sub-loop registers what its ingress holds every round, so even with 2 sub-loops of 4 items each the 512 are handed over in about 64 rounds (milliseconds each); but a correct server whose listen backlog is shorter than the storm (asyncio's 100) drops SYNs, which the client's kernel sends again after 1, 3 and 7 s: 10 s lets a connection through on its third retransmission",
-		Setup:   Setup{Tweak: m1Tweak},
-		Run:     runM1,
+		ID:    "M1",
+		Title: "accept storm beyond the handoff queue",
+		Claim: "every connection of a storm of 512 opened at once, each sending one frame, is accepted and answered, also when the storm outruns the queue through which one loop hands connections to another. Inconclusive on a server that hands connections over (its counters show handoffs) unless a handoff was seen finding the queue full",
+		Bound: "every connection's echo within 10 s of the storm's start: an acceptor accepts up to 64 a round and a sub-loop registers what its ingress holds every round, so even with 2 sub-loops of 4 items each the 512 are handed over in about 64 rounds (milliseconds each); but a correct server whose listen backlog is shorter than the storm (asyncio's 100) drops SYNs, which the client's kernel sends again after 1, 3 and 7 s: 10 s lets a connection through on its third retransmission",
+		Setup: Setup{Tweak: m1Tweak},
+		Run:   runM1,
 	}
 }
 

@@ -14,7 +14,6 @@ func m2Case() Case {
 		ID:      "M2",
 		Title:   "one loop per connection",
 		Claim:   "16 connections each pipelining 2,000 frames of mixed sizes (1 B to 64 KiB), half of them a frame a write and half 32, get every echo back whole and in order: two loops serving one socket interleave its reads and writes. A reference reactor also registers each connection on one loop only: the connections its loops registered (Σ per-loop conns) are no more than it accepted",
-		Mutants: []string{"serve-on-two-loops"},
 		Bound:   "each echo within 2 s of the previous one on its connection (a frame is served within a round); the whole exchange within 60 s",
 		Setup:   Setup{Tweak: twoDataLoops},
 		Timeout: 90 * time.Second,

@@ -37,11 +37,10 @@ func m3Case() Case {
 		Title: "stale results never cross to a reused fd on another loop",
 		Claim: "a connection reset while its echo is being computed, followed by a new connection that takes its fd number on another loop, never receives the old connection's result. " +
 			"Needs a reference reactor with an offload pool and two data loops; inconclusive unless, in one of 10 attempts, the reactor counted a stale result whose fd number another loop had registered by then (or the new connection received the stale result: a failure)",
-		Mutants: []string{"fd-identity-across-loops"},
-		Bound:   "the new connection's own echo within 2 s, and it first: the old result (a 100 ms callback on one worker) is due before the new one, 100 ms later; then nothing else for 150 ms",
-		Needs:   NeedReference | NeedStats,
-		Setup:   Setup{Tweak: m3Tweak},
-		Run:     runM3,
+		Bound: "the new connection's own echo within 2 s, and it first: the old result (a 100 ms callback on one worker) is due before the new one, 100 ms later; then nothing else for 150 ms",
+		Needs: NeedReference | NeedStats,
+		Setup: Setup{Tweak: m3Tweak},
+		Run:   runM3,
 	}
 }
 

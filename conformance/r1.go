@@ -8,12 +8,12 @@ import (
 // order, without further readiness events.
 func r1Case() Case {
 	return Case{
-		ID:      "R1",
-		Title:   "burst larger than one turn's budget",
-		Claim:   "300 frames of 8 KiB written at once (2.4 MiB: 10 input budgets, 38 byte budgets) are all served, in order, without further readiness events",
-		Mutants: []string{"no-drain"}, WireFaults: []string{"coalesced"},
-		Bound: "each echo within 2 s of the previous one (a turn is at most 32 frames, 64 KiB or 1 ms; the rest must be resumed from the ready queue)",
-		Run:   runR1,
+		ID:         "R1",
+		Title:      "burst larger than one turn's budget",
+		Claim:      "300 frames of 8 KiB written at once (2.4 MiB: 10 input budgets, 38 byte budgets) are all served, in order, without further readiness events",
+		WireFaults: []string{"coalesced"},
+		Bound:      "each echo within 2 s of the previous one (a turn is at most 32 frames, 64 KiB or 1 ms; the rest must be resumed from the ready queue)",
+		Run:        runR1,
 	}
 }
 

@@ -14,14 +14,13 @@ import (
 // and once descriptors are free it serves new connections.
 func r4Case() Case {
 	return Case{
-		ID:      "R4",
-		Title:   "EMFILE without busy loop, with recovery",
-		Claim:   "with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of 48 is the one in force in every process that holds the listener (a server that cannot start under it is started without it, and the limit — 48, or 16 above what it holds then — applied once it is ready, to every process holding its listener), and one of them holds all but 2 of its limit",
-		Mutants: []string{"no-emfile-shed"},
-		Bound:   "server CPU at most 25% of a 500 ms window while full (a spinning accept loop is ~100%; an idle server a few %); a new connection echoed within 5 s after the others close",
-		Needs:   NeedProcess,
-		Setup:   Setup{FdLimit: r4Limit},
-		Run:     runR4,
+		ID:    "R4",
+		Title: "EMFILE without busy loop, with recovery",
+		Claim: "with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of 48 is the one in force in every process that holds the listener (a server that cannot start under it is started without it, and the limit — 48, or 16 above what it holds then — applied once it is ready, to every process holding its listener), and one of them holds all but 2 of its limit",
+		Bound: "server CPU at most 25% of a 500 ms window while full (a spinning accept loop is ~100%; an idle server a few %); a new connection echoed within 5 s after the others close",
+		Needs: NeedProcess,
+		Setup: Setup{FdLimit: r4Limit},
+		Run:   runR4,
 	}
 }
 

@@ -11,7 +11,6 @@ func s2Case() Case {
 		ID:           "S2",
 		Title:        "control latency under hot data",
 		Claim:        "PINGs on the control address every 10 ms are answered within the bound while two hot data connections saturate the reactor (a black box's control address is a byte echo: a PING comes back unchanged, as a reference reactor answers it)",
-		Mutants:      []string{"no-budget"},
 		BlackBoxBugs: []string{"slow-control"},
 		Bound: "PING round trips within the S1 bound, judged the same way (flat designs serve the control source as one more source per round; prio designs sooner); " +
 			"a black box has no budgets to derive it from, so, as S1, it gets the bound of the reference reactor lt with the default budgets",

@@ -10,12 +10,11 @@ import (
 // hot connections saturate the reactor.
 func t1Case() Case {
 	return Case{
-		ID:      "T1",
-		Title:   "timer deviation under load",
-		Claim:   "a 1 ms application timer on every loop fires late by at most the bound while two hot connections saturate the reactor",
-		Mutants: []string{"no-budget"},
-		Bound:   "timer lateness p99 ≤ the S1 bound and max ≤ twice it: due timers run once per round, and a round is bounded by the budgets",
-		Needs:   NeedReference | NeedStats,
+		ID:    "T1",
+		Title: "timer deviation under load",
+		Claim: "a 1 ms application timer on every loop fires late by at most the bound while two hot connections saturate the reactor",
+		Bound: "timer lateness p99 ≤ the S1 bound and max ≤ twice it: due timers run once per round, and a round is bounded by the budgets",
+		Needs: NeedReference | NeedStats,
 		Setup: Setup{Tweak: func(d reactors.Design, cfg *reactors.Config) {
 			hotTweak(d, cfg)
 			cfg.AppTimer = time.Millisecond

@@ -13,12 +13,12 @@ import (
 // backpressure with the server's memory bounded, and then gets every echo.
 func w1Case() Case {
 	return Case{
-		ID:      "W1",
-		Title:   "slow consumer: memory bounded, nothing lost",
-		Claim:   "a client that writes without reading is stopped by backpressure (the server stops reading it) with server memory bounded; once it reads again every echo arrives intact and in order",
-		Mutants: []string{"unbounded-outq"}, WireFaults: []string{"slow-consumer"},
-		Bound: "held bytes ≤ out-queue high watermark + one turn's byte budget + 2 frames (in-process); for a process, its RSS growth once the client blocked beyond what the same server grew by for the kernel's buffer maxima + 8 MiB echoed to a client that reads ≤ 4 × (high watermark + byte budget) + 16 MiB for a reference process, 32 MiB for a black box (what it holds once it has stopped reading is shown, not judged: a proxy's own kernel queues count there); the client gives up after writing 128 MiB unblocked",
-		Run:   runW1,
+		ID:         "W1",
+		Title:      "slow consumer: memory bounded, nothing lost",
+		Claim:      "a client that writes without reading is stopped by backpressure (the server stops reading it) with server memory bounded; once it reads again every echo arrives intact and in order",
+		WireFaults: []string{"slow-consumer"},
+		Bound:      "held bytes ≤ out-queue high watermark + one turn's byte budget + 2 frames (in-process); for a process, its RSS growth once the client blocked beyond what the same server grew by for the kernel's buffer maxima + 8 MiB echoed to a client that reads ≤ 4 × (high watermark + byte budget) + 16 MiB for a reference process, 32 MiB for a black box (what it holds once it has stopped reading is shown, not judged: a proxy's own kernel queues count there); the client gives up after writing 128 MiB unblocked",
+		Run:        runW1,
 	}
 }
 

@@ -8,12 +8,11 @@ import (
 // w2Case is W2: a server with only idle clients does not spin.
 func w2Case() Case {
 	return Case{
-		ID:      "W2",
-		Title:   "no busy loop while idle",
-		Claim:   "with ten connected, idle clients the server does not spin (e.g. on EPOLLOUT with nothing to write)",
-		Mutants: []string{"permanent-epollout"},
-		Bound:   "server CPU ≤ 25% of a 500 ms idle window: an idle loop wakes at most once per 1 ms tick (~20 µs each here, ≤ 2%, plus Go runtime ≤ 8% measured); a spinning loop is ~100%. A reference reactor's loops also make ≤ 4 × window/tick + 100 epoll_waits each (idle: ~2 per tick), which a spinning loop exceeds even when a contended machine gives it 2% of a CPU",
-		Run:     runW2,
+		ID:    "W2",
+		Title: "no busy loop while idle",
+		Claim: "with ten connected, idle clients the server does not spin (e.g. on EPOLLOUT with nothing to write)",
+		Bound: "server CPU ≤ 25% of a 500 ms idle window: an idle loop wakes at most once per 1 ms tick (~20 µs each here, ≤ 2%, plus Go runtime ≤ 8% measured); a spinning loop is ~100%. A reference reactor's loops also make ≤ 4 × window/tick + 100 epoll_waits each (idle: ~2 per tick), which a spinning loop exceeds even when a contended machine gives it 2% of a CPU",
+		Run:   runW2,
 	}
 }
 

@@ -10,13 +10,13 @@ import (
 // and in order.
 func w3Case() Case {
 	return Case{
-		ID:      "W3",
-		Title:   "short writes of large echoes",
-		Claim:   "32 echoes of 512 KiB (16 MiB, more than the socket buffers of both ends hold) to a client that pauses reading for 500 ms, and 512 small echoes of 1 to 3,999 bytes, half before and half after the large ones, sent in groups of 8 a millisecond apart, to a client with a 4 KiB receive buffer (so that the server's writes of small pieces come back short too), are delivered intact and in order, though the server's writes come back short",
-		Mutants: []string{"drop-short-write"}, WireFaults: []string{"slow-consumer"},
-		Bound:   "every echo within 20 s (16 MiB over loopback takes tens of milliseconds once the client reads)",
-		Timeout: 40 * time.Second,
-		Run:     runW3,
+		ID:         "W3",
+		Title:      "short writes of large echoes",
+		Claim:      "32 echoes of 512 KiB (16 MiB, more than the socket buffers of both ends hold) to a client that pauses reading for 500 ms, and 512 small echoes of 1 to 3,999 bytes, half before and half after the large ones, sent in groups of 8 a millisecond apart, to a client with a 4 KiB receive buffer (so that the server's writes of small pieces come back short too), are delivered intact and in order, though the server's writes come back short",
+		WireFaults: []string{"slow-consumer"},
+		Bound:      "every echo within 20 s (16 MiB over loopback takes tens of milliseconds once the client reads)",
+		Timeout:    40 * time.Second,
+		Run:        runW3,
 	}
 }
 

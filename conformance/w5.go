@@ -13,7 +13,6 @@ func w5Case() Case {
 		ID:           "W5",
 		Title:        "a peer that stops reading does not freeze the others",
 		Claim:        "while one client keeps sending and never reads (nor half-closes), so that the server's writes back to it back up, four other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the stalled connection's path back was seen backed up with the server's end open (bytes in the server's send queue and in the client's receive queue) before the probes and after them",
-		Mutants:      []string{"block-on-full-write"},
 		BlackBoxBugs: []string{"block-loop-on-full"},
 		Bound:        "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it (W4's bound); one unanswered for twice the bound fails at once. The stalled client (4 KiB receive buffer) fills as in I2 until the server stops reading it or holds 256 KiB of echoes it cannot write, then goes on sending (writes of 64 KiB, each given 20 ms) while the others are probed",
 		Run:          runW5,

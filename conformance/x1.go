@@ -10,14 +10,13 @@ import (
 // answered with STOP_ACK, within the bound.
 func x1Case() Case {
 	return Case{
-		ID:      "X1",
-		Title:   "STOP observed within bound under hot load",
-		Claim:   "a STOP sent 1 s into a hot load is observed by every loop, and answered with STOP_ACK, within the bound",
-		Mutants: []string{"stop-when-idle"},
-		Bound:   "STOP observation (every loop) and STOP_ACK ≤ twice the S1 bound: STOP is checked at the top of every round, the ACK follows one round later",
-		Needs:   NeedControl | NeedStats,
-		Setup:   Setup{Tweak: hotTweak},
-		Run:     runX1,
+		ID:    "X1",
+		Title: "STOP observed within bound under hot load",
+		Claim: "a STOP sent 1 s into a hot load is observed by every loop, and answered with STOP_ACK, within the bound",
+		Bound: "STOP observation (every loop) and STOP_ACK ≤ twice the S1 bound: STOP is checked at the top of every round, the ACK follows one round later",
+		Needs: NeedControl | NeedStats,
+		Setup: Setup{Tweak: hotTweak},
+		Run:   runX1,
 	}
 }
 

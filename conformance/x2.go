@@ -12,13 +12,12 @@ import (
 // STOP_ACK ledger balances.
 func x2Case() Case {
 	return Case{
-		ID:      "X2",
-		Title:   "stop ledger balances, post-STOP requests refused",
-		Claim:   "DATA frames behind a STOP are refused with REJECT, the STOP_ACK ledger balances (accepted = completed + rejected), and a data connection pipelining through the stop sees only in-order echoes, then only REJECTs, then the end",
-		Mutants: []string{"silent-after-stop"},
-		Bound:   "STOP_ACK within 5 s; the connections end within the stop grace (2 s) plus 5 s",
-		Needs:   NeedControl | NeedStats,
-		Run:     runX2,
+		ID:    "X2",
+		Title: "stop ledger balances, post-STOP requests refused",
+		Claim: "DATA frames behind a STOP are refused with REJECT, the STOP_ACK ledger balances (accepted = completed + rejected), and a data connection pipelining through the stop sees only in-order echoes, then only REJECTs, then the end",
+		Bound: "STOP_ACK within 5 s; the connections end within the stop grace (2 s) plus 5 s",
+		Needs: NeedControl | NeedStats,
+		Run:   runX2,
 	}
 }
 

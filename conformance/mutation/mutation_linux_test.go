@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,26 +22,13 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
-// The catalogue and the fault types must agree: every case names the
-// reactor faults that must fail it, and each of those faults names the
-// case; every case has at least one.
+// Every case has a fault that must fail it: a reactor fault (the
+// registry names the case: the catalogue's Mutants come from there) or an
+// examples/echo bug; and its wire faults parse.
 func TestCatalogueMatchesFaults(t *testing.T) {
-	byCase := map[string][]string{}
-	for _, f := range faults.Reactors() {
-		for _, id := range f.Cases() {
-			byCase[id] = append(byCase[id], f.Name())
-		}
-	}
 	for _, c := range conformance.Catalogue() {
-		got := slices.Clone(c.Mutants)
-		sort.Strings(got)
-		want := byCase[c.ID]
-		sort.Strings(want)
-		if len(got) == 0 && len(c.BlackBoxBugs) == 0 {
+		if len(c.Mutants) == 0 && len(c.BlackBoxBugs) == 0 {
 			t.Errorf("%s has no mutant (nor examples/echo bug) that must fail it", c.ID)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: catalogue says mutants %v, the fault types say %v", c.ID, got, want)
 		}
 		for _, w := range c.WireFaults {
 			if _, err := faults.ParseWire(w); err != nil {
@@ -54,8 +40,8 @@ func TestCatalogueMatchesFaults(t *testing.T) {
 
 // Every entry of the mutant registry (reactors.Mutants) has its rows in the
 // mutation table: it is a reactor fault, it must be caught on at least one
-// design, and each case it names is in the catalogue, which names it back.
-// A new mutant cannot skip TestEveryMutantIsCaught.
+// design, and each case it names is in the catalogue. A new mutant cannot
+// skip TestEveryMutantIsCaught.
 func TestEveryMutantHasConformanceRows(t *testing.T) {
 	cases := map[string]conformance.Case{}
 	for _, c := range conformance.Catalogue() {
@@ -74,12 +60,8 @@ func TestEveryMutantHasConformanceRows(t *testing.T) {
 			t.Errorf("mutant %s has no row in the mutation table (no design with cases among faults.Reactors)", m.Name)
 		}
 		for _, id := range m.Cases {
-			c, ok := cases[id]
-			switch {
-			case !ok:
+			if _, ok := cases[id]; !ok {
 				t.Errorf("mutant %s names case %s, which is not in the catalogue", m.Name, id)
-			case !slices.Contains(c.Mutants, m.Name):
-				t.Errorf("mutant %s names case %s, whose catalogue entry lists mutants %v", m.Name, id, c.Mutants)
 			}
 		}
 	}
