@@ -233,7 +233,7 @@ const (
 	GateArrivals = "arrivals"
 	// GateIndependence: consecutive latency samples of an open loop are
 	// not correlated beyond 1/3 (a class that fails has its intervals
-	// counted as one sample in Gate.Thinning).
+	// count one sample in Gate.CountsOneIn).
 	GateIndependence = "independence"
 	// GateStationarity: a class's median and p90 do not trend through the
 	// run.

@@ -29,11 +29,11 @@ const Confidence = 0.95
 // maximum).
 //
 // Samples that depend on each other are worth fewer than their number.
-// Where the load generator's independence gate found that only every k-th
-// sample is free of the correlation (Thinning k > 1), the interval is
-// the one of n/k independent samples, its ranks scaled back to n: wider,
-// and Need is k times as many. Where no thinning up to MaxThinning was
-// (ThinningUnknown), there is no interval at all.
+// Where the load generator's independence gate failed, the interval
+// counts one sample in k (Thinning k > 1, IntervalThinning): it is the
+// one of n/k independent samples, its ranks scaled back to n, so wider,
+// and Need is k times as many. Where no thinning up to MaxThinning passed
+// the gate (ThinningUnknown), there is no interval at all.
 type Interval struct {
 	LoUs float64 `json:"lo_us"`
 	HiUs float64 `json:"hi_us"`

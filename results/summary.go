@@ -76,7 +76,7 @@ func Summarize(h *hdrhistogram.Histogram, clamped int64) ClassSummary {
 // samples of which only every k-th counts (ThinnedInterval); k of 0 or 1
 // leaves s as it is.
 func (s *ClassSummary) Widen(h *hdrhistogram.Histogram, k int) {
-	if (k == 0 || k == 1) || s.Count == 0 {
+	if k == 0 || k == 1 || s.Count == 0 {
 		return
 	}
 	for _, sp := range SummaryPercentiles {
