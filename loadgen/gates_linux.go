@@ -315,7 +315,8 @@ func (g *group) periodFit(res int64) (fit results.PeriodFit, shortest float64) {
 
 // independenceGate tests consecutive latencies of an open loop's class.
 func independenceGate(class string, runs [][]float64) Gate {
-	d := results.LagDependence(runs, 1)
+	ranked := results.RankRuns(runs)
+	d := ranked.Lag(1)
 	gate := Gate{Name: GateIndependence, Class: class, Figure: d.String()}
 	switch {
 	case !d.Judged():
@@ -323,8 +324,8 @@ func independenceGate(class string, runs [][]float64) Gate {
 		gate.Figure += " (too few to judge)"
 	case d.Fails():
 		gate.Verdict = GateFail
-		gate.Thinning = results.ThinningFor(runs)
-		gate.CountsOneIn = results.IntervalThinning(runs)
+		gate.Thinning = ranked.Thinning()
+		gate.CountsOneIn = ranked.IntervalThinning()
 		if gate.Thinning > 0 {
 			gate.Figure += fmt.Sprintf(": samples %d apart are not correlated beyond 1/3; the class's intervals count one sample in %d", gate.Thinning, gate.CountsOneIn)
 		} else {

@@ -40,18 +40,46 @@ const (
 	MaxThinning = 64
 )
 
+// Ranked are runs of consecutive samples, each ranked and its ranks'
+// linear trend removed (see Dependence) once, so that correlations at
+// several lags cost no further allocation: the gate that judges them runs
+// at the end of every load generator run, whose allocations per frame are
+// held to zero.
+type Ranked [][]float64
+
+// RankRuns ranks and detrends each of runs (each a slice of consecutive
+// samples).
+func RankRuns(runs [][]float64) Ranked {
+	total, longest := 0, 0
+	for _, run := range runs {
+		total, longest = total+len(run), max(longest, len(run))
+	}
+	all, idx := make([]float64, total), make([]int, longest)
+	r := make(Ranked, len(runs))
+	for i, run := range runs {
+		r[i], all = all[:len(run):len(run)], all[len(run):]
+		midranksInto(r[i], run, idx[:len(run)])
+		detrendInPlace(r[i])
+	}
+	return r
+}
+
 // LagDependence is the dependence between samples lag apart in runs
 // (each run a slice of consecutive samples; runs shorter than lag+3 are
 // left out).
 func LagDependence(runs [][]float64, lag int) Dependence {
+	return RankRuns(runs).Lag(lag)
+}
+
+// Lag is LagDependence of the runs r was ranked from.
+func (rk Ranked) Lag(lag int) Dependence {
 	d := Dependence{Lag: lag}
 	var weighted float64
-	for _, run := range runs {
-		n := len(run) - lag
+	for _, r := range rk {
+		n := len(r) - lag
 		if n < 3 {
 			continue
 		}
-		r := detrend(midranks(run))
 		rho := pearson(r[:n], r[lag:])
 		if math.IsNaN(rho) {
 			continue // a constant run: no ranks to correlate
@@ -95,9 +123,12 @@ func (d Dependence) String() string {
 // samples k apart do not fail LagDependence: their correlation at lag k is
 // below 1/3 or within chance (no proof of independence at every lag). It returns 0 when none up to MaxThinning
 // passes, or when the runs are too short to judge at some lag first.
-func ThinningFor(runs [][]float64) int {
+func ThinningFor(runs [][]float64) int { return RankRuns(runs).Thinning() }
+
+// Thinning is ThinningFor of the runs rk was ranked from.
+func (rk Ranked) Thinning() int {
 	for k := 1; k <= MaxThinning; k *= 2 {
-		d := LagDependence(runs, k)
+		d := rk.Lag(k)
 		if !d.Judged() {
 			return 0
 		}
@@ -116,16 +147,19 @@ func ThinningFor(runs [][]float64) int {
 // latencies of lag-1 correlation 0.6 and 0.9 (TestThinnedIntervalCoverage):
 // ThinningFor's k alone covered the true p50 in 89% of trials, this in
 // 95.5–99%; the unthinned interval in 37–76%.
-func IntervalThinning(runs [][]float64) int {
-	k := ThinningFor(runs)
+func IntervalThinning(runs [][]float64) int { return RankRuns(runs).IntervalThinning() }
+
+// IntervalThinning is IntervalThinning of the runs rk was ranked from.
+func (rk Ranked) IntervalThinning() int {
+	k := rk.Thinning()
 	if k == 0 {
 		return ThinningUnknown
 	}
-	return max(k, int(math.Ceil(1/LagDependence(runs, 1).Worth()-1e-9)))
+	return max(k, int(math.Ceil(1/rk.Lag(1).Worth()-1e-9)))
 }
 
-// detrend returns x less its least-squares line against its index.
-func detrend(x []float64) []float64 {
+// detrendInPlace takes x's least-squares line against its index out of x.
+func detrendInPlace(x []float64) {
 	n := float64(len(x))
 	var sx, sy, sxx, sxy float64
 	for i, v := range x {
@@ -140,16 +174,14 @@ func detrend(x []float64) []float64 {
 	if den != 0 {
 		slope = (n*sxy - sx*sy) / den
 	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = v - slope*float64(i)
+	for i := range x {
+		x[i] -= slope * float64(i)
 	}
-	return out
 }
 
-// midranks returns each value's rank (1-based), ties given their mean rank.
-func midranks(x []float64) []float64 {
-	idx := make([]int, len(x))
+// midranksInto writes each value of x's rank (1-based, ties given their
+// mean rank) into r, with idx as scratch (both len(x)).
+func midranksInto(r, x []float64, idx []int) {
 	for i := range idx {
 		idx[i] = i
 	}
@@ -162,7 +194,6 @@ func midranks(x []float64) []float64 {
 		}
 		return 0
 	})
-	r := make([]float64, len(x))
 	for i := 0; i < len(idx); {
 		j := i
 		for j+1 < len(idx) && x[idx[j+1]] == x[idx[i]] {
@@ -174,7 +205,6 @@ func midranks(x []float64) []float64 {
 		}
 		i = j + 1
 	}
-	return r
 }
 
 // pearson is the correlation of a and b (equal lengths); NaN when either

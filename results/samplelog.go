@@ -23,8 +23,11 @@ type Block struct {
 // evenly spaced over all the samples so far, at most maxBlocks+1 of them
 // (the one being filled included), and each holds consecutive samples:
 // what a test of consecutive samples (their gaps, their correlation)
-// needs, across the whole run and not only its start. The zero value is
-// not usable; NewSampleLog makes one.
+// needs, across the whole run and not only its start. Its memory is
+// allocated once, at the first sample: adding samples after that
+// allocates nothing, so a log costs a run the same whatever its length,
+// and a log that is never used costs nothing. The zero value is not
+// usable; NewSampleLog makes one.
 type SampleLog struct {
 	blockLen, maxBlocks int
 	stride              int // block i is kept when i%stride == 0
@@ -32,19 +35,42 @@ type SampleLog struct {
 	filled              int // samples in it so far
 	cur                 []Sample
 	kept                []Block
+	free                [][]Sample // block buffers not in use, cap blockLen each
 }
 
 // NewSampleLog returns a log of blocks of blockLen samples (≥ 2), at most
 // maxBlocks (≥ 2) of them kept whole.
 func NewSampleLog(blockLen, maxBlocks int) *SampleLog {
-	return &SampleLog{blockLen: max(blockLen, 2), maxBlocks: max(maxBlocks, 2), stride: 1,
-		cur: make([]Sample, 0, max(blockLen, 2))}
+	return &SampleLog{blockLen: max(blockLen, 2), maxBlocks: max(maxBlocks, 2), stride: 1}
+}
+
+// allocate makes the log's buffers: maxBlocks+1 kept (before a
+// thinning) and the one being filled.
+func (s *SampleLog) allocate() {
+	n := s.maxBlocks + 2
+	s.kept = make([]Block, 0, s.maxBlocks+1)
+	s.free = make([][]Sample, 0, n)
+	all := make([]Sample, n*s.blockLen)
+	for i := range n {
+		s.free = append(s.free, all[i*s.blockLen:i*s.blockLen:(i+1)*s.blockLen])
+	}
+	s.cur = s.takeBuffer()
+}
+
+// takeBuffer returns an empty block buffer from the free list.
+func (s *SampleLog) takeBuffer() []Sample {
+	b := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return b[:0]
 }
 
 // Add logs one sample; a nil log drops it.
 func (s *SampleLog) Add(at, value int64) {
 	if s == nil {
 		return
+	}
+	if s.free == nil {
+		s.allocate()
 	}
 	if s.index%s.stride == 0 {
 		s.cur = append(s.cur, Sample{At: at, Value: value})
@@ -70,7 +96,7 @@ func (s *SampleLog) AddBatch(at int64, values []int64) {
 func (s *SampleLog) endBlock() {
 	if s.index%s.stride == 0 && len(s.cur) > 0 {
 		s.kept = append(s.kept, Block{Index: s.index, Samples: s.cur})
-		s.cur = make([]Sample, 0, s.blockLen)
+		s.cur = s.takeBuffer()
 	}
 	s.index++
 	s.filled = 0
@@ -81,6 +107,8 @@ func (s *SampleLog) endBlock() {
 			if b.Index%s.stride == 0 {
 				s.kept[n] = b
 				n++
+			} else {
+				s.free = append(s.free, b.Samples)
 			}
 		}
 		clear(s.kept[n:])
