@@ -91,9 +91,9 @@ func ParseCPUSet(v string) (CPUSet, error) {
 	return CPUSet{list: cpus}, nil
 }
 
-// MarshalJSON writes a single CPU as its number and unpinned as -1 (the
-// form of earlier records, when each side had one CPU), anything else as
-// its String.
+// MarshalJSON writes a single CPU as its number and unpinned as -1 (so
+// that records of one CPU a side read the same whatever the build that
+// wrote them), anything else as its String.
 func (s CPUSet) MarshalJSON() ([]byte, error) {
 	switch {
 	case s.count == 0 && len(s.list) == 0:
@@ -149,7 +149,7 @@ func (c CPUs) Equal(o CPUs) bool { return c.Server.Equal(o.Server) && c.Client.E
 
 // ParseCPUs parses the command-line form of a placement:
 // "server=LIST,loadgen=LIST", each side a Linux CPU list ("0-3,8"; a
-// single number is one CPU, so "server=0,loadgen=1" is as before),
+// single number is one CPU: "server=0,loadgen=1"),
 // "count:N" (the first N CPUs this process may use that the other side was
 // not given), or "none" (or -1) for unpinned. A side not named is unpinned
 // ("client" is accepted for "loadgen"); "" or "none" leaves both

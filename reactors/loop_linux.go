@@ -334,8 +334,8 @@ func (l *Loop) run() {
 // goroutine is handed back to its own thread) and lets sysmon back off to
 // its 10 ms sleep; the load generator does the same (loadgen's yieldEvery).
 // A loop that never blocks is not retaken, only pre-empted by signal every
-// 10 ms, as before: yielding every round instead cost lt 3% of its
-// pipelined throughput. See docs/PERFORMANCE.md.
+// 10 ms; yielding every round instead cost lt 3% of its pipelined
+// throughput. See docs/PERFORMANCE.md.
 const schedulerYieldEvery = 4e6 // ns
 
 // yieldToScheduler calls runtime.Gosched when schedulerYieldEvery has passed
