@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"os"
 	"strconv"
 	"strings"
 )
@@ -50,10 +49,5 @@ func ParseCPUStat(b []byte) (map[int]CPUTimes, error) {
 
 // ReadCPUStat reads the per-CPU lines of /proc/stat.
 func ReadCPUStat() (map[int]CPUTimes, error) {
-	b, err := os.ReadFile(StatPath)
-	if err != nil {
-		return nil, err
-	}
-	t, err := ParseCPUStat(b)
-	return t, at(StatPath, err)
+	return read(StatPath, ParseCPUStat)
 }

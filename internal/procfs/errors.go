@@ -3,6 +3,7 @@ package procfs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 )
 
@@ -56,6 +57,18 @@ func badValue(file, field string, err error) error {
 		err = fmt.Errorf("%q: %w", ne.Num, ne.Err)
 	}
 	return &FormatError{File: file, Field: field, Err: err}
+}
+
+// read reads the file at path and parses it, giving a parse error the
+// path.
+func read[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(b)
+	return v, at(path, err)
 }
 
 // at gives a parser's FormatError the path it was read from.

@@ -68,6 +68,14 @@ type EpollItem struct {
 	Ino    uint64 // ino: the file's inode, hex in the file; a socket's is the N of "socket:[N]"
 }
 
+// epollExclusive is EPOLLEXCLUSIVE of linux/eventpoll.h (Linux 4.5).
+const epollExclusive = 1 << 28
+
+// Exclusive says whether the item was registered EPOLLEXCLUSIVE: of the
+// instances holding a file so, the kernel wakes one per event, after
+// every instance holding it without.
+func (it EpollItem) Exclusive() bool { return it.Events&epollExclusive != 0 }
+
 // ParseEpollItems reads the items of an epoll descriptor's fdinfo. Lines
 // other than "tfd:" ones (pos, flags, mnt_id, ino of the epoll file itself)
 // are skipped; a tfd line must carry a decimal tfd and hex events and ino
@@ -123,11 +131,5 @@ func ParseEpollItems(b []byte) ([]EpollItem, error) {
 // ReadEpollItems reads /proc/PID/fdinfo/FD of an epoll descriptor and its
 // items (none, for a descriptor that is not an epoll instance).
 func ReadEpollItems(pid, fd int) ([]EpollItem, error) {
-	path := Dir(pid) + "/fdinfo/" + strconv.Itoa(fd)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	items, err := ParseEpollItems(b)
-	return items, at(path, err)
+	return read(Dir(pid)+"/fdinfo/"+strconv.Itoa(fd), ParseEpollItems)
 }

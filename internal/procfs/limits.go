@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"os"
 	"strconv"
 	"strings"
 )
@@ -69,13 +68,7 @@ func parseLimit(s string) (int64, error) {
 
 // ReadLimits reads /proc/PID/limits of process pid (Self for the caller).
 func ReadLimits(pid int) ([]Limit, error) {
-	path := Dir(pid) + "/limits"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	ls, err := ParseLimits(b)
-	return ls, at(path, err)
+	return read(Dir(pid)+"/limits", ParseLimits)
 }
 
 // ReadFdLimit reads the soft and hard "Max open files" of process pid

@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"os"
 	"strconv"
 	"strings"
 )
@@ -62,13 +61,9 @@ func ParseNetstat(b []byte) (map[string]map[string]uint64, error) {
 // thread's network namespace's), by name; a file without them is a
 // FormatError.
 func ReadTcpExt() (map[string]uint64, error) {
-	b, err := os.ReadFile(NetstatPath)
+	groups, err := read(NetstatPath, ParseNetstat)
 	if err != nil {
 		return nil, err
-	}
-	groups, err := ParseNetstat(b)
-	if err != nil {
-		return nil, at(NetstatPath, err)
 	}
 	ext, ok := groups["TcpExt"]
 	if !ok {

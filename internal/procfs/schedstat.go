@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"os"
 	"strconv"
 	"strings"
 )
@@ -46,11 +45,5 @@ func SchedstatPath(pid int) string { return Dir(pid) + "/schedstat" }
 
 // ReadTaskSchedstat reads /proc/PID/task/TID/schedstat: one thread's.
 func ReadTaskSchedstat(pid, tid int) (Schedstat, error) {
-	path := TaskDir(pid, tid) + "/schedstat"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Schedstat{}, err
-	}
-	s, err := ParseSchedstat(b)
-	return s, at(path, err)
+	return read(TaskDir(pid, tid)+"/schedstat", ParseSchedstat)
 }

@@ -90,21 +90,12 @@ func ParseStat(b []byte) (Stat, error) {
 
 // ReadStat reads /proc/PID/stat of process pid (Self for the caller).
 func ReadStat(pid int) (Stat, error) {
-	return readStat(Dir(pid) + "/stat")
+	return read(Dir(pid)+"/stat", ParseStat)
 }
 
 // ReadTaskStat reads /proc/PID/task/TID/stat: one thread's.
 func ReadTaskStat(pid, tid int) (Stat, error) {
-	return readStat(TaskDir(pid, tid) + "/stat")
-}
-
-func readStat(path string) (Stat, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Stat{}, err
-	}
-	s, err := ParseStat(b)
-	return s, at(path, err)
+	return read(TaskDir(pid, tid)+"/stat", ParseStat)
 }
 
 // Pids lists the processes /proc shows (its numeric entries), in directory

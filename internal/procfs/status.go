@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"os"
 	"strconv"
 	"strings"
 )
@@ -64,20 +63,11 @@ func ParseStatus(b []byte) (Status, error) {
 
 // ReadStatus reads /proc/PID/status of process pid (Self for the caller).
 func ReadStatus(pid int) (Status, error) {
-	return readStatus(Dir(pid) + "/status")
+	return read(Dir(pid)+"/status", ParseStatus)
 }
 
 // ReadTaskStatus reads /proc/PID/task/TID/status: one thread's (its own
 // CPU mask and switches; the memory lines are the process's).
 func ReadTaskStatus(pid, tid int) (Status, error) {
-	return readStatus(TaskDir(pid, tid) + "/status")
-}
-
-func readStatus(path string) (Status, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Status{}, err
-	}
-	s, err := ParseStatus(b)
-	return s, at(path, err)
+	return read(TaskDir(pid, tid)+"/status", ParseStatus)
 }

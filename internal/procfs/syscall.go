@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"os"
 	"strconv"
 	"strings"
 )
@@ -48,11 +47,5 @@ func ParseSyscall(b []byte) (Syscall, error) {
 // ReadTaskSyscall reads /proc/PID/task/TID/syscall, which needs leave to
 // trace the process (fs.ErrPermission otherwise).
 func ReadTaskSyscall(pid, tid int) (Syscall, error) {
-	path := TaskDir(pid, tid) + "/syscall"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Syscall{}, err
-	}
-	s, err := ParseSyscall(b)
-	return s, at(path, err)
+	return read(TaskDir(pid, tid)+"/syscall", ParseSyscall)
 }
