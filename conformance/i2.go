@@ -2,10 +2,12 @@ package conformance
 
 import (
 	"fmt"
-	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -173,11 +175,11 @@ func openFds(inst Instance) []string {
 	}
 	out := []string{}
 	for _, pid := range pids {
-		dir := fmt.Sprintf("/proc/%d/fd", pid)
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			target, _ := os.Readlink(dir + "/" + e.Name())
-			out = append(out, fmt.Sprintf("%d:%s→%s", pid, e.Name(), target))
+		fds, _ := procfs.ReadFds(pid)
+		// In the order of the descriptors' names, as they were always listed.
+		slices.SortFunc(fds, func(a, b procfs.Fd) int { return strings.Compare(strconv.Itoa(a.Num), strconv.Itoa(b.Num)) })
+		for _, f := range fds {
+			out = append(out, fmt.Sprintf("%d:%d→%s", pid, f.Num, f.Target))
 		}
 	}
 	return out

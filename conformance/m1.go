@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -51,7 +52,7 @@ func runM1(c *C) {
 			errs[i] = stormOne(addr, uint64(i+1), m1Bound)
 		}()
 	}
-	ext0, extErr := tcpExt()
+	ext0, extErr := procfs.ReadTcpExt()
 	close(start)
 	wg.Wait()
 	var bad []string
@@ -65,7 +66,7 @@ func runM1(c *C) {
 	// (or an acceptor too slow for it) from a server that loses
 	// connections it accepted.
 	overflow := ""
-	if ext1, err := tcpExt(); err == nil && extErr == nil {
+	if ext1, err := procfs.ReadTcpExt(); err == nil && extErr == nil {
 		n, d := ext1["ListenOverflows"]-ext0["ListenOverflows"], ext1["ListenDrops"]-ext0["ListenDrops"]
 		c.Evidencef("the kernel counted %d accept queue overflows and %d listen drops during the storm (TcpExt ListenOverflows, ListenDrops, this network namespace)", n, d)
 		if n > 0 {

@@ -3,12 +3,11 @@ package conformance
 import (
 	"fmt"
 	"net"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -349,36 +348,16 @@ func wakeupSampler(inst Instance) (func() (map[int]uint64, error), error) {
 
 // groupSwitches reads the voluntary context switches of every thread of
 // pids from /proc/PID/task/TID/status; a thread that ends while it is
-// read is left out.
+// read, or whose status has no such line, is left out.
 func groupSwitches(pids []int) map[int]uint64 {
 	out := map[int]uint64{}
 	for _, pid := range pids {
-		dir := fmt.Sprintf("/proc/%d/task", pid)
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if n, err := voluntarySwitches(dir + "/" + e.Name() + "/status"); err == nil {
-				out[tid] = n
+		tids, _ := procfs.Tasks(pid)
+		for _, tid := range tids {
+			if st, err := procfs.ReadTaskStatus(pid, tid); err == nil && st.VoluntarySwitches >= 0 {
+				out[tid] = uint64(st.VoluntarySwitches)
 			}
 		}
 	}
 	return out
-}
-
-// voluntarySwitches reads the voluntary_ctxt_switches line of a
-// /proc/…/status file.
-func voluntarySwitches(path string) (uint64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s has no voluntary_ctxt_switches line", path)
 }

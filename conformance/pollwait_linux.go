@@ -8,10 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"strings"
 	"unsafe"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +55,7 @@ const maxPollFds = 1 << 16
 // of them for each connection), and those blocked in accept or accept4
 // on it (acceptors: queued exclusive, one woken a connection). It reads
 // each thread's /proc/PID/task/TID/syscall (the call it is blocked in and
-// its arguments) and a poller's descriptor list from the process's memory
+// its arguments; procfs.ReadTaskSyscall) and a poller's descriptor list from the process's memory
 // (process_vm_readv). A thread that is running, gone, or in another call
 // is not counted. The error, if any, says that a thread's call or a
 // waiting thread's list could not be read (no permission to trace it):
@@ -69,20 +68,19 @@ func threadWaiters(pids []int, inodes map[string]bool) (map[string]threadWaits, 
 		if len(socks) == 0 {
 			continue // this process cannot wait on the listener
 		}
-		dir := fmt.Sprintf("/proc/%d/task", pid)
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			b, err := os.ReadFile(dir + "/" + e.Name() + "/syscall")
+		tids, _ := procfs.Tasks(pid)
+		for _, tid := range tids {
+			call, err := procfs.ReadTaskSyscall(pid, tid)
 			if err != nil {
 				if errors.Is(err, fs.ErrPermission) && firstErr == nil {
 					firstErr = err // not ours to trace: what it waits in is unknown
 				}
-				continue // else gone meanwhile
+				continue // else gone meanwhile, or a line that did not parse
 			}
-			nr, args, ok := parseSyscallLine(string(b))
-			if !ok {
+			if !call.InCall {
 				continue
 			}
+			nr, args := call.Nr, call.Args
 			shape, ok := waitSyscalls[nr]
 			if !ok {
 				continue
@@ -98,7 +96,7 @@ func threadWaiters(pids []int, inodes map[string]bool) (map[string]threadWaits, 
 			fds, err := waitedFds(pid, shape, args)
 			if err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("thread %s of pid %d in system call %d: %w", e.Name(), pid, nr, err)
+					firstErr = fmt.Errorf("thread %d of pid %d in system call %d: %w", tid, pid, nr, err)
 				}
 				continue
 			}
@@ -114,46 +112,6 @@ func threadWaiters(pids []int, inodes map[string]bool) (map[string]threadWaits, 
 		}
 	}
 	return out, firstErr
-}
-
-// kcmpFile is KCMP_FILE of linux/kcmp.h: compare two descriptors' open
-// files.
-const kcmpFile = 0
-
-// sameFile says whether descriptor fd1 of pid1 and fd2 of pid2 refer to
-// one open file (one epoll instance, for epoll descriptors), by kcmp(2),
-// which needs leave to trace both processes.
-func sameFile(pid1, fd1, pid2, fd2 int) (bool, error) {
-	if pid1 == pid2 && fd1 == fd2 {
-		return true, nil
-	}
-	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(pid1), uintptr(pid2), kcmpFile, uintptr(fd1), uintptr(fd2), 0)
-	if errno != 0 {
-		return false, os.NewSyscallError("kcmp", errno)
-	}
-	return r == 0, nil
-}
-
-// parseSyscallLine reads /proc/PID/task/TID/syscall of a thread blocked in
-// a system call: "NR ARG1 … ARG6 SP PC", the arguments in hex. A running
-// thread ("running") or one not in a call ("-1 SP PC") is not.
-func parseSyscallLine(s string) (nr int, args [6]uint64, ok bool) {
-	f := strings.Fields(s)
-	if len(f) < 7 {
-		return 0, args, false
-	}
-	nr, err := strconv.Atoi(f[0])
-	if err != nil || nr < 0 {
-		return 0, args, false
-	}
-	for i := range args {
-		v, err := strconv.ParseUint(strings.TrimPrefix(f[i+1], "0x"), 16, 64)
-		if err != nil {
-			return 0, args, false
-		}
-		args[i] = v
-	}
-	return nr, args, true
 }
 
 // waitedFds reads from pid's memory the descriptors a thread blocked in a

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,10 +162,10 @@ func TestEpollInstancesCountsEachOnce(t *testing.T) {
 	aDupFile := os.NewFile(uintptr(aDup), "epoll dup") // closes aDup
 	defer aDupFile.Close()
 	pid := os.Getpid()
-	if same, err := sameFile(pid, a, pid, aDup); err != nil || !same {
+	if same, err := procfs.SameFile(pid, a, pid, aDup); err != nil || !same {
 		t.Fatalf("kcmp of an epoll descriptor and its dup: %v, %v; want the same file", same, err)
 	}
-	if same, err := sameFile(pid, a, pid, b); err != nil || same {
+	if same, err := procfs.SameFile(pid, a, pid, b); err != nil || same {
 		t.Fatalf("kcmp of two epoll sets: %v, %v; want different files", same, err)
 	}
 	// A child that inherited a as its descriptor 3 holds the same
@@ -202,20 +203,6 @@ func TestListenerWaitsSharers(t *testing.T) {
 	} {
 		if got := tc.w.sharers(); got != tc.want {
 			t.Errorf("%s: %d sharers, want %d", fmt.Sprint(tc.w), got, tc.want)
-		}
-	}
-}
-
-// TestParseSyscallLine: a thread blocked in a call yields its number and
-// arguments; a running one, or one outside a call, none.
-func TestParseSyscallLine(t *testing.T) {
-	nr, args, ok := parseSyscallLine("7 0x7ffc5a1b2c30 0x2 0xffffffffffffffff 0x0 0x0 0x0 0x7ffc5a1b2c18 0x7f3e1d2e4b2d\n")
-	if !ok || nr != 7 || args[0] != 0x7ffc5a1b2c30 || args[1] != 2 || args[2] != 1<<64-1 {
-		t.Errorf("poll line: %d %x %v", nr, args, ok)
-	}
-	for _, s := range []string{"running\n", "-1 0x7ffc5a1b2c18 0x7f3e1d2e4b2d\n", ""} {
-		if _, _, ok := parseSyscallLine(s); ok {
-			t.Errorf("%q: read as a blocked call", s)
 		}
 	}
 }

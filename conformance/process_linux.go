@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/target"
 )
@@ -400,7 +401,7 @@ func limitServing(inst Instance, want uint64) (limit uint64, pids []int, held in
 		return 0, nil, 0, errors.New("no process holds the listener")
 	}
 	for _, pid := range serving {
-		n, err := fdCount(pid)
+		n, err := procfs.CountFds(pid)
 		if err != nil {
 			return 0, nil, 0, fmt.Errorf("counting the descriptors of process %d: %w", pid, err)
 		}

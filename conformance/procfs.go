@@ -3,12 +3,14 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // servingProcesses returns the pids of the target's process group that
@@ -45,15 +47,10 @@ func servingProcesses(inst Instance) (serving, group []int, err error) {
 // inodes to that socket.
 func listenerFds(pid int, inodes map[string]bool) map[int]string {
 	out := map[int]string{}
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if t, _ := os.Readlink(dir + "/" + e.Name()); inodes[t] {
-			out[fd] = t
+	fds, _ := procfs.ReadFds(pid)
+	for _, f := range fds {
+		if inodes[f.Target] {
+			out[f.Num] = f.Target
 		}
 	}
 	return out
@@ -92,46 +89,6 @@ func listenerInodes(addr string) (map[string]bool, error) {
 	}
 	return out, nil
 }
-
-// fdLimitOf reads the soft and hard "Max open files" of pid from
-// /proc/<pid>/limits ("unlimited" is reported as -1).
-func fdLimitOf(pid int) (soft, hard int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "Max open files")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			break
-		}
-		parse := func(s string) (int64, error) {
-			if s == "unlimited" {
-				return -1, nil
-			}
-			return strconv.ParseInt(s, 10, 64)
-		}
-		if soft, err = parse(f[0]); err == nil {
-			hard, err = parse(f[1])
-		}
-		return soft, hard, err
-	}
-	return 0, 0, fmt.Errorf("/proc/%d/limits has no \"Max open files\" line", pid)
-}
-
-// fdCount counts the open descriptors of pid.
-func fdCount(pid int) (int, error) {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return len(ents), err
-}
-
-// epollExclusive is EPOLLEXCLUSIVE, as /proc/PID/fdinfo shows it in an
-// epoll item's events.
-const epollExclusive = 1 << 28
 
 // listenerWaits is who waits to accept on one listening socket: the
 // epoll instances holding it without EPOLLEXCLUSIVE (plain) and with it
@@ -198,13 +155,14 @@ type epollRef struct {
 // addr, for the socket whose waiters woken for every connection are the
 // most: the epoll instances of the target's process group that hold it,
 // read from each epoll descriptor's /proc/PID/fdinfo ("tfd: … events:
-// HEX … ino: HEX") and told apart with kcmp (a descriptor dup'd, or
+// HEX … ino: HEX"; procfs.ReadEpollItems) and told apart with kcmp (a descriptor dup'd, or
 // inherited across fork, refers to the same instance: one waiter), and
 // the threads seen blocked in poll, select or accept on it (the most of
 // pollSamples looks; threadWaiters). SO_REUSEPORT listeners are sockets
 // of their own, each in a set of its own: 1 plain, or 1 exclusive. An
-// error says the epoll sets could not be read; waitErr, that a thread's
-// call could not be read (its waits are then a lower bound).
+// error says the epoll sets could not be read (or an fdinfo file did not
+// parse); waitErr, that a thread's call could not be read (its waits are
+// then a lower bound).
 func listenerWaiters(inst Instance) (w listenerWaits, waitErr, err error) {
 	g, ok := inst.(interface{ Group() ([]int, error) })
 	if !ok {
@@ -220,21 +178,23 @@ func listenerWaiters(inst Instance) (w listenerWaits, waitErr, err error) {
 	}
 	refs := map[string][]epollRef{}
 	for _, pid := range pids {
-		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, e := range ents {
-			fd, err := strconv.Atoi(e.Name())
-			if err != nil {
+		fds, _ := procfs.ReadFds(pid)
+		for _, f := range fds {
+			if f.Target != procfs.EpollTarget {
 				continue
 			}
-			if t, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd)); t != "anon_inode:[eventpoll]" {
-				continue
+			items, err := procfs.ReadEpollItems(pid, f.Num)
+			var bad *procfs.FormatError
+			if errors.As(err, &bad) {
+				return w, nil, err
 			}
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd))
 			if err != nil {
 				continue // closed meanwhile
 			}
-			for sock, excl := range epollItems(b, inodes) {
-				refs[sock] = append(refs[sock], epollRef{pid: pid, fd: fd, exclusive: excl})
+			for _, it := range items {
+				if sock := fmt.Sprintf("socket:[%d]", it.Ino); inodes[sock] {
+					refs[sock] = append(refs[sock], epollRef{pid: pid, fd: f.Num, exclusive: it.Exclusive()})
+				}
 			}
 		}
 	}
@@ -272,7 +232,7 @@ func epollInstances(refs []epollRef) (plain, exclusive int, err error) {
 	for _, r := range refs {
 		dup := false
 		for _, d := range distinct {
-			same, kerr := sameFile(d.pid, d.fd, r.pid, r.fd)
+			same, kerr := procfs.SameFile(d.pid, d.fd, r.pid, r.fd)
 			if kerr != nil {
 				if err == nil {
 					err = kerr
@@ -296,58 +256,4 @@ func epollInstances(refs []epollRef) (plain, exclusive int, err error) {
 		}
 	}
 	return plain, exclusive, err
-}
-
-// epollItems reads an epoll descriptor's fdinfo: the sockets of inodes
-// ("socket:[N]") among its items, each with whether it is registered
-// EPOLLEXCLUSIVE.
-func epollItems(fdinfo []byte, inodes map[string]bool) map[string]bool {
-	out := map[string]bool{}
-	for line := range strings.Lines(string(fdinfo)) {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "tfd:" {
-			continue
-		}
-		var events, ino uint64
-		for i, field := range f {
-			if field == "events:" && i+1 < len(f) {
-				events, _ = strconv.ParseUint(f[i+1], 16, 64)
-			}
-			if v, ok := strings.CutPrefix(field, "ino:"); ok {
-				ino, _ = strconv.ParseUint(v, 16, 64)
-			}
-		}
-		if sock := fmt.Sprintf("socket:[%d]", ino); inodes[sock] {
-			out[sock] = events&epollExclusive != 0
-		}
-	}
-	return out
-}
-
-// tcpExt reads the TcpExt counters of /proc/net/netstat (this network
-// namespace's), by name.
-func tcpExt() (map[string]uint64, error) {
-	b, err := os.ReadFile("/proc/net/netstat")
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "TcpExt:" {
-			continue
-		}
-		if names == nil {
-			names = f[1:]
-			continue
-		}
-		out := map[string]uint64{}
-		for i, v := range f[1:] {
-			if i < len(names) {
-				out[names[i]], _ = strconv.ParseUint(v, 10, 64)
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("/proc/net/netstat has no TcpExt lines")
 }

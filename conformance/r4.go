@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // r4Case is R4: with its descriptor table full the server does not spin,
@@ -122,11 +123,11 @@ func r4Precondition(c *C, opened int) {
 		c.Inconclusivef("could not find the process that serves the listener: %v", err)
 	}
 	for _, pid := range serving {
-		soft, hard, err := fdLimitOf(pid)
+		soft, hard, err := procfs.ReadFdLimit(pid)
 		if err != nil {
 			c.Inconclusivef("reading the descriptor limit of the serving process %d: %v", pid, err)
 		}
-		n, err := fdCount(pid)
+		n, err := procfs.CountFds(pid)
 		if err != nil {
 			c.Inconclusivef("counting the descriptors of the serving process %d: %v", pid, err)
 		}
@@ -143,10 +144,10 @@ func r4Precondition(c *C, opened int) {
 	// of the group at the case's limit counts.
 	most := -1
 	for _, pid := range group {
-		if soft, _, err := fdLimitOf(pid); err != nil || soft != limit {
+		if soft, _, err := procfs.ReadFdLimit(pid); err != nil || soft != limit {
 			continue
 		}
-		if n, err := fdCount(pid); err == nil {
+		if n, err := procfs.CountFds(pid); err == nil {
 			most = max(most, n)
 		}
 	}

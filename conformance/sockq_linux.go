@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/internal/inetdiag"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // connQueues are the two ends of one loopback connection of a case, each
@@ -233,7 +234,7 @@ func isTCP(proto string) bool {
 // is false when the descriptor is gone or now refers to another file
 // than inode ino (its number reused meanwhile): it is then nobody's.
 func sockProtoOf(pid, fd int, ino uint32) (proto string, ok bool, err error) {
-	path := fmt.Sprintf("/proc/%d/fd/%d", pid, fd)
+	path := procfs.FdPath(pid, fd)
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil || st.Ino != uint64(ino) {
 		return "", false, nil

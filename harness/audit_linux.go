@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // primeRuntime makes the Go runtime open what it opens once per process
@@ -120,18 +121,14 @@ func compareSnapshots(before, after Snapshot) []string {
 // of the listing itself is gone by the time its target is read, and so is
 // left out.
 func ownFds() (map[int]string, error) {
-	names, err := readNames("/proc/self/fd")
+	table, err := procfs.ReadFds(procfs.Self)
 	if err != nil {
 		return nil, err
 	}
 	fds := map[int]string{}
-	for _, n := range names {
-		fd, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if t, err := os.Readlink("/proc/self/fd/" + n); err == nil {
-			fds[fd] = t
+	for _, f := range table {
+		if f.Target != "" {
+			fds[f.Num] = f.Target
 		}
 	}
 	return fds, nil
@@ -223,31 +220,25 @@ type threadState struct {
 // thread has its own namespace and mask: /proc/self/ns/net is only the
 // main thread's. A thread that ends meanwhile is left out.
 func ownThreads() ([]threadState, error) {
-	tids, err := readNames("/proc/self/task")
+	tids, err := procfs.Tasks(procfs.Self)
 	if err != nil {
 		return nil, err
 	}
 	var out []threadState
-	for _, t := range tids {
-		dir := "/proc/self/task/" + t
-		n, err := os.Readlink(dir + "/ns/net")
+	for _, tid := range tids {
+		t := strconv.Itoa(tid)
+		n, err := os.Readlink(procfs.TaskDir(procfs.Self, tid) + "/ns/net")
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(dir + "/status")
+		st, err := procfs.ReadTaskStatus(procfs.Self, tid)
 		if err != nil {
 			continue
 		}
-		cpus := ""
-		for line := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-				cpus = strings.TrimSpace(v)
-			}
-		}
-		if cpus == "" {
+		if st.CPUs == "" {
 			return nil, fmt.Errorf("task %s: no Cpus_allowed_list in its status", t)
 		}
-		out = append(out, threadState{tid: t, netns: n, cpus: cpus})
+		out = append(out, threadState{tid: t, netns: n, cpus: st.CPUs})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no thread of this process could be read")
@@ -368,22 +359,21 @@ func reachable(ns []string, root int) ([]string, error) {
 	var out []string
 	mntSeen := map[string]bool{}
 	for _, pid := range tree {
-		n := strconv.Itoa(pid)
-		dir := "/proc/" + n
+		dir := procfs.Dir(pid)
 		comm, _ := os.ReadFile(dir + "/comm")
-		who := fmt.Sprintf("pid %s (%s)", n, strings.TrimSpace(string(comm)))
-		tids, _ := readNames(dir + "/task")
+		who := fmt.Sprintf("pid %d (%s)", pid, strings.TrimSpace(string(comm)))
+		tids, _ := procfs.Tasks(pid)
 		for _, t := range tids {
 			for _, k := range nsKinds {
-				if l, err := os.Readlink(dir + "/task/" + t + "/ns/" + k); err == nil && want[l] {
-					out = append(out, fmt.Sprintf("%s is reachable: task %s of %s is in it (%s)", l, t, who, k))
+				if l, err := os.Readlink(procfs.TaskDir(pid, t) + "/ns/" + k); err == nil && want[l] {
+					out = append(out, fmt.Sprintf("%s is reachable: task %d of %s is in it (%s)", l, t, who, k))
 				}
 			}
 		}
-		fds, _ := readNames(dir + "/fd")
+		fds, _ := procfs.ReadFds(pid)
 		for _, fd := range fds {
-			if l, err := os.Readlink(dir + "/fd/" + fd); err == nil && want[l] {
-				out = append(out, fmt.Sprintf("%s is reachable: descriptor %s of %s refers to it", l, fd, who))
+			if want[fd.Target] {
+				out = append(out, fmt.Sprintf("%s is reachable: descriptor %d of %s refers to it", fd.Target, fd.Num, who))
 			}
 		}
 		mnt, err := os.Readlink(dir + "/ns/mnt")
@@ -408,14 +398,4 @@ func reachable(ns []string, root int) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// readNames lists a directory without sorting it.
-func readNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
 }

@@ -3,14 +3,10 @@
 package harness
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
 )
@@ -21,36 +17,20 @@ const maxCPUTicks = 512
 
 // readCPUTicks reads /proc/stat's lines of the given CPUs.
 func readCPUTicks(cpus []int) (CPUTicks, error) {
-	b, err := os.ReadFile("/proc/stat")
+	byCPU, err := procfs.ReadCPUStat()
 	if err != nil {
 		return CPUTicks{}, err
 	}
-	at := time.Now()
-	byCPU := map[int][3]uint64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
-			continue
-		}
-		n, err := strconv.Atoi(f[0][3:])
-		if err != nil {
-			continue
-		}
-		var v [8]uint64 // user nice system idle iowait irq softirq steal
-		for i := range v {
-			v[i], _ = strconv.ParseUint(f[1+i], 10, 64)
-		}
-		busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
-		byCPU[n] = [3]uint64{busy, busy + v[3] + v[4], v[0] + v[1] + v[7]}
-	}
-	t := CPUTicks{At: at}
+	t := CPUTicks{At: time.Now()}
 	for _, c := range cpus {
-		bt, ok := byCPU[c]
+		v, ok := byCPU[c]
 		if !ok {
 			return CPUTicks{}, fmt.Errorf("/proc/stat has no line for CPU %d", c)
 		}
-		t.Busy, t.Total, t.UserSteal = append(t.Busy, bt[0]), append(t.Total, bt[1]), append(t.UserSteal, bt[2])
+		busy := v.User + v.Nice + v.System + v.IRQ + v.SoftIRQ + v.Steal
+		t.Busy = append(t.Busy, busy)
+		t.Total = append(t.Total, busy+v.Idle+v.IOWait)
+		t.UserSteal = append(t.UserSteal, v.User+v.Nice+v.Steal)
 	}
 	return t, nil
 }

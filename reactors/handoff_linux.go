@@ -4,11 +4,9 @@ package reactors
 
 import (
 	"math"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -271,19 +269,9 @@ func ownSwitches() int64 {
 // threadSwitches is thread tid's (of this process) voluntary context
 // switches, from /proc/self/task/TID/status; -1 if it cannot be read.
 func threadSwitches(tid int) int64 {
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/status")
+	st, err := procfs.ReadTaskStatus(procfs.Self, tid)
 	if err != nil {
 		return -1
 	}
-	const key = "voluntary_ctxt_switches:"
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	return -1
+	return st.VoluntarySwitches // -1 without the line
 }

@@ -55,12 +55,9 @@ func spinCPU(t *testing.T, share float64, d time.Duration) (time.Duration, CPULi
 	}
 	var before time.Duration // CPU spent before the limit held it
 	if lim != nil {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
+		u, err := ReadUsage(c.Process.Pid)
 		if err == nil {
-			var u Usage
-			if u, _, err = parseStat(b); err == nil {
-				before = time.Duration(u.UserNs + u.SysNs)
-			}
+			before = time.Duration(u.UserNs + u.SysNs)
 		}
 		if err != nil {
 			t.Fatalf("the spinner's CPU before its limit: %v", err)

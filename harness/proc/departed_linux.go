@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // member identifies one process of the group at ready time; its start
 // time tells it from a later process that reuses the pid.
 type member struct {
 	pid     int
-	start   string // field 22 of /proc/<pid>/stat, in clock ticks since boot
+	start   uint64 // field 22 of /proc/<pid>/stat, in clock ticks since boot
 	command string
 }
 
@@ -28,11 +30,11 @@ func snapshotGroup(pgid int) []member {
 	}
 	var out []member
 	for _, pid := range pids {
-		st, err := readStatFields(pid)
-		if err != nil || len(st) < 20 {
+		st, err := procfs.ReadStat(pid)
+		if err != nil {
 			continue
 		}
-		out = append(out, member{pid: pid, start: st[19], command: commandLine(pid)})
+		out = append(out, member{pid: pid, start: st.Start, command: commandLine(pid)})
 	}
 	return out
 }
@@ -68,16 +70,14 @@ func (p *Process) Departed() []Departure {
 			}
 			continue
 		}
-		st, err := readStatFields(m.pid)
+		st, err := procfs.ReadStat(m.pid)
 		switch {
-		case err != nil || len(st) < 20 || st[19] != m.start:
+		case err != nil || st.Start != m.start:
 			out = append(out, Departure{Pid: m.pid, Command: m.command}) // gone, or its pid reused
-		case st[0] == "Z" || st[0] == "X":
+		case st.Zombie():
 			d := Departure{Pid: m.pid, Command: m.command}
-			if len(st) >= 50 { // the exit code field is there since Linux 3.5
-				if code, err := strconv.Atoi(st[49]); err == nil {
-					d.Status = describeWait(syscall.WaitStatus(code))
-				}
+			if st.ExitCode >= 0 { // the exit code field is there since Linux 3.5
+				d.Status = describeWait(syscall.WaitStatus(st.ExitCode))
 			}
 			out = append(out, d)
 		}
@@ -102,21 +102,6 @@ func describeWait(sys any) string {
 		return s
 	}
 	return ""
-}
-
-// readStatFields returns the fields of /proc/<pid>/stat after the command
-// name: [0] is the state (field 3), [19] the start time (field 22), [49]
-// the exit code (field 52, Linux 3.5).
-func readStatFields(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	return strings.Fields(string(b[i+1:])), nil
 }
 
 // commandLine is /proc/<pid>/cmdline with spaces for NULs, at most 200

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,13 +96,12 @@ func closeOnExecAbove2() error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
 		return nil
 	}
-	ents, err := os.ReadDir("/proc/self/fd")
+	fds, err := procfs.Fds(procfs.Self)
 	if err != nil {
 		return fmt.Errorf("listing descriptors to close: %w", err)
 	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
+	for _, fd := range fds {
+		if fd <= 2 {
 			continue
 		}
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && err != unix.EBADF {

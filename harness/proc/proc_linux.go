@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -325,8 +326,8 @@ func (p *Process) leaderExited() bool {
 		return true
 	default:
 	}
-	st, err := readStatFields(p.pid)
-	return err == nil && len(st) > 0 && st[0] == "Z"
+	st, err := procfs.ReadStat(p.pid)
+	return err == nil && st.State == "Z"
 }
 
 // terminate ends the process: SIGTERM (if sendTerm) and up to grace, then

@@ -3,10 +3,9 @@
 package proc
 
 import (
-	"bytes"
-	"os"
 	"strconv"
-	"strings"
+
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // ProcStat is one process as its /proc/PID/stat shows it.
@@ -23,43 +22,17 @@ func (p ProcStat) Living() bool { return p.State != "Z" && p.State != "X" }
 // Processes lists the processes /proc shows, in directory order. A process
 // that exits while it reads, or whose stat it cannot parse, is left out.
 func Processes() ([]ProcStat, error) {
-	names, err := readNames("/proc")
+	pids, err := procfs.Pids()
 	if err != nil {
 		return nil, err
 	}
 	var out []ProcStat
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
+	for _, pid := range pids {
+		st, err := procfs.ReadStat(pid)
 		if err != nil {
-			continue
+			continue // gone meanwhile, or unreadable
 		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if p, ok := parseProcStat(pid, b); ok {
-			out = append(out, p)
-		}
+		out = append(out, ProcStat{Pid: pid, PPid: st.PPid, Pgrp: st.Pgrp, Comm: st.Comm, State: st.State, Start: strconv.FormatUint(st.Start, 10)})
 	}
 	return out, nil
-}
-
-// parseProcStat reads pid's stat line b: "pid (comm) state ppid pgrp ...",
-// the start time the 22nd field. The command name may hold spaces and
-// parentheses, so it is what lies between the first '(' and the last ')'.
-func parseProcStat(pid int, b []byte) (ProcStat, bool) {
-	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if i < 0 || j < i {
-		return ProcStat{}, false
-	}
-	f := strings.Fields(string(b[j+1:])) // state, ppid, pgrp, ...; starttime is f[19]
-	if len(f) < 20 {
-		return ProcStat{}, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	pgrp, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil {
-		return ProcStat{}, false
-	}
-	return ProcStat{Pid: pid, PPid: ppid, Pgrp: pgrp, Comm: string(b[i+1 : j]), State: f[0], Start: f[19]}, true
 }

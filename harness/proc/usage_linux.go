@@ -3,15 +3,13 @@
 package proc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,33 +144,28 @@ func groupPids(pgid int) ([]int, error) {
 
 // ReadUsage samples the resource use of any process by pid, as
 // Process.Usage does (for example os.Getpid(), to measure the load
-// generator itself). A zombie counts as exited.
+// generator itself), from its /proc stat, status and descriptor table. A
+// zombie counts as exited.
 func ReadUsage(pid int) (Usage, error) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	stat, err := os.ReadFile(dir + "/stat")
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return Usage{}, exitedIfGone(pid, err)
 	}
-	u, zombie, err := parseStat(stat)
-	if err != nil {
-		return Usage{}, fmt.Errorf("pid %d: %s/stat: %w", pid, dir, err)
-	}
-	if zombie {
+	if st.Zombie() {
 		return Usage{}, fmt.Errorf("pid %d: %w (zombie)", pid, ErrExited)
 	}
-	status, err := os.ReadFile(dir + "/status")
+	status, err := procfs.ReadStatus(pid)
 	if err != nil {
 		return Usage{}, exitedIfGone(pid, err)
 	}
-	if err := parseStatus(status, &u); err != nil {
-		return Usage{}, fmt.Errorf("pid %d: %s/status: %w", pid, dir, err)
-	}
-	fds, err := countEntries(dir + "/fd")
+	fds, err := procfs.CountFds(pid)
 	if err != nil {
 		return Usage{}, exitedIfGone(pid, err)
 	}
-	u.Fds = fds
-	return u, nil
+	return Usage{
+		UserNs: st.UTime * clockTick, SysNs: st.STime * clockTick,
+		RSS: status.RSS, PeakRSS: status.PeakRSS, Threads: status.Threads, Fds: fds,
+	}, nil
 }
 
 // ReadThreadCPU sums the first field of /proc/<pid>/task/*/schedstat: the
@@ -187,29 +180,24 @@ func ReadThreadCPU(pid int) (int64, error) {
 // runnable, on a run queue. It returns an error wrapping ErrNoSchedstat on a
 // kernel without schedstat.
 func ReadSchedstat(pid int) (Schedstat, error) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	if _, err := os.Stat(dir + "/schedstat"); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(dir); err == nil {
+	if _, err := os.Stat(procfs.SchedstatPath(pid)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(procfs.Dir(pid)); err == nil {
 			return Schedstat{}, fmt.Errorf("pid %d: %w", pid, ErrNoSchedstat)
 		}
 		return Schedstat{}, exitedIfGone(pid, err)
 	}
-	tids, err := readNames(dir + "/task")
+	tids, err := procfs.Tasks(pid)
 	if err != nil {
 		return Schedstat{}, exitedIfGone(pid, err)
 	}
 	var sum Schedstat
 	for _, tid := range tids {
-		b, err := os.ReadFile(dir + "/task/" + tid + "/schedstat")
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		s, err := procfs.ReadTaskSchedstat(pid, tid)
+		if gone(err) {
 			continue // the thread ended after the listing
 		}
 		if err != nil {
-			return Schedstat{}, fmt.Errorf("pid %d: %w", pid, err)
-		}
-		s, err := parseSchedstat(b)
-		if err != nil {
-			return Schedstat{}, fmt.Errorf("pid %d: task %s: %w", pid, tid, err)
+			return Schedstat{}, fmt.Errorf("pid %d: task %d: %w", pid, tid, err)
 		}
 		sum.RunNs += s.RunNs
 		sum.WaitNs += s.WaitNs
@@ -223,10 +211,9 @@ func ReadSchedstat(pid int) (Schedstat, error) {
 // on a kernel without schedstat and one wrapping ErrExited once the thread
 // has ended.
 func ReadTaskSchedstat(pid, tid int) (Schedstat, error) {
-	path := "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/schedstat"
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
-		if _, serr := os.Stat("/proc/self/schedstat"); errors.Is(serr, fs.ErrNotExist) {
+	s, err := procfs.ReadTaskSchedstat(pid, tid)
+	if gone(err) {
+		if _, serr := os.Stat(procfs.SchedstatPath(procfs.Self)); errors.Is(serr, fs.ErrNotExist) {
 			return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, ErrNoSchedstat)
 		}
 		return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, ErrExited)
@@ -234,34 +221,7 @@ func ReadTaskSchedstat(pid, tid int) (Schedstat, error) {
 	if err != nil {
 		return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, err)
 	}
-	s, err := parseSchedstat(b)
-	if err != nil {
-		return Schedstat{}, fmt.Errorf("task %d of pid %d: %w", tid, pid, err)
-	}
-	return s, nil
-}
-
-// parseSchedstat parses one schedstat line: "run-ns wait-ns timeslices".
-func parseSchedstat(b []byte) (Schedstat, error) {
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return Schedstat{}, fmt.Errorf("schedstat %q: want at least 2 fields", b)
-	}
-	run, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return Schedstat{}, fmt.Errorf("schedstat %q: run time: %w", b, err)
-	}
-	wait, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return Schedstat{}, fmt.Errorf("schedstat %q: run-queue wait: %w", b, err)
-	}
-	st := Schedstat{RunNs: run, WaitNs: wait}
-	if len(f) >= 3 {
-		if st.Slices, err = strconv.ParseInt(f[2], 10, 64); err != nil {
-			return Schedstat{}, fmt.Errorf("schedstat %q: timeslices: %w", b, err)
-		}
-	}
-	return st, nil
+	return Schedstat(s), nil
 }
 
 // Affinity lists the CPU affinity of every living thread of the process.
@@ -284,29 +244,23 @@ func (p *Process) Affinity() ([]ThreadAffinity, error) {
 // Affinity is a property of a thread, not of a process: each thread
 // inherits its creator's mask and may change its own.
 func ReadAffinity(pid int) ([]ThreadAffinity, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tids, err := readNames(dir)
+	tids, err := procfs.Tasks(pid)
 	if err != nil {
 		return nil, exitedIfGone(pid, err)
 	}
 	var out []ThreadAffinity
-	for _, name := range tids {
-		tid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(dir + "/" + name + "/status")
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+	for _, tid := range tids {
+		st, err := procfs.ReadTaskStatus(pid, tid)
+		if gone(err) {
 			continue // the thread ended after the listing
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pid %d: %w", pid, err)
 		}
-		cpus, ok := statusField(b, "Cpus_allowed_list")
-		if !ok {
+		if st.CPUs == "" {
 			return nil, fmt.Errorf("pid %d: task %d status has no Cpus_allowed_list", pid, tid)
 		}
-		out = append(out, ThreadAffinity{Tid: tid, CPUs: cpus})
+		out = append(out, ThreadAffinity{Tid: tid, CPUs: st.CPUs})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("pid %d: %w (no threads)", pid, ErrExited)
@@ -315,90 +269,16 @@ func ReadAffinity(pid int) ([]ThreadAffinity, error) {
 	return out, nil
 }
 
-// statusField returns the value of one "Key:\tvalue" line of a /proc
-// status file.
-func statusField(b []byte, key string) (string, bool) {
-	for line := range strings.Lines(string(b)) {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && k == key {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
-}
-
-// parseStat reads utime, stime and the state from /proc/<pid>/stat. The
-// command name (field 2) may hold spaces and parentheses, so fields are
-// counted from the last ')'.
-func parseStat(b []byte) (u Usage, zombie bool, err error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return u, false, errors.New("no ')' after the command name")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return u, false, fmt.Errorf("%d fields after the command name, want >= 13", len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return u, false, err
-	}
-	u.UserNs, u.SysNs = utime*clockTick, stime*clockTick
-	return u, f[0] == "Z" || f[0] == "X", nil
-}
-
-// parseStatus reads VmRSS, VmHWM and Threads from /proc/<pid>/status.
-// Kernel threads have no Vm lines; they stay 0.
-func parseStatus(b []byte, u *Usage) error {
-	for line := range strings.Lines(string(b)) {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		switch key {
-		case "VmRSS", "VmHWM":
-			kb, err := strconv.ParseInt(strings.TrimSuffix(val, " kB"), 10, 64)
-			if err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-			if key == "VmRSS" {
-				u.RSS = kb << 10
-			} else {
-				u.PeakRSS = kb << 10
-			}
-		case "Threads":
-			n, err := strconv.Atoi(val)
-			if err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-			u.Threads = n
-		}
-	}
-	return nil
-}
-
-// readNames lists a directory without sorting it.
-func readNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
-}
-
-func countEntries(dir string) (int, error) {
-	names, err := readNames(dir)
-	return len(names), err
+// gone says that a /proc read failed because its process or thread has
+// ended.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 }
 
 // exitedIfGone turns the error of a /proc read of a process that no longer
 // exists into one that wraps ErrExited.
 func exitedIfGone(pid int, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+	if gone(err) {
 		return fmt.Errorf("pid %d: %w: %w", pid, ErrExited, err)
 	}
 	return fmt.Errorf("pid %d: %w", pid, err)

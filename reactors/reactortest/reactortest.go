@@ -14,7 +14,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/wire"
@@ -36,8 +36,8 @@ type Leaks struct {
 
 // TakeLeaks counts goroutines and open descriptors of this process.
 func TakeLeaks() Leaks {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	return Leaks{Goroutines: runtime.NumGoroutine(), Fds: len(ents)}
+	fds, _ := procfs.CountFds(procfs.Self)
+	return Leaks{Goroutines: runtime.NumGoroutine(), Fds: fds}
 }
 
 // CheckNoLeaks fails t if, within 5 s, the goroutine and descriptor counts

@@ -1,0 +1,51 @@
+package procfs
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Syscall is a thread's /proc/PID/task/TID/syscall: the system call it is
+// blocked in and its arguments, "NR ARG1 … ARG6 SP PC" (the arguments in
+// hex, 0x-prefixed). InCall is false for a running thread ("running") and
+// for one not in a call ("-1 SP PC"); Nr and Args are then zero.
+type Syscall struct {
+	InCall bool
+	Nr     int
+	Args   [6]uint64
+}
+
+// ParseSyscall reads a syscall file.
+func ParseSyscall(b []byte) (Syscall, error) {
+	const file = "syscall"
+	f := strings.Fields(string(b))
+	if len(f) == 1 && f[0] == "running" {
+		return Syscall{}, nil
+	}
+	if len(f) == 0 {
+		return Syscall{}, bad(file, "", "empty")
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		return Syscall{}, badValue(file, "number (field 1)", err)
+	}
+	if nr < 0 {
+		return Syscall{}, nil
+	}
+	if len(f) < 7 {
+		return Syscall{}, bad(file, "", "%d fields, want the number and 6 arguments", len(f))
+	}
+	s := Syscall{InCall: true, Nr: nr}
+	for i := range s.Args {
+		if s.Args[i], err = strconv.ParseUint(strings.TrimPrefix(f[i+1], "0x"), 16, 64); err != nil {
+			return Syscall{}, badValue(file, "argument "+strconv.Itoa(i+1)+" (field "+strconv.Itoa(i+2)+")", err)
+		}
+	}
+	return s, nil
+}
+
+// ReadTaskSyscall reads /proc/PID/task/TID/syscall, which needs leave to
+// trace the process (fs.ErrPermission otherwise).
+func ReadTaskSyscall(pid, tid int) (Syscall, error) {
+	return read(TaskDir(pid, tid)+"/syscall", ParseSyscall)
+}
