@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/loadgen"
 )
 
 // TestMultiloopSuite: the multiloop suite parses, holds the three
@@ -69,7 +71,7 @@ func TestMultiloopSuite(t *testing.T) {
 
 // TestEstimateCountsHotLead: a run's hot lead is part of its time.
 func TestEstimateCountsHotLead(t *testing.T) {
-	plan := []PlannedRun{{Cell: Cell{Settings: Settings{HotLead: 500 * time.Millisecond, Warmup: time.Second, Duration: 4 * time.Second}}}}
+	plan := []PlannedRun{{Cell: Cell{Settings: Settings{Load: loadgen.Config{HotLead: 500 * time.Millisecond, Warmup: time.Second, Duration: 4 * time.Second}}}}}
 	if got, want := EstimatePlan(plan), 5500*time.Millisecond+runOverhead+specOverhead; got != want {
 		t.Errorf("estimate %v, want %v", got, want)
 	}

@@ -21,7 +21,7 @@ const specOverhead = 2 * time.Second
 func estimate(plan []PlannedRun) time.Duration {
 	var d time.Duration
 	for _, p := range plan {
-		d += p.Cell.HotLead + p.Cell.Warmup + p.Cell.Duration + runOverhead
+		d += p.Cell.Load.HotLead + p.Cell.Load.Warmup + p.Cell.Load.Duration + runOverhead
 	}
 	return d
 }

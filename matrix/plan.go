@@ -141,6 +141,9 @@ func (c Cell) Info() results.CellInfo {
 		if unset := unsetFields[name]; unset != nil && unset(&c) {
 			continue
 		}
+		if unset := fields[name].unset; unset != nil && unset(&c.Settings) {
+			continue
+		}
 		cfg[name] = fields[name].text(&c.Settings)
 	}
 	return results.CellInfo{ID: c.ID, Factor: c.Factor, Value: c.Value, Config: cfg, Describe: c.Describe()}
@@ -148,27 +151,19 @@ func (c Cell) Info() results.CellInfo {
 
 // unsetFields are the fields a manifest leaves out when a cell does not
 // use them (target, reactor) or leaves them at their default, so that
-// manifests written before the field existed still compare.
+// manifests written before the field existed still compare; the load
+// knobs say it in their loadgen.SpecRule (OmitDefault, field.unset).
 var unsetFields = map[string]func(c *Cell) bool{
-	"target":          func(c *Cell) bool { return c.Target == (Target{}) },
-	"reactor":         func(c *Cell) bool { return c.Reactor == "" },
-	"server_cpu":      func(c *Cell) bool { return c.ServerCPU == 0 },
-	"urgent_every":    func(c *Cell) bool { return c.UrgentEvery == 0 },
-	"churn_rate":      func(c *Cell) bool { return c.ChurnRate == 0 },
-	"churn_burst":     func(c *Cell) bool { return c.ChurnBurst == 0 },
-	"churn_max":       func(c *Cell) bool { return c.ChurnMax == 0 },
-	"hot_lead":        func(c *Cell) bool { return c.HotLead == 0 },
-	"cpus":            func(c *Cell) bool { return c.CPUs == "" },
-	"loadgen_loops":   func(c *Cell) bool { return c.LoadgenLoops == 0 },
-	"control_sched":   func(c *Cell) bool { return c.ControlSched == "" },
-	"admission":       func(c *Cell) bool { return c.Admission == "" },
-	"urgent":          func(c *Cell) bool { return c.Urgent == "" },
-	"loops":           func(c *Cell) bool { return c.Loops == 0 },
-	"assign":          func(c *Cell) bool { return c.Assign == "" },
-	"exclusive":       func(c *Cell) bool { return c.Exclusive == "" },
-	"control":         func(c *Cell) bool { return c.controlConns() == 1 },
-	"control_timeout": func(c *Cell) bool { return c.controlTimeout() == loadgen.DefaultControlTimeout },
-	"removal_after":   func(c *Cell) bool { return c.removalAfter() == loadgen.DefaultRemovalAfter },
+	"target":        func(c *Cell) bool { return c.Target == (Target{}) },
+	"reactor":       func(c *Cell) bool { return c.Reactor == "" },
+	"server_cpu":    func(c *Cell) bool { return c.ServerCPU == 0 },
+	"cpus":          func(c *Cell) bool { return c.CPUs == "" },
+	"control_sched": func(c *Cell) bool { return c.ControlSched == "" },
+	"admission":     func(c *Cell) bool { return c.Admission == "" },
+	"urgent":        func(c *Cell) bool { return c.Urgent == "" },
+	"loops":         func(c *Cell) bool { return c.Loops == 0 },
+	"assign":        func(c *Cell) bool { return c.Assign == "" },
+	"exclusive":     func(c *Cell) bool { return c.Exclusive == "" },
 }
 
 // Describe says in one line what the cell runs.
@@ -179,13 +174,13 @@ func (c Cell) Describe() string {
 	} else {
 		parts = append(parts, "target "+c.Target.Cmd)
 	}
-	if c.Hot > 0 {
-		parts = append(parts, fmt.Sprintf("%d hot × %d in flight", c.Hot, c.InFlight))
+	if c.Load.Hot > 0 {
+		parts = append(parts, fmt.Sprintf("%d hot × %d in flight", c.Load.Hot, c.Load.InFlight))
 	}
-	if c.Steady > 0 {
-		parts = append(parts, fmt.Sprintf("%d steady at %g frames/s", c.Steady, c.Rate))
+	if c.Load.Steady > 0 {
+		parts = append(parts, fmt.Sprintf("%d steady at %g frames/s", c.Load.Steady, c.Load.Rate))
 	}
-	if c.ControlEvery > 0 {
+	if c.Load.ControlEvery > 0 {
 		on := ""
 		if c.controlConns() > 1 {
 			on = " on each of " + fields["control"].text(&c.Settings) + " connections"
@@ -193,16 +188,16 @@ func (c Cell) Describe() string {
 		parts = append(parts, "PING every "+fields["control_every"].text(&c.Settings)+on+" (timeout "+
 			fields["control_timeout"].text(&c.Settings)+", removal after "+fields["removal_after"].text(&c.Settings)+" in a row)")
 	}
-	if c.StopAt > 0 {
+	if c.Load.StopAt > 0 {
 		parts = append(parts, "STOP at "+fields["stop_at"].text(&c.Settings))
 	}
-	if c.UrgentEvery > 0 {
+	if c.Load.UrgentEvery > 0 {
 		parts = append(parts, "urgent byte every "+fields["urgent_every"].text(&c.Settings))
 	}
-	if c.ChurnRate > 0 {
+	if c.Load.ChurnRate > 0 {
 		parts = append(parts, c.describeChurn())
 	}
-	if c.HotLead > 0 {
+	if c.Load.HotLead > 0 {
 		parts = append(parts, "hot lead "+fields["hot_lead"].text(&c.Settings))
 	}
 	if c.Reactor != "" {
@@ -229,8 +224,8 @@ func (c Cell) Describe() string {
 	if c.CPUs != "" {
 		parts = append(parts, "cpus "+c.CPUs)
 	}
-	if c.LoadgenLoops > 0 {
-		parts = append(parts, fmt.Sprintf("%d load generator loops", c.LoadgenLoops))
+	if c.Load.Loops > 0 {
+		parts = append(parts, fmt.Sprintf("%d load generator loops", c.Load.Loops))
 	}
 	parts = append(parts, fields["duration"].text(&c.Settings)+" after "+fields["warmup"].text(&c.Settings)+" warm-up")
 	return strings.Join(parts, ", ")
@@ -239,7 +234,7 @@ func (c Cell) Describe() string {
 // describeChurn says what churn the cell opens, loadgen's defaults
 // written out.
 func (c Cell) describeChurn() string {
-	burst, most := c.ChurnBurst, c.ChurnMax
+	burst, most := c.Load.ChurnBurst, c.Load.ChurnMax
 	if burst == 0 {
 		burst = 1
 	}

@@ -207,7 +207,7 @@ func TestResumeRefuses(t *testing.T) {
 		{"a merge", merged, nil, "a merge of 2 shards", ErrResume},
 		{"another spec", base, func(o *Options) { o.Spec.Name = "other" }, `holds a run of spec "fake", not "other"`, ErrResume},
 		{"another text", base, func(o *Options) { o.Text += "\n# changed\n" }, "different text", ErrResume},
-		{"other cells", base, func(o *Options) { o.Spec.Factors[0].Cells[0].Hot = 3 }, "other cells", ErrResume},
+		{"other cells", base, func(o *Options) { o.Spec.Factors[0].Cells[0].Load.Hot = 3 }, "other cells", ErrResume},
 		{"another shard", base, func(o *Options) { o.Shard = Shard{Index: 1, Count: 2} }, "holds shard 1/1, not 1/2", ErrResume},
 		// The flags as a person types them: --cpus none (not
 		// server=none,loadgen=none), --lab on or off (not lab, loopback);

@@ -289,7 +289,7 @@ func TestMergeRefuses(t *testing.T) {
 	otherCells := run("other-cells", Shard{Index: 2, Count: 2}, func(o *Options) {
 		// The same text, but cells that differ (as a different build's
 		// parser might expand them).
-		o.Spec.Factors[0].Cells[0].Hot = 3
+		o.Spec.Factors[0].Cells[0].Load.Hot = 3
 	})
 	otherSplit := run("other-split", Shard{Index: 2, Count: 3}, nil)
 	otherBuild := filepath.Join(tmp, "other-build")
@@ -404,7 +404,7 @@ func checkRecords(t *testing.T, m *results.Manifest) {
 		if r.Cell != BaselineID && r.Pair != r.Cell {
 			t.Errorf("run %d of %s has pair %q", i, r.Cell, r.Pair)
 		}
-		if want := start.Add(p.Cell.Warmup); !r.MeasuredFrom.Equal(want) {
+		if want := start.Add(p.Cell.Load.Warmup); !r.MeasuredFrom.Equal(want) {
 			t.Errorf("run %d: measured from %v, want %v (start + warm-up)", i, r.MeasuredFrom, want)
 		}
 	}

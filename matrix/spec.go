@@ -67,40 +67,17 @@ type Settings struct {
 	Reactor reactors.Design
 	Target  Target
 
-	// The load: as loadgen.Config's fields of the same names.
-	Hot          int
-	InFlight     int
-	Steady       int
-	Rate         float64
-	Arrivals     string // loadgen.Config.Arrivals ("": fixed)
-	ControlEvery time.Duration
-	// Control is the number of control connections, each probing every
-	// ControlEvery (loadgen.Config.Control; 0: one). Set only with
-	// ControlEvery.
-	Control int
-	// ControlTimeout and RemovalAfter are the health check's timeout and
-	// K (loadgen.Config's fields of the same names; 0: loadgen's
-	// defaults, 10 ms and 3). Set only with ControlEvery.
-	ControlTimeout time.Duration
-	RemovalAfter   int
-	// StopAt sends a STOP probe at this offset into the measured period
-	// (loadgen.Config.StopAt; 0: none). STOP closes the reactor's
-	// admission, so frames after it are rejected: keep it near the end.
-	StopAt time.Duration
-	// UrgentEvery sends a TCP urgent byte this often on the data
-	// connections in turn (loadgen.Config.UrgentEvery; 0: none).
-	UrgentEvery time.Duration
-	// ChurnRate, ChurnBurst and ChurnMax open churn connections during
-	// the sending phase: ChurnRate a second, ChurnBurst at each instant,
-	// at most ChurnMax open at once (loadgen.Config's fields of the same
-	// names; 0: no churn, and with churn loadgen's defaults 1 and 256).
-	// Set ChurnBurst and ChurnMax only with ChurnRate.
-	ChurnRate  float64
-	ChurnBurst int
-	ChurnMax   int
-	// HotLead connects the hot sources this long before the steady and
-	// control sources (loadgen.Config.HotLead; 0: all at once).
-	HotLead time.Duration
+	// Load is the cell's load: the knobs of loadgen.Knobs a spec takes
+	// (those with a SpecRule), each the zero value when the spec leaves
+	// it out; no other field of it is set (the addresses are the
+	// harness's, the wire faults are WireFaults). Among them: Control,
+	// ControlTimeout and RemovalAfter only with ControlEvery; ChurnBurst
+	// and ChurnMax only with ChurnRate; Loops is the spec's
+	// loadgen_loops (0: one per CPU of the generator's set,
+	// harness.DefaultLoadLoops), as loops is the reactor's. StopAt sends
+	// a STOP probe, which closes the reactor's admission, so frames after
+	// it are rejected: keep it near the end.
+	Load loadgen.Config
 
 	// Callback is the reactor's callback cost spec ("" is the default,
 	// "0").
@@ -150,12 +127,6 @@ type Settings struct {
 	// ("server=0-1,loadgen=2-3", "server=count:2,loadgen=count:2"); ""
 	// places it as the matrix's --cpus says.
 	CPUs string
-	// LoadgenLoops is the load generator's number of event loops; 0 is one
-	// per CPU of its set (harness.DefaultLoadLoops).
-	LoadgenLoops int
-
-	Duration time.Duration
-	Warmup   time.Duration
 }
 
 // Cell is one cell of an expanded spec: the baseline, or the baseline with
@@ -207,6 +178,8 @@ func (s Settings) clone() Settings {
 	s.Budgets = maps.Clone(s.Budgets)
 	s.WireFaults = slices.Clone(s.WireFaults)
 	s.ReactorFaults = slices.Clone(s.ReactorFaults)
+	s.Load.Faults = slices.Clone(s.Load.Faults)
+	s.Load.LoopCPUs = slices.Clone(s.Load.LoopCPUs)
 	return s
 }
 
@@ -220,14 +193,11 @@ func (c Cell) Configs() (reactors.Config, loadgen.Config, error) {
 	return rc, c.loadConfig(), err
 }
 
+// loadConfig is the cell's load with its wire faults.
 func (s Settings) loadConfig() loadgen.Config {
-	return loadgen.Config{
-		Hot: s.Hot, InFlight: s.InFlight, Steady: s.Steady, Rate: s.Rate, Arrivals: s.Arrivals,
-		ControlEvery: s.ControlEvery, Control: s.Control, ControlTimeout: s.ControlTimeout, RemovalAfter: s.RemovalAfter,
-		StopAt: s.StopAt, UrgentEvery: s.UrgentEvery, Duration: s.Duration, Warmup: s.Warmup,
-		Faults: slices.Clone(s.WireFaults), Loops: s.LoadgenLoops,
-		ChurnRate: s.ChurnRate, ChurnBurst: s.ChurnBurst, ChurnMax: s.ChurnMax, HotLead: s.HotLead,
-	}
+	c := s.Load
+	c.Faults = slices.Clone(s.WireFaults)
+	return c
 }
 
 // reactorConfig applies the reactor settings to DefaultConfig.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,22 +23,70 @@ import (
 )
 
 // Fields lists the baseline fields a factor may name, in the order Parse
-// reads them.
-var Fields = []string{
-	"reactor", "target", "hot", "inflight", "steady", "rate", "arrivals", "control_every", "control", "control_timeout", "removal_after", "stop_at",
-	"urgent_every", "churn_rate", "churn_burst", "churn_max", "hot_lead", "callback", "workers", "budgets", "timer", "app_timer",
-	"control_sched", "admission", "urgent", "loops", "assign", "exclusive",
-	"faults", "server_cpu", "cpus", "loadgen_loops", "duration", "warmup",
+// reads them: what serves, the traffic's load knobs (loadgen.SpecKnobs of
+// loadgen.GroupTraffic, in their table's order), the reactor's settings,
+// the faults and the placement, then the run's load knobs (GroupRun).
+var Fields = slices.Concat(
+	[]string{"reactor", "target"},
+	knobNames(loadgen.GroupTraffic),
+	[]string{"callback", "workers", "budgets", "timer", "app_timer", "control_sched", "admission", "urgent", "loops", "assign", "exclusive",
+		"faults", "server_cpu", "cpus"},
+	knobNames(loadgen.GroupRun),
+)
+
+// knobNames are the names of the spec knobs of group g.
+func knobNames(g loadgen.Group) []string {
+	var out []string
+	for _, k := range loadgen.SpecKnobs(g) {
+		out = append(out, k.Name)
+	}
+	return out
 }
 
-// field decodes, compares and prints one baseline field.
+// field decodes, compares and prints one baseline field; unset, when not
+// nil, says a manifest leaves it out (see unsetFields).
 type field struct {
 	decode func(n *yaml.Node, s *Settings) error
 	equal  func(a, b *Settings) bool
 	text   func(s *Settings) string
+	unset  func(s *Settings) bool
 }
 
-var fields = map[string]field{
+// fields are the baseline fields by name: those of the map below, and one
+// per spec knob of loadgen.Knobs (knobField).
+var fields = func() map[string]field {
+	m := maps.Clone(otherFields)
+	for _, k := range loadgen.Knobs {
+		if k.Spec != nil {
+			m[k.Name] = knobField(k)
+		}
+	}
+	return m
+}()
+
+// knobField is a load knob as a spec field: decoded, compared and printed
+// as its loadgen.SpecRule says, and left out of a manifest where the rule
+// omits its default.
+func knobField(k loadgen.Knob) field {
+	f := field{
+		decode: func(n *yaml.Node, s *Settings) error {
+			v, err := scalar(n)
+			if err != nil {
+				return err
+			}
+			return k.ParseSpec(v, &s.Load)
+		},
+		equal: func(a, b *Settings) bool { return k.Equal(&a.Load, &b.Load) },
+		text:  func(s *Settings) string { return k.Text(&s.Load) },
+	}
+	if k.Spec.OmitDefault {
+		f.unset = func(s *Settings) bool { return k.IsDefault(&s.Load) }
+	}
+	return f
+}
+
+// otherFields are the baseline fields that are not load knobs.
+var otherFields = map[string]field{
 	// reactor is what serves: a reference design, or (a mapping {cmd: …},
 	// as target takes) a black-box command in its place, so that one
 	// factor can set reference reactors and third-party servers side by
@@ -69,93 +116,11 @@ var fields = map[string]field{
 		equal:  func(a, b *Settings) bool { return a.Target == b.Target },
 		text:   func(s *Settings) string { return s.Target.Spec().String() },
 	},
-	"hot":      intField(func(s *Settings) *int { return &s.Hot }),
-	"inflight": intField(func(s *Settings) *int { return &s.InFlight }),
-	"steady":   intField(func(s *Settings) *int { return &s.Steady }),
-	"rate":     rateField("frames/s", func(s *Settings) *float64 { return &s.Rate }),
-	// arrivals is the steady sources' arrival process (loadgen's
-	// Arrivals); absent, and "fixed", is the fixed timetable.
-	"arrivals": {
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			if v != loadgen.ArrivalsFixed && v != loadgen.ArrivalsPoisson {
-				return fmt.Errorf("%q (accepted: %s or %s)", v, loadgen.ArrivalsFixed, loadgen.ArrivalsPoisson)
-			}
-			s.Arrivals = v
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return a.arrivals() == b.arrivals() },
-		text:  func(s *Settings) string { return s.arrivals() },
-	},
-	"churn_rate": rateField("connections/s", func(s *Settings) *float64 { return &s.ChurnRate }),
-	// churn_burst and churn_max: 0 (absent) is loadgen's default with
-	// churn; loadgen refuses them without churn_rate.
-	"churn_burst": intField(func(s *Settings) *int { return &s.ChurnBurst }),
-	"churn_max":   intField(func(s *Settings) *int { return &s.ChurnMax }),
-	"hot_lead":    durField(func(s *Settings) *time.Duration { return &s.HotLead }),
 	// loops, assign and exclusive pass through to the serve flags of the
 	// same names; a design that does not take them refuses them (check).
-	"loops":         intField(func(s *Settings) *int { return &s.Loops }),
-	"assign":        passThroughField("assign", func(s *Settings) *string { return &s.Assign }),
-	"exclusive":     passThroughField("exclusive", func(s *Settings) *string { return &s.Exclusive }),
-	"control_every": durField(func(s *Settings) *time.Duration { return &s.ControlEvery }),
-	// control is the number of control connections, each with its PING
-	// every control_every (absent: 1); it compares and prints as its
-	// effective value.
-	"control": {
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			k, err := strconv.Atoi(v)
-			if err != nil || k < 1 || k > loadgen.MaxSources {
-				return fmt.Errorf("%q is not a number of control connections (accepted: 1..%d; leave it out for 1)", v, loadgen.MaxSources)
-			}
-			s.Control = k
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return a.controlConns() == b.controlConns() },
-		text:  func(s *Settings) string { return strconv.Itoa(s.controlConns()) },
-	},
-	// control_timeout and removal_after are the health check's (absent:
-	// loadgen's defaults); they compare and print as their effective
-	// values, so writing the default is the same as leaving it out.
-	"control_timeout": {
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return fmt.Errorf("%q is not a timeout (accepted: a duration > 0 with a unit, e.g. 10ms; leave it out for the default %v)", v, loadgen.DefaultControlTimeout)
-			}
-			s.ControlTimeout = d
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return a.controlTimeout() == b.controlTimeout() },
-		text:  func(s *Settings) string { return strings.ReplaceAll(s.controlTimeout().String(), "µ", "u") },
-	},
-	"removal_after": {
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			k, err := strconv.Atoi(v)
-			if err != nil || k < 1 {
-				return fmt.Errorf("%q is not a count of timeouts in a row (accepted: an integer >= 1; leave it out for the default %d)", v, loadgen.DefaultRemovalAfter)
-			}
-			s.RemovalAfter = k
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return a.removalAfter() == b.removalAfter() },
-		text:  func(s *Settings) string { return strconv.Itoa(s.removalAfter()) },
-	},
+	"loops":     intField(func(s *Settings) *int { return &s.Loops }),
+	"assign":    passThroughField("assign", func(s *Settings) *string { return &s.Assign }),
+	"exclusive": passThroughField("exclusive", func(s *Settings) *string { return &s.Exclusive }),
 	"server_cpu": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			v, err := scalar(n)
@@ -196,28 +161,6 @@ var fields = map[string]field{
 			return s.CPUs
 		},
 	},
-	"loadgen_loops": {
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			k, err := strconv.Atoi(v)
-			if err != nil || k < 0 || k > loadgen.MaxLoops {
-				return fmt.Errorf("%q is not a number of event loops (accepted: 1..%d; 0 or left out: one per CPU of the load generator's set)", v, loadgen.MaxLoops)
-			}
-			s.LoadgenLoops = k
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return a.LoadgenLoops == b.LoadgenLoops },
-		text: func(s *Settings) string {
-			if s.LoadgenLoops == 0 {
-				return "one per CPU"
-			}
-			return strconv.Itoa(s.LoadgenLoops)
-		},
-	},
-	"stop_at": durField(func(s *Settings) *time.Duration { return &s.StopAt }),
 	"callback": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			v, err := scalar(n)
@@ -274,39 +217,20 @@ var fields = map[string]field{
 			return orDefault(strings.Join(append(slices.Clone(s.WireFaults), s.ReactorFaults...), "+"), "none")
 		},
 	},
-	"app_timer":    durField(func(s *Settings) *time.Duration { return &s.AppTimer }),
-	"workers":      intField(func(s *Settings) *int { return &s.Workers }),
-	"urgent_every": durField(func(s *Settings) *time.Duration { return &s.UrgentEvery }),
+	"app_timer": durField(func(s *Settings) *time.Duration { return &s.AppTimer }),
+	"workers":   intField(func(s *Settings) *int { return &s.Workers }),
 	// control_sched, admission and urgent pass through to the serve flags
 	// of the same names; they compare and print as their effective values
 	// (the flag's default when absent).
 	"control_sched": passThroughField("control_sched", func(s *Settings) *string { return &s.ControlSched }),
 	"admission":     passThroughField("admission", func(s *Settings) *string { return &s.Admission }),
 	"urgent":        passThroughField("urgent", func(s *Settings) *string { return &s.Urgent }),
-	"duration":      durField(func(s *Settings) *time.Duration { return &s.Duration }),
-	"warmup":        durField(func(s *Settings) *time.Duration { return &s.Warmup }),
 }
 
-// controlTimeout is s's health check timeout, loadgen's default if unset.
-func (s *Settings) controlTimeout() time.Duration {
-	if s.ControlTimeout == 0 {
-		return loadgen.DefaultControlTimeout
-	}
-	return s.ControlTimeout
-}
-
-// removalAfter is s's K, loadgen's default if unset.
 // controlConns is the number of control connections the cell opens when
 // it has control probes.
 func (s *Settings) controlConns() int {
-	return max(s.Control, 1)
-}
-
-func (s *Settings) removalAfter() int {
-	if s.RemovalAfter == 0 {
-		return loadgen.DefaultRemovalAfter
-	}
-	return s.RemovalAfter
+	return max(s.Load.Control, 1)
 }
 
 // passThroughField is a reactor setting given to the serve flag of the
@@ -362,26 +286,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// rateField is a rate of unit (frames/s, connections/s): a number >= 0.
-func rateField(unit string, p func(*Settings) *float64) field {
-	return field{
-		decode: func(n *yaml.Node, s *Settings) error {
-			v, err := scalar(n)
-			if err != nil {
-				return err
-			}
-			r, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
-				return fmt.Errorf("%q is not a rate (accepted: a number >= 0 of %s)", v, unit)
-			}
-			*p(s) = r
-			return nil
-		},
-		equal: func(a, b *Settings) bool { return *p(a) == *p(b) },
-		text:  func(s *Settings) string { return strconv.FormatFloat(*p(s), 'g', -1, 64) },
-	}
 }
 
 func intField(p func(*Settings) *int) field {
@@ -576,12 +480,4 @@ func decodeFaults(n *yaml.Node, s *Settings) error {
 	}
 	s.WireFaults, s.ReactorFaults = wire, react
 	return nil
-}
-
-// arrivals is the arrival process, "fixed" when none is set.
-func (s *Settings) arrivals() string {
-	if s.Arrivals == "" {
-		return loadgen.ArrivalsFixed
-	}
-	return s.Arrivals
 }

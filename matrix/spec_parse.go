@@ -226,23 +226,23 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		}
 	}
 	switch {
-	case s.Steady > 0 && s.Rate == 0:
+	case s.Load.Steady > 0 && s.Load.Rate == 0:
 		return fail("steady", errors.New("steady sources without a rate: an open loop needs one (accepted: rate > 0 with steady)"))
-	case s.Steady == 0 && s.Rate > 0:
+	case s.Load.Steady == 0 && s.Load.Rate > 0:
 		return fail("rate", errors.New("a rate without steady sources (accepted: steady >= 1 with a rate)"))
-	case s.Hot > 0 && s.InFlight == 0:
+	case s.Load.Hot > 0 && s.Load.InFlight == 0:
 		return fail("hot", errors.New("hot sources without inflight (accepted: inflight >= 1 with hot)"))
-	case s.Hot == 0 && s.InFlight > 0:
+	case s.Load.Hot == 0 && s.Load.InFlight > 0:
 		return fail("inflight", errors.New("inflight without hot sources (accepted: hot >= 1 with inflight)"))
-	case s.Hot == 0 && s.Steady == 0 && s.ControlEvery == 0 && s.ChurnRate == 0:
+	case s.Load.Hot == 0 && s.Load.Steady == 0 && s.Load.ControlEvery == 0 && s.Load.ChurnRate == 0:
 		return fail("hot", errors.New("no source (accepted: hot or steady sources, control_every, or churn_rate)"))
-	case s.Duration == 0:
+	case s.Load.Duration == 0:
 		return fail("duration", errors.New("missing or zero (accepted: a duration > 0, e.g. 5s)"))
-	case s.ControlEvery == 0 && s.ControlTimeout != 0:
+	case s.Load.ControlEvery == 0 && s.Load.ControlTimeout != 0:
 		return fail("control_timeout", errors.New("a health check timeout without control probes (accepted: control_every > 0 with control_timeout)"))
-	case s.ControlEvery == 0 && s.Control != 0:
+	case s.Load.ControlEvery == 0 && s.Load.Control != 0:
 		return fail("control", errors.New("control connections without control probes (accepted: control_every > 0 with control)"))
-	case s.ControlEvery == 0 && s.RemovalAfter != 0:
+	case s.Load.ControlEvery == 0 && s.Load.RemovalAfter != 0:
 		return fail("removal_after", errors.New("a health check's removal count without control probes (accepted: control_every > 0 with removal_after)"))
 	}
 	lc := s.loadConfig()
@@ -254,13 +254,10 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		}
 		f := "baseline"
 		msg := strings.TrimPrefix(err.Error(), loadgen.ErrConfig.Error()+": ")
-		for _, cand := range Fields {
-			if strings.HasPrefix(msg, strings.ReplaceAll(cand, "_", "-")+" ") {
-				f = cand
+		for _, k := range loadgen.Knobs {
+			if k.Spec != nil && strings.HasPrefix(msg, k.ValidatedName()+" ") {
+				f = k.Name
 			}
-		}
-		if strings.HasPrefix(msg, "loops ") {
-			f = "loadgen_loops" // loadgen's loops; the field loops is the reactor's
 		}
 		return fail(f, errors.New(msg))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -30,33 +31,52 @@ func mustParse(t testing.TB, path string) *Spec {
 // that sets it. It is written out here rather than taken from the
 // package's table, so the tests do not trust the code they check.
 var structField = map[string]string{
-	"Reactor": "reactor", "Target": "target", "Hot": "hot", "InFlight": "inflight",
-	"Steady": "steady", "Rate": "rate", "Arrivals": "arrivals", "ControlEvery": "control_every", "Control": "control",
-	"ControlTimeout": "control_timeout", "RemovalAfter": "removal_after", "StopAt": "stop_at", "UrgentEvery": "urgent_every",
+	"Reactor": "reactor", "Target": "target",
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
-	"ChurnRate": "churn_rate", "ChurnBurst": "churn_burst", "ChurnMax": "churn_max", "HotLead": "hot_lead",
 	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive",
-	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "CPUs": "cpus", "LoadgenLoops": "loadgen_loops",
-	"Duration": "duration", "Warmup": "warmup",
+	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "CPUs": "cpus",
+}
+
+// loadField maps each field of loadgen.Config a spec sets, by Go name, to
+// its spec field (Settings.Load); a spec sets no other.
+var loadField = map[string]string{
+	"Hot": "hot", "InFlight": "inflight", "Steady": "steady", "Rate": "rate", "Arrivals": "arrivals",
+	"ControlEvery": "control_every", "Control": "control", "ControlTimeout": "control_timeout", "RemovalAfter": "removal_after",
+	"StopAt": "stop_at", "UrgentEvery": "urgent_every",
+	"ChurnRate": "churn_rate", "ChurnBurst": "churn_burst", "ChurnMax": "churn_max", "HotLead": "hot_lead",
+	"Loops": "loadgen_loops", "Duration": "duration", "Warmup": "warmup",
 }
 
 // differing returns the spec fields in which a and b differ, by comparing
 // every struct field of Settings.
 func differing(t testing.TB, a, b Settings) []string {
 	t.Helper()
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	var out []string
-	for i := range va.NumField() {
-		name := va.Type().Field(i).Name
-		f, ok := structField[name]
-		if !ok {
-			t.Fatalf("Settings.%s has no spec field in the test's table", name)
-		}
-		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) && !slices.Contains(out, f) {
-			out = append(out, f)
+	compare := func(what string, va, vb reflect.Value, table map[string]string) {
+		for i := range va.NumField() {
+			name := va.Type().Field(i).Name
+			if name == "Load" && what == "Settings" {
+				continue
+			}
+			ia, ib := va.Field(i), vb.Field(i)
+			equal := ia.IsZero() && ib.IsZero()
+			if ia.CanInterface() && !equal {
+				equal = reflect.DeepEqual(ia.Interface(), ib.Interface())
+			}
+			f, ok := table[name]
+			switch {
+			case !ok && what == "Settings":
+				t.Fatalf("Settings.%s has no spec field in the test's table", name)
+			case !ok && !equal:
+				t.Errorf("%s.%s set, which no spec field sets", what, name)
+			case !equal && !slices.Contains(out, f):
+				out = append(out, f)
+			}
 		}
 	}
+	compare("Settings", reflect.ValueOf(a), reflect.ValueOf(b), structField)
+	compare("Settings.Load", reflect.ValueOf(a.Load), reflect.ValueOf(b.Load), loadField)
 	return out
 }
 
@@ -134,10 +154,10 @@ func TestExpandIsACopy(t *testing.T) {
 	a := s.Expand()
 	for i := range a {
 		a[i].Budgets["budget-input"] = "1"
-		a[i].Hot = 99
+		a[i].Load.Hot = 99
 	}
 	b := s.Expand()
-	if b[0].Budgets["budget-input"] != "16" || b[0].Hot != 4 {
+	if b[0].Budgets["budget-input"] != "16" || b[0].Load.Hot != 4 {
 		t.Fatalf("Expand shares state with its callers: %+v", b[0].Settings)
 	}
 }
@@ -186,10 +206,10 @@ func TestStableIDs(t *testing.T) {
 func TestRoundTrip(t *testing.T) {
 	s := mustParse(t, "testdata/realistic.yaml")
 	wantBase := Settings{
-		Reactor: reactors.LT, Hot: 4, InFlight: 16, Steady: 8, Rate: 20000,
-		ControlEvery: time.Millisecond, Callback: "0",
-		Budgets: map[string]string{"budget-input": "16"}, Timer: reactors.TimerDeadline,
-		Duration: 5 * time.Second, Warmup: time.Second,
+		Reactor:  reactors.LT,
+		Load:     loadgen.Config{Hot: 4, InFlight: 16, Steady: 8, Rate: 20000, ControlEvery: time.Millisecond, Duration: 5 * time.Second, Warmup: time.Second},
+		Callback: "0",
+		Budgets:  map[string]string{"budget-input": "16"}, Timer: reactors.TimerDeadline,
 	}
 	if s.Name != "realistic" || s.Repeats != 2 || !reflect.DeepEqual(s.Baseline, wantBase) {
 		t.Fatalf("parsed %q repeats %d baseline %+v, want realistic, 2, %+v", s.Name, s.Repeats, s.Baseline, wantBase)
@@ -509,8 +529,8 @@ func TestPlacementFactors(t *testing.T) {
 	}
 	for i, c := range cells {
 		w := want[i]
-		if c.CPUs != w.cpus || c.LoadgenLoops != w.loops {
-			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.CPUs, c.LoadgenLoops, w.cpus, w.loops)
+		if c.CPUs != w.cpus || c.Load.Loops != w.loops {
+			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.CPUs, c.Load.Loops, w.cpus, w.loops)
 		}
 		if i > 0 {
 			if d := differing(t, cells[0].Settings, c.Settings); len(d) != 1 {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +69,7 @@ type runFlags struct {
 func newRunCommand() (*cli.Command, *runFlags) {
 	c := cli.New("reactorlab run", runSynopsis, runDescription)
 	fs := c.Flags
-	f := &runFlags{cfg: reactors.DefaultConfig(), load: loadgen.Config{Duration: 10 * time.Second, Warmup: 2 * time.Second}}
+	f := &runFlags{cfg: reactors.DefaultConfig()}
 	fs.StringVar(&f.target, "target", "", "what to measure (`DESIGN|cmd:COMMAND`): DESIGN is a reference reactor ("+designs.NameList()+"), configured by the reactor flags; cmd:COMMAND is a black-box server, run by /bin/sh -c with REACTORLAB_LISTEN=host:port and {addr} replaced; it must echo bytes")
 	fs.StringVar(&f.reactor, "reactor", "", "an alias of --target (`DESIGN|cmd:COMMAND`), so that command lines written with it still run; give one of the two")
 	// The reactor's flags, as serve takes them, but for those the
@@ -82,42 +81,20 @@ func newRunCommand() (*cli.Command, *runFlags) {
 			fs.Var(fl.Value, fl.Name, fl.Usage)
 		}
 	})
-	load := &f.load
-	fs.IntVar(&load.Hot, "hot", 1, "hot sources: closed loop, --inflight frames in flight each")
-	fs.IntVar(&load.InFlight, "inflight", 16, "frames in flight per hot source (K)")
-	fs.IntVar(&load.Steady, "steady", 0, "steady sources: open loop at --rate in all")
-	fs.Float64Var(&load.Rate, "rate", 0, "frames per second across the steady sources (required with --steady)")
-	fs.StringVar(&load.Arrivals, "arrivals", loadgen.ArrivalsFixed, "the steady sources' arrival process: fixed (one frame every steady/rate seconds per source) or poisson (exponential gaps of that mean, reproducible from --arrival-seed)")
-	fs.Uint64Var(&load.ArrivalSeed, "arrival-seed", 0, "seed of the poisson arrivals (with the source's index)")
-	fs.IntVar(&load.Window, "window", loadgen.DefaultWindow, "frames outstanding per steady source before it waits")
-	fs.IntVar(&load.Payload, "payload", loadgen.DefaultPayload, "payload bytes per DATA frame (the header adds 32)")
-	fs.DurationVar(&load.ControlEvery, "control-every", 10*time.Millisecond, "PING period on each control connection (0: no control probes)")
-	fs.IntVar(&load.Control, "control", 0, "control connections (0: 1 when there are probes)")
-	fs.DurationVar(&load.ControlTimeout, "control-timeout", loadgen.DefaultControlTimeout, "health check timeout: a PING answered later is a false timeout")
-	fs.IntVar(&load.RemovalAfter, "removal-after", loadgen.DefaultRemovalAfter, "health check: this many false timeouts in a row on a control connection are a false removal")
-	fs.DurationVar(&load.StopAt, "stop-at", 0, "send STOP this long after the warm-up and record how long until STOP_ACK (0: none)")
-	fs.DurationVar(&load.UrgentEvery, "urgent-every", 0, "send a TCP urgent byte (MSG_OOB) this often on the data connections in turn and time the target's urgent answer (0: none)")
-	fs.Float64Var(&load.ChurnRate, "churn-rate", 0, "open this many churn connections a second while sending, open loop: each connects at its instant, sends one DATA frame, reads the echo and closes (0: none; at most 100000)")
-	fs.IntVar(&load.ChurnBurst, "churn-burst", 0, "churn connections that arrive together at each instant: bursts come --churn-rate/N times a second (0: 1 with --churn-rate)")
-	fs.IntVar(&load.ChurnMax, "churn-max", 0, "churn connections open at once; one due beyond it is skipped and counted (0: 256 with --churn-rate)")
-	fs.DurationVar(&load.HotLead, "hot-lead", 0, "connect the hot sources and let them send this long before the steady and control sources connect; measuring starts once every source is connected (0: all at once; at most 10s)")
-	fs.DurationVar(&load.Duration, "duration", load.Duration, "measured time, after the warm-up")
-	fs.DurationVar(&load.Warmup, "warmup", load.Warmup, "load sent before measuring")
-	fs.DurationVar(&load.Drain, "drain", loadgen.DefaultDrain, "time outstanding frames may still be answered after sending stops")
-	fs.DurationVar(&load.Interval, "interval", loadgen.DefaultInterval, "interval of the HDR log and of progress reports")
-	fs.Func("precision", "`WIDTH` such as 5%: go on measuring past --duration, an --interval at a time, until the 95% interval of the data class's p99 (the control class's without data sources) is at most this wide beside it, or --precision-within has passed; the precision gate says which (one loadgen loop; no --stop-at)",
-		func(s string) error {
-			v, err := parsePrecision(s)
-			load.Precision = v
-			return err
-		})
-	fs.DurationVar(&load.PrecisionWithin, "precision-within", 0, "the most measured time --precision may take (0: 4 × --duration)")
+	// The load flags, from loadgen's table of knobs; loadgen-loops's help
+	// adds the default placement here.
+	for _, k := range loadgen.Knobs {
+		usage := k.Help
+		if k.Name == "loadgen_loops" {
+			usage += " (0: " + harness.DefaultLoadLoopsRule + "; here, with the default placement, " + defaultLoopsText() + ")"
+		}
+		k.AddFlag(fs, &f.load, usage)
+	}
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; a reference reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
 	f.cpus = defaultCPUs()
 	fs.Var(&f.cpus, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
-	fs.IntVar(&load.Loops, "loadgen-loops", 0, "event loops of the load generator, each on its own thread, pinned round-robin to the CPUs of its set (0: "+harness.DefaultLoadLoopsRule+"; here, with the default placement, "+defaultLoopsText()+")")
 	fs.Float64Var(&f.serverCPU, "server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	fs.StringVar(&f.lab, "lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	fs.DurationVar(&f.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
@@ -423,17 +400,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// parsePrecision reads --precision: "5%" or "0.05".
-func parsePrecision(s string) (float64, error) {
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil {
-		return 0, fmt.Errorf("want a width such as 5%% or 0.05, got %q", s)
-	}
-	if pct {
-		v /= 100
-	}
-	return v, nil
 }
