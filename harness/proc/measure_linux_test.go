@@ -88,6 +88,9 @@ func TestUsage(t *testing.T) {
 		t.Errorf("stat CPU %d ns and schedstat CPU %d ns disagree", u2.CPUNs(), tc)
 	}
 
+	for _, c := range conns {
+		c.Close() // else the echo, stopping, waits 3 s for its clients' EOF
+	}
 	mustStop(t, p)
 	if _, err := p.Usage(); !errors.Is(err, ErrExited) {
 		t.Errorf("Usage after Stop: %v, want ErrExited", err)

@@ -21,7 +21,9 @@ func TestStartWaitsForPort(t *testing.T) {
 	if el := time.Since(t0); el < 300*time.Millisecond {
 		t.Errorf("Start returned after %v, before the target could listen", el)
 	}
-	roundTrip(t, dial(t, p.Addr()), "hello")
+	c := dial(t, p.Addr())
+	roundTrip(t, c, "hello")
+	c.Close() // else the echo, stopping, waits 3 s for this client's EOF
 	e := mustStop(t, p)
 	if e.Code != 0 || e.Signal != "" || e.Killed {
 		t.Errorf("exit %v, want a clean exit on SIGTERM", e)
@@ -50,7 +52,9 @@ func TestListenEnvAndStdout(t *testing.T) {
 	if p.Addr() != addr {
 		t.Errorf("Addr %q, want %q", p.Addr(), addr)
 	}
-	roundTrip(t, dial(t, addr), "via env")
+	c := dial(t, addr)
+	roundTrip(t, c, "via env")
+	c.Close() // else the echo, stopping, waits 3 s for this client's EOF
 	e := mustStop(t, p)
 	if want := "env=bar listen=" + addr + "\n"; string(e.Stdout) != want {
 		t.Errorf("stdout %q, want %q", e.Stdout, want)
