@@ -485,6 +485,7 @@ func TestExitOnEMFILE(t *testing.T) {
 			// Recovery: with the connections closed, a new one is served.
 			c := dial(t, p)
 			roundTrip(t, c, []byte("after the limit"))
+			c.Close() // else the echo, stopping, waits 3 s for this client's EOF
 		}
 		e, err := p.Stop()
 		switch {
