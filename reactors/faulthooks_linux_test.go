@@ -203,7 +203,7 @@ func TestFaultHooksCoverRegistry(t *testing.T) {
 
 // Each reactor fault hook must turn a correct reactor into one that a
 // simple detector catches, and the same detector must pass the correct
-// reactor. (The conformance suite has the full cases; this proves the
+// hooks are live.) It runs in the full tier only (-short skips it).
 // hooks are live.) With -short each fault runs on its first design only.
 func TestFaultHooksChangeBehaviour(t *testing.T) {
 	if testing.Short() {
