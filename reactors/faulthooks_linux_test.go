@@ -203,8 +203,8 @@ func TestFaultHooksCoverRegistry(t *testing.T) {
 
 // Each reactor fault hook must turn a correct reactor into one that a
 // simple detector catches, and the same detector must pass the correct
-// hooks are live.) It runs in the full tier only (-short skips it).
-// hooks are live.) With -short each fault runs on its first design only.
+// reactor. (The conformance suite has the full cases; this proves the
+// hooks are live.) It runs in the full tier only: -short skips it.
 func TestFaultHooksChangeBehaviour(t *testing.T) {
 	if testing.Short() {
 		// Each detector waits for a stall or a second of traffic (one row
