@@ -283,6 +283,36 @@ func firstFew(xs []string, n int) []string {
 	return xs
 }
 
+// storm dials conns connections to addr at once — each waits on its own
+// goroutine until all are started and armed (if not nil) has run — and
+// returns the errors of those not echoed within bound (stormOne's, token
+// i+1 for the i-th).
+func storm(addr string, conns int, bound time.Duration, armed func()) []string {
+	var wg sync.WaitGroup
+	errs := make([]error, conns)
+	start := make(chan struct{})
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = stormOne(addr, uint64(i+1), bound)
+		}()
+	}
+	if armed != nil {
+		armed()
+	}
+	close(start)
+	wg.Wait()
+	var bad []string
+	for _, err := range errs {
+		if err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	return bad
+}
+
 // stormOne is one connection of an accept storm: dial, one 64-byte DATA
 // frame, its echo checked, all within bound.
 func stormOne(addr string, token uint64, bound time.Duration) error {

@@ -3,7 +3,6 @@ package conformance
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reactorlab/reactorlab/internal/procfs"
@@ -40,27 +39,9 @@ const m1Bound = 10 * time.Second
 
 func runM1(c *C) {
 	const conns = 512
-	addr := c.Instance().Addr()
-	var wg sync.WaitGroup
-	errs := make([]error, conns)
-	start := make(chan struct{})
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = stormOne(addr, uint64(i+1), m1Bound)
-		}()
-	}
-	ext0, extErr := procfs.ReadTcpExt()
-	close(start)
-	wg.Wait()
-	var bad []string
-	for _, err := range errs {
-		if err != nil {
-			bad = append(bad, err.Error())
-		}
-	}
+	var ext0 map[string]uint64
+	var extErr error
+	bad := storm(c.Instance().Addr(), conns, m1Bound, func() { ext0, extErr = procfs.ReadTcpExt() })
 	// A full accept queue drops SYNs, which clients send again after 1, 3
 	// and 7 s: the kernel's count tells a backlog shorter than the storm
 	// (or an acceptor too slow for it) from a server that loses

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -20,26 +19,7 @@ func r3Case() Case {
 
 func runR3(c *C) {
 	const conns = 256
-	addr := c.Instance().Addr()
-	var wg sync.WaitGroup
-	errs := make([]error, conns)
-	start := make(chan struct{})
-	for i := 0; i < conns; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = r3One(addr, uint64(i+1))
-		}()
-	}
-	close(start)
-	wg.Wait()
-	var bad []string
-	for _, err := range errs {
-		if err != nil {
-			bad = append(bad, err.Error())
-		}
-	}
+	bad := storm(c.Instance().Addr(), conns, r3Bound, nil)
 	if len(bad) > 0 {
 		shown := bad
 		if len(shown) > 5 {
@@ -52,4 +32,7 @@ func runR3(c *C) {
 
 // r3One is one connection of R3's storm, echoed within R3's bound (R4 checks
 // its recovery with it).
-func r3One(addr string, token uint64) error { return stormOne(addr, token, 5*time.Second) }
+func r3One(addr string, token uint64) error { return stormOne(addr, token, r3Bound) }
+
+// r3Bound is R3's bound on each connection of its storm.
+const r3Bound = 5 * time.Second
