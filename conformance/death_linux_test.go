@@ -22,6 +22,7 @@ import (
 // end, after the SIGTERM that stops it, would read as clean) and as the
 // direct child alike.
 func TestTargetDeathFailsTheCase(t *testing.T) {
+	t.Parallel() // its target is a process of its own; see TestMain
 	echo := testbin.Path(t, "examples/echo")
 	killServer := conformance.Case{ID: "Z1", Title: "kills the server, then finds nothing wrong", Run: func(c *conformance.C) {
 		g, ok := c.Instance().(interface{ Group() ([]int, error) })
@@ -60,6 +61,7 @@ func TestTargetDeathFailsTheCase(t *testing.T) {
 // that died: only the processes there before it was found ready are
 // watched.
 func TestForkingServerIsNotDead(t *testing.T) {
+	t.Parallel() // its target is a process of its own; see TestMain
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 (socketserver.ForkingTCPServer)")
 	}

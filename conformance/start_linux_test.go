@@ -27,7 +27,8 @@ import (
 // once (silent, or saying why), one that never listens, and reference
 // targets whose configuration their serve refuses or whose reactor does.
 func TestCheckStartRefuses(t *testing.T) {
-	sleep := sleepArg()
+	t.Parallel() // its targets are processes of their own, or fail before a reactor runs; see TestMain
+	sleep := sleepArg(1)
 	bad := reactors.DefaultConfig()
 	bad.Budgets.Input = 0 // serve and reactors.New refuse it
 	const timeout = time.Second
@@ -157,7 +158,8 @@ func (h *hangingInstance) Stop() (conformance.Final, error) {
 // that never listens and one that stalls after a good start both fail the
 // case with cause timeout within it (+1 s).
 func TestCaseTimeoutBounds(t *testing.T) {
-	sleep := sleepArg()
+	t.Parallel() // its targets are a child process and a listener that runs no reactor; see TestMain
+	sleep := sleepArg(2)
 	f1, _ := conformance.Lookup("F1")
 	const timeout = time.Second
 	for _, tc := range []struct {
@@ -224,9 +226,10 @@ func TestInterruptedRun(t *testing.T) {
 }
 
 // sleepArg is an argument of sleep(1) unique to this process (another go
-// test of this package may be running), so processesWithArgs finds only
-// this test's.
-func sleepArg() string { return fmt.Sprintf("1000.%d", os.Getpid()) }
+// test of this package may be running) and to the test that passes n (the
+// tests that use it run side by side), so processesWithArgs finds only
+// that test's.
+func sleepArg(n int) string { return fmt.Sprintf("1000.%d%d", os.Getpid(), n) }
 
 // processesWithArgs lists the pids whose command line is exactly argv.
 func processesWithArgs(argv ...string) []string {

@@ -23,6 +23,7 @@ import (
 // crash in AtStop, the summary counts it, and the table says so; the
 // case that had run is not charged with it.
 func TestStopIsJudgedApart(t *testing.T) {
+	t.Parallel() // its target is a process of its own; see TestMain
 	echo := testbin.Path(t, "examples/echo")
 	results, err := conformance.RunAll(context.Background(), conformance.Command{Argv: []string{echo, "--bug", "crash-at-stop", "--lifetime", "5m"}},
 		conformance.Options{Cases: []string{"F1", "R1"}})

@@ -73,7 +73,7 @@ func TestConformList(t *testing.T) {
 // the clean reactor, fail (exit 1) on a mutant, with the JSON and JUnit
 // reports agreeing with the table.
 func TestConformReferenceProcess(t *testing.T) {
-	t.Setenv(asMainEnv, "1")
+	t.Parallel() // its reactor is a child process (this binary's serve, see TestMain)
 	dir := t.TempDir()
 	jsonPath, junitPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
 	var stdout, stderr bytes.Buffer
@@ -112,13 +112,14 @@ func TestConformReferenceProcess(t *testing.T) {
 // writes its reports where it was asked to, and the lab's audit is clean
 // after a clean run and after a failing one.
 func TestConformInLab(t *testing.T) {
+	// Not parallel: the lab's leak audit counts every descendant of this
+	// process, another test's target included.
 	if err := harness.CheckLab(context.Background()); err != nil {
 		if required, why := harness.LabRequired(); required || !errors.Is(err, harness.ErrLabUnavailable) {
 			t.Fatalf("the lab must work here (%s): %v", why, err)
 		}
 		t.Skipf("no lab here: %v", err)
 	}
-	t.Setenv(asMainEnv, "1")
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"conform", "--lab", "--target", "lt", "--case", "F1,R3", "--json", jsonPath}, &stdout, &stderr)
@@ -301,7 +302,7 @@ var caseLine = regexp.MustCompile(`(?m)^\s*[FRWISTX][0-9]\s`)
 // --json - and --junit - put that document alone on stdout (it parses),
 // the table on stderr.
 func TestConformMachineOutputOnStdout(t *testing.T) {
-	t.Setenv(asMainEnv, "1")
+	t.Parallel() // its reactor is a child process (this binary's serve, see TestMain)
 	for _, flag := range []string{"--json", "--junit"} {
 		t.Run(flag, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -108,6 +108,7 @@ func TestTopLevelHelpAndRefusals(t *testing.T) {
 // the README says (with VCS stamping asked for, as GOFLAGS may turn it off)
 // and checks --version and version --json against git's HEAD.
 func TestVersionNamesTheRevisionTheBuildStamped(t *testing.T) {
+	t.Parallel() // it builds and runs a binary of its own
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build the binary")

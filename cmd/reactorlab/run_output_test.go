@@ -73,7 +73,7 @@ func TestRunJSONIsAllOfStdout(t *testing.T) {
 // does: with -, stdout is the result and nothing else (the line goes to
 // stderr); with a FILE, the result is in it and the line on stdout.
 func TestFootprintJSON(t *testing.T) {
-	t.Setenv(asMainEnv, "1") // the reactor is this binary's serve
+	t.Parallel() // its reactor is a child process (this binary's serve, see TestMain)
 	jsonPath := filepath.Join(t.TempDir(), "footprint.json")
 	for _, to := range []string{"-", jsonPath} {
 		var stdout, stderr bytes.Buffer

@@ -42,6 +42,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Every process this binary starts as itself, playing no role and
+	// given no arguments by environment, is the command: conform and
+	// footprint start their reference targets as their own executable
+	// with "serve ...". Set once here, not per test, so that those tests
+	// can run side by side.
+	if err := os.Setenv(asMainEnv, "1"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	os.Exit(m.Run())
 }
 
