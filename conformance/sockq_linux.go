@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,19 +141,19 @@ func dialSmall(addr string) (*net.TCPConn, error) {
 // (twice rmem_max, wmem_max) can give them. A server that forces larger
 // buffers (SO_RCVBUFFORCE, root) can absorb more.
 func kernelCapacity() (int64, string, error) {
-	third := func(path string) (int64, error) {
-		b, err := os.ReadFile(path)
+	third := func(name string) (int64, error) {
+		b, err := procfs.ReadSysctl(name)
 		if err != nil {
 			return 0, err
 		}
-		f := strings.Fields(string(b))
+		f := strings.Fields(b)
 		if len(f) == 0 {
-			return 0, fmt.Errorf("%s is empty", path)
+			return 0, fmt.Errorf("%s is empty", procfs.SysctlPath(name))
 		}
 		return strconv.ParseInt(f[len(f)-1], 10, 64)
 	}
 	var v [4]int64
-	for i, p := range []string{"/proc/sys/net/ipv4/tcp_rmem", "/proc/sys/net/ipv4/tcp_wmem", "/proc/sys/net/core/rmem_max", "/proc/sys/net/core/wmem_max"} {
+	for i, p := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max"} {
 		n, err := third(p)
 		if err != nil {
 			return 0, "", err
@@ -251,4 +250,31 @@ func sockProtoOf(pid, fd int, ino uint32) (proto string, ok bool, err error) {
 		return "", false, nil
 	}
 	return strings.TrimRight(string(buf[:n]), "\x00"), true, nil
+}
+
+// listenerInodes finds the sockets listening on addr's port, on any
+// address, IPv4 or IPv6 (a dual-stack server listens on [::]), in the
+// kernel's TCP tables (inet_diag), as the descriptor table names them:
+// "socket:[inode]".
+func listenerInodes(addr string) (map[string]bool, error) {
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := inetdiag.Dump(fam, 1<<inetdiag.Listen, uint16(tcp.Port), 0)
+		if err != nil {
+			return nil, fmt.Errorf("reading the kernel's TCP tables: %w", err)
+		}
+		for _, s := range socks {
+			if s.Inode != 0 {
+				out[fmt.Sprintf("socket:[%d]", s.Inode)] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no socket listening on port %d in the kernel's TCP tables", tcp.Port)
+	}
+	return out, nil
 }

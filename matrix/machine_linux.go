@@ -3,7 +3,6 @@
 package matrix
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -20,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -95,15 +95,8 @@ func MachineInfo() results.Machine {
 			m.CPUs = n
 		}
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
+	if model, err := procfs.ReadCPUModel(); err == nil {
+		m.CPUModel = model
 	}
 	return m
 }

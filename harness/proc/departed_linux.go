@@ -3,10 +3,7 @@
 package proc
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -107,11 +104,11 @@ func describeWait(sys any) string {
 // commandLine is /proc/<pid>/cmdline with spaces for NULs, at most 200
 // bytes.
 func commandLine(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	argv, err := procfs.ReadCmdline(pid)
 	if err != nil {
 		return "?"
 	}
-	s := strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	s := strings.TrimSpace(strings.Join(argv, " "))
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}

@@ -208,3 +208,19 @@ func TestReaderNamesThePath(t *testing.T) {
 		t.Error("paths")
 	}
 }
+
+func TestParseCPUModel(t *testing.T) {
+	b := []byte("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n\nprocessor\t: 1\nmodel name\t: other\n")
+	if got := ParseCPUModel(b); got != "Intel(R) Xeon(R) CPU @ 2.20GHz" {
+		t.Errorf("got %q", got)
+	}
+	if got := ParseCPUModel([]byte("processor\t: 0\nBogoMIPS\t: 50.00\n")); got != "" {
+		t.Errorf("no model name: got %q", got)
+	}
+}
+
+func TestSysctlPath(t *testing.T) {
+	if got := SysctlPath("net.ipv4.tcp_rmem"); got != "/proc/sys/net/ipv4/tcp_rmem" {
+		t.Errorf("got %q", got)
+	}
+}

@@ -87,3 +87,16 @@ func TestEpollSelf(t *testing.T) {
 		t.Errorf("SameFile: dup %v (want true), eventfd %v (want false)", same, other)
 	}
 }
+
+// The command line and a sysctl read as the kernel shows them to this
+// process.
+func TestReadCmdlineAndSysctl(t *testing.T) {
+	argv, err := ReadCmdline(Self)
+	if err != nil || !slices.Equal(argv, os.Args) {
+		t.Errorf("ReadCmdline(Self) = %q, %v; want %q", argv, err, os.Args)
+	}
+	v, err := ReadSysctl("kernel.pid_max")
+	if err != nil || v == "" || v[len(v)-1] == '\n' {
+		t.Errorf("ReadSysctl(kernel.pid_max) = %q, %v", v, err)
+	}
+}

@@ -1,13 +1,8 @@
 package conformance
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/reactorlab/reactorlab/internal/procfs"
@@ -16,7 +11,7 @@ import (
 // servingProcesses returns the pids of the target's process group that
 // hold one of its listening sockets (the processes that accept its
 // connections; several SO_REUSEPORT workers have one each), found by the
-// sockets' inodes in /proc/net/tcp{,6} and the group's descriptor tables,
+// sockets' inodes in the kernel's TCP tables and the group's descriptor tables,
 // and every pid of the group. It returns an error when the target has no
 // process of its own or no process of it holds a listener.
 func servingProcesses(inst Instance) (serving, group []int, err error) {
@@ -54,40 +49,6 @@ func listenerFds(pid int, inodes map[string]bool) map[int]string {
 		}
 	}
 	return out
-}
-
-// listenerInodes finds the sockets listening on addr's port (on any
-// address, IPv4 or IPv6) in /proc/net/tcp and tcp6, as "socket:[inode]".
-func listenerInodes(addr string) (map[string]bool, error) {
-	tcp, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	port := fmt.Sprintf("%04X", tcp.Port)
-	out := map[string]bool{}
-	// A dual-stack server listens on [::]: its socket is in tcp6.
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(table)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Scan() // the header
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
-			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
-				continue
-			}
-			if _, p, ok := strings.Cut(f[1], ":"); ok && p == port {
-				out["socket:["+f[9]+"]"] = true
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no socket listening on port %d in /proc/net/tcp or tcp6", tcp.Port)
-	}
-	return out, nil
 }
 
 // listenerWaits is who waits to accept on one listening socket: the
