@@ -10,6 +10,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // TestMetricsKnownValues feeds Metrics a hand-made result whose every
@@ -19,7 +20,7 @@ func TestMetricsKnownValues(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	warmup := time.Second
-	rec := results.NewRecorder(start, time.Second, warmup)
+	rec := record.NewRecorder(start, time.Second, warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	ctl, _ := rec.Class(loadgen.ClassControl)
 	// Warm-up: control answers over 10 ms that must not be counted.

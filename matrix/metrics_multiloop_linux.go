@@ -13,6 +13,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // multiLoopMetrics adds to m the figures the multiloop suite's tables
@@ -42,7 +43,7 @@ func multiLoopMetrics(m map[string]float64, res *harness.CellResult, hlog string
 	if !multi || s.Latency.Classes[loadgen.ClassData].Count == 0 {
 		return nil
 	}
-	hs, err := results.MeasuredHistograms(hlog, measuredFrom)
+	hs, err := record.MeasuredHistograms(hlog, measuredFrom)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // TestMultiLoopMetrics feeds Metrics a shared-listener cell's result with
@@ -24,7 +25,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	warmup := time.Second
-	rec := results.NewRecorder(start, time.Second, warmup)
+	rec := record.NewRecorder(start, time.Second, warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	hot, _ := rec.Class(loadgen.ClassServicePrefix + "hot-0")
 	light0, _ := rec.Class(loadgen.ClassServicePrefix + "steady-0")
@@ -45,7 +46,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 	rec.Close(warmup + 2*time.Second)
 	hlog := writeHlog(t, dir, rec)
 	lat := rec.Summary()
-	lat.Classes[loadgen.ClassChurn] = results.ClassSummary{Count: 10, P50Us: 150, P99Us: 900, MaxUs: 4000}
+	lat.Classes[loadgen.ClassChurn] = record.ClassSummary{Count: 10, P50Us: 150, P99Us: 900, MaxUs: 4000}
 	per := []reactors.LoopStats{
 		{Loop: 0, Role: reactors.RoleLoop, Conns: 30, Frames: 300, Busy: 0.3, CPU: 0.3, Wakeups: 4000},
 		{Loop: 1, Role: reactors.RoleLoop, Conns: 10, Frames: 100, Busy: 0.1, CPU: 0.1, Wakeups: 1000},
@@ -123,7 +124,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 
 // writeHlog writes rec's interval log into dir as the load generator
 // would, and returns its path.
-func writeHlog(t *testing.T, dir string, rec *results.Recorder) string {
+func writeHlog(t *testing.T, dir string, rec *record.Recorder) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := rec.WriteHlog(&buf); err != nil {

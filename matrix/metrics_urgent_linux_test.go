@@ -9,6 +9,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // TestUrgentMetrics: the urgent class's latencies come from its own
@@ -18,7 +19,7 @@ import (
 func TestUrgentMetrics(t *testing.T) {
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	warmup := time.Second
-	rec := results.NewRecorder(start, time.Second, warmup)
+	rec := record.NewRecorder(start, time.Second, warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	urg, _ := rec.Class(loadgen.ClassUrgent)
 	rec.Advance(100 * time.Millisecond)

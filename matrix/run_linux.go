@@ -22,6 +22,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -209,7 +210,7 @@ func (r *shardRun) runFrom(ctx context.Context, first int) (*results.Manifest, e
 			shard.Interrupted = ctx.Err() != nil
 			return r.finish(fmt.Errorf("matrix: %s repeat %d: %w", p.Cell.ID, p.Repeat, err))
 		}
-		rec := record(res, p, r.sh, i+1, started, r.opt.Dir)
+		rec := runRecord(res, p, r.sh, i+1, started, r.opt.Dir)
 		r.m.Runs = append(r.m.Runs, rec)
 		r.logf("[%d/%d] %s repeat %d: %s in %.1f s\n", i+1, len(plan), p.Cell.ID, p.Repeat, verdictText(rec), rec.ElapsedS)
 		if err := results.WriteManifest(r.opt.Dir, r.m); err != nil {
@@ -445,8 +446,8 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	}, nil
 }
 
-// record makes the manifest's record of one run.
-func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started time.Time, dir string) results.RunRecord {
+// runRecord makes the manifest's record of one run.
+func runRecord(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started time.Time, dir string) results.RunRecord {
 	rec := results.RunRecord{
 		Shard: sh.Index, Seq: seq, Cell: p.Cell.ID, Repeat: p.Repeat, Pair: p.Pair, Dir: p.Dir,
 		Started: started.UTC(), ElapsedS: time.Since(started).Seconds(),
@@ -547,7 +548,7 @@ func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measured
 	}
 	if cs, ok := s.Latency.Classes[loadgen.ClassControl]; ok && cs.Count > 0 {
 		var hs map[string]*hdrhistogram.Histogram
-		hs, err = results.MeasuredHistograms(hlog, measuredFrom)
+		hs, err = record.MeasuredHistograms(hlog, measuredFrom)
 		if h := hs[loadgen.ClassControl]; err == nil && h != nil {
 			m[results.MetricControlOver10ms] = float64(countAbove(h, int64(10*time.Millisecond)))
 		}

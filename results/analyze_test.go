@@ -14,6 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // synthCell is one cell of a synthetic manifest: a factor ("" for the
@@ -389,7 +390,7 @@ func TestAnalyzeNoFactors(t *testing.T) {
 // histograms.
 func TestAnalyzeLatency(t *testing.T) {
 	m := synthManifest("latency", 3, []synthCell{{"hot", "16"}}, noisy(8, typicalMeans, 0.02, nil))
-	h := results.NewHistogram()
+	h := record.NewHistogram()
 	for i := int64(1); i <= 1000; i++ {
 		if err := h.RecordValue(i * 1000); err != nil {
 			t.Fatal(err)
