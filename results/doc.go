@@ -3,8 +3,12 @@
 // comparison of two runs.
 //
 // A matrix run directory is described by its [Manifest] (the spec, the
-// cells, the shards and every run with its metrics, named by the catalogue
-// [Metrics]). [CellHistograms] merges the runs' interval logs per cell,
+// cells, the shards and every run with its metrics). A metric is one
+// entry of the catalogue [Metrics]: its name, unit and description for
+// the reports, when a run has no value of it, and the function that
+// computes it from a cell's result (harness.CellResult) and interval log;
+// [ComputeMetrics] computes them all for one run, so a metric the reports
+// describe is one every run computes. [CellHistograms] merges the runs' interval logs per cell,
 // losslessly (results/record); [Analyze] compares each cell with the
 // baseline (ratios over the baseline/cell pairs, the exact two-sided
 // Mann–Whitney U test against the pooled baseline runs, Holm–Bonferroni
@@ -16,5 +20,6 @@
 // with results/figure, so a figure reads the same in each.
 //
 // Recording (results/record) and the statistics (results/stats) sit below
-// it and never import it.
+// it and never import it; it sits above the lab (harness), whose results
+// its catalogue computes from.
 package results
