@@ -104,7 +104,7 @@ type MetricResult struct {
 	// Intervals, for a latency percentile of a factor cell, compares the
 	// 95% confidence intervals of that percentile in the cell's and the
 	// baseline's merged histograms (widened where their runs' samples were
-	// correlated: ClassSummary.Widen): IntervalsOverlap or IntervalsApart;
+	// correlated: record.ClassSummary.Widen): IntervalsOverlap or IntervalsApart;
 	// empty where either has too few samples for it, or no histogram.
 	Intervals string `json:"intervals,omitempty"`
 }

@@ -326,7 +326,7 @@ func addRunNotes(cells []CellInfo, runs []RunRecord, ns *notes) {
 // RepeatsNeeded is the smallest number of repeats with which a spec of
 // factorCells factor cells (and so factorCells·repeats pooled baseline
 // runs) can reach significance at alpha after Holm's correction over the
-// cells, if every run is valid: MinPValue(r, r·factorCells)·factorCells ≤
+// cells, if every run is valid: stats.MinPValue(r, r·factorCells)·factorCells ≤
 // alpha. It returns 0 if no number up to 1000 does.
 func RepeatsNeeded(factorCells int, alpha float64) int {
 	for r := 1; r <= 1000; r++ {

@@ -219,7 +219,7 @@ func TestAnalyzeHolm(t *testing.T) {
 }
 
 // TestAnalyzeTooFewRepeats: 2 repeats of 3 cells cannot reach significance
-// after Holm (MinPValue(2, 6)·3 ≈ 0.21): even a tenfold shift is
+// after Holm (stats.MinPValue(2, 6)·3 ≈ 0.21): even a tenfold shift is
 // inconclusive, and a note says to raise repeats to 3.
 func TestAnalyzeTooFewRepeats(t *testing.T) {
 	scale := map[string]map[string]float64{"hot=16": {results.MetricThroughput: 10}}

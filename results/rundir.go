@@ -244,8 +244,8 @@ type RunRecord struct {
 	// cell lists them, since its figures mean less than a passing run's.
 	Flagged []string `json:"flagged,omitempty"`
 	// Thinning maps a latency class whose samples failed the independence
-	// gate to the gate's thinning k (Interval's Thinning; ThinningUnknown
-	// when none up to MaxThinning sufficed): intervals over its histogram
+	// gate to the gate's thinning k (Interval's Thinning; stats.ThinningUnknown
+	// when none up to stats.MaxThinning sufficed): intervals over its histogram
 	// count only every k-th sample.
 	Thinning map[string]int `json:"thinning,omitempty"`
 	// Metrics are the run's values, keyed by Metric.Name; a metric the run
@@ -268,7 +268,7 @@ func (m *Manifest) Cell(id string) (CellInfo, bool) {
 }
 
 // CellThinning is the thinning for class in the merged histogram of
-// cell's comparable runs: the largest k of any (ThinningUnknown if any
+// cell's comparable runs: the largest k of any (stats.ThinningUnknown if any
 // is), 0 when none failed the independence gate for it.
 func (m *Manifest) CellThinning(cell, class string) int {
 	return cellThinning(m.Runs, cell, class)

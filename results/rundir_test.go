@@ -15,7 +15,7 @@ import (
 // two measured 1 s intervals. During the warm-up it records warm values of
 // warmValue in each class; afterwards measured values per class and
 // interval (ordinary latencies between 100 µs and 2 ms). It returns the
-// closed Recorder.
+// closed record.Recorder.
 func recordRun(t *testing.T, start time.Time, warm int, warmValue time.Duration, measured map[string]int) *record.Recorder {
 	t.Helper()
 	const warmup = time.Second

@@ -75,7 +75,7 @@ func Summarize(h *hdrhistogram.Histogram, clamped int64) ClassSummary {
 }
 
 // Widen recomputes s's intervals from h, the histogram s summarises, for
-// samples of which only every k-th counts (ThinnedInterval); k of 0 or 1
+// samples of which only every k-th counts (stats.ThinnedInterval); k of 0 or 1
 // leaves s as it is.
 func (s *ClassSummary) Widen(h *hdrhistogram.Histogram, k int) {
 	if k == 0 || k == 1 || s.Count == 0 {

@@ -10,7 +10,7 @@ import (
 
 // Dependence is the rank correlation between latency samples lag apart
 // (lag 1: consecutive), pooled over runs of consecutive samples (a
-// SampleLog's blocks). Each run is ranked, then the ranks' linear trend is
+// record.SampleLog's blocks). Each run is ranked, then the ranks' linear trend is
 // taken out, so a slow drift — the stationarity test's to judge — does not
 // read as dependence, and one outlier cannot tilt the line (a line fitted
 // to the raw latencies is, and one 20-ms spike in a block of 100-µs
