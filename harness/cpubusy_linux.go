@@ -8,7 +8,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/loadgen"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // maxCPUTicks bounds ProcResult.CPUTicks: past it every second sample is
@@ -232,7 +232,7 @@ const minThrottledShare = 0.5
 // self-check's included, is the machine's); "loadgen" when the load
 // generator's self-check says so (its own scheduling lag or CPU) or its
 // own work filled a CPU (SideBusy.filled: one of its CPUs
-// results.BusyFull busy or more, its threads that much on a CPU; a loop
+// stats.BusyFull busy or more, its threads that much on a CPU; a loop
 // thread fills one CPU, whatever the size of the set); else "server" when
 // the server's did, or, for a server under a CPU cap
 // (server_cpu), when the kernel throttled it in at least half the periods
@@ -297,15 +297,15 @@ func (c *CPULimitRecord) limit() (side, why string) {
 }
 
 // filled reports whether the side's own work filled a CPU: one of its
-// CPUs results.BusyFull busy or more and, where its threads' time is
+// CPUs stats.BusyFull busy or more and, where its threads' time is
 // known, its threads on a CPU that much of the span (a loop thread fills
 // one CPU, whatever the size of the set). A CPU that others filled is
 // not the side's limit.
 func (b *SideBusy) filled() bool {
-	if b == nil || b.fullest() < results.BusyFull {
+	if b == nil || b.fullest() < stats.BusyFull {
 		return false
 	}
-	return !b.OwnKnown || b.Own >= results.BusyFull
+	return !b.OwnKnown || b.Own >= stats.BusyFull
 }
 
 // fullest is the busy fraction of the side's busiest CPU.

@@ -14,7 +14,8 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/reactorlab/reactorlab/loadgen"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // WriteSummary prints the cell's result for a person, wrk2-style: the
@@ -37,7 +38,7 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 		for _, name := range cols {
 			b.WriteString("\n")
 			var sb strings.Builder
-			if err := results.WriteSpectrum(&sb, "Latency: "+name, hists[name]); err != nil {
+			if err := record.WriteSpectrum(&sb, "Latency: "+name, hists[name]); err != nil {
 				return err
 			}
 			b.WriteString(sb.String())
@@ -92,7 +93,7 @@ func (r *CellResult) latencyColumns(b *strings.Builder, load loadgen.Config) (ma
 	var hists map[string]*hdrhistogram.Histogram
 	if r.Load != nil {
 		var err error
-		hists, err = results.MeasuredHistograms(filepath.Join(r.Cell.Dir, loadgen.HlogFile), r.Load.StartTime.Add(load.Warmup))
+		hists, err = record.MeasuredHistograms(filepath.Join(r.Cell.Dir, loadgen.HlogFile), r.Load.StartTime.Add(load.Warmup))
 		if err != nil {
 			fmt.Fprintf(b, "  (latency: %v)\n", err)
 		}
@@ -117,7 +118,7 @@ func writeLatencyTable(b *strings.Builder, hists map[string]*hdrhistogram.Histog
 	if len(cols) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n  Latency distribution (HdrHistogram, measured period; in brackets, the %.0f%% confidence interval)\n  %9s", 100*results.Confidence, "")
+	fmt.Fprintf(b, "\n  Latency distribution (HdrHistogram, measured period; in brackets, the %.0f%% confidence interval)\n  %9s", 100*stats.Confidence, "")
 	for _, name := range cols {
 		fmt.Fprintf(b, " %28s", name)
 	}
@@ -148,7 +149,7 @@ func percentileCell(h *hdrhistogram.Histogram, p float64) string {
 	if p >= 100 {
 		return v
 	}
-	iv := results.PercentileInterval(h, p)
+	iv := stats.PercentileInterval(h, p)
 	if iv.TooFew {
 		return iv.TooFewText()
 	}

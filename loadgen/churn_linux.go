@@ -18,7 +18,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/internal/epollsys"
 	"github.com/reactorlab/reactorlab/reactors/slots"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -114,7 +114,7 @@ type churner struct {
 	frame   []byte // the frame being written (rebuilt for each write)
 	counts  ChurnOutcome
 
-	cChurn, cRaw, cLag *results.Class
+	cChurn, cRaw, cLag *record.Class
 }
 
 // newChurner returns loop index's share of n: every n-th burst from the

@@ -17,7 +17,7 @@ import (
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/internal/epollsys"
 	"github.com/reactorlab/reactorlab/reactors/slots"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -158,7 +158,7 @@ type conn struct {
 	unblockedAt  int64
 	blocked      [numBlockCauses]int64
 
-	service     *results.Class
+	service     *record.Class
 	serviceFrom int64 // -1: nothing outstanding
 
 	health healthChecker // control: the health check's verdicts on its measured answers

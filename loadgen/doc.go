@@ -157,7 +157,7 @@
 // own intended times, whichever loop sends them. The loops connect in
 // parallel and start sending at one instant (a common time 0 and wall
 // start), so their intervals line up; the recorders are merged interval
-// by interval (results.MergeRecorders), losslessly. What they share while
+// by interval (record.MergeRecorders), losslessly. What they share while
 // running is small and atomic: cancellation, a failed loop, and the STOP
 // probe's state — STOP goes on the first control connection's loop; once
 // it is written, a close on any loop is the STOP's, and its

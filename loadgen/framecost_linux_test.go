@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reactorlab/reactorlab/results/record"
 	"golang.org/x/sys/unix"
-
-	"github.com/reactorlab/reactorlab/results"
 )
 
 // BenchmarkFrameCost is the generator's own work per frame on a hot source,
@@ -62,9 +61,9 @@ func devNullConn(tb testing.TB, cfg Config) (*conn, func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l.rec = results.NewRecorder(time.Now(), time.Second, 0)
+	l.rec = record.NewRecorder(time.Now(), time.Second, 0)
 	for _, p := range []struct {
-		c    **results.Class
+		c    **record.Class
 		name string
 	}{{&l.cData, ClassData}, {&l.cRaw, ClassDataUncorrected}, {&l.cControl, ClassControl}, {&l.cStop, ClassStop}, {&l.cLag, ClassSendLag}} {
 		*p.c, _ = l.rec.Class(p.name)

@@ -3,7 +3,7 @@
 package loadgen
 
 // The self-check's gates: statistical checks of the whole run's figures,
-// each from samples the loops logged (results.SampleLog) or from the
+// each from samples the loops logged (record.SampleLog) or from the
 // recorder's histograms.
 
 import (
@@ -13,7 +13,9 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 const (
@@ -43,10 +45,10 @@ const (
 
 // openSampleLogs makes the loop's logs of what the gates test.
 func (l *loop) openSampleLogs() {
-	l.sentLog = results.NewSampleLog(gateBlock, gateBlocks)
-	l.steadyLog = results.NewSampleLog(gateBlock, gateBlocks)
-	l.hotLog = results.NewSampleLog(gateBlock, gateBlocks)
-	l.ctrlLog = results.NewSampleLog(gateBlock, gateBlocks)
+	l.sentLog = record.NewSampleLog(gateBlock, gateBlocks)
+	l.steadyLog = record.NewSampleLog(gateBlock, gateBlocks)
+	l.hotLog = record.NewSampleLog(gateBlock, gateBlocks)
+	l.ctrlLog = record.NewSampleLog(gateBlock, gateBlocks)
 }
 
 // gates judges the whole run (r's self-check and recorder set): the rate,
@@ -61,26 +63,26 @@ func (g *group) gates(r *Result) []Gate {
 	}
 	for _, k := range []struct {
 		kind  connKind
-		log   func(*loop) *results.SampleLog
+		log   func(*loop) *record.SampleLog
 		class string // the recorder's class holding this kind's latencies; "": none alone
 	}{
-		{kindSteady, func(l *loop) *results.SampleLog { return l.steadyLog }, steadyClass(g.cfg)},
-		{kindHot, func(l *loop) *results.SampleLog { return l.hotLog }, hotClass(g.cfg)},
-		{kindControl, func(l *loop) *results.SampleLog { return l.ctrlLog }, ClassControl},
+		{kindSteady, func(l *loop) *record.SampleLog { return l.steadyLog }, steadyClass(g.cfg)},
+		{kindHot, func(l *loop) *record.SampleLog { return l.hotLog }, hotClass(g.cfg)},
+		{kindControl, func(l *loop) *record.SampleLog { return l.ctrlLog }, ClassControl},
 	} {
 		if !g.has(k.kind) {
 			continue
 		}
 		label := k.kind.String()
 		var runs [][]float64
-		var timed []results.Sample
+		var timed []stats.Sample
 		for _, l := range g.loops {
 			log := k.log(l)
 			for _, b := range log.Blocks() {
 				run := make([]float64, len(b.Samples))
 				for i, s := range b.Samples {
 					run[i] = float64(s.Value)
-					timed = append(timed, results.Sample{At: s.At - l.measureFrom, Value: s.Value})
+					timed = append(timed, stats.Sample{At: s.At - l.measureFrom, Value: s.Value})
 				}
 				runs = append(runs, run)
 			}
@@ -244,9 +246,9 @@ func judgedText(s string, judged bool) string {
 // of the mean gap: not judged otherwise), each block's stretch of sends
 // for dispersion in windows of at least 20 res and 10 mean gaps.
 // expSkipped says why the exponential was not tested ("" when it was).
-func (g *group) poissonFits(res int64) (exp results.ExpFit, expSkipped string, disp results.DispersionFit) {
+func (g *group) poissonFits(res int64) (exp stats.ExpFit, expSkipped string, disp stats.DispersionFit) {
 	var gaps []float64
-	var stretches []results.Counted
+	var stretches []stats.Counted
 	rNorm, grained := 0.0, false
 	for _, l := range g.loops {
 		grained = grained || l.grain > 0
@@ -273,7 +275,7 @@ func (g *group) poissonFits(res int64) (exp results.ExpFit, expSkipped string, d
 			// The stretch from just after its first send (a window opened at
 			// a send would count it for sure) to its last: every send in it
 			// is in the block.
-			stretches = append(stretches, results.Counted{Times: times[1:], Lo: times[0] + 1, Hi: times[len(times)-1], Width: width})
+			stretches = append(stretches, stats.Counted{Times: times[1:], Lo: times[0] + 1, Hi: times[len(times)-1], Width: width})
 		}
 	}
 	switch {
@@ -282,15 +284,15 @@ func (g *group) poissonFits(res int64) (exp results.ExpFit, expSkipped string, d
 	case rNorm > maxExpFitResolution:
 		expSkipped = fmt.Sprintf("the resolution is %.2f of the mean gap (at most %.1f: the send delays shape the gaps)", rNorm, maxExpFitResolution)
 	default:
-		exp = results.FitExponential(gaps, rNorm, maxExpFit)
+		exp = stats.FitExponential(gaps, rNorm, maxExpFit)
 	}
-	return exp, expSkipped, results.FitDispersion(stretches)
+	return exp, expSkipped, stats.FitDispersion(stretches)
 }
 
 // periodFit tests each steady source's gaps between consecutive sends
 // against its period, for the sources whose period is at least twice res;
 // shortest is the shortest period among the steady sources (ns).
-func (g *group) periodFit(res int64) (fit results.PeriodFit, shortest float64) {
+func (g *group) periodFit(res int64) (fit stats.PeriodFit, shortest float64) {
 	shortest = -1
 	for _, l := range g.loops {
 		for _, c := range l.conns {
@@ -315,7 +317,7 @@ func (g *group) periodFit(res int64) (fit results.PeriodFit, shortest float64) {
 
 // independenceGate tests consecutive latencies of an open loop's class.
 func independenceGate(class string, runs [][]float64) Gate {
-	ranked := results.RankRuns(runs)
+	ranked := stats.RankRuns(runs)
 	d := ranked.Lag(1)
 	gate := Gate{Name: GateIndependence, Class: class, Figure: d.String()}
 	switch {
@@ -329,7 +331,7 @@ func independenceGate(class string, runs [][]float64) Gate {
 		if gate.Thinning > 0 {
 			gate.Figure += fmt.Sprintf(": samples %d apart are not correlated beyond 1/3; the class's intervals count one sample in %d", gate.Thinning, gate.CountsOneIn)
 		} else {
-			gate.Figure += fmt.Sprintf(": samples are correlated up to %d apart; the class has no intervals", results.MaxThinning)
+			gate.Figure += fmt.Sprintf(": samples are correlated up to %d apart; the class has no intervals", stats.MaxThinning)
 		}
 	default:
 		gate.Verdict = GatePass
@@ -339,13 +341,13 @@ func independenceGate(class string, runs [][]float64) Gate {
 
 // stationarityGate tests a class's latencies, timed from the start of
 // measuring, for a trend over span (ns).
-func stationarityGate(class string, timed []results.Sample, span int64) Gate {
-	t := results.TrendOf(timed, 0, span)
+func stationarityGate(class string, timed []stats.Sample, span int64) Gate {
+	t := stats.TrendOf(timed, 0, span)
 	gate := Gate{Name: GateStationarity, Class: class}
 	switch {
 	case !t.Judged():
 		gate.Verdict = GateNotJudged
-		gate.Figure = fmt.Sprintf("%s samples logged: too few for a trend", results.FormatCount(int64(len(timed))))
+		gate.Figure = fmt.Sprintf("%s samples logged: too few for a trend", figure.Count(int64(len(timed))))
 	case t.Fails():
 		gate.Verdict, gate.Figure = GateFail, t.String()+": the run's percentiles describe no steady state"
 	default:
@@ -356,12 +358,12 @@ func stationarityGate(class string, timed []results.Sample, span int64) Gate {
 
 // samplesGate asks h for an interval of the headline percentile.
 func samplesGate(class string, h *hdrhistogram.Histogram) Gate {
-	iv := results.PercentileInterval(h, HeadlinePercentile)
+	iv := stats.PercentileInterval(h, HeadlinePercentile)
 	gate := Gate{Name: GateSamples, Class: class, Verdict: GatePass}
-	n := results.FormatCount(h.TotalCount())
+	n := figure.Count(h.TotalCount())
 	if iv.TooFew {
 		gate.Verdict = GateFail
-		gate.Figure = fmt.Sprintf("too few samples for p%g: n = %s; needs ≥ %s", float64(HeadlinePercentile), n, results.FormatCount(iv.Need))
+		gate.Figure = fmt.Sprintf("too few samples for p%g: n = %s; needs ≥ %s", float64(HeadlinePercentile), n, figure.Count(iv.Need))
 		return gate
 	}
 	gate.Figure = fmt.Sprintf("p%g %s from n = %s", float64(HeadlinePercentile), iv, n)
@@ -392,7 +394,7 @@ func (l *loop) extendForPrecision() bool {
 	p.ExtendedS = max(0, time.Duration(l.sendEnd-l.measureFrom-int64(l.cfg.Duration)).Seconds())
 	p.Width, p.TooFew = 0, true
 	if h, ok := l.rec.Histogram(p.Class); ok && h.TotalCount() > 0 {
-		iv := results.PercentileInterval(h, p.Percentile)
+		iv := stats.PercentileInterval(h, p.Percentile)
 		if point := float64(h.ValueAtPercentile(p.Percentile)) / 1e3; !iv.TooFew && point > 0 {
 			p.Width, p.TooFew = (iv.HiUs-iv.LoUs)/point, false
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // delayedEcho is a loopback byte echo that writes each read back after
@@ -160,7 +160,7 @@ func TestGates(t *testing.T) {
 			}
 			k := g.IntervalThinning()
 			iv := sum.Latency.Classes[g.Histogram].Intervals["p99"]
-			if k == 0 || k == 1 || iv.Thinning != k || (k == results.ThinningUnknown && !iv.TooFew) {
+			if k == 0 || k == 1 || iv.Thinning != k || (k == stats.ThinningUnknown && !iv.TooFew) {
 				t.Errorf("%s: counts one in %d, its class %q's p99 interval %+v", key, k, g.Histogram, iv)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/internal/epollsys"
 	"github.com/reactorlab/reactorlab/reactors/slots"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -146,9 +146,9 @@ func (l *loop) beginSending() {
 func (l *loop) beginSchedule(s int64) {
 	cfg := l.cfg
 	l.schedStart = s
-	l.rec = results.NewRecorder(l.startWall, cfg.Interval, time.Duration(s)+cfg.Warmup)
+	l.rec = record.NewRecorder(l.startWall, cfg.Interval, time.Duration(s)+cfg.Warmup)
 	for _, p := range []struct {
-		c    **results.Class
+		c    **record.Class
 		name string
 	}{{&l.cData, ClassData}, {&l.cRaw, ClassDataUncorrected}, {&l.cControl, ClassControl}, {&l.cStop, ClassStop}, {&l.cLag, ClassSendLag}} {
 		*p.c, _ = l.rec.Class(p.name) // constant names: valid

@@ -19,7 +19,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // TestLoopsAddUp runs every kind of source on three loops against lt and
@@ -84,7 +84,7 @@ func TestLoopsAddUp(t *testing.T) {
 	}
 
 	for _, class := range res.Recorder.Classes() {
-		want := results.NewHistogram()
+		want := record.NewHistogram()
 		for _, lr := range res.Loops {
 			if h, ok := lr.Recorder.Histogram(class); ok {
 				want.Merge(h)
@@ -115,7 +115,7 @@ func TestLoopsAddUp(t *testing.T) {
 // lines is the merge of the loops' lines of the same tag and start.
 func checkMergedLog(t *testing.T, res *loadgen.Result) {
 	t.Helper()
-	lines := func(rec *results.Recorder) map[string]*hdrhistogram.Histogram {
+	lines := func(rec *record.Recorder) map[string]*hdrhistogram.Histogram {
 		dir := t.TempDir()
 		if err := (&loadgen.Result{Recorder: rec}).WriteFiles(dir); err != nil {
 			t.Fatal(err)
@@ -125,7 +125,7 @@ func checkMergedLog(t *testing.T, res *loadgen.Result) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		read, err := results.ReadHlog(f)
+		read, err := record.ReadHlog(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func checkMergedLog(t *testing.T, res *loadgen.Result) {
 		for _, li := range read {
 			key := li.Tag + "@" + li.Start.String()
 			if out[key] == nil {
-				out[key] = results.NewHistogram()
+				out[key] = record.NewHistogram()
 			}
 			out[key].Merge(li.Hist)
 		}
@@ -143,7 +143,7 @@ func checkMergedLog(t *testing.T, res *loadgen.Result) {
 	for _, lr := range res.Loops {
 		for k, h := range lines(lr.Recorder) {
 			if want[k] == nil {
-				want[k] = results.NewHistogram()
+				want[k] = record.NewHistogram()
 			}
 			want[k].Merge(h)
 		}

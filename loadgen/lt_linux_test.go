@@ -16,7 +16,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // TestLT drives the lt reference reactor (a child process) with hot,
@@ -129,11 +129,11 @@ func checkLTFiles(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	logged, err := results.ReadHlog(f)
+	logged, err := record.ReadHlog(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged := results.NewHistogram()
+	merged := record.NewHistogram()
 	warmupEnd := res.Start.Add(cfg.Warmup).Truncate(time.Millisecond)
 	for _, li := range logged {
 		if li.Tag == loadgen.ClassData && !li.Start.Before(warmupEnd) {

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/record"
 	"golang.org/x/sys/unix"
-
-	"github.com/reactorlab/reactorlab/results"
 )
 
 // finish settles what is still outstanding and closes every connection.
@@ -131,11 +130,11 @@ func (g *group) mergeRecorders(r *Result) error {
 		r.Recorder = g.loops[0].rec
 		return nil
 	}
-	recs := make([]*results.Recorder, len(g.loops))
+	recs := make([]*record.Recorder, len(g.loops))
 	for i, l := range g.loops {
 		recs[i] = l.rec
 	}
-	m, err := results.MergeRecorders(recs...)
+	m, err := record.MergeRecorders(recs...)
 	if err != nil {
 		return fmt.Errorf("loadgen: merging the loops' histograms: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -270,11 +270,11 @@ type Gate struct {
 	Figure  string `json:"figure"`
 	// Thinning, for a failed independence gate, is the smallest k at which
 	// samples k apart are no longer correlated beyond the gate's bound
-	// (results.ThinningFor; 0: none up to results.MaxThinning).
+	// (stats.ThinningFor; 0: none up to stats.MaxThinning).
 	Thinning int `json:"thinning,omitempty"`
 	// CountsOneIn, for a failed independence gate, is how many samples
-	// its Histogram's intervals count as one (results.IntervalThinning;
-	// results.ThinningUnknown: they have no interval).
+	// its Histogram's intervals count as one (stats.IntervalThinning;
+	// stats.ThinningUnknown: they have no interval).
 	CountsOneIn int `json:"counts_one_in,omitempty"`
 	// Histogram, for an independence gate, is the recorder's class that
 	// holds the judged samples alone ("": none does, as hot sources beside
@@ -283,7 +283,7 @@ type Gate struct {
 }
 
 // IntervalThinning is the thinning the intervals of g's Histogram take
-// (results.Interval's Thinning): CountsOneIn for a failed independence
+// (stats.Interval's Thinning): CountsOneIn for a failed independence
 // gate with a histogram, 0 (independent) for any other gate.
 func (g Gate) IntervalThinning() int {
 	if g.Name != GateIndependence || g.Verdict != GateFail || g.Histogram == "" {
@@ -389,7 +389,7 @@ type Result struct {
 	// Config is the configuration run, defaults applied.
 	Config Config
 	// Recorder holds the latency classes (Class* constants), closed.
-	Recorder *results.Recorder
+	Recorder *record.Recorder
 	// Start is when sending started; Measured is the measured part of the
 	// sending phase (Duration, or less if the run was cut short).
 	Start    time.Time
@@ -455,7 +455,7 @@ type LoopReport struct {
 	Churn *ChurnOutcome `json:"churn,omitempty"`
 	// Recorder is the loop's own recorder, closed: Result.Recorder is the
 	// merge of every loop's. Not part of the JSON form.
-	Recorder *results.Recorder `json:"-"`
+	Recorder *record.Recorder `json:"-"`
 }
 
 // addHealth adds one control connection's health check counts to r's.
@@ -494,7 +494,7 @@ type Summary struct {
 	HealthCheck   *HealthCheck      `json:"health_check,omitempty"`
 	Urgent        *UrgentOutcome    `json:"urgent,omitempty"`
 	Churn         *ChurnOutcome     `json:"churn,omitempty"`
-	Latency       results.Summary   `json:"latency"`
+	Latency       record.Summary    `json:"latency"`
 	Conns         []ConnResult      `json:"connections"`
 	Loops         []LoopReport      `json:"loops,omitempty"`
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/internal/epollsys"
 	"github.com/reactorlab/reactorlab/reactors/slots"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -152,16 +152,16 @@ type loop struct {
 	scratch   [3][]int64 // latency batches: data (or control), data-uncorrected, send-lag
 	startWall time.Time
 
-	rec                                *results.Recorder
-	cData, cRaw, cControl, cStop, cLag *results.Class
-	cSteady                            *results.Class // ClassSteady: nil unless hot and steady sources share the run
-	cUrgent                            *results.Class // nil without Config.UrgentEvery
+	rec                                *record.Recorder
+	cData, cRaw, cControl, cStop, cLag *record.Class
+	cSteady                            *record.Class // ClassSteady: nil unless hot and steady sources share the run
+	cUrgent                            *record.Class // nil without Config.UrgentEvery
 	// The self-check's gates' samples (gates.go), from beginSchedule: the
 	// steady sources' sends (Value: the conn's idx) of frames intended in
 	// the measured time, and the latencies (ns) of answers read in it, by
 	// source kind.
-	sentLog                        *results.SampleLog
-	steadyLog, hotLog, ctrlLog     *results.SampleLog
+	sentLog                        *record.SampleLog
+	steadyLog, hotLog, ctrlLog     *record.SampleLog
 	t0                             int64 // nanotime at the start of sending
 	now                            int64 // ns since t0
 	schedStart                     int64 // start of the measured schedule (0 without a hot lead)

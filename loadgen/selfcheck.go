@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // checkFigures are the measured figures the self-check decides from.
@@ -99,7 +99,7 @@ func limitOf(loadgenWhy, targetWhy []string) (limit string, reasons []string) {
 // was the limit when it opened churn connections late (lag p99 >= 1 ms);
 // the target when connections were skipped because churnMax were open
 // (it answered too slowly for the cap).
-func (sc *SelfCheck) judgeChurn(rec *results.Recorder, churn *ChurnOutcome, churnMax int) {
+func (sc *SelfCheck) judgeChurn(rec *record.Recorder, churn *ChurnOutcome, churnMax int) {
 	if churn == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // measured are wall times of whole suites on 2 cores (2026-12-01, lab
@@ -55,13 +56,13 @@ func TestEmbeddedSuites(t *testing.T) {
 		for _, s := range specs {
 			checkCells(t, s)
 			k := len(s.Expand()) - 1
-			if p := results.MinPValue(s.Repeats, s.Repeats*k) * float64(k); k > 0 && p >= results.DefaultAlpha {
+			if p := stats.MinPValue(s.Repeats, s.Repeats*k) * float64(k); k > 0 && p >= results.DefaultAlpha {
 				t.Errorf("%s/%s: %d repeats × %d cells: the report's smallest adjusted p is %.3g, no verdict possible", e.Name, s.Name, s.Repeats, k, p)
 			}
 			if e.Name != "nightly" {
 				continue
 			}
-			if p := results.MinPValue(s.Repeats, s.Repeats) * float64((k+1)*gates); p >= results.DefaultAlpha {
+			if p := stats.MinPValue(s.Repeats, s.Repeats) * float64((k+1)*gates); p >= results.DefaultAlpha {
 				t.Errorf("%s/%s: %d repeats × %d cells: compare's smallest adjusted p is %.3g, the gate cannot fire", e.Name, s.Name, s.Repeats, k+1, p)
 			}
 		}

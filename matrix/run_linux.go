@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,11 +15,7 @@ import (
 	"strings"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/reactorlab/reactorlab/harness"
-	"github.com/reactorlab/reactorlab/loadgen"
-	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
 	"github.com/reactorlab/reactorlab/target"
 )
@@ -209,7 +204,7 @@ func (r *shardRun) runFrom(ctx context.Context, first int) (*results.Manifest, e
 			shard.Interrupted = ctx.Err() != nil
 			return r.finish(fmt.Errorf("matrix: %s repeat %d: %w", p.Cell.ID, p.Repeat, err))
 		}
-		rec := record(res, p, r.sh, i+1, started, r.opt.Dir)
+		rec := runRecord(res, p, r.sh, i+1, started, r.opt.Dir)
 		r.m.Runs = append(r.m.Runs, rec)
 		r.logf("[%d/%d] %s repeat %d: %s in %.1f s\n", i+1, len(plan), p.Cell.ID, p.Repeat, verdictText(rec), rec.ElapsedS)
 		if err := results.WriteManifest(r.opt.Dir, r.m); err != nil {
@@ -445,8 +440,8 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	}, nil
 }
 
-// record makes the manifest's record of one run.
-func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started time.Time, dir string) results.RunRecord {
+// runRecord makes the manifest's record of one run.
+func runRecord(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started time.Time, dir string) results.RunRecord {
 	rec := results.RunRecord{
 		Shard: sh.Index, Seq: seq, Cell: p.Cell.ID, Repeat: p.Repeat, Pair: p.Pair, Dir: p.Dir,
 		Started: started.UTC(), ElapsedS: time.Since(started).Seconds(),
@@ -473,208 +468,12 @@ func record(res *harness.CellResult, p PlannedRun, sh Shard, seq int, started ti
 		rec.MeasuredFrom = res.Load.Latency.StartTime.Add(time.Duration(res.Load.Latency.WarmupS * float64(time.Second)))
 	}
 	var err error
-	rec.Metrics, err = Metrics(res, filepath.Join(dir, p.Dir, results.RunHlogFile), rec.MeasuredFrom)
+	rec.Metrics, err = results.ComputeMetrics(res, filepath.Join(dir, p.Dir, results.RunHlogFile), rec.MeasuredFrom)
 	if err != nil {
 		rec.Valid = false
 		rec.Invalid = append(rec.Invalid, "metrics: "+err.Error())
 	}
 	return rec
-}
-
-// Metrics extracts the catalogue's metrics (results.Metrics) from one
-// cell's result and its interval log at hlog (for the counts above a
-// latency, which need the histogram itself). A metric the run could not
-// measure is absent: the server's figures for a black box, control
-// latencies without control probes, STOP without a STOP probe, the
-// multi-loop figures without several data loops (multiLoopMetrics). The error
-// is for an unreadable interval log; the other metrics are still
-// returned.
-func Metrics(res *harness.CellResult, hlog string, measuredFrom time.Time) (map[string]float64, error) {
-	m := map[string]float64{}
-	var err error
-	if s := res.Load; s != nil {
-		err = loadMetrics(m, s, hlog, measuredFrom)
-	}
-	serverMetrics(m, res)
-	limitMetrics(m, res)
-	if mlErr := multiLoopMetrics(m, res, hlog, measuredFrom, serverLife(res)); err == nil {
-		err = mlErr
-	}
-	return m, err
-}
-
-// loadMetrics adds to m what the load generator's summary s measured:
-// throughput, the sources' shares, latencies, the health check's false
-// timeouts and removals (with control probes; absent from a summary
-// written before they were counted), the urgent class (with urgent
-// bytes, likewise), STOP and anomalies (whether it was the limit is
-// limitMetrics'). The
-// error is for an unreadable interval log at hlog.
-func loadMetrics(m map[string]float64, s *loadgen.Summary, hlog string, measuredFrom time.Time) error {
-	var err error
-	m[results.MetricThroughput] = s.EchoRate
-	var shares []float64
-	for _, c := range s.Conns {
-		if c.Kind == "hot" || c.Kind == "steady" {
-			shares = append(shares, float64(c.Echoed))
-		}
-	}
-	if len(shares) > 0 && s.SelfCheck.RunS > 0 {
-		lo := math.Inf(1)
-		for _, x := range shares {
-			lo = min(lo, x)
-		}
-		m[results.MetricSourceMin] = lo / s.SelfCheck.RunS
-		if f, ok := jain(shares); ok {
-			m[results.MetricFairness] = f
-		}
-	}
-	classes := []struct {
-		class string
-		names [5]string
-	}{
-		{loadgen.ClassData, [5]string{results.MetricDataP50, results.MetricDataP90, results.MetricDataP99, results.MetricDataP999, results.MetricDataMax}},
-		{loadgen.ClassControl, [5]string{results.MetricControlP50, results.MetricControlP90, results.MetricControlP99, results.MetricControlP999, results.MetricControlMax}},
-	}
-	for _, c := range classes {
-		cs, ok := s.Latency.Classes[c.class]
-		if !ok || cs.Count == 0 {
-			continue
-		}
-		for i, v := range []float64{cs.P50Us, cs.P90Us, cs.P99Us, cs.P999Us, cs.MaxUs} {
-			m[c.names[i]] = v
-		}
-	}
-	if cs, ok := s.Latency.Classes[loadgen.ClassControl]; ok && cs.Count > 0 {
-		var hs map[string]*hdrhistogram.Histogram
-		hs, err = results.MeasuredHistograms(hlog, measuredFrom)
-		if h := hs[loadgen.ClassControl]; err == nil && h != nil {
-			m[results.MetricControlOver10ms] = float64(countAbove(h, int64(10*time.Millisecond)))
-		}
-	}
-	if hc := s.HealthCheck; hc != nil {
-		m[results.MetricFalseTimeouts] = float64(hc.FalseTimeouts)
-		m[results.MetricFalseRemovals] = float64(hc.FalseRemovals)
-	}
-	urgentMetrics(m, s)
-	if s.Stop != nil && s.Stop.LatencyUs > 0 {
-		m[results.MetricStop] = s.Stop.LatencyUs
-	}
-	t, c := s.Totals, s.ControlTotals
-	m[results.MetricAnomalies] = float64(t.Lost + t.Duplicated + t.CorruptedAnswers + t.Unexpected + t.WrongConn +
-		c.Lost + c.Duplicated + c.CorruptedAnswers + c.Unexpected + c.WrongConn)
-	return err
-}
-
-// limitMetrics flags which side limited the run (harness.CellResult.Limit:
-// the self-check and the busy fraction of each side's CPUs), when it says.
-func limitMetrics(m map[string]float64, res *harness.CellResult) {
-	switch side, _ := res.Limit(); side {
-	case "loadgen":
-		m[results.MetricLoadgenLimited] = 1
-	case "server":
-		m[results.MetricServerLimited] = 1
-	case "neither":
-		m[results.MetricNeitherLimited] = 1
-	}
-}
-
-// urgentMetrics adds to m the urgent class of s: its latencies (when any
-// was measured), the answers counted, the skips and the wrong bytes;
-// nothing without urgent bytes.
-func urgentMetrics(m map[string]float64, s *loadgen.Summary) {
-	u := s.Urgent
-	if u == nil {
-		return
-	}
-	cs := s.Latency.Classes[loadgen.ClassUrgent]
-	m[results.MetricUrgentCount] = float64(cs.Count)
-	if cs.Count > 0 {
-		m[results.MetricUrgentP50], m[results.MetricUrgentP99], m[results.MetricUrgentP999], m[results.MetricUrgentMax] = cs.P50Us, cs.P99Us, cs.P999Us, cs.MaxUs
-	}
-	m[results.MetricUrgentSkips] = float64(u.Skipped)
-	m[results.MetricUrgentWrong] = float64(u.Mismatched + u.Unsolicited)
-}
-
-// serverMetrics adds to m what was measured of the server: its peak RSS
-// and CPU per frame echoed and, for a reference reactor, its own
-// statistics.
-func serverMetrics(m map[string]float64, res *harness.CellResult) {
-	var srv *harness.ProcResult
-	if res.Lab != nil {
-		srv = res.Lab.Server
-	}
-	var life float64
-	if srv != nil {
-		life = srv.Elapsed.Seconds()
-		if srv.MaxRSS > 0 {
-			m[results.MetricServerRSS] = float64(srv.MaxRSS) / (1 << 20)
-		}
-	}
-	// Frames the server echoed over its life: its own count for a
-	// reference reactor, the load generator's for a black box (the only
-	// client, so the same frames).
-	var frames uint64
-	if res.Load != nil {
-		frames = res.Load.Totals.Echoed
-	}
-	if out := res.Server; out != nil {
-		frames = out.Stats.Counters.FramesEchoed
-		reactorMetrics(m, out.Stats, life)
-	}
-	if srv != nil && frames > 0 {
-		m[results.MetricServerCPU] = float64(srv.UserNs+srv.SysNs) / 1e9 / (float64(frames) / 1e6)
-	}
-}
-
-// reactorMetrics adds to m a reference reactor's own statistics st, over
-// a life of life seconds (0 if unknown).
-func reactorMetrics(m map[string]float64, st reactors.Stats, life float64) {
-	hist := func(name string) (reactors.HistSummary, bool) {
-		h, ok := st.Histograms[name]
-		return h, ok && h.Count > 0
-	}
-	if h, ok := hist(reactors.HistRotation); ok {
-		m[results.MetricRotationMax] = float64(h.Max) / 1e3
-	}
-	if h, ok := hist(reactors.HistRound); ok {
-		m[results.MetricRoundP99] = float64(h.P99) / 1e3
-		m[results.MetricRoundMax] = float64(h.Max) / 1e3
-	}
-	if h, ok := hist(reactors.HistTimerLate); ok {
-		m[results.MetricTimerDeviation] = float64(h.P99) / 1e3
-	}
-	m[results.MetricIngressHWM] = float64(st.Counters.IngressMaxDepth)
-	if life > 0 {
-		m[results.MetricIdleWakeups] = float64(st.Counters.IdleWakeups) / life
-		m[results.MetricZeroWaits] = float64(st.Counters.ZeroTimeoutWaits) / life
-	}
-}
-
-// jain is Jain's fairness index (Σx)² / (n Σx²): 1 when every share is
-// equal, 1/n when one takes everything.
-func jain(xs []float64) (float64, bool) {
-	var sum, sq float64
-	for _, x := range xs {
-		sum += x
-		sq += x * x
-	}
-	if sq == 0 {
-		return 0, false
-	}
-	return sum * sum / (float64(len(xs)) * sq), true
-}
-
-// countAbove counts the values of h above limit (at the histogram's
-// resolution: values in the bucket that holds limit count as not above).
-func countAbove(h *hdrhistogram.Histogram, limit int64) int64 {
-	var n int64
-	for _, b := range h.Distribution() {
-		if b.From > limit {
-			n += b.Count
-		}
-	}
-	return n
 }
 
 // Check refuses what Run would refuse of opt before it writes anything,

@@ -19,6 +19,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 const fakeSpec = `
@@ -57,7 +58,7 @@ func fakeRunCell(root string) func(ctx context.Context, c harness.CellSpec) (*ha
 			return nil, err
 		}
 		start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-		rec := results.NewRecorder(start, time.Second, c.Load.Warmup)
+		rec := record.NewRecorder(start, time.Second, c.Load.Warmup)
 		data, _ := rec.Class(loadgen.ClassData)
 		ctl, _ := rec.Class(loadgen.ClassControl)
 		scale := float64(c.Load.Hot) // more sources, longer waits

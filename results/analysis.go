@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // Verdict is the outcome of one comparison of a cell's metric with the
@@ -72,7 +74,7 @@ type CellAnalysis struct {
 	// runs, per class (data, control, stop, ...), its intervals widened
 	// where a run's samples of the class were correlated
 	// (Manifest.CellThinning).
-	Latency map[string]ClassSummary `json:"latency,omitempty"`
+	Latency map[string]record.ClassSummary `json:"latency,omitempty"`
 }
 
 // MetricResult is one metric of one cell: its values across the valid
@@ -102,7 +104,7 @@ type MetricResult struct {
 	// Intervals, for a latency percentile of a factor cell, compares the
 	// 95% confidence intervals of that percentile in the cell's and the
 	// baseline's merged histograms (widened where their runs' samples were
-	// correlated: ClassSummary.Widen): IntervalsOverlap or IntervalsApart;
+	// correlated: record.ClassSummary.Widen): IntervalsOverlap or IntervalsApart;
 	// empty where either has too few samples for it, or no histogram.
 	Intervals string `json:"intervals,omitempty"`
 }
@@ -133,7 +135,7 @@ func latencyPercentile(name string) (class, label string, ok bool) {
 		return "", "", false
 	}
 	class, suffix := name[:i], name[i+2:]
-	for _, sp := range SummaryPercentiles {
+	for _, sp := range record.SummaryPercentiles {
 		if strings.ReplaceAll(strings.TrimPrefix(sp.Label, "p"), ".", "") == suffix {
 			return class, sp.Label, true
 		}

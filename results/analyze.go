@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // DefaultAlpha is the family-wise significance level of Analyze and the
@@ -30,12 +32,6 @@ const (
 	MetricServerLimited  = "server_limited"
 	MetricNeitherLimited = "neither_limited"
 )
-
-// BusyFull is the mean busy fraction of a side's CPUs over the measured
-// period at which that side is taken for the limit of a run (the kernel
-// left it less than a tenth of its CPUs); harness.CellResult.Limit uses
-// it.
-const BusyFull = 0.9
 
 // limitFlags maps each limit flag to the side CellAnalysis.Limits names.
 var limitFlags = []struct{ metric, side string }{
@@ -131,14 +127,14 @@ type testAt struct{ cell, metric int }
 // baseline, grouped in one Holm family per metric name.
 type rankTests struct {
 	families map[string][]testAt
-	tests    map[testAt]RankTest
+	tests    map[testAt]stats.RankTest
 }
 
 // add queues test t of metric at k, in metric's family.
-func (rt *rankTests) add(metric string, k testAt, t RankTest) {
+func (rt *rankTests) add(metric string, k testAt, t stats.RankTest) {
 	if rt.families == nil {
 		rt.families = map[string][]testAt{}
-		rt.tests = map[testAt]RankTest{}
+		rt.tests = map[testAt]stats.RankTest{}
 	}
 	rt.tests[k] = t
 	rt.families[metric] = append(rt.families[metric], k)
@@ -154,7 +150,7 @@ func (rt *rankTests) judge(a *Analysis) (exact, normal int) {
 		for i, k := range fam {
 			ps[i] = rt.tests[k].P
 		}
-		adj := HolmAdjust(ps)
+		adj := stats.HolmAdjust(ps)
 		for i, k := range fam {
 			t := rt.tests[k]
 			if t.Exact {
@@ -193,16 +189,16 @@ func analyzeCell(ci int, c CellInfo, runs []RunRecord, base baselineRuns, hs map
 			}
 			mr.Verdict = VerdictInconclusive
 			if len(bv) > 0 {
-				tests.add(metric.Name, testAt{ci, len(ca.Metrics)}, MannWhitney(v, bv))
+				tests.add(metric.Name, testAt{ci, len(ca.Metrics)}, stats.MannWhitney(v, bv))
 			}
 		}
 		ca.Metrics = append(ca.Metrics, mr)
 	}
 	if len(hs) > 0 {
-		ca.Latency = map[string]ClassSummary{}
+		ca.Latency = map[string]record.ClassSummary{}
 		for class, h := range hs {
 			if h != nil {
-				s := Summarize(h, 0)
+				s := record.Summarize(h, 0)
 				s.Widen(h, cellThinning(runs, c.ID, class))
 				ca.Latency[class] = s
 			}
@@ -293,7 +289,7 @@ func addCellNotes(cells []CellAnalysis, ns *notes) {
 // factorCells factor cells to be significant at alpha.
 func addPowerNote(repeats, factorCells int, alpha float64, ns *notes) {
 	if factorCells > 0 {
-		if p := MinPValue(repeats, repeats*factorCells) * float64(factorCells); p > alpha {
+		if p := stats.MinPValue(repeats, repeats*factorCells) * float64(factorCells); p > alpha {
 			ns.add(fmt.Sprintf("with %d repeats and %d cells the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
 				repeats, factorCells, p, alpha, RepeatsNeeded(factorCells, alpha)))
 		}
@@ -330,11 +326,11 @@ func addRunNotes(cells []CellInfo, runs []RunRecord, ns *notes) {
 // RepeatsNeeded is the smallest number of repeats with which a spec of
 // factorCells factor cells (and so factorCells·repeats pooled baseline
 // runs) can reach significance at alpha after Holm's correction over the
-// cells, if every run is valid: MinPValue(r, r·factorCells)·factorCells ≤
+// cells, if every run is valid: stats.MinPValue(r, r·factorCells)·factorCells ≤
 // alpha. It returns 0 if no number up to 1000 does.
 func RepeatsNeeded(factorCells int, alpha float64) int {
 	for r := 1; r <= 1000; r++ {
-		if MinPValue(r, r*factorCells)*float64(max(factorCells, 1)) <= alpha {
+		if stats.MinPValue(r, r*factorCells)*float64(max(factorCells, 1)) <= alpha {
 			return r
 		}
 	}
@@ -344,7 +340,7 @@ func RepeatsNeeded(factorCells int, alpha float64) int {
 // verdict judges one comparison: significant after the correction wins,
 // in the direction of the rank statistic; else inconclusive when no data of
 // these sizes could have been significant in a family of familySize.
-func verdict(better Better, t RankTest, pAdjusted float64, familySize int, alpha float64) Verdict {
+func verdict(better Better, t stats.RankTest, pAdjusted float64, familySize int, alpha float64) Verdict {
 	if t.NX == 0 || t.NY == 0 {
 		return VerdictInconclusive
 	}
@@ -359,7 +355,7 @@ func verdict(better Better, t RankTest, pAdjusted float64, familySize int, alpha
 			return VerdictWorse
 		}
 	}
-	if MinPValue(t.NX, t.NY)*float64(familySize) > alpha {
+	if stats.MinPValue(t.NX, t.NY)*float64(familySize) > alpha {
 		return VerdictInconclusive
 	}
 	return VerdictSame

@@ -14,6 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // synthCell is one cell of a synthetic manifest: a factor ("" for the
@@ -218,7 +219,7 @@ func TestAnalyzeHolm(t *testing.T) {
 }
 
 // TestAnalyzeTooFewRepeats: 2 repeats of 3 cells cannot reach significance
-// after Holm (MinPValue(2, 6)·3 ≈ 0.21): even a tenfold shift is
+// after Holm (stats.MinPValue(2, 6)·3 ≈ 0.21): even a tenfold shift is
 // inconclusive, and a note says to raise repeats to 3.
 func TestAnalyzeTooFewRepeats(t *testing.T) {
 	scale := map[string]map[string]float64{"hot=16": {results.MetricThroughput: 10}}
@@ -389,7 +390,7 @@ func TestAnalyzeNoFactors(t *testing.T) {
 // histograms.
 func TestAnalyzeLatency(t *testing.T) {
 	m := synthManifest("latency", 3, []synthCell{{"hot", "16"}}, noisy(8, typicalMeans, 0.02, nil))
-	h := results.NewHistogram()
+	h := record.NewHistogram()
 	for i := int64(1); i <= 1000; i++ {
 		if err := h.RecordValue(i * 1000); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/figure"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // DefaultThreshold is CompareOptions.Threshold's default: a change must be
@@ -132,12 +135,12 @@ func rowIntervals(r CompareRow, oldH, newH map[string]map[string]*hdrhistogram.H
 		return ""
 	}
 	p := 0.0
-	for _, sp := range SummaryPercentiles {
+	for _, sp := range record.SummaryPercentiles {
 		if sp.Label == label {
 			p = sp.P
 		}
 	}
-	a, b := ThinnedInterval(oh, p, oldK), ThinnedInterval(nh, p, newK)
+	a, b := stats.ThinnedInterval(oh, p, oldK), stats.ThinnedInterval(nh, p, newK)
 	switch {
 	case a.TooFew || b.TooFew:
 		return ""
@@ -268,7 +271,7 @@ func compareDefaults(opt CompareOptions) (CompareOptions, []Metric, error) {
 // c.Rows: rows[i] is the index in c.Rows of the row tests[i] tested.
 type rowTests struct {
 	rows  []int
-	tests []RankTest
+	tests []stats.RankTest
 }
 
 // compareCell compares the new cell nc with the old cell of the same ID:
@@ -297,7 +300,7 @@ func (c *Comparison) compareCell(oldM, newM *Manifest, nc CellInfo, metrics []Me
 		failed = true
 	}
 	if n, most := anomalousRuns(newM, nc.ID); n > 0 {
-		c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d new runs with anomalies (at most %s)", n, FormatValue(most))})
+		c.Failures = append(c.Failures, CellProblem{nc.ID, fmt.Sprintf("%d new runs with anomalies (at most %s)", n, figure.Value(most))})
 		failed = true
 	}
 	first := len(c.Rows)
@@ -336,7 +339,7 @@ func (c *Comparison) addRows(cell string, metrics []Metric, oldVals, newVals map
 			row.Tested = true
 			tested++
 			tests.rows = append(tests.rows, len(c.Rows))
-			tests.tests = append(tests.tests, MannWhitney(nv, ov))
+			tests.tests = append(tests.tests, stats.MannWhitney(nv, ov))
 		}
 		c.Rows = append(c.Rows, row)
 	}
@@ -369,7 +372,7 @@ func (c *Comparison) judge(t rowTests) {
 	for i, t := range tests {
 		ps[i] = t.P
 	}
-	adj := HolmAdjust(ps)
+	adj := stats.HolmAdjust(ps)
 	family := len(tests)
 	var impossible []string
 	for i, ri := range tested {
@@ -378,7 +381,7 @@ func (c *Comparison) judge(t rowTests) {
 		row.P, row.PAdjusted = tests[i].P, adj[i]
 		row.Verdict = verdict(m.Better, tests[i], adj[i], family, c.Alpha)
 		row.Regression = row.Verdict == VerdictWorse && beyond(m.Better, row.OldMedian, row.NewMedian, c.Threshold)
-		if MinPValue(row.OldN, row.NewN)*float64(family) > c.Alpha && !slices.Contains(impossible, row.Cell) {
+		if stats.MinPValue(row.OldN, row.NewN)*float64(family) > c.Alpha && !slices.Contains(impossible, row.Cell) {
 			impossible = append(impossible, row.Cell)
 		}
 	}
@@ -398,7 +401,7 @@ func (c *Comparison) cannotFireNote(impossible []string, tested []int, family in
 	}
 	need := 0
 	for r := 1; r <= 1000; r++ {
-		if MinPValue(r, r)*float64(family) <= c.Alpha {
+		if stats.MinPValue(r, r)*float64(family) <= c.Alpha {
 			need = r
 			break
 		}

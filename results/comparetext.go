@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // WriteTable writes the comparison as an aligned text table (cell, metric,
@@ -23,10 +25,10 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		m, _ := MetricByName(r.Metric)
 		ratio, padj := "–", "–"
 		if r.Ratio != 0 {
-			ratio = "×" + FormatValue(r.Ratio)
+			ratio = "×" + figure.Value(r.Ratio)
 		}
 		if r.OldN > 0 && r.NewN > 0 {
-			padj = FormatP(r.PAdjusted)
+			padj = figure.PValue(r.PAdjusted)
 		}
 		verdict := string(r.Verdict)
 		if r.Regression {
@@ -95,7 +97,7 @@ func (c *Comparison) cellsOn(side NotComparedReason) int {
 func regressionsText(n int, threshold float64) string {
 	pct := "0"
 	if threshold > 0 {
-		pct = strconv.FormatFloat(roundSignificant(threshold*100, 3), 'f', -1, 64)
+		pct = strconv.FormatFloat(figure.RoundSignificant(threshold*100, 3), 'f', -1, 64)
 	}
 	switch n {
 	case 0:
@@ -140,7 +142,7 @@ func valueN(v float64, n int, unit string) string {
 	if n == 0 {
 		return "– (n=0)"
 	}
-	s := FormatValue(v)
+	s := figure.Value(v)
 	if unit != "" {
 		s += " " + unit
 	}

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/reactorlab/reactorlab/results/figure"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // WriteMarkdown writes the report of a run directory as GitHub markdown: a
@@ -17,7 +21,7 @@ import (
 // verdict; a detail table per cell with every metric that has samples and
 // its latency classes that have samples; the notes; and a glossary of the
 // metrics that appear. Figures are formatted as report.html formats them
-// (FormatValue, FormatRatio, FormatRange, FormatP, FormatCount). Nothing
+// (figure.Value, figure.Ratio, figure.Range, figure.PValue, figure.Count). Nothing
 // is shown as a row of zeros or a bare mark: a class or metric without
 // samples is named as such (NoSamples, NoSamplesNote, NoMetricSamples),
 // and a comparison that cannot be made says what it lacks
@@ -75,7 +79,7 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		}
 		p("%d of %d runs valid.", c.ValidRuns, c.Runs)
 		if l := c.LimitText(); l != "" {
-			p(" The limit (the load generator's self-check, and whether a side's CPUs were %.0f%% busy or more): %s.", 100*BusyFull, mdText(l))
+			p(" The limit (the load generator's self-check, and whether a side's CPUs were %.0f%% busy or more): %s.", 100*stats.BusyFull, mdText(l))
 		}
 		p("\n\n")
 		for _, why := range c.Invalid {
@@ -158,7 +162,7 @@ func summaryText(c CellAnalysis, metric Metric) string {
 	if !ok || mr.N == 0 {
 		return NoSamples
 	}
-	s := FormatValue(mr.Median)
+	s := figure.Value(mr.Median)
 	if c.Factor == "" {
 		return s
 	}
@@ -191,14 +195,14 @@ func writeCellTable(p func(string, ...any), c CellAnalysis) {
 		if !ok {
 			metric = Metric{Name: mr.Name, Label: mr.Name}
 		}
-		p("| %s | %s | %d | %s | %s |", mdCell(metric.Label), mdCell(metric.Unit), mr.N, FormatValue(mr.Median), FormatRange(mr.Min, mr.Max))
+		p("| %s | %s | %d | %s | %s |", mdCell(metric.Label), mdCell(metric.Unit), mr.N, figure.Value(mr.Median), figure.Range(mr.Min, mr.Max))
 		if c.Factor != "" {
-			base, ratio, pv, padj, verdict := NotAvailable, NotAvailable, NotAvailable, NotAvailable, verdictMark(mr.Verdict)
+			base, ratio, pv, padj, verdict := figure.NotAvailable, figure.NotAvailable, figure.NotAvailable, figure.NotAvailable, verdictMark(mr.Verdict)
 			if gap := mr.Gap(metric.Label); gap != "" {
 				verdict = gap
 			} else {
-				base, ratio = FormatValue(mr.BaselineMedian), ratioText(mr)
-				pv, padj = FormatP(mr.P), FormatP(mr.PAdjusted)
+				base, ratio = figure.Value(mr.BaselineMedian), ratioText(mr)
+				pv, padj = figure.PValue(mr.P), figure.PValue(mr.PAdjusted)
 				if note := mr.IntervalNote(); note != "" {
 					verdict += "; " + note
 				}
@@ -212,15 +216,15 @@ func writeCellTable(p func(string, ...any), c CellAnalysis) {
 
 // writeLatencyTable writes a row per latency class with samples, and
 // NoSamplesNote for the classes without: never a row of zeros.
-func writeLatencyTable(p func(string, ...any), lat map[string]ClassSummary) {
+func writeLatencyTable(p func(string, ...any), lat map[string]record.ClassSummary) {
 	sampled, empty := LatencyClasses(lat)
 	if len(sampled) > 0 {
-		p("Merged latency of the valid runs' measured periods (µs; in brackets, each percentile's %.0f%% confidence interval from the order statistics):\n\n", 100*Confidence)
+		p("Merged latency of the valid runs' measured periods (µs; in brackets, each percentile's %.0f%% confidence interval from the order statistics):\n\n", 100*stats.Confidence)
 		p("| class | count | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, class := range sampled {
 			s := lat[class]
-			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(class), FormatCount(s.Count),
-				s.Cell("p50", s.P50Us), s.Cell("p90", s.P90Us), s.Cell("p99", s.P99Us), s.Cell("p99.9", s.P999Us), FormatValue(s.MaxUs))
+			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(class), figure.Count(s.Count),
+				s.Cell("p50", s.P50Us), s.Cell("p90", s.P90Us), s.Cell("p99", s.P99Us), s.Cell("p99.9", s.P999Us), figure.Value(s.MaxUs))
 		}
 		p("\n")
 	}
@@ -244,7 +248,7 @@ func ratioText(mr MetricResult) string {
 	if gap := mr.RatioGap(); gap != "" {
 		return gap
 	}
-	return FormatRatio(mr.Ratio) + " [" + FormatRange(mr.RatioMin, mr.RatioMax) + "]"
+	return figure.Ratio(mr.Ratio) + " [" + figure.Range(mr.RatioMin, mr.RatioMax) + "]"
 }
 
 func verdictMark(v Verdict) string {

@@ -2,7 +2,6 @@ package results_test
 
 import (
 	"bytes"
-	"math"
 	"strings"
 	"testing"
 
@@ -62,19 +61,6 @@ func checkTables(t *testing.T, md string) {
 			cols = n
 		} else if n != cols {
 			t.Errorf("line %d has %d pipes, its table %d: %s", i+1, n, cols, line)
-		}
-	}
-}
-
-// TestFormatValue: 3 significant figures, thousands separators, no
-// exponent, a dash for NaN.
-func TestFormatValue(t *testing.T) {
-	for v, want := range map[float64]string{
-		0: "0", 1: "1.00", 18.54: "18.5", 999.7: "1,000", 252_345: "252,000", 1_234_567: "1,230,000",
-		0.001234: "0.00123", -4567: "-4,570", 0.5: "0.500", math.NaN(): "–", math.Inf(1): "–",
-	} {
-		if got := results.FormatValue(v); got != want {
-			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
 		}
 	}
 }

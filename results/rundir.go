@@ -11,6 +11,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // The files of a run directory, the output of one matrix run (or of the
@@ -242,8 +244,8 @@ type RunRecord struct {
 	// cell lists them, since its figures mean less than a passing run's.
 	Flagged []string `json:"flagged,omitempty"`
 	// Thinning maps a latency class whose samples failed the independence
-	// gate to the gate's thinning k (Interval's Thinning; ThinningUnknown
-	// when none up to MaxThinning sufficed): intervals over its histogram
+	// gate to the gate's thinning k (Interval's Thinning; stats.ThinningUnknown
+	// when none up to stats.MaxThinning sufficed): intervals over its histogram
 	// count only every k-th sample.
 	Thinning map[string]int `json:"thinning,omitempty"`
 	// Metrics are the run's values, keyed by Metric.Name; a metric the run
@@ -266,7 +268,7 @@ func (m *Manifest) Cell(id string) (CellInfo, bool) {
 }
 
 // CellThinning is the thinning for class in the merged histogram of
-// cell's comparable runs: the largest k of any (ThinningUnknown if any
+// cell's comparable runs: the largest k of any (stats.ThinningUnknown if any
 // is), 0 when none failed the independence gate for it.
 func (m *Manifest) CellThinning(cell, class string) int {
 	return cellThinning(m.Runs, cell, class)
@@ -280,8 +282,8 @@ func cellThinning(runs []RunRecord, cell, class string) int {
 			continue
 		}
 		switch t := r.Thinning[class]; {
-		case t == ThinningUnknown:
-			return ThinningUnknown
+		case t == stats.ThinningUnknown:
+			return stats.ThinningUnknown
 		case t > k:
 			k = t
 		}
@@ -439,45 +441,6 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// MeasuredHistograms reads the interval log at path and adds up, per class
-// (tag), the intervals that start at or after from: the measured period.
-// The merge is lossless: the result equals the recorder's measured totals.
-func MeasuredHistograms(path string, from time.Time) (map[string]*hdrhistogram.Histogram, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	ivs, err := ReadHlog(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	// The log keeps milliseconds: allow one for rounding.
-	from = from.Add(-time.Millisecond)
-	out := map[string]*hdrhistogram.Histogram{}
-	for _, iv := range ivs {
-		if iv.Start.Before(from) {
-			continue
-		}
-		if err := mergeInto(out, iv.Tag, iv.Hist); err != nil {
-			return out, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return out, nil
-}
-
-func mergeInto(into map[string]*hdrhistogram.Histogram, class string, h *hdrhistogram.Histogram) error {
-	to := into[class]
-	if to == nil {
-		to = NewHistogram()
-		into[class] = to
-	}
-	if dropped := to.Merge(h); dropped > 0 {
-		return fmt.Errorf("%d values of %s beyond the histogram's range", dropped, class)
-	}
-	return nil
-}
-
 // CellHistograms merges, per cell and class, the measured histograms of
 // every valid run of each cell in the run directory dir: the baseline's are
 // the merge of all its runs. The merge is lossless, so the result does not
@@ -495,7 +458,7 @@ func CellHistograms(dir string, m *Manifest) (map[string]map[string]*hdrhistogra
 		if !r.Comparable() {
 			continue
 		}
-		hs, err := MeasuredHistograms(filepath.Join(dir, r.Dir, RunHlogFile), r.MeasuredFrom)
+		hs, err := record.MeasuredHistograms(filepath.Join(dir, r.Dir, RunHlogFile), r.MeasuredFrom)
 		if err != nil {
 			return nil, fmt.Errorf("cell %s repeat %d: %w", r.Cell, r.Repeat, err)
 		}
@@ -503,7 +466,7 @@ func CellHistograms(dir string, m *Manifest) (map[string]map[string]*hdrhistogra
 			out[r.Cell] = map[string]*hdrhistogram.Histogram{}
 		}
 		for class, h := range hs {
-			if err := mergeInto(out[r.Cell], class, h); err != nil {
+			if err := record.MergeClass(out[r.Cell], class, h); err != nil {
 				return nil, fmt.Errorf("cell %s repeat %d: %w", r.Cell, r.Repeat, err)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 func TestMatrixList(t *testing.T) {
@@ -482,7 +483,7 @@ func matrixFakeCell(c harness.CellSpec) (*harness.CellResult, error) {
 		return nil, err
 	}
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	rec := results.NewRecorder(start, 100*time.Millisecond, c.Load.Warmup)
+	rec := record.NewRecorder(start, 100*time.Millisecond, c.Load.Warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	ctl, _ := rec.Class(loadgen.ClassControl)
 	total := c.Load.Warmup + c.Load.Duration

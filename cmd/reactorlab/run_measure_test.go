@@ -18,7 +18,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // runOnce runs `reactorlab run` with args and a fresh --out, and returns
@@ -81,7 +81,7 @@ func TestRunReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ivs, err := results.ReadHlog(f)
+	ivs, err := record.ReadHlog(f)
 	if err != nil {
 		t.Fatal(err)
 	}

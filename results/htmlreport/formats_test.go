@@ -12,6 +12,8 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // twoFormatsRun is a run directory as the matrix writes it, analysed by
@@ -71,7 +73,7 @@ func twoFormatsRun(t *testing.T) (*results.Manifest, *results.Analysis, map[stri
 		t.Fatal(err)
 	}
 	hist := func(n int, us float64) *hdrhistogram.Histogram {
-		h := results.NewHistogram()
+		h := record.NewHistogram()
 		for i := 0; i < n; i++ {
 			if err := h.RecordValue(int64((us + float64(i%97)*1.337) * 1e3)); err != nil {
 				t.Fatal(err)
@@ -80,9 +82,9 @@ func twoFormatsRun(t *testing.T) (*results.Manifest, *results.Analysis, map[stri
 		return h
 	}
 	hists := map[string]map[string]*hdrhistogram.Histogram{
-		"baseline":           {"data": hist(123457, 87.65), "control": results.NewHistogram()},
+		"baseline":           {"data": hist(123457, 87.65), "control": record.NewHistogram()},
 		"control_every=10ms": {"data": hist(98765, 91.23), "control": hist(1234, 456.7)},
-		"hot=8":              {"data": hist(150001, 80.01), "control": results.NewHistogram()},
+		"hot=8":              {"data": hist(150001, 80.01), "control": record.NewHistogram()},
 	}
 	return m, results.Analyze(m, hists), hists
 }
@@ -198,10 +200,10 @@ func TestMarkdownAndHTMLShowTheSameFigures(t *testing.T) {
 				t.Errorf("%s %s: rows %q and %q", c.ID, mt.Label, mdR, htR)
 				continue
 			}
-			if want := results.FormatValue(mr.Median); mdR[2] != want || htR[2] != want {
+			if want := figure.Value(mr.Median); mdR[2] != want || htR[2] != want {
 				t.Errorf("%s %s median: markdown %q, html %q, want %q", c.ID, mt.Label, mdR[2], htR[2], want)
 			}
-			if want := results.FormatRange(mr.Min, mr.Max); mdR[3] != want || htR[3] != want {
+			if want := figure.Range(mr.Min, mr.Max); mdR[3] != want || htR[3] != want {
 				t.Errorf("%s %s range: markdown %q, html %q, want %q", c.ID, mt.Label, mdR[3], htR[3], want)
 			}
 			if c.Factor == "" {
@@ -212,10 +214,10 @@ func TestMarkdownAndHTMLShowTheSameFigures(t *testing.T) {
 				continue
 			}
 			htmlRatio := htR[5]
-			if htR[6] != results.NotAvailable {
+			if htR[6] != figure.NotAvailable {
 				htmlRatio += " [" + htR[6] + "]"
 			}
-			if mdR[4] != htR[4] || mdR[5] != htmlRatio || mdR[6]+" / "+mdR[7] != htR[8] && mdR[6] != results.NotAvailable {
+			if mdR[4] != htR[4] || mdR[5] != htmlRatio || mdR[6]+" / "+mdR[7] != htR[8] && mdR[6] != figure.NotAvailable {
 				t.Errorf("%s %s: markdown base %q ratio %q p %q/%q; html base %q ratio %q p %q", c.ID, mt.Label, mdR[4], mdR[5], mdR[6], mdR[7], htR[4], htmlRatio, htR[8])
 			}
 			if gap := mr.Gap(mt.Label); gap != "" {
@@ -228,7 +230,7 @@ func TestMarkdownAndHTMLShowTheSameFigures(t *testing.T) {
 					if mdR[5] != gap {
 						t.Errorf("%s %s: ratio %q, want %q", c.ID, mt.Label, mdR[5], gap)
 					}
-				} else if want := results.FormatRatio(mr.Ratio); !strings.HasPrefix(mdR[5], want+" [") {
+				} else if want := figure.Ratio(mr.Ratio); !strings.HasPrefix(mdR[5], want+" [") {
 					t.Errorf("%s %s: ratio %q, want %s", c.ID, mt.Label, mdR[5], want)
 				}
 			}
@@ -246,8 +248,8 @@ func TestMarkdownAndHTMLShowTheSameFigures(t *testing.T) {
 				t.Errorf("%s class %s: rows %q and %q", c.ID, class, mdR, htR)
 				continue
 			}
-			want := []string{results.FormatCount(s.Count), s.Cell("p50", s.P50Us), s.Cell("p90", s.P90Us),
-				s.Cell("p99", s.P99Us), s.Cell("p99.9", s.P999Us), results.FormatValue(s.MaxUs)}
+			want := []string{figure.Count(s.Count), s.Cell("p50", s.P50Us), s.Cell("p90", s.P90Us),
+				s.Cell("p99", s.P99Us), s.Cell("p99.9", s.P999Us), figure.Value(s.MaxUs)}
 			got := append(append([]string{}, htR[:5]...), htR[6])
 			if strings.Join(mdR, "|") != strings.Join(want, "|") || strings.Join(got, "|") != strings.Join(want, "|") {
 				t.Errorf("%s class %s: markdown %q, html %q, want %q", c.ID, class, mdR, got, want)

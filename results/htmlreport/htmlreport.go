@@ -34,6 +34,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // The histogram classes that get latency plots, in plot order.
@@ -101,7 +102,7 @@ type view struct {
 
 	Headline []metricHead
 	Summary  []summaryRow
-	Bars     []figure
+	Bars     []plotFigure
 	BarNote  string
 	Latency  []latencySection
 	Details  []detailView
@@ -127,7 +128,7 @@ type summaryCell struct {
 	Text, Range, Verdict, Class, Title string
 }
 
-type figure struct {
+type plotFigure struct {
 	Kind, Class string
 	Src         template.URL
 	Alt         string
@@ -137,7 +138,7 @@ type figure struct {
 type latencySection struct {
 	ID, Describe string
 	Missing      string
-	Figures      []figure
+	Figures      []plotFigure
 }
 
 type detailView struct {
@@ -318,26 +319,26 @@ func summarize(c results.CellAnalysis, mt results.Metric) summaryCell {
 	}
 	if c.Factor == "" {
 		return summaryCell{
-			Text:  withUnit(results.FormatValue(r.Median), mt.Unit),
-			Range: "[" + results.FormatRange(r.Min, r.Max) + "]",
+			Text:  withUnit(figure.Value(r.Median), mt.Unit),
+			Range: "[" + figure.Range(r.Min, r.Max) + "]",
 			Title: fmt.Sprintf("median of %d valid runs, [min–max]", r.N),
 		}
 	}
 	if gap := r.Gap(mt.Label); gap != "" {
-		return summaryCell{Text: withUnit(results.FormatValue(r.Median), mt.Unit), Verdict: gap,
+		return summaryCell{Text: withUnit(figure.Value(r.Median), mt.Unit), Verdict: gap,
 			Title: fmt.Sprintf("median of %d valid runs; no comparison with the baseline", r.N)}
 	}
 	sc := summaryCell{Verdict: string(r.Verdict), Class: verdictClass(r.Verdict)}
 	if gap := r.RatioGap(); gap != "" {
-		sc.Text = withUnit(results.FormatValue(r.Median), mt.Unit)
+		sc.Text = withUnit(figure.Value(r.Median), mt.Unit)
 		sc.Range = gap
 		sc.Title = fmt.Sprintf("median %s vs baseline %s; adjusted p %s",
-			withUnit(results.FormatValue(r.Median), mt.Unit), withUnit(results.FormatValue(r.BaselineMedian), mt.Unit), results.FormatP(r.PAdjusted))
+			withUnit(figure.Value(r.Median), mt.Unit), withUnit(figure.Value(r.BaselineMedian), mt.Unit), figure.PValue(r.PAdjusted))
 	} else {
-		sc.Text = results.FormatRatio(r.Ratio)
-		sc.Range = "[" + results.FormatRange(r.RatioMin, r.RatioMax) + "]"
+		sc.Text = figure.Ratio(r.Ratio)
+		sc.Range = "[" + figure.Range(r.RatioMin, r.RatioMax) + "]"
 		sc.Title = fmt.Sprintf("median %s vs baseline %s; median of %d pair ratios, [min–max]; adjusted p %s",
-			withUnit(results.FormatValue(r.Median), mt.Unit), withUnit(results.FormatValue(r.BaselineMedian), mt.Unit), r.Pairs, results.FormatP(r.PAdjusted))
+			withUnit(figure.Value(r.Median), mt.Unit), withUnit(figure.Value(r.BaselineMedian), mt.Unit), r.Pairs, figure.PValue(r.PAdjusted))
 	}
 	return sc
 }
@@ -391,7 +392,7 @@ func (v *view) addBars(a *results.Analysis) error {
 		if err != nil {
 			return fmt.Errorf("%s plot: %w", spec.metric, err)
 		}
-		v.Bars = append(v.Bars, figure{
+		v.Bars = append(v.Bars, plotFigure{
 			Kind:    spec.kind,
 			Class:   "bar",
 			Src:     src,
@@ -438,12 +439,12 @@ func (v *view) addLatency(a *results.Analysis, baseID string, hists map[string]m
 			if ch == nil {
 				continue
 			}
-			cell := &curve{Label: fmt.Sprintf("%s (%s values)", shorten(c.ID, maxBarLabel), results.FormatCount(ch.TotalCount())), XYs: percentileCurve(ch), Intervals: percentileIntervals(ch)}
+			cell := &curve{Label: fmt.Sprintf("%s (%s values)", shorten(c.ID, maxBarLabel), figure.Count(ch.TotalCount())), XYs: percentileCurve(ch), Intervals: percentileIntervals(ch)}
 			var base *curve
 			caption := fmt.Sprintf("%s latency percentiles of %s", class, c.ID)
 			if !alone {
 				if bh := has(baseID, class); bh != nil {
-					base = &curve{Label: fmt.Sprintf("%s (%s values)", shorten(baseID, maxBarLabel), results.FormatCount(bh.TotalCount())), XYs: percentileCurve(bh)}
+					base = &curve{Label: fmt.Sprintf("%s (%s values)", shorten(baseID, maxBarLabel), figure.Count(bh.TotalCount())), XYs: percentileCurve(bh)}
 					caption += " (blue) over the baseline's (grey, dashed)"
 				} else {
 					caption += "; the baseline has no " + class + " histogram"
@@ -458,7 +459,7 @@ func (v *view) addLatency(a *results.Analysis, baseID string, hists map[string]m
 			if err != nil {
 				return fmt.Errorf("%s %s plot: %w", c.ID, class, err)
 			}
-			sec.Figures = append(sec.Figures, figure{Kind: PlotLatency, Class: class, Src: src,
+			sec.Figures = append(sec.Figures, plotFigure{Kind: PlotLatency, Class: class, Src: src,
 				Alt: fmt.Sprintf("%s latency percentile distribution of %s", class, c.ID), Caption: caption})
 		}
 		if len(sec.Figures) == 0 {
@@ -492,22 +493,22 @@ func detail(m *results.Manifest, c results.CellAnalysis) detailView {
 			mt = results.Metric{Name: r.Name, Label: r.Name}
 		}
 		row := metricRow{Label: mt.Label, Name: mt.Name, Unit: mt.Unit, Describe: mt.Describe, N: strconv.Itoa(r.N),
-			Median: results.FormatValue(r.Median), Range: results.FormatRange(r.Min, r.Max)}
+			Median: figure.Value(r.Median), Range: figure.Range(r.Min, r.Max)}
 		if c.Factor != "" {
 			row.Compared = true
 			row.Pairs = strconv.Itoa(r.Pairs)
-			row.Base, row.Ratio, row.RatioRange, row.P = results.NotAvailable, results.NotAvailable, results.NotAvailable, results.NotAvailable
+			row.Base, row.Ratio, row.RatioRange, row.P = figure.NotAvailable, figure.NotAvailable, figure.NotAvailable, figure.NotAvailable
 			if gap := r.Gap(mt.Label); gap != "" {
 				row.Verdict = gap
 			} else {
-				row.Base = results.FormatValue(r.BaselineMedian)
+				row.Base = figure.Value(r.BaselineMedian)
 				if gap := r.RatioGap(); gap != "" {
 					row.Ratio = gap
 				} else {
-					row.Ratio = results.FormatRatio(r.Ratio)
-					row.RatioRange = results.FormatRange(r.RatioMin, r.RatioMax)
+					row.Ratio = figure.Ratio(r.Ratio)
+					row.RatioRange = figure.Range(r.RatioMin, r.RatioMax)
 				}
-				row.P = results.FormatP(r.P) + " / " + results.FormatP(r.PAdjusted)
+				row.P = figure.PValue(r.P) + " / " + figure.PValue(r.PAdjusted)
 				row.Verdict, row.Class = string(r.Verdict), verdictClass(r.Verdict)
 				if note := r.IntervalNote(); note != "" {
 					row.Verdict += "; " + note
@@ -523,17 +524,17 @@ func detail(m *results.Manifest, c results.CellAnalysis) detailView {
 	for _, class := range sampled {
 		s := c.Latency[class]
 		d.Latency = append(d.Latency, classRow{
-			Class: class, Count: results.FormatCount(s.Count),
+			Class: class, Count: figure.Count(s.Count),
 			P50: s.Cell("p50", s.P50Us), P90: s.Cell("p90", s.P90Us), P99: s.Cell("p99", s.P99Us),
 			P999: s.Cell("p99.9", s.P999Us), P9999: s.Cell("p99.99", s.P9999Us),
-			Max: results.FormatValue(s.MaxUs), Mean: results.FormatValue(s.MeanUs), Clamped: results.FormatCount(s.Clamped),
+			Max: figure.Value(s.MaxUs), Mean: figure.Value(s.MeanUs), Clamped: figure.Count(s.Clamped),
 		})
 	}
 	d.LatencyNote = results.NoSamplesNote(empty)
 	return d
 }
 
-// withUnit is results.WithUnit with a no-break space, so that a figure and
+// withUnit is figure.WithUnit with a no-break space, so that a figure and
 // its unit stay on one line.
 func withUnit(s, unit string) string {
 	if unit == "" {

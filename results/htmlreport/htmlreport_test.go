@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot"
 
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // hostile is a cell ID from a spec that tries to inject markup.
@@ -82,7 +83,7 @@ func newFixture(t testing.TB) fixture {
 	// hist records n latencies: a log-normal-ish body around medianUs
 	// with a tail that reaches tailUs.
 	hist := func(n int, medianUs, tailUs float64) *hdrhistogram.Histogram {
-		h := results.NewHistogram()
+		h := record.NewHistogram()
 		for i := 0; i < n; i++ {
 			v := medianUs * (0.5 + rng.ExpFloat64()*0.5)
 			if rng.IntN(1000) == 0 {
@@ -114,7 +115,7 @@ func newFixture(t testing.TB) fixture {
 	cellAnalysis := func(c results.CellInfo, runs, valid int, tput, tputRatio float64, v results.Verdict) results.CellAnalysis {
 		base := c.Factor == ""
 		ca := results.CellAnalysis{ID: c.ID, Factor: c.Factor, Value: c.Value, Describe: c.Describe, Runs: runs, ValidRuns: valid,
-			Latency: map[string]results.ClassSummary{}}
+			Latency: map[string]record.ClassSummary{}}
 		if valid == 0 {
 			ca.Invalid = []string{"repeat 1: anomalies: 3 frames lost", "repeat 2: anomalies: 3 frames lost", "repeat 3: anomalies: 3 frames lost"}
 			for _, mt := range results.Metrics {
@@ -135,7 +136,7 @@ func newFixture(t testing.TB) fixture {
 			}
 		}
 		for class, h := range hists[c.ID] {
-			ca.Latency[class] = results.Summarize(h, 0)
+			ca.Latency[class] = record.Summarize(h, 0)
 		}
 		return ca
 	}
@@ -310,7 +311,7 @@ func TestWriteMissingHistograms(t *testing.T) {
 }
 
 func TestPercentileCurve(t *testing.T) {
-	h := results.NewHistogram()
+	h := record.NewHistogram()
 	for v := int64(1); v <= 10000; v++ {
 		if err := h.RecordValue(v * 1000); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,8 @@ import (
 	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -83,12 +84,12 @@ func (b intervalBars) Len() int                        { return len(b) }
 func (b intervalBars) XY(i int) (float64, float64)     { return b[i].X, b[i].Y }
 func (b intervalBars) YError(i int) (float64, float64) { return b[i].Lo, b[i].Hi }
 
-// percentileIntervals are h's summary percentiles (results.SummaryPercentiles)
+// percentileIntervals are h's summary percentiles (record.SummaryPercentiles)
 // with their confidence intervals, those that h's count bounds.
 func percentileIntervals(h *hdrhistogram.Histogram) intervalBars {
 	var out intervalBars
-	for _, sp := range results.SummaryPercentiles {
-		iv := results.PercentileInterval(h, sp.P)
+	for _, sp := range record.SummaryPercentiles {
+		iv := stats.PercentileInterval(h, sp.P)
 		if iv.TooFew {
 			continue
 		}

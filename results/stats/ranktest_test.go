@@ -1,4 +1,4 @@
-package results_test
+package stats_test
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // TestMannWhitneyKnownValues: exact p-values from the permutation
@@ -29,7 +29,7 @@ func TestMannWhitneyKnownValues(t *testing.T) {
 		{"empty y", []float64{1, 2}, nil, 0, 1, true},
 		{"NaN dropped", []float64{1, 2, 3, math.NaN()}, []float64{4, 5, 6}, 0, 0.1, true},
 	} {
-		got := results.MannWhitney(c.x, c.y)
+		got := stats.MannWhitney(c.x, c.y)
 		if got.U != c.u || math.Abs(got.P-c.p) > 1e-12 || got.Exact != c.exact {
 			t.Errorf("%s: got %+v, want U=%v P=%v exact=%v", c.name, got, c.u, c.p, c.exact)
 		}
@@ -42,7 +42,7 @@ func TestMannWhitneyKnownValues(t *testing.T) {
 // subsets of three, those as far from 21 are {2,6,6} (sum 14, three ways)
 // and {6,11,11} (sum 28, three ways): p = 6/20.
 func TestMannWhitneyTies(t *testing.T) {
-	got := results.MannWhitney([]float64{1, 2, 2}, []float64{2, 3, 3})
+	got := stats.MannWhitney([]float64{1, 2, 2}, []float64{2, 3, 3})
 	if !got.Exact || math.Abs(got.P-0.3) > 1e-12 || got.U != 1 {
 		t.Errorf("got %+v, want U=1 P=0.3 exact", got)
 	}
@@ -52,7 +52,7 @@ func TestMannWhitneyTies(t *testing.T) {
 func TestMannWhitneySymmetric(t *testing.T) {
 	x := []float64{3.1, 4, 4, 5.5, 9, 2}
 	y := []float64{1, 4, 2.5, 2.5, 0.5, 3, 3.1, 7}
-	a, b := results.MannWhitney(x, y), results.MannWhitney(y, x)
+	a, b := stats.MannWhitney(x, y), stats.MannWhitney(y, x)
 	if math.Abs(a.P-b.P) > 1e-12 || a.U+b.U != float64(len(x)*len(y)) {
 		t.Errorf("x,y: %+v; y,x: %+v", a, b)
 	}
@@ -69,12 +69,12 @@ func TestMannWhitneyLargeIsNormalAndFast(t *testing.T) {
 		}
 		return v
 	}
-	big := results.MannWhitney(seq(0, 200), seq(100, 200))
+	big := stats.MannWhitney(seq(0, 200), seq(100, 200))
 	if big.Exact || big.P > 1e-10 {
 		t.Errorf("200 vs 200: %+v, want normal and tiny p", big)
 	}
 	start := time.Now()
-	r := results.MannWhitney(seq(0, 6), seq(3, 72))
+	r := stats.MannWhitney(seq(0, 6), seq(3, 72))
 	if el := time.Since(start); !r.Exact || el > 50*time.Millisecond {
 		t.Errorf("6 vs 72: exact=%v in %v", r.Exact, el)
 	}
@@ -86,7 +86,7 @@ func TestMinPValue(t *testing.T) {
 		n1, n2 int
 		want   float64
 	}{{3, 3, 0.1}, {5, 5, 2.0 / 252}, {1, 1, 1}, {1, 2, 2.0 / 3}, {2, 2, 2.0 / 6}, {0, 5, 1}, {4, 0, 1}, {3, 30, 2.0 / 5456}} {
-		if got := results.MinPValue(c.n1, c.n2); math.Abs(got-c.want) > 1e-15 {
+		if got := stats.MinPValue(c.n1, c.n2); math.Abs(got-c.want) > 1e-15 {
 			t.Errorf("MinPValue(%d, %d) = %v, want %v", c.n1, c.n2, got, c.want)
 		}
 	}
@@ -95,17 +95,17 @@ func TestMinPValue(t *testing.T) {
 // TestHolmAdjust: the textbook example, order kept, monotone, capped at 1,
 // and empty input.
 func TestHolmAdjust(t *testing.T) {
-	got := results.HolmAdjust([]float64{0.04, 0.01, 0.03, 0.5})
+	got := stats.HolmAdjust([]float64{0.04, 0.01, 0.03, 0.5})
 	want := []float64{0.09, 0.04, 0.09, 0.5}
 	for i := range want {
 		if math.Abs(got[i]-want[i]) > 1e-12 {
 			t.Fatalf("HolmAdjust = %v, want %v", got, want)
 		}
 	}
-	if got := results.HolmAdjust([]float64{0.6, 0.7}); !slices.Equal(got, []float64{1, 1}) {
+	if got := stats.HolmAdjust([]float64{0.6, 0.7}); !slices.Equal(got, []float64{1, 1}) {
 		t.Errorf("capping: %v", got)
 	}
-	if got := results.HolmAdjust(nil); len(got) != 0 {
+	if got := stats.HolmAdjust(nil); len(got) != 0 {
 		t.Errorf("empty: %v", got)
 	}
 }

@@ -1,9 +1,11 @@
-package results
+package stats
 
 import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // Tests of sent times against the arrival process intended for them.
@@ -89,7 +91,7 @@ func (f ExpFit) Fails() bool { return f.Judged() && f.A2 > expFitCritical }
 
 // String is the figure: "Anderson–Darling A² 0.61 (1% critical 1.96), n = 1,000".
 func (f ExpFit) String() string {
-	return fmt.Sprintf("Anderson–Darling A² %.2f on %s gaps beyond the resolution (1%% critical %.2f)", f.A2, FormatCount(int64(f.N)), expFitCritical)
+	return fmt.Sprintf("Anderson–Darling A² %.2f on %s gaps beyond the resolution (1%% critical %.2f)", f.A2, figure.Count(int64(f.N)), expFitCritical)
 }
 
 // DispersionFit is Fisher's index of dispersion of the counts of sends in
@@ -195,7 +197,7 @@ func (f DispersionFit) Fails() bool {
 
 // String is the figure: "index of dispersion 1.03 (z 0.7) over 3,000 windows of 4.1 sends".
 func (f DispersionFit) String() string {
-	return fmt.Sprintf("index of dispersion %.2f (z %.1f; Poisson 1) over %s windows of %.1f sends", f.Index, f.Z, FormatCount(int64(f.Windows)), f.Mean)
+	return fmt.Sprintf("index of dispersion %.2f (z %.1f; Poisson 1) over %s windows of %.1f sends", f.Index, f.Z, figure.Count(int64(f.Windows)), f.Mean)
 }
 
 // PeriodFit is how closely each source's sends keep its fixed period: the
@@ -239,5 +241,5 @@ func (f PeriodFit) String() string {
 		share = 100 * float64(f.Off) / float64(f.Gaps)
 	}
 	return fmt.Sprintf("%s of %s gaps between a source's sends off its period by more than half (%.1f%%; allowed %.0f%%)",
-		FormatCount(int64(f.Off)), FormatCount(int64(f.Gaps)), share, 100*maxPeriodOff)
+		figure.Count(int64(f.Off)), figure.Count(int64(f.Gaps)), share, 100*maxPeriodOff)
 }

@@ -1,14 +1,16 @@
-package results
+package stats
 
 import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // Dependence is the rank correlation between latency samples lag apart
 // (lag 1: consecutive), pooled over runs of consecutive samples (a
-// SampleLog's blocks). Each run is ranked, then the ranks' linear trend is
+// record.SampleLog's blocks). Each run is ranked, then the ranks' linear trend is
 // taken out, so a slow drift — the stationarity test's to judge — does not
 // read as dependence, and one outlier cannot tilt the line (a line fitted
 // to the raw latencies is, and one 20-ms spike in a block of 100-µs
@@ -116,7 +118,7 @@ func (d Dependence) Worth() float64 {
 // String is the figure: "lag-1 rank correlation 0.02 (z 1.1) over 30,000
 // pairs: worth 96% of their number".
 func (d Dependence) String() string {
-	return fmt.Sprintf("lag-%d rank correlation %.3f (z %.1f) over %s pairs: worth about %.0f%% of their number", d.Lag, d.Rho, d.Z, FormatCount(int64(d.Pairs)), 100*d.Worth())
+	return fmt.Sprintf("lag-%d rank correlation %.3f (z %.1f) over %s pairs: worth about %.0f%% of their number", d.Lag, d.Rho, d.Z, figure.Count(int64(d.Pairs)), 100*d.Worth())
 }
 
 // ThinningFor is the smallest lag k (1, 2, 4, … MaxThinning) at which

@@ -1,6 +1,4 @@
-//go:build linux
-
-package matrix
+package results_test
 
 import (
 	"testing"
@@ -9,6 +7,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
 // TestUrgentMetrics: the urgent class's latencies come from its own
@@ -18,7 +17,7 @@ import (
 func TestUrgentMetrics(t *testing.T) {
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	warmup := time.Second
-	rec := results.NewRecorder(start, time.Second, warmup)
+	rec := record.NewRecorder(start, time.Second, warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	urg, _ := rec.Class(loadgen.ClassUrgent)
 	rec.Advance(100 * time.Millisecond)
@@ -32,7 +31,7 @@ func TestUrgentMetrics(t *testing.T) {
 	rec.Close(warmup + 2*time.Second)
 	res := &harness.CellResult{Valid: true, Load: &loadgen.Summary{Latency: rec.Summary(),
 		Urgent: &loadgen.UrgentOutcome{Sent: 110, Answered: 101, Mismatched: 3, Unsolicited: 1, Unanswered: 6, Skipped: 12, NotSent: 2}}}
-	m, err := Metrics(res, "", start.Add(warmup))
+	m, err := results.ComputeMetrics(res, "", start.Add(warmup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +52,7 @@ func TestUrgentMetrics(t *testing.T) {
 		}
 	}
 	res.Load.Urgent = nil
-	m, _ = Metrics(res, "", start.Add(warmup))
+	m, _ = results.ComputeMetrics(res, "", start.Add(warmup))
 	for _, name := range []string{results.MetricUrgentP50, results.MetricUrgentP99, results.MetricUrgentP999, results.MetricUrgentMax,
 		results.MetricUrgentCount, results.MetricUrgentSkips, results.MetricUrgentWrong} {
 		if v, ok := m[name]; ok {

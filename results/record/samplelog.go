@@ -1,18 +1,13 @@
-package results
+package record
 
-// Sample is one logged observation: a value (a latency in ns, or a
-// source's index) at a time (ns on the recording side's clock).
-type Sample struct {
-	At    int64
-	Value int64
-}
+import "github.com/reactorlab/reactorlab/results/stats"
 
 // Block is a run of consecutive samples as they were added: no sample
 // between two of them was left out. Index counts the blocks added before
 // it, so blocks from one log are in time order.
 type Block struct {
 	Index   int
-	Samples []Sample
+	Samples []stats.Sample
 }
 
 // SampleLog keeps runs of consecutive samples spread evenly over a
@@ -33,9 +28,9 @@ type SampleLog struct {
 	stride              int // block i is kept when i%stride == 0
 	index               int // the block being filled
 	filled              int // samples in it so far
-	cur                 []Sample
+	cur                 []stats.Sample
 	kept                []Block
-	free                [][]Sample // block buffers not in use, cap blockLen each
+	free                [][]stats.Sample // block buffers not in use, cap blockLen each
 }
 
 // NewSampleLog returns a log of blocks of blockLen samples (≥ 2), at most
@@ -49,8 +44,8 @@ func NewSampleLog(blockLen, maxBlocks int) *SampleLog {
 func (s *SampleLog) allocate() {
 	n := s.maxBlocks + 2
 	s.kept = make([]Block, 0, s.maxBlocks+1)
-	s.free = make([][]Sample, 0, n)
-	all := make([]Sample, n*s.blockLen)
+	s.free = make([][]stats.Sample, 0, n)
+	all := make([]stats.Sample, n*s.blockLen)
 	for i := range n {
 		s.free = append(s.free, all[i*s.blockLen:i*s.blockLen:(i+1)*s.blockLen])
 	}
@@ -58,7 +53,7 @@ func (s *SampleLog) allocate() {
 }
 
 // takeBuffer returns an empty block buffer from the free list.
-func (s *SampleLog) takeBuffer() []Sample {
+func (s *SampleLog) takeBuffer() []stats.Sample {
 	b := s.free[len(s.free)-1]
 	s.free = s.free[:len(s.free)-1]
 	return b[:0]
@@ -73,7 +68,7 @@ func (s *SampleLog) Add(at, value int64) {
 		s.allocate()
 	}
 	if s.index%s.stride == 0 {
-		s.cur = append(s.cur, Sample{At: at, Value: value})
+		s.cur = append(s.cur, stats.Sample{At: at, Value: value})
 	}
 	s.filled++
 	if s.filled == s.blockLen {

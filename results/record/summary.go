@@ -1,9 +1,11 @@
-package results
+package record
 
 import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/figure"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 // ClassSummary summarises one histogram of nanosecond values. Every duration
@@ -29,7 +31,7 @@ type ClassSummary struct {
 	// keyed by SummaryPercentiles' labels ("p50" … "p99.99"); where Count
 	// is too few for one, its entry says so (TooFew, Need), and the point
 	// figure is no estimate of that percentile.
-	Intervals map[string]Interval `json:"intervals,omitempty"`
+	Intervals map[string]stats.Interval `json:"intervals,omitempty"`
 }
 
 // SummaryPercentiles are the percentiles a ClassSummary holds, with the
@@ -47,11 +49,11 @@ func (s ClassSummary) Cell(label string, point float64) string {
 	iv, ok := s.Intervals[label]
 	switch {
 	case !ok:
-		return FormatValue(point)
+		return figure.Value(point)
 	case iv.TooFew:
 		return iv.TooFewText()
 	}
-	return FormatValue(point) + " [" + FormatRange(iv.LoUs, iv.HiUs) + "]"
+	return figure.Value(point) + " [" + figure.Range(iv.LoUs, iv.HiUs) + "]"
 }
 
 // Summarize summarises h (nanosecond values) with the given clamped count.
@@ -65,22 +67,22 @@ func Summarize(h *hdrhistogram.Histogram, clamped int64) ClassSummary {
 	s.MeanUs = h.Mean() / 1e3
 	s.MaxUs = us(h.Max())
 	s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us = us(ps[0]), us(ps[1]), us(ps[2]), us(ps[3]), us(ps[4])
-	s.Intervals = map[string]Interval{}
+	s.Intervals = map[string]stats.Interval{}
 	for _, sp := range SummaryPercentiles {
-		s.Intervals[sp.Label] = PercentileInterval(h, sp.P)
+		s.Intervals[sp.Label] = stats.PercentileInterval(h, sp.P)
 	}
 	return s
 }
 
 // Widen recomputes s's intervals from h, the histogram s summarises, for
-// samples of which only every k-th counts (ThinnedInterval); k of 0 or 1
+// samples of which only every k-th counts (stats.ThinnedInterval); k of 0 or 1
 // leaves s as it is.
 func (s *ClassSummary) Widen(h *hdrhistogram.Histogram, k int) {
 	if k == 0 || k == 1 || s.Count == 0 {
 		return
 	}
 	for _, sp := range SummaryPercentiles {
-		s.Intervals[sp.Label] = ThinnedInterval(h, sp.P, k)
+		s.Intervals[sp.Label] = stats.ThinnedInterval(h, sp.P, k)
 	}
 }
 

@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"math"
@@ -89,45 +89,6 @@ func TestBinomCDF(t *testing.T) {
 				t.Fatalf("binomCDF(%d, %d, %v) = %v, summed %v", k, tc.n, tc.p, got, sum)
 			}
 		}
-	}
-}
-
-// A factor cell's latency percentile says whether its merged interval and
-// the baseline's overlap: apart for a cell twice as slow, overlapping for
-// the same distribution, nothing where either has too few samples.
-func TestCompareIntervals(t *testing.T) {
-	if c, l, ok := latencyPercentile("control_p999"); !ok || c != "control" || l != "p99.9" {
-		t.Errorf("control_p999 → %q %q %v", c, l, ok)
-	}
-	if _, _, ok := latencyPercentile("server_cpu"); ok {
-		t.Errorf("server_cpu is no latency percentile")
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	summary := func(n int, scale float64) ClassSummary {
-		h := hdrhistogram.New(1, 60e9, 3)
-		for range n {
-			h.RecordValue(int64(rng.ExpFloat64()*scale*1e5) + 1000)
-		}
-		return Summarize(h, 0)
-	}
-	cells := []CellAnalysis{
-		{ID: "base", Latency: map[string]ClassSummary{"data": summary(20000, 1)}},
-		{ID: "slower", Factor: "f", Latency: map[string]ClassSummary{"data": summary(20000, 2)}, Metrics: []MetricResult{{Name: "data_p50"}, {Name: "data_p999"}}},
-		{ID: "same", Factor: "f", Latency: map[string]ClassSummary{"data": summary(20000, 1)}, Metrics: []MetricResult{{Name: "data_p50"}}},
-		{ID: "few", Factor: "f", Latency: map[string]ClassSummary{"data": summary(1000, 2)}, Metrics: []MetricResult{{Name: "data_p999"}}},
-	}
-	compareIntervals(cells)
-	for _, tc := range []struct {
-		cell, metric int
-		want         string
-	}{{1, 0, IntervalsApart}, {1, 1, IntervalsApart}, {2, 0, IntervalsOverlap}, {3, 0, ""}} {
-		mr := cells[tc.cell].Metrics[tc.metric]
-		if mr.Intervals != tc.want {
-			t.Errorf("%s %s: intervals %q, want %q (%s)", cells[tc.cell].ID, mr.Name, mr.Intervals, tc.want, mr.IntervalNote())
-		}
-	}
-	if got := cells[1].Metrics[1].IntervalNote(); got != "merged p99.9 95% intervals apart" {
-		t.Errorf("note %q", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package results_test
+package record_test
 
 import (
 	"bytes"
@@ -13,12 +13,13 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
+	"github.com/reactorlab/reactorlab/results/stats"
 )
 
 var start = time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 
-func mustClass(t testing.TB, r *results.Recorder, name string) *results.Class {
+func mustClass(t testing.TB, r *record.Recorder, name string) *record.Class {
 	t.Helper()
 	c, err := r.Class(name)
 	if err != nil {
@@ -32,14 +33,14 @@ func mustClass(t testing.TB, r *results.Recorder, name string) *results.Class {
 // warm-up or wholly measured.
 func TestIntervalsAlignOnWarmup(t *testing.T) {
 	ms := time.Millisecond
-	r := results.NewRecorder(start, 100*ms, 250*ms)
+	r := record.NewRecorder(start, 100*ms, 250*ms)
 	mustClass(t, r, "data")
 	for e := time.Duration(0); e <= 730*ms; e += 7 * ms {
 		r.Advance(e)
 	}
 	r.Close(730 * ms)
 	got := r.Spans()
-	want := []results.Span{{0, 50 * ms, false}, {50 * ms, 150 * ms, false}, {150 * ms, 250 * ms, false},
+	want := []record.Span{{0, 50 * ms, false}, {50 * ms, 150 * ms, false}, {150 * ms, 250 * ms, false},
 		{250 * ms, 350 * ms, true}, {350 * ms, 450 * ms, true}, {450 * ms, 550 * ms, true},
 		{550 * ms, 650 * ms, true}, {650 * ms, 730 * ms, true}}
 	if !slices.Equal(got, want) {
@@ -47,17 +48,17 @@ func TestIntervalsAlignOnWarmup(t *testing.T) {
 	}
 	// No warm-up: boundaries at multiples of the interval; Close on a
 	// boundary adds no empty span.
-	r = results.NewRecorder(start, 100*ms, 0)
+	r = record.NewRecorder(start, 100*ms, 0)
 	r.Advance(250 * ms)
 	r.Close(300 * ms)
-	if got, want := r.Spans(), []results.Span{{0, 100 * ms, true}, {100 * ms, 200 * ms, true}, {200 * ms, 300 * ms, true}}; !slices.Equal(got, want) {
+	if got, want := r.Spans(), []record.Span{{0, 100 * ms, true}, {100 * ms, 200 * ms, true}, {200 * ms, 300 * ms, true}}; !slices.Equal(got, want) {
 		t.Fatalf("spans without warm-up\n got %v\nwant %v", got, want)
 	}
 }
 
 // recordPlan records, at known times, known values in three classes and
 // returns how many values each (class, span index) got.
-func recordPlan(t *testing.T, r *results.Recorder, end time.Duration) map[string]map[int]int64 {
+func recordPlan(t *testing.T, r *record.Recorder, end time.Duration) map[string]map[int]int64 {
 	rng := rand.New(rand.NewPCG(1, 2))
 	classes := []string{"data", "control", "service/hot-0"}
 	want := map[string]map[int]int64{}
@@ -90,7 +91,7 @@ func recordPlan(t *testing.T, r *results.Recorder, end time.Duration) map[string
 func TestHlogRoundTrip(t *testing.T) {
 	ms := time.Millisecond
 	warmup := 250 * ms
-	r := results.NewRecorder(start, 100*ms, warmup)
+	r := record.NewRecorder(start, 100*ms, warmup)
 	want := recordPlan(t, r, 930*ms)
 	mustClass(t, r, "data").Record(2 * time.Minute) // clamped, in the last (measured) interval
 	r.Close(930 * ms)
@@ -116,7 +117,7 @@ func TestHlogRoundTrip(t *testing.T) {
 		t.Errorf("log lacks the clamped comment")
 	}
 
-	got, err := results.ReadHlog(&buf)
+	got, err := record.ReadHlog(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestHlogRoundTrip(t *testing.T) {
 			continue
 		}
 		if merged[li.Tag] == nil {
-			merged[li.Tag] = results.NewHistogram()
+			merged[li.Tag] = record.NewHistogram()
 		}
 		if dropped := merged[li.Tag].Merge(li.Hist); dropped != 0 {
 			t.Fatalf("merge dropped %d", dropped)
@@ -181,7 +182,7 @@ func TestHlogRoundTrip(t *testing.T) {
 // TestClampAndDrop: out-of-range values are recorded at the bound and
 // counted; values after Close are counted as dropped, never recorded.
 func TestClampAndDrop(t *testing.T) {
-	r := results.NewRecorder(start, time.Second, 0)
+	r := record.NewRecorder(start, time.Second, 0)
 	c := mustClass(t, r, "x")
 	c.Record(-5)
 	c.Record(61 * time.Second)
@@ -194,15 +195,15 @@ func TestClampAndDrop(t *testing.T) {
 	if h.TotalCount() != 3 || s.Count != 3 || s.Clamped != 2 || s.Dropped != 3 {
 		t.Fatalf("count %d, summary %+v; want count 3, clamped 2, dropped 3", h.TotalCount(), s)
 	}
-	if h.Max() < results.HighestValue || h.Min() != 0 {
+	if h.Max() < record.HighestValue || h.Min() != 0 {
 		t.Fatalf("min %d max %d: clamped values not at the bounds", h.Min(), h.Max())
 	}
 }
 
 func TestClassNames(t *testing.T) {
-	r := results.NewRecorder(start, 0, 0)
+	r := record.NewRecorder(start, 0, 0)
 	for _, bad := range []string{"", "a b", "a,b", "a\nb", "é"} {
-		if _, err := r.Class(bad); !errors.Is(err, results.ErrClassName) {
+		if _, err := r.Class(bad); !errors.Is(err, record.ErrClassName) {
 			t.Errorf("Class(%q) = %v, want ErrClassName", bad, err)
 		}
 	}
@@ -216,7 +217,7 @@ func TestClassNames(t *testing.T) {
 // TestLateClass: a class created after intervals closed has empty ones, and
 // the log still has a line for it in every interval.
 func TestLateClass(t *testing.T) {
-	r := results.NewRecorder(start, 100*time.Millisecond, 0)
+	r := record.NewRecorder(start, 100*time.Millisecond, 0)
 	mustClass(t, r, "early").Record(time.Millisecond)
 	r.Advance(250 * time.Millisecond)
 	mustClass(t, r, "late").Record(time.Millisecond)
@@ -225,7 +226,7 @@ func TestLateClass(t *testing.T) {
 	if err := r.WriteHlog(&buf); err != nil {
 		t.Fatal(err)
 	}
-	got, err := results.ReadHlog(&buf)
+	got, err := record.ReadHlog(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestLateClass(t *testing.T) {
 // TestConcurrentRecording records from several goroutines while another
 // advances time; nothing is lost (run with -race).
 func TestConcurrentRecording(t *testing.T) {
-	r := results.NewRecorder(start, time.Millisecond, 0)
+	r := record.NewRecorder(start, time.Millisecond, 0)
 	c := mustClass(t, r, "data")
 	const writers, each = 4, 5000
 	var wg sync.WaitGroup // writers and an advancer
@@ -271,7 +272,7 @@ func TestConcurrentRecording(t *testing.T) {
 }
 
 func TestRecordDoesNotAllocate(t *testing.T) {
-	r := results.NewRecorder(start, time.Second, 0)
+	r := record.NewRecorder(start, time.Second, 0)
 	c := mustClass(t, r, "data")
 	batch := []int64{1, 2, 3}
 	if n := testing.AllocsPerRun(1000, func() {
@@ -286,7 +287,7 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 // TestSummaryJSON: field names are the stable snake_case ones, values in
 // microseconds.
 func TestSummaryJSON(t *testing.T) {
-	r := results.NewRecorder(start, time.Second, 0)
+	r := record.NewRecorder(start, time.Second, 0)
 	c := mustClass(t, r, "control")
 	for i := 1; i <= 1000; i++ {
 		c.Record(time.Duration(i) * time.Microsecond)
@@ -311,7 +312,7 @@ func TestSummaryJSON(t *testing.T) {
 	// Each percentile's interval: 1,000 values bound p50 … p99, not p99.9.
 	var ivs struct {
 		Classes map[string]struct {
-			Intervals map[string]results.Interval `json:"intervals"`
+			Intervals map[string]stats.Interval `json:"intervals"`
 		} `json:"classes"`
 	}
 	if err := json.Unmarshal(b, &ivs); err != nil {
@@ -339,12 +340,12 @@ func TestSummaryJSON(t *testing.T) {
 // TestWriteSpectrum checks the wrk2 layout, the last row (percentile 1,
 // "inf"), and the footer's geometry against hdrhistogram-go's own.
 func TestWriteSpectrum(t *testing.T) {
-	h := results.NewHistogram()
+	h := record.NewHistogram()
 	for i := int64(1); i <= 10000; i++ {
 		h.RecordValue(i * 1000) // 1 us .. 10 ms
 	}
 	var buf bytes.Buffer
-	if err := results.WriteSpectrum(&buf, "Data latency (corrected)", h); err != nil {
+	if err := record.WriteSpectrum(&buf, "Data latency (corrected)", h); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -375,7 +376,7 @@ func TestWriteSpectrum(t *testing.T) {
 		t.Errorf("spectrum rows: %d, library %d", b, a)
 	}
 	buf.Reset()
-	if err := results.WriteSpectrum(&buf, "empty", results.NewHistogram()); err != nil || !strings.Contains(buf.String(), "(no values)") {
+	if err := record.WriteSpectrum(&buf, "empty", record.NewHistogram()); err != nil || !strings.Contains(buf.String(), "(no values)") {
 		t.Errorf("empty histogram: %v %q", err, buf.String())
 	}
 }
@@ -386,7 +387,7 @@ func spectrumHead(out string) []string {
 }
 
 func BenchmarkRecord(b *testing.B) {
-	r := results.NewRecorder(start, time.Second, 0)
+	r := record.NewRecorder(start, time.Second, 0)
 	c := mustClass(b, r, "data")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

@@ -1,6 +1,4 @@
-//go:build linux
-
-package matrix
+package results_test
 
 import (
 	"testing"
@@ -10,16 +8,17 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
-// TestMetricsKnownValues feeds Metrics a hand-made result whose every
+// TestMetricsKnownValues feeds ComputeMetrics a hand-made result whose every
 // figure is known, with data and control deliberately different, and a
 // warm-up holding values that must not count.
 func TestMetricsKnownValues(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	warmup := time.Second
-	rec := results.NewRecorder(start, time.Second, warmup)
+	rec := record.NewRecorder(start, time.Second, warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	ctl, _ := rec.Class(loadgen.ClassControl)
 	// Warm-up: control answers over 10 ms that must not be counted.
@@ -42,7 +41,7 @@ func TestMetricsKnownValues(t *testing.T) {
 	ctl.Record(12 * time.Millisecond)
 	ctl.Record(30 * time.Millisecond)
 	rec.Close(warmup + 2*time.Second)
-	hlog := writeHlog(t, dir, rec)
+	hlog := writeRunHlog(t, dir, rec)
 	lat := rec.Summary()
 	res := &harness.CellResult{
 		Valid: true,
@@ -70,7 +69,7 @@ func TestMetricsKnownValues(t *testing.T) {
 			},
 		}},
 	}
-	m, err := Metrics(res, hlog, start.Add(warmup))
+	m, err := results.ComputeMetrics(res, hlog, start.Add(warmup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +113,7 @@ func TestMetricsKnownValues(t *testing.T) {
 	// A black box: no reactor statistics, so no server-side figures but
 	// CPU per frame from the load generator's count.
 	res.Server = nil
-	m, err = Metrics(res, hlog, start.Add(warmup))
+	m, err = results.ComputeMetrics(res, hlog, start.Add(warmup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func TestMetricsKnownValues(t *testing.T) {
 	// A summary without a health check (no control probes, or written
 	// before it was counted): the two metrics are absent, not 0.
 	res.Load.HealthCheck = nil
-	m, _ = Metrics(res, hlog, start.Add(warmup))
+	m, _ = results.ComputeMetrics(res, hlog, start.Add(warmup))
 	for _, name := range []string{results.MetricFalseTimeouts, results.MetricFalseRemovals} {
 		if v, ok := m[name]; ok {
 			t.Errorf("no health check: %s = %v present", name, v)

@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // Confidence is the coverage of every percentile interval reactorlab
@@ -57,7 +58,7 @@ func (iv Interval) String() string {
 	if iv.TooFew {
 		return iv.TooFewText()
 	}
-	return "[" + FormatRange(iv.LoUs, iv.HiUs) + "] µs"
+	return "[" + figure.Range(iv.LoUs, iv.HiUs) + "] µs"
 }
 
 // TooFewText is what a table prints instead of a figure whose samples
@@ -69,9 +70,9 @@ func (iv Interval) TooFewText() string {
 	case iv.Thinning == ThinningUnknown:
 		return fmt.Sprintf("no interval: samples correlated beyond %d apart", MaxThinning)
 	case iv.Thinning > 1:
-		return fmt.Sprintf("too few: n < %s (correlated: every %s counts)", FormatCount(iv.Need), ordinal(iv.Thinning))
+		return fmt.Sprintf("too few: n < %s (correlated: every %s counts)", figure.Count(iv.Need), ordinal(iv.Thinning))
 	}
-	return "too few: n < " + FormatCount(iv.Need)
+	return "too few: n < " + figure.Count(iv.Need)
 }
 
 // ordinal is 2nd, 3rd, 4th, 21st.
@@ -308,3 +309,7 @@ func lentzStep(aa, c, d float64) (float64, float64) {
 	}
 	return c, 1 / d
 }
+
+// us converts a histogram's nanoseconds to the microseconds an Interval
+// holds.
+func us(ns int64) float64 { return float64(ns) / 1e3 }

@@ -1,8 +1,9 @@
-package results
+package record
 
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -112,4 +113,46 @@ func ReadHlog(r io.Reader) ([]LoggedInterval, error) {
 		}
 		out = append(out, LoggedInterval{Tag: h.Tag(), Start: time.UnixMilli(h.StartTimeMs()), End: time.UnixMilli(h.EndTimeMs()), Hist: h})
 	}
+}
+
+// MeasuredHistograms reads the interval log at path and adds up, per class
+// (tag), the intervals that start at or after from: the measured period.
+// The merge is lossless: the result equals the recorder's measured totals.
+func MeasuredHistograms(path string, from time.Time) (map[string]*hdrhistogram.Histogram, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ivs, err := ReadHlog(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// The log keeps milliseconds: allow one for rounding.
+	from = from.Add(-time.Millisecond)
+	out := map[string]*hdrhistogram.Histogram{}
+	for _, iv := range ivs {
+		if iv.Start.Before(from) {
+			continue
+		}
+		if err := MergeClass(out, iv.Tag, iv.Hist); err != nil {
+			return out, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return out, nil
+}
+
+// MergeClass merges h into into[class], making that histogram with
+// NewHistogram when it is absent; values beyond its range are an error
+// naming the class, the others still merged.
+func MergeClass(into map[string]*hdrhistogram.Histogram, class string, h *hdrhistogram.Histogram) error {
+	to := into[class]
+	if to == nil {
+		to = NewHistogram()
+		into[class] = to
+	}
+	if dropped := to.Merge(h); dropped > 0 {
+		return fmt.Errorf("%d values of %s beyond the histogram's range", dropped, class)
+	}
+	return nil
 }

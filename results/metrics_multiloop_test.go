@@ -1,6 +1,4 @@
-//go:build linux
-
-package matrix
+package results_test
 
 import (
 	"bytes"
@@ -14,9 +12,10 @@ import (
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/record"
 )
 
-// TestMultiLoopMetrics feeds Metrics a shared-listener cell's result with
+// TestMultiLoopMetrics feeds ComputeMetrics a shared-listener cell's result with
 // known per-loop figures, churn, and an interval log whose data class,
 // hot and steady service intervals differ, so that each figure shows it
 // was read from the right place.
@@ -24,7 +23,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	warmup := time.Second
-	rec := results.NewRecorder(start, time.Second, warmup)
+	rec := record.NewRecorder(start, time.Second, warmup)
 	data, _ := rec.Class(loadgen.ClassData)
 	hot, _ := rec.Class(loadgen.ClassServicePrefix + "hot-0")
 	light0, _ := rec.Class(loadgen.ClassServicePrefix + "steady-0")
@@ -43,9 +42,9 @@ func TestMultiLoopMetrics(t *testing.T) {
 	light1.Record(5 * time.Millisecond) // the light tail, on the other connection
 	light1.Record(5 * time.Millisecond)
 	rec.Close(warmup + 2*time.Second)
-	hlog := writeHlog(t, dir, rec)
+	hlog := writeRunHlog(t, dir, rec)
 	lat := rec.Summary()
-	lat.Classes[loadgen.ClassChurn] = results.ClassSummary{Count: 10, P50Us: 150, P99Us: 900, MaxUs: 4000}
+	lat.Classes[loadgen.ClassChurn] = record.ClassSummary{Count: 10, P50Us: 150, P99Us: 900, MaxUs: 4000}
 	per := []reactors.LoopStats{
 		{Loop: 0, Role: reactors.RoleLoop, Conns: 30, Frames: 300, Busy: 0.3, CPU: 0.3, Wakeups: 4000},
 		{Loop: 1, Role: reactors.RoleLoop, Conns: 10, Frames: 100, Busy: 0.1, CPU: 0.1, Wakeups: 1000},
@@ -61,7 +60,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 			Histograms: map[string]reactors.HistSummary{reactors.HistHandoff: {Count: 40, P99: 70_000}, reactors.HistHandoffFirstRead: {Count: 40, P99: 85_000}},
 		}},
 	}
-	m, err := Metrics(res, hlog, start.Add(warmup))
+	m, err := results.ComputeMetrics(res, hlog, start.Add(warmup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 	// One data loop (a one-loop design, prio-thread's data loop beside
 	// its control loop): no per-loop figures, no spread; churn stays.
 	res.Server.PerLoop, res.Server.Imbalance = per[:1], nil
-	m, err = Metrics(res, hlog, start.Add(warmup))
+	m, err = results.ComputeMetrics(res, hlog, start.Add(warmup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +120,9 @@ func TestMultiLoopMetrics(t *testing.T) {
 	}
 }
 
-// writeHlog writes rec's interval log into dir as the load generator
+// writeRunHlog writes rec's interval log into dir as the load generator
 // would, and returns its path.
-func writeHlog(t *testing.T, dir string, rec *results.Recorder) string {
+func writeRunHlog(t *testing.T, dir string, rec *record.Recorder) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := rec.WriteHlog(&buf); err != nil {
