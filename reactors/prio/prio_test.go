@@ -24,9 +24,9 @@ func TestEndToEnd(t *testing.T) {
 // input budget), and checks the length of its rounds. The data bucket
 // must end within ClockEvery (16) frames of its 500 µs budget: a round is
 // about 0.5 + 16 × 0.05 = 1.3 ms of data, plus the control bucket and the
-// wait. Read every 16 *sources* instead, the bucket ran 8 turns × 32 × 50 µs
-// = 12.8 ms, and every round was that long. The median round must stay
-// under 5 ms: four times the arithmetic, and well under the old 12.8.
+// wait. A clock read every 16 *sources* instead would let the bucket run 8
+// turns × 32 × 50 µs = 12.8 ms, every round that long. The median round
+// must stay under 5 ms: four times the arithmetic, and well under 12.8.
 func TestDataBucketEndsWithinItsBudget(t *testing.T) {
 	cfg := reactors.DefaultConfig()
 	cfg.Callback = "50us"
