@@ -235,10 +235,10 @@ func ownThreads() ([]threadState, error) {
 		if err != nil {
 			continue
 		}
-		if st.CPUs == "" {
+		if st.CPUList == "" {
 			return nil, fmt.Errorf("task %s: no Cpus_allowed_list in its status", t)
 		}
-		out = append(out, threadState{tid: t, netns: n, cpus: st.CPUs})
+		out = append(out, threadState{tid: t, netns: n, cpus: st.CPUList})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no thread of this process could be read")
@@ -277,12 +277,12 @@ func childBaseline() (ChildAudit, error) {
 		return ChildAudit{}, err
 	}
 	m, err := threadCPUs()
-	return ChildAudit{Netns: n, CPUs: m}, err
+	return ChildAudit{Netns: n, CPULists: m}, err
 }
 
 // auditChild is the run child's audit of itself, taken once both its
 // processes are reaped and its workers have ended: every thread must be in
-// base.Netns and on one of base.CPUs, and no descendant may be alive (in a
+// base.Netns and on one of base.CPULists, and no descendant may be alive (in a
 // lab, an orphan of the run is the lab child's, PID 1's). It retries for
 // up to settle while it finds a difference: Go ends a discarded thread,
 // and the kernel a SIGKILLed process, a moment later.
@@ -300,8 +300,8 @@ func auditChild(base ChildAudit, settle time.Duration) *ChildAudit {
 			if t.netns != base.Netns {
 				a.Diffs = append(a.Diffs, fmt.Sprintf("thread %s is in network namespace %s, not the run child's own %s", t.tid, t.netns, base.Netns))
 			}
-			if !slices.Contains(base.CPUs, t.cpus) {
-				a.Diffs = append(a.Diffs, fmt.Sprintf("thread %s is on CPUs %s, a mask none of its threads had at its start (%s)", t.tid, t.cpus, strings.Join(base.CPUs, " ")))
+			if !slices.Contains(base.CPULists, t.cpus) {
+				a.Diffs = append(a.Diffs, fmt.Sprintf("thread %s is on CPUs %s, a mask none of its threads had at its start (%s)", t.tid, t.cpus, strings.Join(base.CPULists, " ")))
 			}
 		}
 		ps, err := descendants(os.Getpid())

@@ -63,10 +63,10 @@ type CellSpec struct {
 	Target string `json:"target,omitempty"`
 	// Load is the load; its addresses are set by the harness.
 	Load loadgen.Config `json:"load"`
-	// CPUs, Mode and Grace are as in LabSpec.
-	CPUs  CPUs          `json:"cpus"`
-	Mode  Mode          `json:"mode"`
-	Grace time.Duration `json:"-"` // JSON: "grace_s", seconds
+	// Placement, Mode and Grace are as in LabSpec.
+	Placement Placement     `json:"cpus"`
+	Mode      Mode          `json:"mode"`
+	Grace     time.Duration `json:"-"` // JSON: "grace_s", seconds
 	// ServerCPU caps the server's CPU time, in CPUs (LabSpec.ServerCPU);
 	// 0 leaves it unlimited.
 	ServerCPU float64 `json:"server_cpu,omitempty"`

@@ -16,13 +16,13 @@ import (
 // when the cell leaves Load.Loops at 0 (DefaultLoadLoopsRule): one per
 // CPU of its set (client), at most one per connection; 1 when it is
 // unpinned.
-func DefaultLoadLoops(load loadgen.Config, client CPUSet) int {
+func DefaultLoadLoops(load loadgen.Config, client SidePlacement) int {
 	c := load.WithDefaults()
 	return max(1, min(client.Len(), c.Hot+c.Steady+c.Control))
 }
 
 // Place returns the cell as it will run on this machine: its placement
-// resolved against the CPUs this process may use (CPUs.Resolve: every
+// resolved against the CPUs this process may use (Placement.Resolve: every
 // count a list, every CPU allowed, the sides apart) and what follows from
 // it: a reference reactor's loop CPUs (its side's set, unless
 // Config.LoopCPUs already names CPUs of it), the load generator's loop
@@ -30,11 +30,11 @@ func DefaultLoadLoops(load loadgen.Config, client CPUSet) int {
 // Config.LoopCPUs outside the server's set is refused, naming the CPU.
 // RunCell runs the cell so placed; a matrix records it in its manifest.
 func (cell CellSpec) Place() (CellSpec, error) {
-	cpus, err := resolveCPUs(cell.CPUs)
+	cpus, err := resolvePlacement(cell.Placement)
 	if err != nil {
 		return cell, err
 	}
-	cell.CPUs = cpus
+	cell.Placement = cpus
 	if cell.Reactor != "" && cpus.Server.Pinned() {
 		for _, c := range cell.Config.LoopCPUs {
 			if !cpus.Server.Contains(c) {
@@ -64,9 +64,9 @@ type Placed struct {
 
 // SidePlaced is one side's part of Placed.
 type SidePlaced struct {
-	// CPUs is the side's set as resolved (ProcResult.CPUs; unpinned: the
+	// Placement is the side's placement as resolved (ProcResult.Placement; unpinned: the
 	// mask it inherited).
-	CPUs CPUSet `json:"cpus"`
+	Placement SidePlacement `json:"cpus"`
 	// Loops are the loop threads the side reported, in loop order: a
 	// reference reactor's (Stats.LoopThreads) or the load generator's
 	// (Summary.Loops); none for a black box, which reports none.
@@ -147,13 +147,13 @@ func (res *CellResult) checkPlacement() {
 // (roles[i] the role of loop i, if known), and the problems found.
 func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*SidePlaced, []string) {
 	problems, bad := loopProblems(name, p, pins)
-	side := &SidePlaced{CPUs: p.CPUs, Verified: p.CPUs.Pinned() && p.AffinityOK && len(problems) == 0}
+	side := &SidePlaced{Placement: p.Placement, Verified: p.Placement.Pinned() && p.AffinityOK && len(problems) == 0}
 	for _, l := range pins {
 		lp := LoopPlaced{Loop: l.Index, Tid: l.Tid, CPU: l.CPU}
 		if l.Index < len(roles) {
 			lp.Role = roles[l.Index]
 		}
-		lp.Verified = p.CPUs.Pinned() && l.CPU >= 0 && !bad[l.Tid] && p.AffinityOK
+		lp.Verified = p.Placement.Pinned() && l.CPU >= 0 && !bad[l.Tid] && p.AffinityOK
 		side.Loops = append(side.Loops, lp)
 	}
 	return side, problems
@@ -163,10 +163,10 @@ func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*Sid
 // (see checkPlacement): the problems, each naming the thread and the
 // masks, and the threads they are about. An unpinned side has none.
 func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int]bool) {
-	if !p.CPUs.Pinned() {
+	if !p.Placement.Pinned() {
 		return nil, nil
 	}
-	set := p.CPUs.String()
+	set := p.Placement.String()
 	var out []string
 	bad := map[int]bool{}
 	fault := func(tid int, format string, a ...any) {
@@ -177,7 +177,7 @@ func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int
 	what := map[int]string{} // tid → what the thread is, for the message
 	for _, l := range pins {
 		switch {
-		case l.CPU >= 0 && !p.CPUs.Contains(l.CPU):
+		case l.CPU >= 0 && !p.Placement.Contains(l.CPU):
 			fault(l.Tid, "loop %d (thread %d) reported on CPU %d, outside the side's set %s", l.Index, l.Tid, l.CPU, set)
 		case l.CPU >= 0:
 			want[l.Tid], what[l.Tid] = strconv.Itoa(l.CPU), fmt.Sprintf("loop %d's CPU", l.Index)

@@ -218,7 +218,7 @@ func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
 	load := cell.Load
 	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
 	load.Progress = nil
-	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
+	spec := LabSpec{Placement: cell.Placement, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
 		Interrupt: cell.Interrupt}
 	if cell.Reactor != "" {
 		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)

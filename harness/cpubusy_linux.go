@@ -39,10 +39,10 @@ func readCPUTicks(cpus []int) (CPUTicks, error) {
 // time (own, read just before), to CPUTicks (pinned sides only), thinning
 // the series at maxCPUTicks.
 func (p *ProcResult) noteTicks(own *OwnTime) {
-	if !p.CPUs.Pinned() {
+	if !p.Placement.Pinned() {
 		return
 	}
-	t, err := readCPUTicks(p.CPUs.List())
+	t, err := readCPUTicks(p.Placement.List())
 	if err != nil {
 		return
 	}
@@ -121,7 +121,7 @@ func (b *SideBusy) contended() (bool, string) {
 	}
 	share := b.Others / float64(len(b.CPUs))
 	why := fmt.Sprintf("CPU %s: %.0f%% busy, others' processes %.0f%% of it (its own threads %.2f CPU), its threads waited runnable %.0f%% of the time they wanted a CPU (%.0f µs a wakeup)",
-		CPUList(b.CPUs...), 100*b.Mean, 100*share, b.Own, 100*b.WaitShare(), b.DelayUs)
+		ListPlacement(b.CPUs...), 100*b.Mean, 100*share, b.Own, 100*b.WaitShare(), b.DelayUs)
 	return share >= contendedOthers && b.WaitShare() >= contendedWait, why
 }
 
@@ -157,7 +157,7 @@ func (res *CellResult) measureBusy() {
 		p    *ProcResult
 		dst  **SideBusy
 	}{{"server", res.Lab.Server, &b.Server}, {"loadgen", res.Lab.Client, &b.Loadgen}} {
-		if side.p == nil || !side.p.CPUs.Pinned() {
+		if side.p == nil || !side.p.Placement.Pinned() {
 			b.Notes = append(b.Notes, side.name+": unpinned, its CPUs are not its own")
 			continue
 		}
@@ -192,7 +192,7 @@ func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.
 		return nil, time.Time{}, time.Time{}, fmt.Sprintf("%d of %d /proc/stat samples inside the measured period; two are needed", inside, len(p.CPUTicks))
 	}
 	a, z := p.CPUTicks[first], p.CPUTicks[last]
-	sb := &SideBusy{CPUs: p.CPUs.List()}
+	sb := &SideBusy{CPUs: p.Placement.List()}
 	userSteal := 0.0 // CPUs' worth
 	haveUser := len(a.UserSteal) == len(sb.CPUs) && len(z.UserSteal) == len(sb.CPUs)
 	for i := range sb.CPUs {
@@ -334,5 +334,5 @@ func (b *SideBusy) describe() string {
 			i = j
 		}
 	}
-	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)%s", b.CPUs[i], 100*b.Busy[i], CPUList(b.CPUs...), 100*b.Mean, own)
+	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)%s", b.CPUs[i], 100*b.Busy[i], ListPlacement(b.CPUs...), 100*b.Mean, own)
 }

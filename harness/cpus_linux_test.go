@@ -39,7 +39,7 @@ func allowedOrSkip(t *testing.T, n int) []int {
 // thread the process keeps is changed.
 func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)
-	placement := CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}
+	placement := Placement{Server: ListPlacement(cpus[0]), Client: ListPlacement(cpus[1])}
 	type outcome struct {
 		res       *LabResult
 		run, cell error
@@ -56,7 +56,7 @@ func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
 		var o outcome
 		o.res, o.run = Run(context.Background(), echoSpec(ModeLoopback, placement))
 		o.cell = CellSpec{Reactor: reactors.LT, Config: reactors.DefaultConfig(), Load: loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second},
-			CPUs: placement, Dir: t.TempDir()}.Validate()
+			Placement: placement, Dir: t.TempDir()}.Validate()
 		done <- o
 	}()
 	o := <-done
@@ -73,10 +73,10 @@ func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
 // reported catches each way a placement can be wrong (each case a fault
 // planted in the samples) and passes the right one.
 func TestLoopProblems(t *testing.T) {
-	set := CPUList(0, 1)
+	set := ListPlacement(0, 1)
 	pins := []loopPin{{Index: 0, Tid: 10, CPU: 0}, {Index: 1, Tid: 11, CPU: 1}}
 	right := []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}
-	if got, _ := loopProblems("server", &ProcResult{CPUs: set, Masks: right}, pins); len(got) != 0 {
+	if got, _ := loopProblems("server", &ProcResult{Placement: set, Masks: right}, pins); len(got) != 0 {
 		t.Errorf("a right placement: %q", got)
 	}
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func TestLoopProblems(t *testing.T) {
 		{"loop never sampled", right, append(slices.Clone(pins), loopPin{Index: 2, Tid: 13, CPU: 0}),
 			"loop 2's thread 13 was never seen by the samples", 13},
 	} {
-		problems, bad := loopProblems("server", &ProcResult{CPUs: set, Masks: tc.masks}, tc.pins)
+		problems, bad := loopProblems("server", &ProcResult{Placement: set, Masks: tc.masks}, tc.pins)
 		if got := strings.Join(problems, "\n"); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
@@ -114,11 +114,11 @@ func TestLoopProblems(t *testing.T) {
 
 // placedCell runs prio-thread under a short hot load with cpus, the load
 // generator on loops loops, and returns its valid result.
-func placedCell(t *testing.T, cpus CPUs, loops int) *CellResult {
+func placedCell(t *testing.T, cpus Placement, loops int) *CellResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cell := CellSpec{Reactor: reactors.PrioThread, Config: reactors.DefaultConfig(), CPUs: cpus, Mode: ModeAuto, Grace: 2 * time.Second,
+	cell := CellSpec{Reactor: reactors.PrioThread, Config: reactors.DefaultConfig(), Placement: cpus, Mode: ModeAuto, Grace: 2 * time.Second,
 		Load: loadgen.Config{Hot: 2, InFlight: 4, ControlEvery: 10 * time.Millisecond, Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, Loops: loops},
 		Dir:  filepath.Join(t.TempDir(), "cell")}
 	res, err := RunCell(ctx, cell, nil)
@@ -152,13 +152,13 @@ func lastMask(p *ProcResult, tid int) string {
 // assigned (checkPlacement), and the test reads the masks itself too.
 func TestCellPlacesEachLoopOnItsCPU(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)[:2]
-	res := placedCell(t, CPUs{Server: CPUList(cpus...)}, 1)
+	res := placedCell(t, Placement{Server: ListPlacement(cpus...)}, 1)
 	for i, l := range res.Server.LoopThreads {
 		if l.CPU != cpus[i] || lastMask(res.Lab.Server, l.Tid) != strconv.Itoa(cpus[i]) {
 			t.Errorf("server loop %d (thread %d): CPU %d, last mask %s; want CPU %d", i, l.Tid, l.CPU, lastMask(res.Lab.Server, l.Tid), cpus[i])
 		}
 	}
-	res = placedCell(t, CPUs{Client: CPUList(cpus...)}, 0)
+	res = placedCell(t, Placement{Client: ListPlacement(cpus...)}, 0)
 	if got := len(res.Load.Loops); got != 2 {
 		t.Errorf("the load generator's loops default to one per CPU of its set: %d reported, want 2", got)
 	}
@@ -176,7 +176,7 @@ func TestCellPlacesEachLoopOnItsCPU(t *testing.T) {
 func TestCellMoreLoopsThanCPUs(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)
 	t.Logf("2 server loops on CPU %d, 2 load generator loops on CPU %d: several loops per CPU", cpus[0], cpus[1])
-	res := placedCell(t, CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}, 2)
+	res := placedCell(t, Placement{Server: ListPlacement(cpus[0]), Client: ListPlacement(cpus[1])}, 2)
 	for i, l := range res.Server.LoopThreads {
 		if l.CPU != cpus[0] {
 			t.Errorf("server loop %d on CPU %d, want %d", i, l.CPU, cpus[0])
@@ -187,8 +187,8 @@ func TestCellMoreLoopsThanCPUs(t *testing.T) {
 			t.Errorf("loadgen loop %d on CPU %d, want %d", l.Index, l.CPU, cpus[1])
 		}
 	}
-	checkPinned(t, "server", res.Lab.Server, CPUList(cpus[0]))
-	checkPinned(t, "loadgen", res.Lab.Client, CPUList(cpus[1]))
+	checkPinned(t, "server", res.Lab.Server, ListPlacement(cpus[0]))
+	checkPinned(t, "loadgen", res.Lab.Client, ListPlacement(cpus[1]))
 	checkSummaryNamesLoops(t, res, cpus[0], cpus[1])
 	if b := res.CPUBusy; b == nil || b.Server == nil || b.Loadgen == nil || b.Loadgen.Busy[0] <= 0 {
 		t.Errorf("CPU busy over the measured period: %+v", b)
@@ -207,8 +207,8 @@ func TestCPUBusy(t *testing.T) {
 	tick := func(s float64, busy, total uint64) CPUTicks {
 		return CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}}
 	}
-	srv := &ProcResult{CPUs: CPUList(0), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.1, 100, 200), tick(2, 195, 300), tick(3.5, 195, 500)}}
-	gen := &ProcResult{CPUs: CPUList(1), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.5, 10, 100)}}
+	srv := &ProcResult{Placement: ListPlacement(0), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.1, 100, 200), tick(2, 195, 300), tick(3.5, 195, 500)}}
+	gen := &ProcResult{Placement: ListPlacement(1), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.5, 10, 100)}}
 	res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}}, Lab: &LabResult{Server: srv, Client: gen},
 		Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget}}}
 	res.measureBusy()
@@ -265,7 +265,7 @@ func TestContention(t *testing.T) {
 	}
 	cell := func(srv, gen []CPUTicks, selfCheck loadgen.SelfCheck) *CellResult {
 		res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}},
-			Lab:  &LabResult{Server: &ProcResult{CPUs: CPUList(0), CPUTicks: srv}, Client: &ProcResult{CPUs: CPUList(1), CPUTicks: gen}},
+			Lab:  &LabResult{Server: &ProcResult{Placement: ListPlacement(0), CPUTicks: srv}, Client: &ProcResult{Placement: ListPlacement(1), CPUTicks: gen}},
 			Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: selfCheck}}
 		res.measureBusy()
 		return res

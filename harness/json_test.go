@@ -20,7 +20,7 @@ func TestJSONDurationsAreLabelled(t *testing.T) {
 		Client:        Proc{Argv: []string{"@test-client", "{addr}"}},
 		Control:       true,
 		ServerMayExit: true,
-		CPUs:          CPUs{Server: CPUList(0), Client: CPUList(1)},
+		Placement:     Placement{Server: ListPlacement(0), Client: ListPlacement(1)},
 		Mode:          ModeLab,
 		Timeout:       90 * time.Second,
 		Ready:         1500 * time.Millisecond,
@@ -28,18 +28,18 @@ func TestJSONDurationsAreLabelled(t *testing.T) {
 		SampleEvery:   100 * time.Millisecond,
 		Sysctls:       map[string]string{"net.core.somaxconn": "1234"},
 	}
-	proc1 := &ProcResult{Argv: []string{"@test-echo"}, Pid: 7, CPUs: CPUList(0), AffinityOK: true, Code: 0,
-		AffinityStart: []proc.ThreadAffinity{{Tid: 7, CPUs: "0"}},
+	proc1 := &ProcResult{Argv: []string{"@test-echo"}, Pid: 7, Placement: ListPlacement(0), AffinityOK: true, Code: 0,
+		AffinityStart: []proc.ThreadAffinity{{Tid: 7, CPUList: "0"}},
 		Stdout:        []byte("{}\n"), UserNs: 10_000_000, SysNs: 20_000_000, MaxRSS: 1 << 20,
 		Sampled: proc.Usage{UserNs: 1, RSS: 2, PeakRSS: 3}, Samples: 4, Elapsed: 1234567891 * time.Nanosecond}
 	res := LabResult{
-		Mode: ModeLab, Addr: "198.18.0.1:9000", Control: "198.18.0.1:9001", Placement: spec.CPUs,
+		Mode: ModeLab, Addr: "198.18.0.1:9000", Control: "198.18.0.1:9001", Placement: spec.Placement,
 		Sysctls: map[string]string{"net.core.somaxconn": "1234"}, Namespaces: []string{"net:[1]"},
-		Server: proc1, Client: &ProcResult{Argv: []string{"@test-client"}, Pid: 8, CPUs: CPUList(1), Code: -1, Signal: "killed", Elapsed: time.Millisecond},
+		Server: proc1, Client: &ProcResult{Argv: []string{"@test-client"}, Pid: 8, Placement: ListPlacement(1), Code: -1, Signal: "killed", Elapsed: time.Millisecond},
 		Audit: Audit{
 			Before: Snapshot{Fds: map[int]string{0: "/dev/null"}, Processes: []string{}, Links: []string{"1:lo"}},
 			After:  Snapshot{Fds: map[int]string{0: "/dev/null"}, Processes: []string{}, Links: []string{"1:lo"}},
-			Child:  &ChildAudit{Threads: 5, Netns: "net:[2]", CPUs: []string{"0-1"}, Swept: []string{"9 (x) start=1"}},
+			Child:  &ChildAudit{Threads: 5, Netns: "net:[2]", CPULists: []string{"0-1"}, Swept: []string{"9 (x) start=1"}},
 			Diffs:  []string{"keeper: process 9 (x) start=1, started by the run, outlived the run child and was killed"},
 		},
 		Invalid: []string{"leak audit: …"},

@@ -69,7 +69,7 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 	start := time.Now()
 	s, err := ls.validate()
 	if err == nil {
-		s.CPUs, err = resolveCPUs(s.CPUs)
+		s.Placement, err = resolvePlacement(s.Placement)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lab spec: %w", err)
@@ -83,7 +83,7 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 
 	primeRuntime()
 	before, berr := takeSnapshot()
-	res := &LabResult{Placement: s.CPUs}
+	res := &LabResult{Placement: s.Placement}
 	var child []string // what the run child and its keeper found
 	switch s.Mode {
 	case ModeLoopback:
@@ -465,7 +465,7 @@ func (r *LabResult) judge(runErr error, serverMayExit, alone bool) {
 func (p *ProcResult) problems(name string, serverMayExit bool) []string {
 	var out []string
 	if !p.AffinityOK {
-		out = append(out, fmt.Sprintf("%s: placement on CPUs %s did not hold: %s", name, p.CPUs, strings.Join(p.AffinityBad, "; ")))
+		out = append(out, fmt.Sprintf("%s: placement on CPUs %s did not hold: %s", name, p.Placement, strings.Join(p.AffinityBad, "; ")))
 	}
 	exit := fmt.Sprintf("exit status %d", p.Code)
 	if p.Signal != "" {

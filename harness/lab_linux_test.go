@@ -56,7 +56,7 @@ func labVerdict(checkErr error) (skip string, fail error) {
 
 // twoCPUs is a placement on two distinct CPUs this process may use, or
 // Unpinned on a machine with one.
-func twoCPUs(t *testing.T) CPUs {
+func twoCPUs(t *testing.T) Placement {
 	t.Helper()
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
@@ -72,20 +72,20 @@ func twoCPUs(t *testing.T) CPUs {
 		t.Logf("one CPU: running unpinned")
 		return Unpinned
 	}
-	return CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}
+	return Placement{Server: ListPlacement(cpus[0]), Client: ListPlacement(cpus[1])}
 }
 
 // echoSpec is a small valid run: test-echo and a test-client that
 // exchanges a few bytes with it.
-func echoSpec(mode Mode, cpus CPUs) LabSpec {
+func echoSpec(mode Mode, cpus Placement) LabSpec {
 	return LabSpec{
-		Server:  Proc{Argv: []string{"@test-echo"}},
-		Client:  Proc{Argv: []string{"@test-client", "{addr}"}},
-		CPUs:    cpus,
-		Mode:    mode,
-		Timeout: 30 * time.Second,
-		Ready:   10 * time.Second,
-		Grace:   2 * time.Second,
+		Server:    Proc{Argv: []string{"@test-echo"}},
+		Client:    Proc{Argv: []string{"@test-client", "{addr}"}},
+		Placement: cpus,
+		Mode:      mode,
+		Timeout:   30 * time.Second,
+		Ready:     10 * time.Second,
+		Grace:     2 * time.Second,
 	}
 }
 
@@ -123,17 +123,17 @@ func dump(v any) string {
 
 // checkPinned fails t unless every thread seen of the process was on
 // its side's set.
-func checkPinned(t *testing.T, name string, p *ProcResult, set CPUSet) {
+func checkPinned(t *testing.T, name string, p *ProcResult, set SidePlacement) {
 	t.Helper()
-	if !p.CPUs.Equal(set) || !p.AffinityOK || len(p.AffinityStart) == 0 {
-		t.Errorf("%s: CPUs %s, affinity ok %v (%v), at start %v", name, p.CPUs, p.AffinityOK, p.AffinityBad, p.AffinityStart)
+	if !p.Placement.Equal(set) || !p.AffinityOK || len(p.AffinityStart) == 0 {
+		t.Errorf("%s: CPUs %s, affinity ok %v (%v), at start %v", name, p.Placement, p.AffinityOK, p.AffinityBad, p.AffinityStart)
 	}
 	if !set.Pinned() {
 		return
 	}
 	for _, a := range append(slices.Clone(p.AffinityStart), p.AffinityEnd...) {
-		if a.CPUs != set.String() {
-			t.Errorf("%s: thread %d on %q, want %s", name, a.Tid, a.CPUs, set)
+		if a.CPUList != set.String() {
+			t.Errorf("%s: thread %d on %q, want %s", name, a.Tid, a.CPUList, set)
 		}
 	}
 }
@@ -166,7 +166,7 @@ func TestRunLoopback(t *testing.T) {
 }
 
 // checkRun checks what every valid echo run must show.
-func checkRun(t *testing.T, res *LabResult, cpus CPUs) (echoStats, clientReport) {
+func checkRun(t *testing.T, res *LabResult, cpus Placement) (echoStats, clientReport) {
 	t.Helper()
 	srv, cli := res.Server, res.Client
 	checkPinned(t, "server", srv, cpus.Server)

@@ -40,7 +40,7 @@ type labUp struct {
 // side is one process of a run while it runs.
 type side struct {
 	name string
-	cpus CPUSet // resolved
+	cpus SidePlacement // resolved
 	// pinsLoops says the process pins its loop threads to one CPU of
 	// cpus each (Proc.PinsLoops).
 	pinsLoops bool
@@ -62,8 +62,8 @@ type side struct {
 // left unreaped when it returns. A nil result means that process was never
 // started.
 func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRes, cliRes *ProcResult, err error) {
-	srv := &side{name: "server", cpus: s.CPUs.Server, pinsLoops: s.Server.PinsLoops, w: pr.server}
-	cli := &side{name: "client", cpus: s.CPUs.Client, pinsLoops: s.Client.PinsLoops, w: pr.client}
+	srv := &side{name: "server", cpus: s.Placement.Server, pinsLoops: s.Server.PinsLoops, w: pr.server}
+	cli := &side{name: "client", cpus: s.Placement.Client, pinsLoops: s.Client.PinsLoops, w: pr.client}
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return nil, nil, errors.New("run: no deadline") // Run always sets one
@@ -210,7 +210,7 @@ func (sd *side) start(ctx context.Context, argv []string, ps proc.Spec) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", sd.name, err)
 	}
-	sd.res = &ProcResult{Argv: argv, Pid: sd.p.Pid(), CPUs: sd.cpus, AffinityOK: true}
+	sd.res = &ProcResult{Argv: argv, Pid: sd.p.Pid(), Placement: sd.cpus, AffinityOK: true}
 	if a, err := sd.p.Affinity(); err == nil {
 		sd.res.AffinityStart = a
 		sd.res.AffinityEnd = a
@@ -244,14 +244,14 @@ func (sd *side) checkAffinity(a []proc.ThreadAffinity) {
 	}
 	want := sd.cpus.String()
 	for _, t := range a {
-		if t.CPUs == want {
+		if t.CPUList == want {
 			continue
 		}
-		if one, err := strconv.Atoi(t.CPUs); err == nil && sd.pinsLoops && sd.cpus.Contains(one) {
+		if one, err := strconv.Atoi(t.CPUList); err == nil && sd.pinsLoops && sd.cpus.Contains(one) {
 			continue
 		}
 		sd.res.AffinityOK = false
-		sd.res.noteBad(fmt.Sprintf("thread %d on CPUs %s, want its side's set %s", t.Tid, t.CPUs, want))
+		sd.res.noteBad(fmt.Sprintf("thread %d on CPUs %s, want its side's set %s", t.Tid, t.CPUList, want))
 	}
 }
 

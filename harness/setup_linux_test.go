@@ -113,7 +113,7 @@ func TestRunChildAuditsItsThreads(t *testing.T) {
 			testHooks.brk = ""
 			res := mustRun(t, echoSpec(c.mode, cpus))
 			a := res.Audit.Child
-			if !res.Valid || a == nil || a.Threads < 2 || !strings.HasPrefix(a.Netns, "net:[") || len(a.CPUs) == 0 || len(a.Diffs) != 0 {
+			if !res.Valid || a == nil || a.Threads < 2 || !strings.HasPrefix(a.Netns, "net:[") || len(a.CPULists) == 0 || len(a.Diffs) != 0 {
 				t.Fatalf("want a valid run with the run child's audit of itself:\n%s", dump(res))
 			}
 

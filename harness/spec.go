@@ -145,8 +145,8 @@ type LabSpec struct {
 	// frame. Without it such an exit is taken for a crash and the run is
 	// invalid. Any other status is invalid either way.
 	ServerMayExit bool `json:"server_may_exit,omitempty"`
-	// CPUs is the placement; see CPUs for its zero value.
-	CPUs CPUs `json:"cpus"`
+	// Placement is the placement; see Placement for its zero value.
+	Placement Placement `json:"cpus"`
 	// ServerCPU caps the server's CPU time at this many CPUs (0.5: half
 	// of one), enforced by the kernel's CFS bandwidth control in a cgroup
 	// of the server's own (proc.LimitCPU), from just after it accepts on
@@ -224,7 +224,7 @@ type LabResult struct {
 	Control string `json:"control"`
 	// Placement is the requested placement; each ProcResult says what was
 	// verified.
-	Placement CPUs `json:"placement"`
+	Placement Placement `json:"placement"`
 	// Sysctls are the values read back after setting them in the lab's
 	// namespaces (lab), or the host's, read only (loopback).
 	Sysctls map[string]string `json:"sysctls,omitempty"`
@@ -283,9 +283,9 @@ type ProcResult struct {
 	// Pid is the process id in the PID namespace of its starter (the lab's,
 	// in lab mode).
 	Pid int `json:"pid"`
-	// CPUs is the side's CPU set, resolved (CPUs.Resolve); unpinned, the
-	// process kept the mask it inherited.
-	CPUs CPUSet `json:"cpus"`
+	// Placement is the side's placement, resolved (Placement.Resolve);
+	// unpinned, the process kept the mask it inherited.
+	Placement SidePlacement `json:"cpus"`
 	// CPULimit is the server's CPU cap and the kernel's account of it (nil
 	// when LabSpec.ServerCPU was 0).
 	CPULimit *CPULimitRecord `json:"cpu_limit,omitempty"`
@@ -343,7 +343,7 @@ type ProcResult struct {
 // CPUTicks is the kernel's cumulative account of each CPU of a side's set
 // at one moment, from /proc/stat in clock ticks (USER_HZ, 10 ms here):
 // Busy is user + nice + system + irq + softirq + steal, Total adds idle
-// and iowait; each per CPU of ProcResult.CPUs, in its order.
+// and iowait; each per CPU of ProcResult.Placement, in its order.
 type CPUTicks struct {
 	At    time.Time `json:"at"`
 	Busy  []uint64  `json:"busy"`
@@ -387,8 +387,8 @@ func (p *ProcResult) noteMasks(a []proc.ThreadAffinity) {
 			p.Masks = append(p.Masks, ThreadMasks{Tid: t.Tid})
 			i = len(p.Masks) - 1
 		}
-		if m := p.Masks[i].Masks; len(m) == 0 || m[len(m)-1] != t.CPUs {
-			p.Masks[i].Masks = append(m, t.CPUs)
+		if m := p.Masks[i].Masks; len(m) == 0 || m[len(m)-1] != t.CPUList {
+			p.Masks[i].Masks = append(m, t.CPUList)
 		}
 	}
 }
@@ -422,10 +422,10 @@ type ChildAudit struct {
 	// Threads counts the run child's threads that were checked.
 	Threads int `json:"threads"`
 	// Netns is the run child's own network namespace, where every one of
-	// its threads must be again; CPUs are its threads' distinct masks when
+	// its threads must be again; CPULists are its threads' distinct masks when
 	// it started, the only ones a thread may have again.
-	Netns string   `json:"netns"`
-	CPUs  []string `json:"cpus"`
+	Netns    string   `json:"netns"`
+	CPULists []string `json:"cpus"`
 	// Diffs names every thread of the run child left in another network
 	// namespace or on another mask, and every process of the run still
 	// running (in the lab: anything in its PID namespace); empty means

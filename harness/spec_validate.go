@@ -68,8 +68,8 @@ func (s LabSpec) validate() (*spec, error) {
 		errs = append(errs, errors.New("server_cpu set, but there is no server"))
 	}
 	// The sides' overlap and counts, as if every CPU were allowed: which
-	// are is Run's to check (resolveCPUs), here.
-	if _, err := s.CPUs.Resolve(everyCPU()); err != nil {
+	// are is Run's to check (resolvePlacement), here.
+	if _, err := s.Placement.Resolve(everyCPU()); err != nil {
 		errs = append(errs, err)
 	}
 	v.sysctls = maps.Clone(defaultSysctls)

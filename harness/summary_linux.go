@@ -355,15 +355,15 @@ func describeSide(name string, p *ProcResult, placed *SidePlaced) string {
 		return name + ": no record"
 	}
 	s := name + " unpinned"
-	if p.CPUs.Pinned() {
-		s = name + " on " + describeSet(p.CPUs)
+	if p.Placement.Pinned() {
+		s = name + " on " + describeSet(p.Placement)
 	}
 	if placed != nil {
 		if loops := describeLoops(placed); loops != "" {
 			s += ", " + loops
 		}
 	}
-	if p.CPUs.Pinned() {
+	if p.Placement.Pinned() {
 		switch {
 		case !p.AffinityOK:
 			s += " (a thread was seen off it)"
@@ -401,7 +401,7 @@ func describeLoops(side *SidePlaced) string {
 		return count
 	}
 	crowded := ""
-	if side.CPUs.Len() > 0 && n > side.CPUs.Len() {
+	if side.Placement.Len() > 0 && n > side.Placement.Len() {
 		crowded = ": more loops than CPUs"
 	}
 	if len(cpus) == 1 {
@@ -463,7 +463,7 @@ func cpuText(cpu int) string {
 }
 
 // describeSet is "CPU 3" or "CPUs 0-3".
-func describeSet(s CPUSet) string {
+func describeSet(s SidePlacement) string {
 	if s.Len() == 1 {
 		return "CPU " + s.String()
 	}

@@ -113,7 +113,7 @@ func (w *worker) stop() {
 
 // pinThread sets the calling thread's affinity to set and reads it back;
 // an unpinned set leaves the mask as inherited. set is resolved (a list).
-func pinThread(set CPUSet) error {
+func pinThread(set SidePlacement) error {
 	if !set.Pinned() {
 		return nil
 	}
@@ -136,7 +136,7 @@ func pinThread(set CPUSet) error {
 
 // AllowedCPUs lists the CPUs the calling thread may use, ascending: what
 // the children of a worker would inherit before pinning, and what
-// CPUs.Resolve resolves a placement against in Run.
+// Placement.Resolve resolves a placement against in Run.
 func AllowedCPUs() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
@@ -156,9 +156,9 @@ func maskList(set *unix.CPUSet) []int {
 	return out
 }
 
-// resolveCPUs is c resolved against the CPUs the calling thread may use
-// (CPUs.Resolve).
-func resolveCPUs(c CPUs) (CPUs, error) {
+// resolvePlacement is c resolved against the CPUs the calling thread may use
+// (Placement.Resolve).
+func resolvePlacement(c Placement) (Placement, error) {
 	allowed, err := AllowedCPUs()
 	if err != nil {
 		return Unpinned, err

@@ -92,7 +92,7 @@ func TestScalingSuite(t *testing.T) {
 	for _, s := range specs {
 		need, factors := 0, map[string]bool{}
 		for _, c := range s.Expand() {
-			cpus, err := harness.ParseCPUs(c.CPUs)
+			cpus, err := harness.ParsePlacement(c.Placement)
 			if err != nil {
 				t.Fatalf("%s: cell %s: %v", s.Name, c.ID, err)
 			}

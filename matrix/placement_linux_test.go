@@ -30,13 +30,13 @@ factors:
 `
 
 // placedOptions are the fake matrix of placedSpec into dir, placed by cpus.
-func placedOptions(t *testing.T, dir string, cpus harness.CPUs) Options {
+func placedOptions(t *testing.T, dir string, cpus harness.Placement) Options {
 	t.Helper()
 	spec, err := Parse([]byte(placedSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Spec: spec, Source: "test", Text: placedSpec, Dir: dir, CPUs: cpus, RunCell: fakeRunCell(dir)}
+	return Options{Spec: spec, Source: "test", Text: placedSpec, Dir: dir, Placement: cpus, RunCell: fakeRunCell(dir)}
 }
 
 // TestManifestRecordsPlacement: the manifest keeps the placement as asked
@@ -55,7 +55,7 @@ func TestManifestRecordsPlacement(t *testing.T) {
 	first, second := strconv.Itoa(allowed[0]), strconv.Itoa(allowed[1])
 	loopsDefault := "default: " + harness.DefaultLoadLoopsRule
 	dir := filepath.Join(t.TempDir(), "count")
-	m, err := Run(context.Background(), placedOptions(t, dir, harness.CPUs{Server: harness.CPUCount(1), Client: harness.CPUCount(1)}))
+	m, err := Run(context.Background(), placedOptions(t, dir, harness.Placement{Server: harness.CountPlacement(1), Client: harness.CountPlacement(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +86,14 @@ func TestManifestRecordsPlacement(t *testing.T) {
 	}
 
 	dir = filepath.Join(t.TempDir(), "default")
-	o := placedOptions(t, dir, harness.DefaultCPUs(allowed))
-	o.DefaultCPUs = true
+	o := placedOptions(t, dir, harness.DefaultPlacement(allowed))
+	o.DefaultPlacement = true
 	if m, err = Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	sh = m.Shards[0]
-	if sh.Placement != harness.DefaultCPUs(allowed).String() || sh.PlacementDefault != "default: "+harness.DefaultCPUsRule ||
-		sh.PlacementResolved != harness.DefaultCPUs(allowed).String() {
+	if sh.Placement != harness.DefaultPlacement(allowed).String() || sh.PlacementDefault != "default: "+harness.DefaultPlacementRule ||
+		sh.PlacementResolved != harness.DefaultPlacement(allowed).String() {
 		t.Errorf("the default placement: %q, resolved %+v; want it and its rule", sh.Placement, sh.Resolved)
 	}
 	if len(sh.CellPlacements) == 0 || sh.CellPlacements[0].PlacementDefault != "" {

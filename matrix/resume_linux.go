@@ -104,10 +104,10 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 		return refuse("this build expands spec %s into other cells than the run's", spec.Name)
 	case shard.Index != sh.Index || shard.Count != sh.Count:
 		return refuse("holds shard %d/%d, not %s", shard.Index, shard.Count, sh)
-	case shard.Placement != opt.CPUs.String() || shard.Mode != string(orMode(opt.Mode)):
+	case shard.Placement != opt.Placement.String() || shard.Mode != string(orMode(opt.Mode)):
 		var was, asked []string
-		if shard.Placement != opt.CPUs.String() {
-			was, asked = append(was, "--cpus "+cpusFlag(shard.Placement)), append(asked, "--cpus "+cpusFlag(opt.CPUs.String()))
+		if shard.Placement != opt.Placement.String() {
+			was, asked = append(was, "--cpus "+cpusFlag(shard.Placement)), append(asked, "--cpus "+cpusFlag(opt.Placement.String()))
 		}
 		if shard.Mode != string(orMode(opt.Mode)) {
 			was, asked = append(was, "--lab "+labFlag(shard.Mode)), append(asked, "--lab "+labFlag(string(orMode(opt.Mode))))
@@ -181,7 +181,7 @@ func otherPlacement(shard *results.ShardInfo, opt Options, plan []PlannedRun) (s
 	return "", nil
 }
 
-// cpusFlag is a recorded placement (harness.CPUs.String) as the --cpus
+// cpusFlag is a recorded placement (harness.Placement.String) as the --cpus
 // flag takes it: "none" when neither side is pinned.
 func cpusFlag(placement string) string {
 	if placement == harness.Unpinned.String() {

@@ -97,7 +97,7 @@ func fakeOptions(t *testing.T, dir string, sh Shard) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Spec: spec, Source: "test", Text: fakeSpec, Dir: dir, Shard: sh, CPUs: harness.Unpinned, RunCell: fakeRunCell(dir)}
+	return Options{Spec: spec, Source: "test", Text: fakeSpec, Dir: dir, Shard: sh, Placement: harness.Unpinned, RunCell: fakeRunCell(dir)}
 }
 
 // TestPlanPairsAndShards checks the plan's promises: each factor cell's run

@@ -123,10 +123,10 @@ type Settings struct {
 	// server and not the load generator is the limit; 0: no cap. It applies
 	// to reference reactors and black-box targets alike.
 	ServerCPU float64
-	// CPUs is the cell's placement in harness.ParseCPUs's form
+	// Placement is the cell's placement in harness.ParsePlacement's form
 	// ("server=0-1,loadgen=2-3", "server=count:2,loadgen=count:2"); ""
 	// places it as the matrix's --cpus says.
-	CPUs string
+	Placement string
 }
 
 // Cell is one cell of an expanded spec: the baseline, or the baseline with

@@ -146,19 +146,19 @@ var otherFields = map[string]field{
 			if err != nil {
 				return err
 			}
-			c, err := harness.ParseCPUs(v)
+			c, err := harness.ParsePlacement(v)
 			if err != nil {
 				return err
 			}
-			s.CPUs = c.String()
+			s.Placement = c.String()
 			return nil
 		},
-		equal: func(a, b *Settings) bool { return a.CPUs == b.CPUs },
+		equal: func(a, b *Settings) bool { return a.Placement == b.Placement },
 		text: func(s *Settings) string {
-			if s.CPUs == "" {
+			if s.Placement == "" {
 				return "as --cpus"
 			}
-			return s.CPUs
+			return s.Placement
 		},
 	},
 	"callback": {

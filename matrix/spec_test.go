@@ -529,8 +529,8 @@ func TestPlacementFactors(t *testing.T) {
 	}
 	for i, c := range cells {
 		w := want[i]
-		if c.CPUs != w.cpus || c.Load.Loops != w.loops {
-			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.CPUs, c.Load.Loops, w.cpus, w.loops)
+		if c.Placement != w.cpus || c.Load.Loops != w.loops {
+			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.Placement, c.Load.Loops, w.cpus, w.loops)
 		}
 		if i > 0 {
 			if d := differing(t, cells[0].Settings, c.Settings); len(d) != 1 {

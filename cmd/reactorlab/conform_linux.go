@@ -145,7 +145,7 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 	res, err := harness.Run(context.Background(), harness.LabSpec{
 		Client: harness.Proc{Argv: append([]string{harness.RolePrefix + cliRole,
 			"--stdout=" + outPath, "--stderr=" + errPath, "conform"}, args...)},
-		CPUs:      harness.Unpinned,
+		Placement: harness.Unpinned,
 		Mode:      harness.ModeLab,
 		Timeout:   conformLabBound,
 		Grace:     labGrace,

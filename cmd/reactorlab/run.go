@@ -54,7 +54,7 @@ type runFlags struct {
 	cfg             reactors.Config // the reactor's configuration, --callback among it
 	load            loadgen.Config
 	faults          []string // every --fault, in order
-	cpus            harness.CPUs
+	cpuPlacement    harness.Placement
 	serverCPU       float64
 	lab             string
 	grace           time.Duration
@@ -93,8 +93,8 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; a reference reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
-	f.cpus = defaultCPUs()
-	fs.Var(&f.cpus, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
+	f.cpuPlacement = defaultPlacement()
+	fs.Var(&f.cpuPlacement, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultPlacementText+"; here "+defaultPlacement().String()+")")
 	fs.Float64Var(&f.serverCPU, "server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	fs.StringVar(&f.lab, "lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
 	fs.DurationVar(&f.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
@@ -205,7 +205,7 @@ func (f *runFlags) placement() (harness.CellSpec, error) {
 	if f.startTimeout <= 0 || f.startTimeout > harness.MaxStartTimeout {
 		return harness.CellSpec{}, fmt.Errorf("--start-timeout = %v (accepted: (0, %v])", f.startTimeout, harness.MaxStartTimeout)
 	}
-	cell := harness.CellSpec{Load: f.load, CPUs: f.cpus, Grace: f.grace, ServerCPU: f.serverCPU, StartTimeout: f.startTimeout}
+	cell := harness.CellSpec{Load: f.load, Placement: f.cpuPlacement, Grace: f.grace, ServerCPU: f.serverCPU, StartTimeout: f.startTimeout}
 	mode, ok := labModes[f.lab]
 	if !ok {
 		return cell, fmt.Errorf("--lab %q (accepted: auto, on, off)", f.lab)
@@ -369,21 +369,21 @@ func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *tar
 	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
 }
 
-// defaultCPUs is the default placement over the CPUs this process may
-// use (harness.DefaultCPUs), or no pinning where they cannot be read.
-func defaultCPUs() harness.CPUs {
+// defaultPlacement is the default placement over the CPUs this process may
+// use (harness.DefaultPlacement), or no pinning where they cannot be read.
+func defaultPlacement() harness.Placement {
 	allowed, err := harness.AllowedCPUs()
 	if err != nil {
 		return harness.Unpinned
 	}
-	return harness.DefaultCPUs(allowed)
+	return harness.DefaultPlacement(allowed)
 }
 
 // defaultLoopsText says how many loops the load generator runs by default
 // with the default placement here: "loadgen on CPU 1: 1 loop", "loadgen
 // on CPUs 8-15: up to 8 loops, one per connection beyond".
 func defaultLoopsText() string {
-	gen := defaultCPUs().Client
+	gen := defaultPlacement().Client
 	switch n := gen.Len(); {
 	case !gen.Pinned():
 		return "loadgen unpinned: 1 loop"

@@ -34,7 +34,7 @@ func TestRunHelpPlacement(t *testing.T) {
 		}
 	}
 	flat := strings.Join(strings.Fields(help), " ") // the help's words, unwrapped
-	for _, want := range []string{"(default: " + harness.DefaultCPUsText + "; here " + defaultCPUs().String() + ")",
+	for _, want := range []string{"(default: " + harness.DefaultPlacementText + "; here " + defaultPlacement().String() + ")",
 		"(0: " + harness.DefaultLoadLoopsRule + "; here, with the default placement, " + defaultLoopsText() + ")"} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("run --help does not say %q:\n%s", want, help)

@@ -15,51 +15,55 @@ import (
 // golang.org/x/sys/unix.CPUSet holds).
 const maxCPU = reactors.MaxCPU
 
-// CPUSet is one side's placement: the CPUs its process, and so every
-// thread of it, may run on. It is a list of CPUs (distinct, ascending,
-// each below 1024), a count ("the first N CPUs this process may use that
-// the other side was not given", which CPUs.Resolve turns into a list), or
-// nothing: the zero value, unpinned (the mask the process inherits).
-type CPUSet struct {
+// SidePlacement is one side's placement: the CPUs its process, and so
+// every thread of it, may run on. It is a list of CPUs (distinct,
+// ascending, each below 1024), a count ("the first N CPUs this process may
+// use that the other side was not given", which Placement.Resolve turns
+// into a list), or nothing: the zero value, unpinned (the mask the process
+// inherits). It is a request, not the kernel's mask (unix.CPUSet): the
+// lab turns it into one on each side's worker thread.
+type SidePlacement struct {
 	list  []int
 	count int
 }
 
-// CPUList is the set of the given CPUs (sorted; a CPU given twice counts
-// once); none is unpinned.
-func CPUList(cpus ...int) CPUSet {
+// ListPlacement is the placement on the given CPUs (sorted; a CPU given
+// twice counts once); none is unpinned.
+func ListPlacement(cpus ...int) SidePlacement {
 	s := slices.Clone(cpus)
 	slices.Sort(s)
-	return CPUSet{list: slices.Compact(s)}
+	return SidePlacement{list: slices.Compact(s)}
 }
 
-// CPUCount is the set of the first n CPUs left to the side (n > 0); see
-// CPUs.Resolve.
-func CPUCount(n int) CPUSet { return CPUSet{count: n} }
+// CountPlacement is the placement on the first n CPUs left to the side
+// (n > 0); see Placement.Resolve.
+func CountPlacement(n int) SidePlacement { return SidePlacement{count: n} }
 
-// Pinned reports whether the set pins its side (a list or a count).
-func (s CPUSet) Pinned() bool { return len(s.list) > 0 || s.count > 0 }
+// Pinned reports whether the placement pins its side (a list or a count).
+func (s SidePlacement) Pinned() bool { return len(s.list) > 0 || s.count > 0 }
 
-// List returns the set's CPUs, ascending: nil when unpinned or a count
+// List returns the placement's CPUs, ascending: nil when unpinned or a count
 // not yet resolved.
-func (s CPUSet) List() []int { return slices.Clone(s.list) }
+func (s SidePlacement) List() []int { return slices.Clone(s.list) }
 
-// Count is N for a count set, 0 otherwise.
-func (s CPUSet) Count() int { return s.count }
+// Count is N for a count placement, 0 otherwise.
+func (s SidePlacement) Count() int { return s.count }
 
-// Len is how many CPUs the set holds: a list's length, a count's N, 0 when
+// Len is how many CPUs the placement holds: a list's length, a count's N, 0 when
 // unpinned.
-func (s CPUSet) Len() int { return max(len(s.list), s.count) }
+func (s SidePlacement) Len() int { return max(len(s.list), s.count) }
 
 // Contains reports whether cpu is on the list.
-func (s CPUSet) Contains(cpu int) bool { return slices.Contains(s.list, cpu) }
+func (s SidePlacement) Contains(cpu int) bool { return slices.Contains(s.list, cpu) }
 
-// Equal reports whether two sets are the same list, or the same count.
-func (s CPUSet) Equal(o CPUSet) bool { return s.count == o.count && slices.Equal(s.list, o.list) }
+// Equal reports whether two placements are the same list, or the same count.
+func (s SidePlacement) Equal(o SidePlacement) bool {
+	return s.count == o.count && slices.Equal(s.list, o.list)
+}
 
 // String is the command-line form: "none", a CPU list ("0-3,8", "1") or
-// "count:N". ParseCPUSet reads it back.
-func (s CPUSet) String() string {
+// "count:N". ParseSidePlacement reads it back.
+func (s SidePlacement) String() string {
 	switch {
 	case s.count > 0:
 		return "count:" + strconv.Itoa(s.count)
@@ -69,32 +73,32 @@ func (s CPUSet) String() string {
 	return reactors.FormatCPUList(s.list)
 }
 
-// ParseCPUSet reads one side's command-line form: "none" (or -1) for
+// ParseSidePlacement reads one side's command-line form: "none" (or -1) for
 // unpinned, "count:N" (N > 0) for a count, or a Linux CPU list ("0-3,8";
 // "4" is CPU 4). Errors name the bad part.
-func ParseCPUSet(v string) (CPUSet, error) {
+func ParseSidePlacement(v string) (SidePlacement, error) {
 	v = strings.TrimSpace(v)
 	switch {
 	case v == "none" || v == "-1":
-		return CPUSet{}, nil
+		return SidePlacement{}, nil
 	case strings.HasPrefix(v, "count:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(v, "count:"))
 		if err != nil || n <= 0 || n > maxCPU {
-			return CPUSet{}, fmt.Errorf("%q: want count:N, N a number of CPUs 1..%d", v, maxCPU)
+			return SidePlacement{}, fmt.Errorf("%q: want count:N, N a number of CPUs 1..%d", v, maxCPU)
 		}
-		return CPUCount(n), nil
+		return CountPlacement(n), nil
 	}
 	cpus, err := reactors.ParseCPUList(v)
 	if err != nil {
-		return CPUSet{}, fmt.Errorf("%q: %w (or count:N, or none)", v, err)
+		return SidePlacement{}, fmt.Errorf("%q: %w (or count:N, or none)", v, err)
 	}
-	return CPUSet{list: cpus}, nil
+	return SidePlacement{list: cpus}, nil
 }
 
 // MarshalJSON writes a single CPU as its number and unpinned as -1 (so
 // that records of one CPU a side read the same whatever the build that
 // wrote them), anything else as its String.
-func (s CPUSet) MarshalJSON() ([]byte, error) {
+func (s SidePlacement) MarshalJSON() ([]byte, error) {
 	switch {
 	case s.count == 0 && len(s.list) == 0:
 		return []byte("-1"), nil
@@ -105,16 +109,16 @@ func (s CPUSet) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads what MarshalJSON writes: a CPU number, -1, or a
-// string in ParseCPUSet's form.
-func (s *CPUSet) UnmarshalJSON(b []byte) error {
+// string in ParseSidePlacement's form.
+func (s *SidePlacement) UnmarshalJSON(b []byte) error {
 	var n int
 	if err := json.Unmarshal(b, &n); err == nil {
 		if n < -1 || n >= maxCPU {
 			return fmt.Errorf("cpu set %d: not a CPU number (0..%d) or -1", n, maxCPU-1)
 		}
-		*s = CPUSet{}
+		*s = SidePlacement{}
 		if n >= 0 {
-			*s = CPUList(n)
+			*s = ListPlacement(n)
 		}
 		return nil
 	}
@@ -122,7 +126,7 @@ func (s *CPUSet) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &str); err != nil {
 		return fmt.Errorf("cpu set: want a CPU number, -1 or a string: %w", err)
 	}
-	v, err := ParseCPUSet(str)
+	v, err := ParseSidePlacement(str)
 	if err != nil {
 		return fmt.Errorf("cpu set %w", err)
 	}
@@ -130,24 +134,26 @@ func (s *CPUSet) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// CPUs is the placement of a run: the CPU set of each side. The zero value
+// Placement is the placement of a run: each side's. The zero value
 // (Unpinned) leaves both processes on every CPU this process may use. The
 // sides never share a CPU: Resolve refuses a placement where they would.
-type CPUs struct {
-	Server CPUSet `json:"server"`
-	Client CPUSet `json:"client"`
+type Placement struct {
+	Server SidePlacement `json:"server"`
+	Client SidePlacement `json:"client"`
 }
 
 // Unpinned leaves both processes on every CPU this process may use.
-var Unpinned = CPUs{}
+var Unpinned = Placement{}
 
 // Pinned reports whether either side is pinned.
-func (c CPUs) Pinned() bool { return c.Server.Pinned() || c.Client.Pinned() }
+func (c Placement) Pinned() bool { return c.Server.Pinned() || c.Client.Pinned() }
 
-// Equal reports whether both sides are the same sets.
-func (c CPUs) Equal(o CPUs) bool { return c.Server.Equal(o.Server) && c.Client.Equal(o.Client) }
+// Equal reports whether both sides are the same placements.
+func (c Placement) Equal(o Placement) bool {
+	return c.Server.Equal(o.Server) && c.Client.Equal(o.Client)
+}
 
-// ParseCPUs parses the command-line form of a placement:
+// ParsePlacement parses the command-line form of a placement:
 // "server=LIST,loadgen=LIST", each side a Linux CPU list ("0-3,8"; a
 // single number is one CPU: "server=0,loadgen=1"),
 // "count:N" (the first N CPUs this process may use that the other side was
@@ -157,8 +163,8 @@ func (c CPUs) Equal(o CPUs) bool { return c.Server.Equal(o.Server) && c.Client.E
 // "server=0-1,4,loadgen=2" the server has 0, 1 and 4. Errors name the part
 // that is wrong; whether the sets overlap or are allowed here is
 // Resolve's to say.
-func ParseCPUs(s string) (CPUs, error) {
-	var c CPUs
+func ParsePlacement(s string) (Placement, error) {
+	var c Placement
 	if t := strings.TrimSpace(s); t == "" || t == "none" {
 		return c, nil
 	}
@@ -189,7 +195,7 @@ func ParseCPUs(s string) (CPUs, error) {
 		order = append(order, k)
 	}
 	for _, k := range order {
-		set, err := ParseCPUSet(values[k])
+		set, err := ParseSidePlacement(values[k])
 		if err != nil {
 			return Unpinned, fmt.Errorf("cpus %q: %s: %w", s, k, err)
 		}
@@ -203,14 +209,14 @@ func ParseCPUs(s string) (CPUs, error) {
 }
 
 // String is the command-line form, "server=0-3,loadgen=none" (one CPU a
-// side: "server=0,loadgen=1"); ParseCPUs reads it back.
-func (c CPUs) String() string {
+// side: "server=0,loadgen=1"); ParsePlacement reads it back.
+func (c Placement) String() string {
 	return "server=" + c.Server.String() + ",loadgen=" + c.Client.String()
 }
 
-// Set parses s into c, so that a *CPUs is a flag.Value.
-func (c *CPUs) Set(s string) error {
-	v, err := ParseCPUs(s)
+// Set parses s into c, so that a *Placement is a flag.Value.
+func (c *Placement) Set(s string) error {
+	v, err := ParsePlacement(s)
 	if err != nil {
 		return err
 	}
@@ -229,7 +235,7 @@ var errOverlap = errors.New("the two measured sides never share a CPU")
 // (the server's count before the load generator's), and is refused when
 // too few are left (saying, when the placement needs more CPUs than are
 // allowed, how many it needs in all). Unpinned sides stay unpinned.
-func (c CPUs) Resolve(allowed []int) (CPUs, error) {
+func (c Placement) Resolve(allowed []int) (Placement, error) {
 	ok := map[int]bool{}
 	for _, a := range allowed {
 		ok[a] = true
@@ -237,7 +243,7 @@ func (c CPUs) Resolve(allowed []int) (CPUs, error) {
 	here := reactors.FormatCPUList(allowed)
 	for _, side := range []struct {
 		name string
-		set  CPUSet
+		set  SidePlacement
 	}{{"server", c.Server}, {"loadgen", c.Client}} {
 		for _, cpu := range side.set.list {
 			if !ok[cpu] {
@@ -260,7 +266,7 @@ func (c CPUs) Resolve(allowed []int) (CPUs, error) {
 	out := c
 	for _, side := range []struct {
 		name string
-		set  *CPUSet
+		set  *SidePlacement
 	}{{"server", &out.Server}, {"loadgen", &out.Client}} {
 		if side.set.count == 0 {
 			continue
@@ -275,7 +281,7 @@ func (c CPUs) Resolve(allowed []int) (CPUs, error) {
 		if len(got) < side.set.count {
 			return Unpinned, fmt.Errorf("cpus %s: %s: count:%d, but only %d of the CPUs this process may use (%s) are left to it%s", c, side.name, side.set.count, len(got), here, c.shortOf(allowed))
 		}
-		*side.set = CPUSet{list: got}
+		*side.set = SidePlacement{list: got}
 	}
 	return out, nil
 }
@@ -284,7 +290,7 @@ func (c CPUs) Resolve(allowed []int) (CPUs, error) {
 // placement needs in all against the allowed ones, when it needs more
 // than there are: ": the placement needs 8 CPUs (server 4, loadgen 4),
 // this process may use 2"; "" otherwise.
-func (c CPUs) shortOf(allowed []int) string {
+func (c Placement) shortOf(allowed []int) string {
 	need := c.Server.Len() + c.Client.Len()
 	if need <= len(allowed) {
 		return ""
@@ -292,25 +298,25 @@ func (c CPUs) shortOf(allowed []int) string {
 	return fmt.Sprintf(": the placement needs %d CPUs (server %d, loadgen %d), this process may use %d", need, c.Server.Len(), c.Client.Len(), len(allowed))
 }
 
-// DefaultCPUs is the default placement over allowed (the CPUs this process
+// DefaultPlacement is the default placement over allowed (the CPUs this process
 // may use, ascending): the first half to the server and the rest to the
 // load generator, so one CPU each on a 2-CPU machine (server=0,loadgen=1)
 // and server=0-7,loadgen=8-15 on a 16-CPU one (an odd CPU goes to the
 // load generator, which needs the headroom); unpinned with fewer than two.
-func DefaultCPUs(allowed []int) CPUs {
+func DefaultPlacement(allowed []int) Placement {
 	if len(allowed) < 2 {
 		return Unpinned
 	}
 	half := len(allowed) / 2
-	return CPUs{Server: CPUList(allowed[:half]...), Client: CPUList(allowed[half:]...)}
+	return Placement{Server: ListPlacement(allowed[:half]...), Client: ListPlacement(allowed[half:]...)}
 }
 
-// DefaultCPUsRule says in a line what DefaultCPUs gives, for a record
+// DefaultPlacementRule says in a line what DefaultPlacement gives, for a record
 // (a matrix's manifest) that names the CPUs it resolved to beside it.
-const DefaultCPUsRule = "the first half of the CPUs this process may use to the server, the rest to the load generator"
+const DefaultPlacementRule = "the first half of the CPUs this process may use to the server, the rest to the load generator"
 
-// DefaultCPUsText says what DefaultCPUs gives, for --help.
-const DefaultCPUsText = DefaultCPUsRule + " (one each on 2 CPUs: server=0,loadgen=1; unpinned with fewer than 2)"
+// DefaultPlacementText says what DefaultPlacement gives, for --help.
+const DefaultPlacementText = DefaultPlacementRule + " (one each on 2 CPUs: server=0,loadgen=1; unpinned with fewer than 2)"
 
 // DefaultLoadLoopsRule says what DefaultLoadLoops gives (the load
 // generator's loops when a cell leaves them at 0), for --help and the

@@ -7,32 +7,32 @@ import (
 	"testing"
 )
 
-// TestParseCPUs: the placement's command-line form — lists, ranges,
+// TestParsePlacement: the placement's command-line form — lists, ranges,
 // counts, none, a side's list continued past its commas — read back from
 // its String, with the single-CPU form as it always was.
-func TestParseCPUs(t *testing.T) {
+func TestParsePlacement(t *testing.T) {
 	good := []struct {
 		in, text string
-		want     CPUs
+		want     Placement
 	}{
 		{"", "server=none,loadgen=none", Unpinned},
 		{"none", "server=none,loadgen=none", Unpinned},
-		{"server=0,loadgen=1", "server=0,loadgen=1", CPUs{CPUList(0), CPUList(1)}},
-		{" server = 3 , client = 2 ", "server=3,loadgen=2", CPUs{CPUList(3), CPUList(2)}},
-		{"loadgen=1", "server=none,loadgen=1", CPUs{Client: CPUList(1)}},
-		{"server=none,loadgen=0", "server=none,loadgen=0", CPUs{Client: CPUList(0)}},
-		{"server=-1,loadgen=0", "server=none,loadgen=0", CPUs{Client: CPUList(0)}},
-		{"server=0-3,8,loadgen=4-7", "server=0-3,8,loadgen=4-7", CPUs{CPUList(0, 1, 2, 3, 8), CPUList(4, 5, 6, 7)}},
-		{"loadgen=5,4,server=1", "server=1,loadgen=4-5", CPUs{CPUList(1), CPUList(4, 5)}},
-		{"server=count:4,loadgen=count:2", "server=count:4,loadgen=count:2", CPUs{CPUCount(4), CPUCount(2)}},
+		{"server=0,loadgen=1", "server=0,loadgen=1", Placement{ListPlacement(0), ListPlacement(1)}},
+		{" server = 3 , client = 2 ", "server=3,loadgen=2", Placement{ListPlacement(3), ListPlacement(2)}},
+		{"loadgen=1", "server=none,loadgen=1", Placement{Client: ListPlacement(1)}},
+		{"server=none,loadgen=0", "server=none,loadgen=0", Placement{Client: ListPlacement(0)}},
+		{"server=-1,loadgen=0", "server=none,loadgen=0", Placement{Client: ListPlacement(0)}},
+		{"server=0-3,8,loadgen=4-7", "server=0-3,8,loadgen=4-7", Placement{ListPlacement(0, 1, 2, 3, 8), ListPlacement(4, 5, 6, 7)}},
+		{"loadgen=5,4,server=1", "server=1,loadgen=4-5", Placement{ListPlacement(1), ListPlacement(4, 5)}},
+		{"server=count:4,loadgen=count:2", "server=count:4,loadgen=count:2", Placement{CountPlacement(4), CountPlacement(2)}},
 	}
 	for _, g := range good {
-		got, err := ParseCPUs(g.in)
+		got, err := ParsePlacement(g.in)
 		if err != nil || !got.Equal(g.want) || got.String() != g.text {
-			t.Errorf("ParseCPUs(%q) = %v, %v; want %v", g.in, got, err, g.text)
+			t.Errorf("ParsePlacement(%q) = %v, %v; want %v", g.in, got, err, g.text)
 			continue
 		}
-		back, err := ParseCPUs(got.String())
+		back, err := ParsePlacement(got.String())
 		if err != nil || !back.Equal(got) {
 			t.Errorf("%q does not read back: %v, %v", got.String(), back, err)
 		}
@@ -54,21 +54,21 @@ func TestParseCPUs(t *testing.T) {
 		{"client=0,loadgen=1", "loadgen given twice"},
 	}
 	for _, b := range bad {
-		_, err := ParseCPUs(b.in)
+		_, err := ParsePlacement(b.in)
 		if err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("ParseCPUs(%q) error %v, want one containing %q", b.in, err, b.want)
+			t.Errorf("ParsePlacement(%q) error %v, want one containing %q", b.in, err, b.want)
 		}
 	}
-	var c CPUs
-	if err := c.Set("server=1,loadgen=0"); err != nil || !c.Equal(CPUs{CPUList(1), CPUList(0)}) {
+	var c Placement
+	if err := c.Set("server=1,loadgen=0"); err != nil || !c.Equal(Placement{ListPlacement(1), ListPlacement(0)}) {
 		t.Errorf("Set: %v, %v", c, err)
 	}
 }
 
-// TestResolveCPUs: counts take the first allowed CPUs the other side has
+// TestResolvePlacement: counts take the first allowed CPUs the other side has
 // not; a CPU outside the allowed set, sides that overlap and a count too
 // large are refused, naming the side, the CPU and the allowed list.
-func TestResolveCPUs(t *testing.T) {
+func TestResolvePlacement(t *testing.T) {
 	allowed := []int{0, 1, 2, 3, 8, 9}
 	good := []struct{ in, want string }{
 		{"server=0,loadgen=1", "server=0,loadgen=1"},
@@ -80,7 +80,7 @@ func TestResolveCPUs(t *testing.T) {
 		{"server=count:6", "server=0-3,8-9,loadgen=none"},
 	}
 	for _, g := range good {
-		c, err := ParseCPUs(g.in)
+		c, err := ParsePlacement(g.in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestResolveCPUs(t *testing.T) {
 		{"server=count:7", "server: count:7, but only 6"},
 	}
 	for _, b := range bad {
-		c, err := ParseCPUs(b.in)
+		c, err := ParsePlacement(b.in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,14 +109,14 @@ func TestResolveCPUs(t *testing.T) {
 			t.Errorf("Resolve(%s): %v, want an error with %q", b.in, err, b.want)
 		}
 	}
-	if _, err := (CPUs{CPUList(1), CPUList(1)}).Resolve(allowed); !errors.Is(err, errOverlap) {
+	if _, err := (Placement{ListPlacement(1), ListPlacement(1)}).Resolve(allowed); !errors.Is(err, errOverlap) {
 		t.Errorf("an overlap's error %v does not wrap errOverlap", err)
 	}
 }
 
-// TestDefaultCPUs: one CPU each on two, half each above (the odd one to
+// TestDefaultPlacement: one CPU each on two, half each above (the odd one to
 // the load generator), unpinned below two.
-func TestDefaultCPUs(t *testing.T) {
+func TestDefaultPlacement(t *testing.T) {
 	seq := func(n int) []int {
 		out := make([]int, n)
 		for i := range out {
@@ -134,34 +134,34 @@ func TestDefaultCPUs(t *testing.T) {
 		{seq(3), "server=0,loadgen=1-2"},
 		{seq(16), "server=0-7,loadgen=8-15"},
 	} {
-		if got := DefaultCPUs(tc.allowed).String(); got != tc.want {
-			t.Errorf("DefaultCPUs(%v) = %s, want %s", tc.allowed, got, tc.want)
+		if got := DefaultPlacement(tc.allowed).String(); got != tc.want {
+			t.Errorf("DefaultPlacement(%v) = %s, want %s", tc.allowed, got, tc.want)
 		}
 	}
 }
 
-// TestCPUsJSON: a single CPU is written as its number and unpinned as -1,
+// TestPlacementJSON: a single CPU is written as its number and unpinned as -1,
 // as records were before sets (so old summary.json files read), a set as
 // its list; every form reads back.
-func TestCPUsJSON(t *testing.T) {
+func TestPlacementJSON(t *testing.T) {
 	for _, tc := range []struct {
-		c    CPUs
+		c    Placement
 		json string
 	}{
-		{CPUs{CPUList(0), CPUList(1)}, `{"server":0,"client":1}`},
+		{Placement{ListPlacement(0), ListPlacement(1)}, `{"server":0,"client":1}`},
 		{Unpinned, `{"server":-1,"client":-1}`},
-		{CPUs{CPUList(0, 1, 2, 3, 8), CPUCount(2)}, `{"server":"0-3,8","client":"count:2"}`},
+		{Placement{ListPlacement(0, 1, 2, 3, 8), CountPlacement(2)}, `{"server":"0-3,8","client":"count:2"}`},
 	} {
 		b, err := json.Marshal(tc.c)
 		if err != nil || string(b) != tc.json {
 			t.Errorf("Marshal(%v) = %s, %v; want %s", tc.c, b, err, tc.json)
 		}
-		var back CPUs
+		var back Placement
 		if err := json.Unmarshal(b, &back); err != nil || !back.Equal(tc.c) {
 			t.Errorf("Unmarshal(%s) = %v, %v", b, back, err)
 		}
 	}
-	var c CPUs
+	var c Placement
 	for _, in := range []string{`{"server":-2}`, `{"server":1024}`, `{"server":"0-"}`, `{"server":true}`} {
 		if err := json.Unmarshal([]byte(in), &c); err == nil {
 			t.Errorf("Unmarshal(%s) accepted: %v", in, c)
