@@ -35,7 +35,7 @@ var structField = map[string]string{
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
 	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive",
-	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "CPUs": "cpus",
+	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "Placement": "cpus",
 }
 
 // loadField maps each field of loadgen.Config a spec sets, by Go name, to
