@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
@@ -16,7 +17,7 @@ import (
 // when the cell leaves Load.Loops at 0 (DefaultLoadLoopsRule): one per
 // CPU of its set (client), at most one per connection; 1 when it is
 // unpinned.
-func DefaultLoadLoops(load loadgen.Config, client SidePlacement) int {
+func DefaultLoadLoops(load loadgen.Config, client lab.SidePlacement) int {
 	c := load.WithDefaults()
 	return max(1, min(client.Len(), c.Hot+c.Steady+c.Control))
 }
@@ -30,7 +31,7 @@ func DefaultLoadLoops(load loadgen.Config, client SidePlacement) int {
 // Config.LoopCPUs outside the server's set is refused, naming the CPU.
 // RunCell runs the cell so placed; a matrix records it in its manifest.
 func (cell CellSpec) Place() (CellSpec, error) {
-	cpus, err := resolvePlacement(cell.Placement)
+	cpus, err := cell.Placement.ResolveAllowed()
 	if err != nil {
 		return cell, err
 	}
@@ -66,7 +67,7 @@ type Placed struct {
 type SidePlaced struct {
 	// Placement is the side's placement as resolved (ProcResult.Placement; unpinned: the
 	// mask it inherited).
-	Placement SidePlacement `json:"cpus"`
+	Placement lab.SidePlacement `json:"cpus"`
 	// Loops are the loop threads the side reported, in loop order: a
 	// reference reactor's (Stats.LoopThreads) or the load generator's
 	// (Summary.Loops); none for a black box, which reports none.
@@ -111,12 +112,12 @@ type loopPin struct {
 // stayed on the set; each problem is added to Invalid, naming the thread
 // and both masks. What was verified, loop by loop, goes to Placed.
 func (res *CellResult) checkPlacement() {
-	lab := res.Lab
-	if lab == nil {
+	labRes := res.Lab
+	if labRes == nil {
 		return
 	}
 	placed := &Placed{}
-	if lab.Server != nil {
+	if labRes.Server != nil {
 		var pins []loopPin
 		var roles []string
 		if res.Server != nil {
@@ -125,18 +126,18 @@ func (res *CellResult) checkPlacement() {
 			}
 			roles = loopRoles(res.Cell.Reactor, res.Cell.serveConfig())
 		}
-		side, problems := placeSide("server", lab.Server, pins, roles)
+		side, problems := placeSide("server", labRes.Server, pins, roles)
 		placed.Server = side
 		res.Invalid = append(res.Invalid, problems...)
 	}
-	if lab.Client != nil {
+	if labRes.Client != nil {
 		var pins []loopPin
 		if res.Load != nil {
 			for _, l := range res.Load.Loops {
 				pins = append(pins, loopPin{Index: l.Index, Tid: l.Tid, CPU: l.CPU})
 			}
 		}
-		side, problems := placeSide("loadgen", lab.Client, pins, nil)
+		side, problems := placeSide("loadgen", labRes.Client, pins, nil)
 		placed.Loadgen = side
 		res.Invalid = append(res.Invalid, problems...)
 	}
@@ -145,7 +146,7 @@ func (res *CellResult) checkPlacement() {
 
 // placeSide is checkPlacement for one side: its record, loop by loop
 // (roles[i] the role of loop i, if known), and the problems found.
-func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*SidePlaced, []string) {
+func placeSide(name string, p *lab.ProcResult, pins []loopPin, roles []string) (*SidePlaced, []string) {
 	problems, bad := loopProblems(name, p, pins)
 	side := &SidePlaced{Placement: p.Placement, Verified: p.Placement.Pinned() && p.AffinityOK && len(problems) == 0}
 	for _, l := range pins {
@@ -162,7 +163,7 @@ func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*Sid
 // loopProblems holds one side's sampled threads to its reported loops
 // (see checkPlacement): the problems, each naming the thread and the
 // masks, and the threads they are about. An unpinned side has none.
-func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int]bool) {
+func loopProblems(name string, p *lab.ProcResult, pins []loopPin) ([]string, map[int]bool) {
 	if !p.Placement.Pinned() {
 		return nil, nil
 	}
@@ -182,7 +183,7 @@ func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int
 		case l.CPU >= 0:
 			want[l.Tid], what[l.Tid] = strconv.Itoa(l.CPU), fmt.Sprintf("loop %d's CPU", l.Index)
 		}
-		if !slices.ContainsFunc(p.Masks, func(m ThreadMasks) bool { return m.Tid == l.Tid }) {
+		if !slices.ContainsFunc(p.Masks, func(m lab.ThreadMasks) bool { return m.Tid == l.Tid }) {
 			fault(l.Tid, "loop %d's thread %d was never seen by the samples: its mask is unverified", l.Index, l.Tid)
 		}
 	}

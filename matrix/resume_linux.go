@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -181,22 +181,22 @@ func otherPlacement(shard *results.ShardInfo, opt Options, plan []PlannedRun) (s
 	return "", nil
 }
 
-// cpusFlag is a recorded placement (harness.Placement.String) as the --cpus
+// cpusFlag is a recorded placement (lab.Placement.String) as the --cpus
 // flag takes it: "none" when neither side is pinned.
 func cpusFlag(placement string) string {
-	if placement == harness.Unpinned.String() {
+	if placement == lab.Unpinned.String() {
 		return "none"
 	}
 	return placement
 }
 
-// labFlag is a recorded lab mode (harness.Mode) as the --lab flag takes
+// labFlag is a recorded lab mode (lab.Mode) as the --lab flag takes
 // it: auto, on (the lab) or off (loopback).
 func labFlag(mode string) string {
-	switch harness.Mode(mode) {
-	case harness.ModeLab:
+	switch lab.Mode(mode) {
+	case lab.ModeLab:
 		return "on"
-	case harness.ModeLoopback:
+	case lab.ModeLoopback:
 		return "off"
 	}
 	return mode

@@ -19,6 +19,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
@@ -37,11 +38,11 @@ type Options struct {
 	Shard Shard
 	// Placement, Mode and Grace are as in harness.CellSpec, for every run
 	// (Placement for every cell whose spec has no cpus field of its own).
-	Placement harness.Placement
-	Mode      harness.Mode
+	Placement lab.Placement
+	Mode      lab.Mode
 	Grace     time.Duration
 	// DefaultPlacement says Placement is the default placement
-	// (harness.DefaultPlacement),
+	// (lab.DefaultPlacement),
 	// not one asked for: the manifest records the default's rule beside
 	// what it resolved to.
 	DefaultPlacement bool
@@ -267,7 +268,7 @@ func placements(plan []PlannedRun, cells []harness.CellSpec, opt Options) (base 
 		}
 		r := results.Resolved{PlacementResolved: placed.Placement.String(), LoadgenLoops: placed.Load.Loops}
 		if opt.DefaultPlacement && p.Cell.Placement == "" {
-			r.PlacementDefault = "default: " + harness.DefaultPlacementRule
+			r.PlacementDefault = "default: " + lab.DefaultPlacementRule
 		}
 		if cells[i].Load.Loops == 0 {
 			r.LoadgenLoopsDefault = "default: " + harness.DefaultLoadLoopsRule
@@ -400,9 +401,9 @@ func missingWhy(prog string, err error) string {
 	return strings.TrimPrefix(why, "exec: "+strconv.Quote(prog)+": ")
 }
 
-func orMode(m harness.Mode) harness.Mode {
+func orMode(m lab.Mode) lab.Mode {
 	if m == "" {
-		return harness.ModeAuto
+		return lab.ModeAuto
 	}
 	return m
 }
@@ -436,7 +437,7 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	}
 	cpus := opt.Placement
 	if p.Cell.Placement != "" {
-		if cpus, err = harness.ParsePlacement(p.Cell.Placement); err != nil { // accepted when the spec was read
+		if cpus, err = lab.ParsePlacement(p.Cell.Placement); err != nil { // accepted when the spec was read
 			return harness.CellSpec{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
 		}
 	}
@@ -601,7 +602,7 @@ func urgentMetrics(m map[string]float64, s *loadgen.Summary) {
 // and CPU per frame echoed and, for a reference reactor, its own
 // statistics.
 func serverMetrics(m map[string]float64, res *harness.CellResult) {
-	var srv *harness.ProcResult
+	var srv *lab.ProcResult
 	if res.Lab != nil {
 		srv = res.Lab.Server
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
@@ -102,10 +103,10 @@ type matrixInvocation struct {
 	set   map[string]bool
 
 	shardText, out, resume, jsonOut, labMode string
-	placement                                harness.Placement
+	placement                                lab.Placement
 	grace                                    time.Duration
 	shard                                    matrix.Shard
-	mode                                     harness.Mode
+	mode                                     lab.Mode
 
 	name, source, text, dir string
 	specs                   []*matrix.Spec
@@ -123,9 +124,9 @@ func (inv *matrixInvocation) defineFlags() (list *bool) {
 	f.StringVar(&inv.resume, "resume", "", "continue the interrupted run in `DIR` (its spec, shard, placement and lab mode are the ones recorded; a SUITE or FILE given must be the same spec)")
 	f.StringVar(&inv.jsonOut, "json", "", "also write the result (each spec's summary.json, its runs and directory) as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
 	inv.placement = defaultPlacement()
-	f.Var(&inv.placement, "cpus", "`PLACEMENT` server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N or none, for every cell whose spec has no cpus field; by default "+harness.DefaultPlacementText+", here "+defaultPlacement().String()+" (with --resume: the placement recorded)")
+	f.Var(&inv.placement, "cpus", "`PLACEMENT` server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N or none, for every cell whose spec has no cpus field; by default "+lab.DefaultPlacementText+", here "+defaultPlacement().String()+" (with --resume: the placement recorded)")
 	f.StringVar(&inv.labMode, "lab", "auto", "`MODE` of network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback); with --resume: the mode recorded")
-	f.DurationVar(&inv.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
+	f.DurationVar(&inv.grace, "grace", lab.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
 	return list
 }
 
@@ -221,7 +222,7 @@ func (inv *matrixInvocation) recordedSpec(pos []string) (int, bool) {
 		}
 	}
 	if !inv.set["lab"] {
-		inv.mode = harness.Mode(sh.Mode)
+		inv.mode = lab.Mode(sh.Mode)
 	}
 	return 0, false
 }
