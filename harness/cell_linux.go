@@ -41,8 +41,8 @@ const DefaultStartTimeout = proc.DefaultReady
 // MaxStartTimeout bounds CellSpec.StartTimeout.
 const MaxStartTimeout = 10 * time.Minute
 
-// CellSpec describes one measured cell, as RunCell runs it (what LabSpec
-// is to Run): a target under one load, placed, and the directory for its
+// CellSpec describes one measured cell, as RunCell runs it (what lab.LabSpec
+// is to lab.Run): a target under one load, placed, and the directory for its
 // files. Exactly one of Reactor and Target is set (Validate says what else
 // must hold); `reactorlab run` builds one from its flags, a matrix one per
 // planned run.
@@ -66,18 +66,18 @@ type CellSpec struct {
 	Target string `json:"target,omitempty"`
 	// Load is the load; its addresses are set by the harness.
 	Load loadgen.Config `json:"load"`
-	// Placement, Mode and Grace are as in LabSpec.
+	// Placement, Mode and Grace are as in lab.LabSpec.
 	Placement lab.Placement `json:"cpus"`
 	Mode      lab.Mode      `json:"mode"`
 	Grace     time.Duration `json:"-"` // JSON: "grace_s", seconds
-	// ServerCPU caps the server's CPU time, in CPUs (LabSpec.ServerCPU);
+	// ServerCPU caps the server's CPU time, in CPUs (lab.LabSpec.ServerCPU);
 	// 0 leaves it unlimited.
 	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// StartTimeout bounds the wait for the server to accept on its
-	// addresses (LabSpec.Ready; 0: DefaultStartTimeout, at most
+	// addresses (lab.LabSpec.Ready; 0: DefaultStartTimeout, at most
 	// MaxStartTimeout). A server that does not is a *target.StartError.
 	StartTimeout time.Duration `json:"-"` // JSON: "start_timeout_s", seconds
-	// Interrupt, when closed, winds the run down (LabSpec.Interrupt): the
+	// Interrupt, when closed, winds the run down (lab.LabSpec.Interrupt): the
 	// load generator stops and reports what it measured, and RunCell
 	// returns the result, invalid, as "interrupted". Nil never does.
 	Interrupt <-chan struct{} `json:"-"`
@@ -88,7 +88,7 @@ type CellSpec struct {
 
 type plainCell CellSpec
 
-// cellJSON is CellSpec's JSON: Grace in seconds, as LabSpec's durations.
+// cellJSON is CellSpec's JSON: Grace in seconds, as lab.LabSpec's durations.
 type cellJSON struct {
 	*plainCell
 	Grace        jsontime.Seconds `json:"grace_s,omitempty"`
@@ -157,7 +157,7 @@ func (cell CellSpec) Spec() target.Spec {
 func (cell CellSpec) Label() string { return cell.Spec().String() }
 
 // AcceptQueue is the lab's record of the server's listen queues (nil when
-// the run took none). The record travels in the server's ProcResult as
+// the run took none). The record travels in the server's lab.ProcResult as
 // "accept_queue"; it is read through its JSON form so that this accessor
 // is the one place that knows where it is kept.
 func (r *CellResult) AcceptQueue() *lab.AcceptQueue {
@@ -168,7 +168,7 @@ func (r *CellResult) AcceptQueue() *lab.AcceptQueue {
 }
 
 // AcceptQueuePeak is the server's accept queue peak over the measured
-// period (AcceptQueue.PeakBetween); false without a record, a measured
+// period (lab.AcceptQueue.PeakBetween); false without a record, a measured
 // period, or a bucket inside it.
 func (r *CellResult) AcceptQueuePeak() (lab.AcceptQueuePeak, bool) {
 	q := r.AcceptQueue()

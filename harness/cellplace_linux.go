@@ -23,7 +23,7 @@ func DefaultLoadLoops(load loadgen.Config, client lab.SidePlacement) int {
 }
 
 // Place returns the cell as it will run on this machine: its placement
-// resolved against the CPUs this process may use (Placement.Resolve: every
+// resolved against the CPUs this process may use (lab.Placement.Resolve: every
 // count a list, every CPU allowed, the sides apart) and what follows from
 // it: a reference reactor's loop CPUs (its side's set, unless
 // Config.LoopCPUs already names CPUs of it), the load generator's loop
@@ -65,7 +65,7 @@ type Placed struct {
 
 // SidePlaced is one side's part of Placed.
 type SidePlaced struct {
-	// Placement is the side's placement as resolved (ProcResult.Placement; unpinned: the
+	// Placement is the side's placement as resolved (lab.ProcResult.Placement; unpinned: the
 	// mask it inherited).
 	Placement lab.SidePlacement `json:"cpus"`
 	// Loops are the loop threads the side reported, in loop order: a
@@ -104,7 +104,7 @@ type loopPin struct {
 	Index, Tid, CPU int
 }
 
-// checkPlacement holds each side's threads, as sampled (ProcResult.Masks),
+// checkPlacement holds each side's threads, as sampled (lab.ProcResult.Masks),
 // to the loop threads the side reported: a reference reactor's
 // Stats.LoopThreads, the load generator's Summary.Loops. On a pinned side
 // each reported loop thread must end on its CPU (having been, before it

@@ -9,9 +9,10 @@ import (
 )
 
 // The rules of a cell that every front end applies alike, `reactorlab
-// run`'s flags and a matrix spec's fields: the range of a server CPU cap,
-// and where a fault spec acts. Each is decided here once; a front end
-// only names the flag or the field.
+// run`'s flags and a matrix spec's fields: where a fault spec acts, and
+// how many loops the load generator runs when none are given (the range
+// of a server CPU cap is the lab's: lab.CheckServerCPU). Each is decided
+// once; a front end only names the flag or the field.
 
 // WireFaultNames are the names of the wire faults faults.ParseWire
 // accepts, in faults.Wires' order.

@@ -53,8 +53,8 @@ func CheckCellDir(dir string) error {
 
 // Validate checks the cell before anything is started: exactly one of a
 // reference reactor and a target command, the reactor's configuration as
-// the serve role would check it (CheckServe), the load as the loadgen
-// role would (CheckLoad; its addresses aside: the harness sets them), the
+// the serve role would check it (roles.CheckServe), the load as the
+// loadgen role would (roles.CheckLoad; its addresses aside: the harness sets them), the
 // start timeout, and a directory. Errors name the field.
 func (cell CellSpec) Validate() error {
 	if (cell.Reactor == "") == (cell.Target == "") {

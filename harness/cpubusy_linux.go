@@ -80,7 +80,7 @@ func (b *SideBusy) contended() (bool, string) {
 }
 
 // CPUBusy is the busy fraction of each side's CPUs over the measured
-// period, from the /proc/stat samples (CPUTicks) taken inside it: FromS and
+// period, from the /proc/stat samples (lab.CPUTicks) taken inside it: FromS and
 // ToS are the span they cover, in seconds after the period's start. A side
 // is nil when unpinned (its CPUs are not its own) or when fewer than two
 // samples fell inside the period; Notes say why.

@@ -11,7 +11,7 @@ import (
 
 // A cell's processes are this test binary in the lab's roles and in
 // serve's and loadgen's (registered by package roles, which this package
-// imports): RunRoleIfChild plays them before any test runs.
+// imports): lab.RunRoleIfChild plays them before any test runs.
 func TestMain(m *testing.M) {
 	lab.RunRoleIfChild()
 	// Under -race every process sleeps 1 s at exit (GORACE

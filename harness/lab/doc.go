@@ -1,5 +1,9 @@
-// Package harness runs one measured pair, a server and a client process, in
-// a lab that leaves nothing behind: that is its one job.
+// Package lab runs a server and a client process, pinned to their CPUs, in
+// network namespaces of their own (or on loopback) and leaves nothing
+// behind: that is its one job. It records what it saw of both (CPU,
+// memory, thread masks, CPU ticks, the server's accept queue) and audits
+// itself before and after. The process that calls Run is called the
+// harness below; the measured cell (package harness) is one.
 //
 // # The lab
 //

@@ -153,7 +153,7 @@ func (l *lab) runPair(ctx context.Context, req labRequest, rep *labReport, intr 
 // which must never happen to the parent's mounts.
 func checkLabChild(parent map[string]string) error {
 	if os.Getpid() != 1 {
-		return fmt.Errorf("pid %d: the lab role runs only as PID 1 of a new PID namespace, started by harness.Run", os.Getpid())
+		return fmt.Errorf("pid %d: the lab role runs only as PID 1 of a new PID namespace, started by lab.Run", os.Getpid())
 	}
 	for _, k := range []string{"mnt", "pid"} {
 		own, err := os.Readlink("/proc/self/ns/" + k)

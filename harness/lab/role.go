@@ -36,7 +36,7 @@ var roles struct {
 // those are mistakes in the program, not input.
 func RegisterRole(name string, main func(args []string) int) {
 	if name == "" || strings.ContainsAny(name, " \t\n=") || main == nil {
-		panic(fmt.Sprintf("harness: RegisterRole(%q): empty or malformed name, or nil main", name))
+		panic(fmt.Sprintf("lab: RegisterRole(%q): empty or malformed name, or nil main", name))
 	}
 	roles.mu.Lock()
 	defer roles.mu.Unlock()
@@ -44,7 +44,7 @@ func RegisterRole(name string, main func(args []string) int) {
 		roles.m = map[string]func([]string) int{}
 	}
 	if _, dup := roles.m[name]; dup {
-		panic(fmt.Sprintf("harness: role %q registered twice", name))
+		panic(fmt.Sprintf("lab: role %q registered twice", name))
 	}
 	roles.m[name] = main
 }

@@ -126,8 +126,9 @@ type Proc struct {
 	// CPU of its side's set, and reports which (a reference reactor's
 	// Stats.LoopThreads, the load generator's Summary.Loops): Run then
 	// accepts a thread on one CPU of the set as well as on the set, and
-	// the caller holds each thread to the report (RunCell does). Without
-	// it every thread must be on the whole set.
+	// the caller holds each thread to the report (the measured cell,
+	// harness.RunCell, does). Without it every thread must be on the
+	// whole set.
 	PinsLoops bool `json:"pins_loops,omitempty"`
 }
 
@@ -307,7 +308,7 @@ type ProcResult struct {
 	Masks         []ThreadMasks         `json:"masks,omitempty"`
 	// CPUTicks is the kernel's account of the side's CPUs (a pinned side
 	// only) at each sample, thinned to at most maxCPUTicks: what
-	// CellResult.CPUBusy is computed from.
+	// harness.CellResult.CPUBusy is computed from.
 	CPUTicks []CPUTicks `json:"cpu_ticks,omitempty"`
 	// AcceptQueue is, for the server, its listen queues on the data port
 	// as sampled while the client ran (startAcceptQueue; nil for the

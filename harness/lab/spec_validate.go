@@ -161,7 +161,7 @@ func sysctlPath(k string) string {
 	return "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
 }
 
-// CheckServerCPU refuses a server CPU cap (CellSpec.ServerCPU,
+// CheckServerCPU refuses a server CPU cap (harness.CellSpec.ServerCPU,
 // LabSpec.ServerCPU, in CPUs) outside proc.MinCPUShare..proc.MaxCPUShare,
 // 0 (no cap) aside: NaN and infinities too. The error says what is
 // accepted and leaves naming the value to the caller ("--server-cpu
