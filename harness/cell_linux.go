@@ -41,7 +41,7 @@ const DefaultStartTimeout = proc.DefaultReady
 // MaxStartTimeout bounds CellSpec.StartTimeout.
 const MaxStartTimeout = 10 * time.Minute
 
-// CellSpec describes one measured cell, as RunCell runs it (what lab.LabSpec
+// CellSpec describes one measured cell, as RunCell runs it (what lab.Spec
 // is to lab.Run): a target under one load, placed, and the directory for its
 // files. Exactly one of Reactor and Target is set (Validate says what else
 // must hold); `reactorlab run` builds one from its flags, a matrix one per
@@ -66,18 +66,18 @@ type CellSpec struct {
 	Target string `json:"target,omitempty"`
 	// Load is the load; its addresses are set by the harness.
 	Load loadgen.Config `json:"load"`
-	// Placement, Mode and Grace are as in lab.LabSpec.
+	// Placement, Mode and Grace are as in lab.Spec.
 	Placement lab.Placement `json:"cpus"`
 	Mode      lab.Mode      `json:"mode"`
 	Grace     time.Duration `json:"-"` // JSON: "grace_s", seconds
-	// ServerCPU caps the server's CPU time, in CPUs (lab.LabSpec.ServerCPU);
+	// ServerCPU caps the server's CPU time, in CPUs (lab.Spec.ServerCPU);
 	// 0 leaves it unlimited.
 	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// StartTimeout bounds the wait for the server to accept on its
-	// addresses (lab.LabSpec.Ready; 0: DefaultStartTimeout, at most
+	// addresses (lab.Spec.Ready; 0: DefaultStartTimeout, at most
 	// MaxStartTimeout). A server that does not is a *target.StartError.
 	StartTimeout time.Duration `json:"-"` // JSON: "start_timeout_s", seconds
-	// Interrupt, when closed, winds the run down (lab.LabSpec.Interrupt): the
+	// Interrupt, when closed, winds the run down (lab.Spec.Interrupt): the
 	// load generator stops and reports what it measured, and RunCell
 	// returns the result, invalid, as "interrupted". Nil never does.
 	Interrupt <-chan struct{} `json:"-"`
@@ -88,7 +88,7 @@ type CellSpec struct {
 
 type plainCell CellSpec
 
-// cellJSON is CellSpec's JSON: Grace in seconds, as lab.LabSpec's durations.
+// cellJSON is CellSpec's JSON: Grace in seconds, as lab.Spec's durations.
 type cellJSON struct {
 	*plainCell
 	Grace        jsontime.Seconds `json:"grace_s,omitempty"`
@@ -120,7 +120,7 @@ type CellResult struct {
 	Cell CellSpec `json:"cell"`
 	// Lab is the run's record: mode, placement, CPU and memory per side,
 	// audit.
-	Lab *lab.LabResult `json:"lab"`
+	Lab *lab.Result `json:"lab"`
 	// Load is the load generator's summary (nil if it did not produce one).
 	Load *loadgen.Summary `json:"load,omitempty"`
 	// Server is a reference reactor's final output (nil for a black box or

@@ -64,13 +64,13 @@ func RunCell(ctx context.Context, cell CellSpec, progress func(loadgen.Progress)
 // records its serve flags, writes the load generator's configuration and
 // removes a stale progress file; it returns the cell so completed and its
 // lab run. Nothing is started.
-func (cell CellSpec) prepare() (CellSpec, lab.LabSpec, error) {
+func (cell CellSpec) prepare() (CellSpec, lab.Spec, error) {
 	if err := cell.Validate(); err != nil {
-		return cell, lab.LabSpec{}, err
+		return cell, lab.Spec{}, err
 	}
 	dir, err := filepath.Abs(cell.Dir)
 	if err != nil {
-		return cell, lab.LabSpec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
 	}
 	cell.Dir = dir
 	if cell.Reactor != "" {
@@ -79,23 +79,23 @@ func (cell CellSpec) prepare() (CellSpec, lab.LabSpec, error) {
 		cell.ServeArgs = cell.serveArgs()
 	}
 	if cell, err = cell.Place(); err != nil {
-		return cell, lab.LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	spec, load := cell.labSpec()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return cell, lab.LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	enc, err := json.MarshalIndent(load, "", "  ")
 	if err != nil {
-		return cell, lab.LabSpec{}, fmt.Errorf("cell: load configuration: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: load configuration: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, CellLoadConfigFile), append(enc, '\n'), 0o644); err != nil {
-		return cell, lab.LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	// A stale progress file from an earlier run in the same directory must
 	// not be read as this run's.
 	if err := os.Remove(filepath.Join(dir, CellProgressFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cell, lab.LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	return cell, spec, nil
 }
@@ -103,7 +103,7 @@ func (cell CellSpec) prepare() (CellSpec, lab.LabSpec, error) {
 // runTailing runs the lab spec while passing each line of the progress
 // file at progressPath to progress (see tailProgress), and stops following
 // the file once the run is over.
-func runTailing(ctx context.Context, spec lab.LabSpec, progressPath string, progress func(loadgen.Progress)) (*lab.LabResult, error) {
+func runTailing(ctx context.Context, spec lab.Spec, progressPath string, progress func(loadgen.Progress)) (*lab.Result, error) {
 	tailDone := make(chan struct{})
 	tailStop := make(chan struct{})
 	go func() {
@@ -120,7 +120,7 @@ func runTailing(ctx context.Context, spec lab.LabSpec, progressPath string, prog
 // reasons, the load generator's summary and the reference reactor's final
 // statistics (each read from the last line its process printed), and the
 // verdict.
-func newCellResult(cell CellSpec, labRes *lab.LabResult) *CellResult {
+func newCellResult(cell CellSpec, labRes *lab.Result) *CellResult {
 	res := &CellResult{Cell: cell, Lab: labRes}
 	res.Invalid = append(res.Invalid, labRes.Invalid...)
 	res.readLoad()
@@ -216,11 +216,11 @@ func (cell CellSpec) startTimeout() time.Duration {
 
 // labSpec is the lab run of the cell, with its files under cell.Dir, and
 // the load generator's configuration as the loadgen role will read it.
-func (cell CellSpec) labSpec() (lab.LabSpec, loadgen.Config) {
+func (cell CellSpec) labSpec() (lab.Spec, loadgen.Config) {
 	load := cell.Load
 	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
 	load.Progress = nil
-	spec := lab.LabSpec{Placement: cell.Placement, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
+	spec := lab.Spec{Placement: cell.Placement, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
 		Interrupt: cell.Interrupt}
 	if cell.Reactor != "" {
 		argv := append([]string{lab.RolePrefix + roles.Serve, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)

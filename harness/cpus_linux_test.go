@@ -217,7 +217,7 @@ func TestCPUBusy(t *testing.T) {
 	}
 	srv := &lab.ProcResult{Placement: lab.ListPlacement(0), CPUTicks: []lab.CPUTicks{tick(0.5, 0, 0), tick(1.1, 100, 200), tick(2, 195, 300), tick(3.5, 195, 500)}}
 	gen := &lab.ProcResult{Placement: lab.ListPlacement(1), CPUTicks: []lab.CPUTicks{tick(0.5, 0, 0), tick(1.5, 10, 100)}}
-	res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}}, Lab: &lab.LabResult{Server: srv, Client: gen},
+	res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}}, Lab: &lab.Result{Server: srv, Client: gen},
 		Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget}}}
 	res.measureBusy()
 	b := res.CPUBusy
@@ -273,7 +273,7 @@ func TestContention(t *testing.T) {
 	}
 	cell := func(srv, gen []lab.CPUTicks, selfCheck loadgen.SelfCheck) *CellResult {
 		res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}},
-			Lab:  &lab.LabResult{Server: &lab.ProcResult{Placement: lab.ListPlacement(0), CPUTicks: srv}, Client: &lab.ProcResult{Placement: lab.ListPlacement(1), CPUTicks: gen}},
+			Lab:  &lab.Result{Server: &lab.ProcResult{Placement: lab.ListPlacement(0), CPUTicks: srv}, Client: &lab.ProcResult{Placement: lab.ListPlacement(1), CPUTicks: gen}},
 			Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: selfCheck}}
 		res.measureBusy()
 		return res

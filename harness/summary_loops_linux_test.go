@@ -27,7 +27,7 @@ func multiLoopResult() *CellResult {
 		Duration: 2 * time.Second, Warmup: time.Second}
 	return &CellResult{
 		Cell: CellSpec{Reactor: "mainsub", Load: load},
-		Lab:  &lab.LabResult{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 10 * time.Second}},
+		Lab:  &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 10 * time.Second}},
 		Load: &loadgen.Summary{Config: load, Churn: &loadgen.ChurnOutcome{Scheduled: 900, Opened: 880, Skipped: 20, Connected: 870, Refused: 10,
 			Answered: 865, Reset: 5, MaxOpen: 12}},
 		Server: &roles.ServeOutput{Stats: reactors.Stats{

@@ -61,7 +61,7 @@ func TestMetricsKnownValues(t *testing.T) {
 			Stop:          &loadgen.StopOutcome{Status: "acknowledged", LatencyUs: 777},
 			HealthCheck:   &loadgen.HealthCheck{FalseTimeouts: 9, FalseRemovals: 2},
 		},
-		Lab: &lab.LabResult{Mode: lab.ModeLab, Server: &lab.ProcResult{
+		Lab: &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{
 			UserNs: 1.5e9, SysNs: 0.5e9, MaxRSS: 3 << 20, Elapsed: 4 * time.Second}},
 		Server: &roles.ServeOutput{Stats: reactors.Stats{
 			Counters: reactors.Counters{FramesEchoed: 1e6, IngressMaxDepth: 17, IdleWakeups: 400, ZeroTimeoutWaits: 80},

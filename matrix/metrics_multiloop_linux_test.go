@@ -56,7 +56,7 @@ func TestMultiLoopMetrics(t *testing.T) {
 		Valid: true,
 		Load: &loadgen.Summary{Latency: lat, SelfCheck: loadgen.SelfCheck{RunS: 2},
 			Churn: &loadgen.ChurnOutcome{Refused: 3, Reset: 4, Skipped: 5}},
-		Lab: &lab.LabResult{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 5 * time.Second}},
+		Lab: &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 5 * time.Second}},
 		Server: &roles.ServeOutput{Stats: reactors.Stats{
 			PerLoop: per, Imbalance: reactors.ImbalanceOf(per),
 			Counters:   reactors.Counters{Accepts: 40, UselessAcceptWakeups: 20},

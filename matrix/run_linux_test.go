@@ -86,7 +86,7 @@ func fakeRunCell(root string) func(ctx context.Context, c harness.CellSpec) (*ha
 		}
 		return &harness.CellResult{
 			Cell: c, Valid: true, Load: sum,
-			Lab: &lab.LabResult{Mode: lab.ModeLab, Valid: true,
+			Lab: &lab.Result{Mode: lab.ModeLab, Valid: true,
 				Server: &lab.ProcResult{UserNs: int64(1e9 + rng.IntN(1e8)), SysNs: 5e8, MaxRSS: 10 << 20, Elapsed: 3 * time.Second}},
 		}, nil
 	}

@@ -119,7 +119,7 @@ type Settings struct {
 	ReactorFaults []string
 
 	// ServerCPU caps the server's CPU time at this many CPUs (0.5: half of
-	// one) with a cgroup CPU quota (lab.LabSpec.ServerCPU), so that the
+	// one) with a cgroup CPU quota (lab.Spec.ServerCPU), so that the
 	// server and not the load generator is the limit; 0: no cap. It applies
 	// to reference reactors and black-box targets alike.
 	ServerCPU float64

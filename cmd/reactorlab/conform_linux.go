@@ -105,7 +105,7 @@ var conformLabStopReserve = 10 * time.Second
 const conformTailEvery = 100 * time.Millisecond
 
 // conformInLab runs `reactorlab conform args...` as the only process of a
-// lab (lab.LabSpec.Alone): in network, PID and mount namespaces of its
+// lab (lab.Spec.Alone): in network, PID and mount namespaces of its
 // own, so its traffic is on the lab's loopback and nothing it starts can
 // outlive it. Its stderr (progress, notes, and the table with --json - or
 // --junit -) is copied to stderr as it runs, all of it, through a file in
@@ -113,7 +113,7 @@ const conformTailEvery = 100 * time.Millisecond
 // when it ends.
 //
 // When ctx ends (SIGINT or SIGTERM) the suite is sent SIGTERM
-// (LabSpec.Interrupt): it reports what it had done, as outside the lab,
+// (lab.Spec.Interrupt): it reports what it had done, as outside the lab,
 // if it does so within grace plus conformLabStopReserve; otherwise it is
 // killed and this says its report was lost, and that reportFiles (the
 // --json and --junit files it was to write) may not hold it.
@@ -143,7 +143,7 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 	labGrace := grace + conformLabStopReserve
 	// Run's own context only bounds it: cancelling it would kill the suite
 	// at once, before it could report. A signal winds the suite down.
-	res, err := lab.Run(context.Background(), lab.LabSpec{
+	res, err := lab.Run(context.Background(), lab.Spec{
 		Client: lab.Proc{Argv: append([]string{lab.RolePrefix + cliRole,
 			"--stdout=" + outPath, "--stderr=" + errPath, "conform"}, args...)},
 		Placement: lab.Unpinned,
@@ -229,7 +229,7 @@ type labOutcome struct {
 // judgeLabRun judges the lab run res (err from lab.Run; interrupted:
 // a signal came) by how the suite ended. A lab that could not be set up is
 // said on stderr here.
-func judgeLabRun(res *lab.LabResult, err error, interrupted bool, labGrace time.Duration, reportFiles []string, stderr io.Writer) labOutcome {
+func judgeLabRun(res *lab.Result, err error, interrupted bool, labGrace time.Duration, reportFiles []string, stderr io.Writer) labOutcome {
 	c := res.Client
 	var problems []string
 	for _, d := range res.Audit.Diffs {
@@ -276,7 +276,7 @@ func judgeLabRun(res *lab.LabResult, err error, interrupted bool, labGrace time.
 
 // report says on stderr what was lost and what was not clean, or that the
 // suite ran in the lab and its audit was clean, and returns the exit code.
-func (o labOutcome) report(res *lab.LabResult, stderr io.Writer) int {
+func (o labOutcome) report(res *lab.Result, stderr io.Writer) int {
 	if o.lost != "" {
 		fmt.Fprintf(stderr, "reactorlab conform: --lab: %s\n", o.lost)
 	}

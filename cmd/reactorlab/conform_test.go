@@ -112,8 +112,8 @@ func TestConformReferenceProcess(t *testing.T) {
 // writes its reports where it was asked to, and the lab's audit is clean
 // after a clean run and after a failing one.
 func TestConformInLab(t *testing.T) {
-	if err := lab.CheckLab(context.Background()); err != nil {
-		if required, why := lab.LabRequired(); required || !errors.Is(err, lab.ErrLabUnavailable) {
+	if err := lab.Check(context.Background()); err != nil {
+		if required, why := lab.Required(); required || !errors.Is(err, lab.ErrUnavailable) {
 			t.Fatalf("the lab must work here (%s): %v", why, err)
 		}
 		t.Skipf("no lab here: %v", err)
@@ -446,8 +446,8 @@ func TestConformInterrupted(t *testing.T) {
 // does not stop in its time is killed, and then the run still exits 130
 // and says the report was lost. Either way nothing is left behind.
 func TestConformInterruptedInLab(t *testing.T) {
-	if err := lab.CheckLab(context.Background()); err != nil {
-		if required, why := lab.LabRequired(); required || !errors.Is(err, lab.ErrLabUnavailable) {
+	if err := lab.Check(context.Background()); err != nil {
+		if required, why := lab.Required(); required || !errors.Is(err, lab.ErrUnavailable) {
 			t.Fatalf("the lab must work here (%s): %v", why, err)
 		}
 		t.Skipf("no lab here: %v", err)

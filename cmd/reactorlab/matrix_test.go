@@ -506,7 +506,7 @@ func matrixFakeCell(c harness.CellSpec) (*harness.CellResult, error) {
 		Latency: rec.Summary(), SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget, RunS: total.Seconds()}}
 	sum.EchoRate = 1000
 	return &harness.CellResult{Cell: c, Valid: true, Load: sum,
-		Lab: &lab.LabResult{Mode: lab.ModeLab, Valid: true,
+		Lab: &lab.Result{Mode: lab.ModeLab, Valid: true,
 			Server: &lab.ProcResult{UserNs: 1e8, SysNs: 5e7, MaxRSS: 10 << 20, Elapsed: total}}}, nil
 }
 

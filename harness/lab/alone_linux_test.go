@@ -50,7 +50,7 @@ func TestRunAlone(t *testing.T) {
 			if mode == ModeLab {
 				needLab(t)
 			}
-			spec := LabSpec{Client: Proc{Argv: []string{"@test-alone"}}, Placement: Unpinned, Mode: mode, Timeout: 30 * time.Second, Grace: time.Second}
+			spec := Spec{Client: Proc{Argv: []string{"@test-alone"}}, Placement: Unpinned, Mode: mode, Timeout: 30 * time.Second, Grace: time.Second}
 			res, err := Run(context.Background(), spec)
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +67,7 @@ func TestRunAlone(t *testing.T) {
 			}
 		})
 	}
-	_, err = Run(context.Background(), LabSpec{Client: Proc{Argv: []string{"@test-alone"}}, Control: true, Placement: Unpinned, Timeout: 30 * time.Second})
+	_, err = Run(context.Background(), Spec{Client: Proc{Argv: []string{"@test-alone"}}, Control: true, Placement: Unpinned, Timeout: 30 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "no server") {
 		t.Errorf("a control address without a server: got %v", err)
 	}

@@ -35,10 +35,10 @@
 // A loopback run is the same run child, keeper and orchestration without
 // the namespaces: the run child starts both processes on 127.0.0.1 in the
 // harness's namespaces, with the same pinning. Mode auto falls back to it
-// only where the kernel refuses namespaces (ErrLabUnavailable: creating
+// only where the kernel refuses namespaces (ErrUnavailable: creating
 // one, or mounting the lab's /proc, fails with EPERM, EACCES,
 // ENOSPC, EINVAL or EUSERS, or a per-namespace sysctl with EPERM or
-// EACCES), and records why in LabResult.Fallback; Mode lab fails with that
+// EACCES), and records why in Result.Fallback; Mode lab fails with that
 // reason. Any other failure of the setup (netlink, an address, a sysctl
 // value, the lab's own checks) is a broken lab: an error in every mode,
 // never a fallback.
@@ -75,7 +75,7 @@
 //     run's processes still running once it has stopped them, nor the
 //     keeper any to sweep after it, or the run is marked invalid with the
 //     difference named.
-//   - Every run is bounded by LabSpec.Timeout; every process and goroutine it
+//   - Every run is bounded by Spec.Timeout; every process and goroutine it
 //     starts is stopped before Run returns.
 //
 // # Roles

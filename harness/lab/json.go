@@ -9,7 +9,7 @@ import (
 	"github.com/reactorlab/reactorlab/internal/jsontime"
 )
 
-// The JSON of LabSpec, LabResult and ProcResult names the unit of every
+// The JSON of Spec, Result and ProcResult names the unit of every
 // duration in its key and writes it in seconds, a decimal number:
 // "timeout_s": 60, "elapsed_s": 1.234567891. (CPU times stay integer
 // nanoseconds, "user_ns", as the kernel counts them.) The Go fields stay
@@ -20,7 +20,7 @@ import (
 // secs is a time.Duration that JSON writes as seconds.
 type secs = jsontime.Seconds
 
-// specJSON is LabSpec's JSON: its own fields (durations left out) and the
+// specJSON is Spec's JSON: its own fields (durations left out) and the
 // durations in seconds.
 type specJSON struct {
 	*plainSpec
@@ -36,10 +36,10 @@ type specJSON struct {
 	OldSampleEvery json.RawMessage `json:"sample_every,omitempty"`
 }
 
-type plainSpec LabSpec
+type plainSpec Spec
 
 // MarshalJSON writes the spec with its durations in seconds ("timeout_s").
-func (s LabSpec) MarshalJSON() ([]byte, error) {
+func (s Spec) MarshalJSON() ([]byte, error) {
 	p := plainSpec(s)
 	return json.Marshal(specJSON{plainSpec: &p, Timeout: secs(s.Timeout), Ready: secs(s.Ready),
 		Grace: secs(s.Grace), SampleEvery: secs(s.SampleEvery)})
@@ -48,7 +48,7 @@ func (s LabSpec) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes. It refuses the keys
 // "timeout", "ready", "grace" and "sample_every" (unlabelled nanoseconds,
 // as earlier versions wrote them), naming the key to use instead.
-func (s *LabSpec) UnmarshalJSON(b []byte) error {
+func (s *Spec) UnmarshalJSON(b []byte) error {
 	v := specJSON{plainSpec: (*plainSpec)(s)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (s *LabSpec) UnmarshalJSON(b []byte) error {
 	return errors.Join(errs...)
 }
 
-type plainResult LabResult
+type plainResult Result
 
 type resultJSON struct {
 	*plainResult
@@ -75,13 +75,13 @@ type resultJSON struct {
 }
 
 // MarshalJSON writes the result with Elapsed in seconds ("elapsed_s").
-func (r LabResult) MarshalJSON() ([]byte, error) {
+func (r Result) MarshalJSON() ([]byte, error) {
 	p := plainResult(r)
 	return json.Marshal(resultJSON{plainResult: &p, Elapsed: secs(r.Elapsed)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
-func (r *LabResult) UnmarshalJSON(b []byte) error {
+func (r *Result) UnmarshalJSON(b []byte) error {
 	v := resultJSON{plainResult: (*plainResult)(r)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err

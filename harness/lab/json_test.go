@@ -15,7 +15,7 @@ import (
 // its key, in seconds ("timeout_s"), no unlabelled nanosecond integer is
 // left, and both survive the round trip exactly.
 func TestJSONDurationsAreLabelled(t *testing.T) {
-	spec := LabSpec{
+	spec := Spec{
 		Server:        Proc{Argv: []string{"@test-echo"}, Env: []string{"A=1"}},
 		Client:        Proc{Argv: []string{"@test-client", "{addr}"}},
 		Control:       true,
@@ -32,7 +32,7 @@ func TestJSONDurationsAreLabelled(t *testing.T) {
 		AffinityStart: []proc.ThreadAffinity{{Tid: 7, CPUList: "0"}},
 		Stdout:        []byte("{}\n"), UserNs: 10_000_000, SysNs: 20_000_000, MaxRSS: 1 << 20,
 		Sampled: proc.Usage{UserNs: 1, RSS: 2, PeakRSS: 3}, Samples: 4, Elapsed: 1234567891 * time.Nanosecond}
-	res := LabResult{
+	res := Result{
 		Mode: ModeLab, Addr: "198.18.0.1:9000", Control: "198.18.0.1:9001", Placement: spec.Placement,
 		Sysctls: map[string]string{"net.core.somaxconn": "1234"}, Namespaces: []string{"net:[1]"},
 		Server: proc1, Client: &ProcResult{Argv: []string{"@test-client"}, Pid: 8, Placement: ListPlacement(1), Code: -1, Signal: "killed", Elapsed: time.Millisecond},
@@ -50,8 +50,8 @@ func TestJSONDurationsAreLabelled(t *testing.T) {
 		v, back any
 		keys    []string
 	}{
-		{"LabSpec", spec, new(LabSpec), []string{`"timeout_s":90`, `"ready_s":1.5`, `"grace_s":2.000000001`, `"sample_every_s":0.1`}},
-		{"LabResult", res, new(LabResult), []string{`"elapsed_s":3.000000005`, `"elapsed_s":1.234567891`, `"elapsed_s":0.001`}},
+		{"Spec", spec, new(Spec), []string{`"timeout_s":90`, `"ready_s":1.5`, `"grace_s":2.000000001`, `"sample_every_s":0.1`}},
+		{"Result", res, new(Result), []string{`"elapsed_s":3.000000005`, `"elapsed_s":1.234567891`, `"elapsed_s":0.001`}},
 	} {
 		b, err := json.Marshal(c.v)
 		if err != nil {
@@ -76,11 +76,11 @@ func TestJSONDurationsAreLabelled(t *testing.T) {
 	}
 
 	// The zero durations of a spec are left out (they mean the defaults).
-	if b, _ := json.Marshal(LabSpec{}); strings.Contains(string(b), "_s") {
+	if b, _ := json.Marshal(Spec{}); strings.Contains(string(b), "_s") {
 		t.Errorf("zero spec: %s", b)
 	}
 	// A spec in the old form is refused, not run with the defaults.
-	var s LabSpec
+	var s Spec
 	err := json.Unmarshal([]byte(`{"client":{"argv":["x"]},"timeout":60000000000}`), &s)
 	if err == nil || !strings.Contains(err.Error(), `"timeout_s"`) {
 		t.Errorf("old timeout key: %v", err)

@@ -31,7 +31,7 @@ const sweepBound = time.Second
 // a user namespace too, mapping this uid and gid to root; for loopback, in
 // the keeper's own namespaces. The run child has SIGKILL as its
 // parent-death signal and the keeper's stdout and stderr. SIGINT is passed
-// on to the run child, which winds the run down (LabSpec.Interrupt). The keeper
+// on to the run child, which winds the run down (Spec.Interrupt). The keeper
 // reports the start (or why it failed, as a setup error) on stdout before
 // the child can write anything (the child waits for the request on its
 // stdin), then waits for the child; on SIGTERM it kills the child and

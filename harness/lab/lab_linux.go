@@ -27,7 +27,7 @@ import (
 // up to two stdouts of proc.MaxStdout, base64-encoded.
 const maxLabOutput = 4*proc.MaxStdout + 1<<20
 
-// checkBudget bounds CheckLab.
+// checkBudget bounds Check.
 const checkBudget = 10 * time.Second
 
 // testHooks are set only by this package's tests, never concurrently with
@@ -37,7 +37,7 @@ var testHooks struct {
 	up func(labUp)
 	// afterRun is called in the parent after the run, before the
 	// after-audit.
-	afterRun func(*LabResult)
+	afterRun func(*Result)
 	// brk is planted in every run child's request (labRequest.Break).
 	brk string
 	// links are host link names the audit watches besides the lab's own
@@ -56,16 +56,16 @@ var testHooks struct {
 // is complete as far as the run went, always carries the leak audit, and is
 // Valid only if nothing went wrong; the error reports a run that could not
 // be carried out: a lab the kernel refuses in Mode lab (wrapping
-// ErrLabUnavailable), a lab whose setup failed otherwise (in any mode), a
+// ErrUnavailable), a lab whose setup failed otherwise (in any mode), a
 // server that could not be started (wrapping a *target.StartError, also in
-// LabResult.StartFailure: its program missing, an exit before it
+// Result.StartFailure: its program missing, an exit before it
 // listened, or no listener within spec.Ready), a timeout, cancellation of
 // ctx.
 //
 // The audit sees the whole process: descriptors opened and processes
 // started by other goroutines during the run are blamed on it. Run one at
 // a time, from a process that is otherwise quiet.
-func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
+func Run(ctx context.Context, ls Spec) (*Result, error) {
 	start := time.Now()
 	s, err := ls.validate()
 	if err == nil {
@@ -83,14 +83,14 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 
 	primeRuntime()
 	before, berr := takeSnapshot()
-	res := &LabResult{Placement: s.Placement}
+	res := &Result{Placement: s.Placement}
 	var child []string // what the run child and its keeper found
 	switch s.Mode {
 	case ModeLoopback:
 		child, err = runChild(ctx, s, res, true)
 	default:
 		child, err = runChild(ctx, s, res, false)
-		if errors.Is(err, ErrLabUnavailable) && s.Mode == ModeAuto {
+		if errors.Is(err, ErrUnavailable) && s.Mode == ModeAuto {
 			res.Fallback = err.Error()
 			res.UserNS = false
 			var more []string
@@ -110,12 +110,12 @@ func Run(ctx context.Context, ls LabSpec) (*LabResult, error) {
 	return res, err
 }
 
-// CheckLab sets up an empty lab and tears it down. It returns nil if Run
-// can run in the lab; an error wrapping ErrLabUnavailable that names the
+// Check sets up an empty lab and tears it down. It returns nil if Run
+// can run in the lab; an error wrapping ErrUnavailable that names the
 // step the kernel refused and its reason; or, for a lab that is broken
 // rather than refused, a plain error. It takes a few tens of milliseconds
 // and leaves nothing behind.
-func CheckLab(ctx context.Context) error {
+func Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, checkBudget)
 	defer cancel()
 	c, err := startLab(ctx, labRequest{Probe: true, Budget: checkBudget - reportMargin}, nil)
@@ -142,16 +142,16 @@ func CheckLab(ctx context.Context) error {
 	return nil
 }
 
-// LabRequired reports whether this process is expected to have a lab, and
+// Required reports whether this process is expected to have a lab, and
 // why: it runs as root in the initial user namespace (a CI runner, say),
 // or REACTORLAB_REQUIRE_LAB=1 says so. Tests that need a lab use it to fail
 // rather than skip where a lab must work, so that a broken lab cannot pass
 // for a forbidden one. REACTORLAB_REQUIRE_LAB=0 waives it (root in a
 // container without namespace privileges).
-func LabRequired() (required bool, why string) {
-	switch os.Getenv(RequireLabEnv) {
+func Required() (required bool, why string) {
+	switch os.Getenv(RequireEnv) {
 	case "1":
-		return true, RequireLabEnv + "=1"
+		return true, RequireEnv + "=1"
 	case "0":
 		return false, ""
 	}
@@ -169,10 +169,10 @@ func LabRequired() (required bool, why string) {
 }
 
 // setupErr is the error a SetupError event stands for: wrapping
-// ErrLabUnavailable when the kernel refused namespaces, plain otherwise.
+// ErrUnavailable when the kernel refused namespaces, plain otherwise.
 func (ev labEvent) setupErr() error {
 	if ev.Unavailable {
-		return fmt.Errorf("%w: %s", ErrLabUnavailable, ev.SetupError)
+		return fmt.Errorf("%w: %s", ErrUnavailable, ev.SetupError)
 	}
 	return fmt.Errorf("setup failed: %s", ev.SetupError)
 }
@@ -181,14 +181,14 @@ func (ev labEvent) setupErr() error {
 // counterpart in this process's namespaces, both under a keeper, and
 // copies its report into res. It returns what the run child's audit of
 // itself and the keeper's sweep found, for the leak audit. An error
-// wrapping ErrLabUnavailable means nothing was started.
-func runChild(ctx context.Context, s *spec, res *LabResult, loopback bool) (found []string, err error) {
+// wrapping ErrUnavailable means nothing was started.
+func runChild(ctx context.Context, s *validSpec, res *Result, loopback bool) (found []string, err error) {
 	res.Mode = ModeLab
 	if loopback {
 		res.Mode = ModeLoopback
 	}
 	deadline, _ := ctx.Deadline()
-	req := labRequest{Spec: s.LabSpec, Sysctls: s.sysctls, Budget: time.Until(deadline) - reportMargin,
+	req := labRequest{Spec: s.Spec, Sysctls: s.sysctls, Budget: time.Until(deadline) - reportMargin,
 		Loopback: loopback}
 	c, err := startLab(ctx, req, s.Interrupt)
 	if err != nil {
@@ -294,7 +294,7 @@ type labChild struct {
 // holds nothing of the run. Its first event says where the run child runs
 // or why it could not start. When interrupt is closed (it may be nil) the
 // keeper is sent SIGINT, which it passes on to the run child, which winds
-// the run down (LabSpec.Interrupt).
+// the run down (Spec.Interrupt).
 func startLab(ctx context.Context, req labRequest, interrupt <-chan struct{}) (*labChild, error) {
 	req.Break = testHooks.brk
 	var err error
@@ -437,7 +437,7 @@ func childNamespaces(pid int, parent map[string]string) []string {
 
 // judge fills Valid and Invalid from the run's error, both processes and
 // the audit.
-func (r *LabResult) judge(runErr error, serverMayExit, alone bool) {
+func (r *Result) judge(runErr error, serverMayExit, alone bool) {
 	var inv []string
 	if runErr != nil {
 		inv = append(inv, runErr.Error())

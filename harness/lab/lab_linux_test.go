@@ -21,11 +21,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var labCheck = sync.OnceValue(func() error { return CheckLab(context.Background()) })
+var labCheck = sync.OnceValue(func() error { return Check(context.Background()) })
 
 // needLab skips the test, with the kernel's reason, where the kernel
 // refuses this process a lab (found by trying), and fails it where the lab
-// is broken, or where it is refused though it must work (LabRequired: root
+// is broken, or where it is refused though it must work (Required: root
 // in the initial user namespace, or REACTORLAB_REQUIRE_LAB=1), so that a
 // bug of ours in the lab turns CI red instead of skipping every lab test.
 func needLab(t *testing.T) {
@@ -39,16 +39,16 @@ func needLab(t *testing.T) {
 	}
 }
 
-// labVerdict is needLab's decision on CheckLab's error: a reason to skip,
+// labVerdict is needLab's decision on Check's error: a reason to skip,
 // an error to fail with, or neither (the lab works).
 func labVerdict(checkErr error) (skip string, fail error) {
 	switch {
 	case checkErr == nil:
 		return "", nil
-	case !errors.Is(checkErr, ErrLabUnavailable):
+	case !errors.Is(checkErr, ErrUnavailable):
 		return "", fmt.Errorf("the lab is broken: %w", checkErr)
 	}
-	if must, why := LabRequired(); must {
+	if must, why := Required(); must {
 		return "", fmt.Errorf("a lab must work here (%s), yet: %w", why, checkErr)
 	}
 	return fmt.Sprintf("no lab here: %v", checkErr), nil
@@ -77,8 +77,8 @@ func twoCPUs(t *testing.T) Placement {
 
 // echoSpec is a small valid run: test-echo and a test-client that
 // exchanges a few bytes with it.
-func echoSpec(mode Mode, cpus Placement) LabSpec {
-	return LabSpec{
+func echoSpec(mode Mode, cpus Placement) Spec {
+	return Spec{
 		Server:    Proc{Argv: []string{"@test-echo"}},
 		Client:    Proc{Argv: []string{"@test-client", "{addr}"}},
 		Placement: cpus,
@@ -107,7 +107,7 @@ func noGoroutineLeak(t *testing.T) {
 	})
 }
 
-func mustRun(t *testing.T, spec LabSpec) *LabResult {
+func mustRun(t *testing.T, spec Spec) *Result {
 	t.Helper()
 	res, err := Run(context.Background(), spec)
 	if err != nil {
@@ -166,7 +166,7 @@ func TestRunLoopback(t *testing.T) {
 }
 
 // checkRun checks what every valid echo run must show.
-func checkRun(t *testing.T, res *LabResult, cpus Placement) (echoStats, clientReport) {
+func checkRun(t *testing.T, res *Result, cpus Placement) (echoStats, clientReport) {
 	t.Helper()
 	srv, cli := res.Server, res.Client
 	checkPinned(t, "server", srv, cpus.Server)
@@ -219,8 +219,8 @@ func TestRunLab(t *testing.T) {
 		!slices.Contains(res.Namespaces, st.Netns) || !slices.Contains(res.Namespaces, rep.Netns) {
 		t.Errorf("server in %s, client in %s, host %s, lab %v", st.Netns, rep.Netns, hostNet, res.Namespaces)
 	}
-	if host, _, _ := strings.Cut(rep.Local, ":"); host != LabClientIP {
-		t.Errorf("client's local address %s, want %s: not over the veth", rep.Local, LabClientIP)
+	if host, _, _ := strings.Cut(rep.Local, ":"); host != ClientIP {
+		t.Errorf("client's local address %s, want %s: not over the veth", rep.Local, ClientIP)
 	}
 	for _, w := range []whereami{st.whereami, rep.whereami} {
 		if w.Somaxconn != "1234" || w.PortRange != "1024 65535" {

@@ -11,21 +11,21 @@ import (
 
 // Run fails with errors.ErrUnsupported: the lab and its processes need
 // Linux.
-func Run(ctx context.Context, spec LabSpec) (*LabResult, error) {
+func Run(ctx context.Context, spec Spec) (*Result, error) {
 	return nil, fmt.Errorf("run: %w", errors.ErrUnsupported)
 }
 
-// CheckLab fails with errors.ErrUnsupported (and ErrLabUnavailable): the
+// Check fails with errors.ErrUnsupported (and ErrUnavailable): the
 // lab needs Linux.
-func CheckLab(ctx context.Context) error {
-	return fmt.Errorf("%w: %w", ErrLabUnavailable, errors.ErrUnsupported)
+func Check(ctx context.Context) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, errors.ErrUnsupported)
 }
 
-// LabRequired reports whether REACTORLAB_REQUIRE_LAB=1 says a lab must work
+// Required reports whether REACTORLAB_REQUIRE_LAB=1 says a lab must work
 // here; without Linux none can, so a test that needs one then fails.
-func LabRequired() (required bool, why string) {
-	if os.Getenv(RequireLabEnv) == "1" {
-		return true, RequireLabEnv + "=1"
+func Required() (required bool, why string) {
+	if os.Getenv(RequireEnv) == "1" {
+		return true, RequireEnv + "=1"
 	}
 	return false, ""
 }

@@ -43,7 +43,7 @@ func init() {
 }
 
 // errInterrupted is the cause of a run wound down by SIGINT
-// (LabSpec.Interrupt).
+// (Spec.Interrupt).
 var errInterrupted = errors.New("a signal to the harness wound it down")
 
 // labMain is the run child. For a lab it is PID 1 of its own PID
@@ -57,7 +57,7 @@ var errInterrupted = errors.New("a signal to the harness wound it down")
 // kills whatever is left in its PID namespace; the keeper sweeps up what a
 // loopback run child leaves.
 func labMain([]string) int {
-	// SIGINT winds the run down (LabSpec.Interrupt); caught first, as the
+	// SIGINT winds the run down (Spec.Interrupt); caught first, as the
 	// default would end the run child without a report.
 	intr := make(chan os.Signal, 1)
 	signal.Notify(intr, syscall.SIGINT)
@@ -127,7 +127,7 @@ func setup(req labRequest) (*lab, *setupError) {
 // and records both processes and any error (a *target.StartError among them) in
 // rep.
 func (l *lab) runPair(ctx context.Context, req labRequest, rep *labReport, intr <-chan os.Signal, onUp func(labUp)) {
-	s := &spec{LabSpec: req.Spec, sysctls: req.Sysctls}
+	s := &validSpec{Spec: req.Spec, sysctls: req.Sysctls}
 	pr := pair{server: l.server.w, client: l.client.w, addr: l.addr, control: l.control, probe: !req.Loopback}
 	octx, ocancel := context.WithCancelCause(ctx)
 	go func() {

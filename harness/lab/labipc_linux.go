@@ -10,7 +10,7 @@ import (
 
 // labRequest is what the parent sends the run child on its stdin.
 type labRequest struct {
-	Spec    LabSpec           `json:"spec"`    // validated, defaults applied
+	Spec    Spec              `json:"spec"`    // validated, defaults applied
 	Sysctls map[string]string `json:"sysctls"` // to set in both namespaces
 	// Budget is how long the child has, from its start, until it must have
 	// reported its result; the parent kills it soon after.
@@ -22,7 +22,7 @@ type labRequest struct {
 	// Loopback asks for a run on 127.0.0.1 in the parent's namespaces: no
 	// namespace is made, nothing is mounted.
 	Loopback bool `json:"loopback,omitempty"`
-	// Probe asks for the setup alone (CheckLab): the child reports it and
+	// Probe asks for the setup alone (Check): the child reports it and
 	// exits.
 	Probe bool `json:"probe,omitempty"`
 	// Break is a fault planted by a test (breakVeth…); "" in every real
@@ -37,7 +37,7 @@ type labEvent struct {
 	Started *labStarted `json:"started,omitempty"`
 	// SetupError: the run could not be set up ("step: reason"). Nothing was
 	// started; the child exits. Unavailable says the kernel refused
-	// namespaces (ErrLabUnavailable); otherwise the lab is broken.
+	// namespaces (ErrUnavailable); otherwise the lab is broken.
 	SetupError  string `json:"setup_error,omitempty"`
 	Unavailable bool   `json:"unavailable,omitempty"`
 	// Setup: the namespaces exist, joined and configured.

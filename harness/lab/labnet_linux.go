@@ -24,7 +24,7 @@ const (
 )
 
 // setupError is a failed step of the run's setup. unavailable says it is
-// the kernel refusing namespaces (ErrLabUnavailable), not a broken lab.
+// the kernel refusing namespaces (ErrUnavailable), not a broken lab.
 type setupError struct {
 	step        string
 	err         error
@@ -66,13 +66,13 @@ func setupLab(req labRequest) (*lab, *setupError) {
 		return nil, &setupError{step: "mount /proc", err: os.NewSyscallError("mount", err), unavailable: refusal(err)}
 	}
 	l := &lab{
-		addr:    net.JoinHostPort(LabServerIP, strconv.Itoa(LabDataPort)),
-		control: net.JoinHostPort(LabServerIP, strconv.Itoa(LabDataPort)),
+		addr:    net.JoinHostPort(ServerIP, strconv.Itoa(DataPort)),
+		control: net.JoinHostPort(ServerIP, strconv.Itoa(DataPort)),
 	}
 	if req.Spec.Alone() {
 		l.addr, l.control = "", ""
 	} else if req.Spec.Control {
-		l.control = net.JoinHostPort(LabServerIP, strconv.Itoa(LabControlPort))
+		l.control = net.JoinHostPort(ServerIP, strconv.Itoa(ControlPort))
 	}
 	for _, k := range []string{"net", "pid", "mnt", "user"} {
 		own, err := os.Readlink("/proc/self/ns/" + k)
@@ -229,7 +229,7 @@ func (l *lab) configureLinks(brk string) *setupError {
 		if err := h.LinkAdd(veth); err != nil {
 			return &setupError{step: "create veth", err: err}
 		}
-		if err := linkUp(h, serverLink, LabServerIP); err != nil {
+		if err := linkUp(h, serverLink, ServerIP); err != nil {
 			return &setupError{step: "configure " + serverLink, err: err}
 		}
 		return nil
@@ -241,7 +241,7 @@ func (l *lab) configureLinks(brk string) *setupError {
 		if err := linkUp(h, "lo", ""); err != nil {
 			return &setupError{step: "bring lo up in the client's namespace", err: err}
 		}
-		if err := linkUp(h, clientLink, LabClientIP); err != nil {
+		if err := linkUp(h, clientLink, ClientIP); err != nil {
 			return &setupError{step: "configure " + clientLink, err: err}
 		}
 		return nil
@@ -296,7 +296,7 @@ func (l *lab) configureSysctls(sysctls map[string]string) *setupError {
 	return nil
 }
 
-// linkUp adds ip/LabPrefixLen to the link (unless ip is "") and brings it
+// linkUp adds ip/PrefixLen to the link (unless ip is "") and brings it
 // up.
 func linkUp(h *netlink.Handle, name, ip string) error {
 	link, err := h.LinkByName(name)
@@ -304,7 +304,7 @@ func linkUp(h *netlink.Handle, name, ip string) error {
 		return fmt.Errorf("find %s: %w", name, err)
 	}
 	if ip != "" {
-		a, err := netlink.ParseAddr(ip + "/" + strconv.Itoa(LabPrefixLen))
+		a, err := netlink.ParseAddr(ip + "/" + strconv.Itoa(PrefixLen))
 		if err != nil {
 			return err
 		}

@@ -18,30 +18,30 @@ func TestSpecRefused(t *testing.T) {
 	ok := echoSpec(ModeLoopback, Unpinned)
 	cases := []struct {
 		name string
-		edit func(*LabSpec)
+		edit func(*Spec)
 		want string
 	}{
-		{"empty server argv[0]", func(s *LabSpec) { s.Server.Argv = []string{""} }, "server: empty Argv"},
-		{"empty client", func(s *LabSpec) { s.Client.Argv = nil }, "client: empty Argv"},
-		{"empty client argv[0]", func(s *LabSpec) { s.Client.Argv = []string{""} }, "client: empty Argv"},
-		{"unknown role", func(s *LabSpec) { s.Server.Argv = []string{"@nope"} }, `no role "nope"`},
-		{"internal role", func(s *LabSpec) { s.Client.Argv = []string{"@lab"} }, `the role "lab" is the harness's own`},
-		{"bad env", func(s *LabSpec) { s.Client.Env = []string{"NOEQUALS"} }, `env "NOEQUALS"`},
-		{"bad mode", func(s *LabSpec) { s.Mode = "cloud" }, `mode "cloud"`},
-		{"negative grace", func(s *LabSpec) { s.Grace = -time.Second }, "grace -1s is negative"},
-		{"negative server cpu", func(s *LabSpec) { s.ServerCPU = -0.5 }, "server_cpu -0.5: want a number of CPUs, 0.05..1024"},
-		{"server cpu below the least", func(s *LabSpec) { s.ServerCPU = 0.01 }, "server_cpu 0.01: want a number of CPUs, 0.05..1024"},
-		{"server cpu too many", func(s *LabSpec) { s.ServerCPU = 5000 }, "server_cpu 5000: want a number of CPUs, 0.05..1024"},
-		{"server cpu without a server", func(s *LabSpec) { s.Server.Argv = nil; s.ServerCPU = 0.5 }, "server_cpu set, but there is no server"},
-		{"short timeout", func(s *LabSpec) { s.Timeout = time.Second }, "timeout 1s leaves the client no time"},
-		{"both on CPU 0", func(s *LabSpec) { s.Placement = Placement{Server: ListPlacement(0), Client: ListPlacement(0)} }, "both sides on CPU 0"},
-		{"sets overlap", func(s *LabSpec) { s.Placement = Placement{Server: ListPlacement(0, 1), Client: ListPlacement(1, 2)} }, "CPU 1 is in both the server's set and the loadgen's"},
-		{"CPU not allowed", func(s *LabSpec) { s.Placement = Placement{Server: ListPlacement(maxCPU - 1)} }, "server: CPU 1023 is not one this process may use"},
-		{"count too large", func(s *LabSpec) { s.Placement = Placement{Server: CountPlacement(maxCPU)} }, "server: count:1024, but only"},
-		{"host sysctl", func(s *LabSpec) { s.Sysctls = map[string]string{"kernel.panic": "1"} }, `sysctl "kernel.panic"`},
-		{"path in sysctl", func(s *LabSpec) { s.Sysctls = map[string]string{"net/../../kernel/x": "1"} }, "want a net.* key"},
-		{"sysctl newline", func(s *LabSpec) { s.Sysctls = map[string]string{"net.core.somaxconn": "1\n2"} }, "want one non-empty line"},
-		{"huge argv", func(s *LabSpec) { s.Client.Argv = append(s.Client.Argv, strings.Repeat("x", maxSpecSize)) }, "bytes as JSON"},
+		{"empty server argv[0]", func(s *Spec) { s.Server.Argv = []string{""} }, "server: empty Argv"},
+		{"empty client", func(s *Spec) { s.Client.Argv = nil }, "client: empty Argv"},
+		{"empty client argv[0]", func(s *Spec) { s.Client.Argv = []string{""} }, "client: empty Argv"},
+		{"unknown role", func(s *Spec) { s.Server.Argv = []string{"@nope"} }, `no role "nope"`},
+		{"internal role", func(s *Spec) { s.Client.Argv = []string{"@lab"} }, `the role "lab" is the harness's own`},
+		{"bad env", func(s *Spec) { s.Client.Env = []string{"NOEQUALS"} }, `env "NOEQUALS"`},
+		{"bad mode", func(s *Spec) { s.Mode = "cloud" }, `mode "cloud"`},
+		{"negative grace", func(s *Spec) { s.Grace = -time.Second }, "grace -1s is negative"},
+		{"negative server cpu", func(s *Spec) { s.ServerCPU = -0.5 }, "server_cpu -0.5: want a number of CPUs, 0.05..1024"},
+		{"server cpu below the least", func(s *Spec) { s.ServerCPU = 0.01 }, "server_cpu 0.01: want a number of CPUs, 0.05..1024"},
+		{"server cpu too many", func(s *Spec) { s.ServerCPU = 5000 }, "server_cpu 5000: want a number of CPUs, 0.05..1024"},
+		{"server cpu without a server", func(s *Spec) { s.Server.Argv = nil; s.ServerCPU = 0.5 }, "server_cpu set, but there is no server"},
+		{"short timeout", func(s *Spec) { s.Timeout = time.Second }, "timeout 1s leaves the client no time"},
+		{"both on CPU 0", func(s *Spec) { s.Placement = Placement{Server: ListPlacement(0), Client: ListPlacement(0)} }, "both sides on CPU 0"},
+		{"sets overlap", func(s *Spec) { s.Placement = Placement{Server: ListPlacement(0, 1), Client: ListPlacement(1, 2)} }, "CPU 1 is in both the server's set and the loadgen's"},
+		{"CPU not allowed", func(s *Spec) { s.Placement = Placement{Server: ListPlacement(maxCPU - 1)} }, "server: CPU 1023 is not one this process may use"},
+		{"count too large", func(s *Spec) { s.Placement = Placement{Server: CountPlacement(maxCPU)} }, "server: count:1024, but only"},
+		{"host sysctl", func(s *Spec) { s.Sysctls = map[string]string{"kernel.panic": "1"} }, `sysctl "kernel.panic"`},
+		{"path in sysctl", func(s *Spec) { s.Sysctls = map[string]string{"net/../../kernel/x": "1"} }, "want a net.* key"},
+		{"sysctl newline", func(s *Spec) { s.Sysctls = map[string]string{"net.core.somaxconn": "1\n2"} }, "want one non-empty line"},
+		{"huge argv", func(s *Spec) { s.Client.Argv = append(s.Client.Argv, strings.Repeat("x", maxSpecSize)) }, "bytes as JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

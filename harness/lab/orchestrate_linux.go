@@ -61,7 +61,7 @@ type side struct {
 // reserve), then the server's. Whatever happens, no process it started is
 // left unreaped when it returns. A nil result means that process was never
 // started.
-func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRes, cliRes *ProcResult, err error) {
+func orchestrate(ctx context.Context, s *validSpec, pr pair, onUp func(labUp)) (srvRes, cliRes *ProcResult, err error) {
 	srv := &side{name: "server", cpus: s.Placement.Server, pinsLoops: s.Server.PinsLoops, w: pr.server}
 	cli := &side{name: "client", cpus: s.Placement.Client, pinsLoops: s.Client.PinsLoops, w: pr.client}
 	deadline, ok := ctx.Deadline()
@@ -143,7 +143,7 @@ func orchestrate(ctx context.Context, s *spec, pr pair, onUp func(labUp)) (srvRe
 
 // runAlone runs the client of a spec without a server: started, sampled,
 // waited for within its deadline, stopped if it overstays.
-func runAlone(ctx context.Context, s *spec, pr pair, cli *side, clientDeadline time.Time, onUp func(labUp)) (*ProcResult, error) {
+func runAlone(ctx context.Context, s *validSpec, pr pair, cli *side, clientDeadline time.Time, onUp func(labUp)) (*ProcResult, error) {
 	argv, env := s.Client.expand(pr.addr, pr.control)
 	if err := cli.start(ctx, recorded(s.Client, pr), proc.Spec{Argv: argv, Env: env, NoListen: true, Grace: s.Grace}); err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func runAlone(ctx context.Context, s *spec, pr pair, cli *side, clientDeadline t
 // deadline passes (it is then stopped by the caller and marked timed out)
 // or ctx ends (the error says the run was interrupted). The sampler takes
 // a last sample of every side on its way out.
-func awaitClient(ctx context.Context, s *spec, cli *side, clientDeadline time.Time, sides ...*side) error {
+func awaitClient(ctx context.Context, s *validSpec, cli *side, clientDeadline time.Time, sides ...*side) error {
 	stopSampling := make(chan struct{})
 	var sampling sync.WaitGroup
 	sampling.Add(1)

@@ -38,7 +38,7 @@ func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)
 	placement := Placement{Server: ListPlacement(cpus[0]), Client: ListPlacement(cpus[1])}
 	type outcome struct {
-		res *LabResult
+		res *Result
 		run error
 	}
 	done := make(chan outcome, 1)

@@ -197,14 +197,14 @@ func clientRole(args []string) int {
 
 // harnessOut is one line of test-harness's output.
 type harnessOut struct {
-	Up          *labUp     `json:"up,omitempty"`
-	Result      *LabResult `json:"result,omitempty"`
-	Error       string     `json:"error,omitempty"`
-	Unavailable bool       `json:"unavailable,omitempty"`
-	Done        bool       `json:"done,omitempty"`
+	Up          *labUp  `json:"up,omitempty"`
+	Result      *Result `json:"result,omitempty"`
+	Error       string  `json:"error,omitempty"`
+	Unavailable bool    `json:"unavailable,omitempty"`
+	Done        bool    `json:"done,omitempty"`
 }
 
-// harnessRole runs Run once per LabSpec given as a JSON argument, printing
+// harnessRole runs Run once per Spec given as a JSON argument, printing
 // an "up" line as soon as both processes run, a result line after each run,
 // and a "done" line last. --max-netns=N first sets this user namespace's
 // user.max_net_namespaces to N, so the kernel refuses every network
@@ -226,7 +226,7 @@ func harnessRole(args []string) int {
 	}
 	testHooks.up = func(up labUp) { out.Encode(harnessOut{Up: &up}) }
 	for _, a := range fs.Args() {
-		var spec LabSpec
+		var spec Spec
 		if err := json.Unmarshal([]byte(a), &spec); err != nil {
 			out.Encode(harnessOut{Error: "spec: " + err.Error()})
 			return 0
@@ -234,7 +234,7 @@ func harnessRole(args []string) int {
 		res, err := Run(context.Background(), spec)
 		o := harnessOut{Result: res}
 		if err != nil {
-			o.Error, o.Unavailable = err.Error(), errors.Is(err, ErrLabUnavailable)
+			o.Error, o.Unavailable = err.Error(), errors.Is(err, ErrUnavailable)
 		}
 		out.Encode(o)
 	}

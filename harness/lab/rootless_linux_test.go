@@ -111,7 +111,7 @@ func copyFile(src, dst string) error {
 // namespace whose user.max_net_namespaces is N makes the clone or unshare
 // of any network namespace beyond the Nth below it fail with ENOSPC), Mode
 // auto runs on loopback and records why, and Mode lab fails with that
-// reason (ErrLabUnavailable), whether the keeper's clone of the lab child
+// reason (ErrUnavailable), whether the keeper's clone of the lab child
 // is refused (N = 0) or the lab child's unshare of the server's namespace
 // (N = 1: the lab child's own is the one allowed).
 func TestFallbackWhereRefused(t *testing.T) {
@@ -152,7 +152,7 @@ func TestFallbackWhereRefused(t *testing.T) {
 				t.Errorf("auto: want a valid loopback run with the refusal (%s) recorded: %s\n%s", c.step, ra.Error, dump(ra.Result))
 			}
 			if !rl.Unavailable || !strings.Contains(rl.Error, c.step) || rl.Result == nil || rl.Result.Server != nil {
-				t.Errorf("lab: want ErrLabUnavailable with the kernel's reason (%s) and nothing started: %q\n%s", c.step, rl.Error, dump(rl.Result))
+				t.Errorf("lab: want ErrUnavailable with the kernel's reason (%s) and nothing started: %q\n%s", c.step, rl.Error, dump(rl.Result))
 			}
 			if ra.Result != nil {
 				t.Logf("auto fell back: %s", ra.Result.Fallback)

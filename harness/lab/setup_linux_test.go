@@ -16,7 +16,7 @@ import (
 
 // A setup step that fails for another reason than the kernel refusing
 // namespaces is a broken lab: an error in every mode, never a fallback to
-// loopback, never ErrLabUnavailable (which would make needLab skip). The
+// loopback, never ErrUnavailable (which would make needLab skip). The
 // faults are real: the kernel itself refuses the over-long veth peer name
 // (ERANGE) and the malformed port range (EINVAL, an errno that a refused
 // namespace also gives: the step, not the errno alone, decides).
@@ -31,16 +31,16 @@ func TestBrokenSetupIsAnError(t *testing.T) {
 		t.Run(c.brk, func(t *testing.T) {
 			testHooks.brk = c.brk
 			defer func() { testHooks.brk = "" }()
-			err := CheckLab(context.Background())
-			if err == nil || errors.Is(err, ErrLabUnavailable) || !strings.Contains(err.Error(), c.step) {
-				t.Errorf("CheckLab: %v; want a plain error naming %q", err, c.step)
+			err := Check(context.Background())
+			if err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), c.step) {
+				t.Errorf("Check: %v; want a plain error naming %q", err, c.step)
 			}
 			if skip, fail := labVerdict(err); skip != "" || fail == nil {
 				t.Errorf("needLab would skip (%q) on a broken lab", skip)
 			}
 			for _, mode := range []Mode{ModeAuto, ModeLab} {
 				res, err := Run(context.Background(), echoSpec(mode, Unpinned))
-				if err == nil || errors.Is(err, ErrLabUnavailable) || !strings.Contains(err.Error(), c.step) {
+				if err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), c.step) {
 					t.Errorf("%s: Run: %v; want a plain error naming %q", mode, err, c.step)
 				}
 				if res == nil {
@@ -58,29 +58,29 @@ func TestBrokenSetupIsAnError(t *testing.T) {
 // must work; it fails on a broken lab, and on a refused one where a lab is
 // required.
 func TestNeedLabVerdict(t *testing.T) {
-	refused := errors.Join(ErrLabUnavailable, errors.New("clone: operation not permitted"))
+	refused := errors.Join(ErrUnavailable, errors.New("clone: operation not permitted"))
 	broken := errors.New("setup failed: create veth: invalid argument")
 
-	t.Setenv(RequireLabEnv, "1")
+	t.Setenv(RequireEnv, "1")
 	if skip, fail := labVerdict(refused); skip != "" || fail == nil {
-		t.Errorf("%s=1, refused: skip %q, fail %v; want a failure", RequireLabEnv, skip, fail)
+		t.Errorf("%s=1, refused: skip %q, fail %v; want a failure", RequireEnv, skip, fail)
 	}
-	t.Setenv(RequireLabEnv, "0")
+	t.Setenv(RequireEnv, "0")
 	if skip, fail := labVerdict(refused); skip == "" || fail != nil {
-		t.Errorf("%s=0, refused: skip %q, fail %v; want a skip", RequireLabEnv, skip, fail)
+		t.Errorf("%s=0, refused: skip %q, fail %v; want a skip", RequireEnv, skip, fail)
 	}
 	if skip, fail := labVerdict(broken); skip != "" || fail == nil {
-		t.Errorf("%s=0, broken: skip %q, fail %v; want a failure", RequireLabEnv, skip, fail)
+		t.Errorf("%s=0, broken: skip %q, fail %v; want a failure", RequireEnv, skip, fail)
 	}
 	if skip, fail := labVerdict(nil); skip != "" || fail != nil {
 		t.Errorf("a working lab: skip %q, fail %v", skip, fail)
 	}
 
-	os.Unsetenv(RequireLabEnv) // t.Setenv restores it
+	os.Unsetenv(RequireEnv) // t.Setenv restores it
 	uidMap, _ := os.ReadFile("/proc/self/uid_map")
 	initialRoot := os.Geteuid() == 0 && strings.Join(strings.Fields(string(uidMap)), " ") == "0 0 4294967295"
-	if must, why := LabRequired(); must != initialRoot {
-		t.Errorf("LabRequired() = %v (%s) as uid %d with uid_map %q", must, why, os.Geteuid(), uidMap)
+	if must, why := Required(); must != initialRoot {
+		t.Errorf("Required() = %v (%s) as uid %d with uid_map %q", must, why, os.Geteuid(), uidMap)
 	}
 	if skip, fail := labVerdict(refused); initialRoot && (skip != "" || fail == nil) {
 		t.Errorf("root in the initial user namespace, refused: skip %q, fail %v; want a failure", skip, fail)

@@ -16,7 +16,7 @@ const (
 	// AddrPlaceholder is the server's data address, host:port.
 	AddrPlaceholder = "{addr}"
 	// ControlPlaceholder is the server's control address: a second address
-	// when LabSpec.Control is set, else the data address again (a black-box
+	// when Spec.Control is set, else the data address again (a black-box
 	// target serves both classes on one address).
 	ControlPlaceholder = "{control}"
 )
@@ -24,21 +24,21 @@ const (
 // The lab's fixed addresses. The server's namespace is private to the run,
 // so fixed ports cannot collide with anything.
 const (
-	LabServerIP    = "198.18.0.1"
-	LabClientIP    = "198.18.0.2"
-	LabPrefixLen   = 24
-	LabDataPort    = 9000
-	LabControlPort = 9001
+	ServerIP    = "198.18.0.1"
+	ClientIP    = "198.18.0.2"
+	PrefixLen   = 24
+	DataPort    = 9000
+	ControlPort = 9001
 )
 
-// Defaults for the zero values of LabSpec's durations.
+// Defaults for the zero values of Spec's durations.
 const (
 	DefaultTimeout     = 5 * time.Minute
 	DefaultGrace       = 5 * time.Second
 	DefaultSampleEvery = 100 * time.Millisecond
 )
 
-// Time kept back from LabSpec.Timeout: auditSettle bounds how long the
+// Time kept back from Spec.Timeout: auditSettle bounds how long the
 // after-audit retries while it finds a difference (a discarded worker
 // thread, a reaped child's /proc entry or a closed pidfd may take a moment
 // to disappear); auditReserve covers the whole audit; reportMargin is for
@@ -51,7 +51,7 @@ const (
 )
 
 // MinTimeout is the shortest Timeout that leaves the client a second,
-// with grace as LabSpec.Grace: a run's stop, audit and report come out of
+// with grace as Spec.Grace: a run's stop, audit and report come out of
 // the Timeout, and Validate refuses one below this.
 func MinTimeout(grace time.Duration) time.Duration {
 	return stopReserve(grace) + auditReserve + reportMargin + time.Second
@@ -64,7 +64,7 @@ func stopReserve(grace time.Duration) time.Duration {
 	return 2*(grace+2*time.Second) + time.Second
 }
 
-// ErrLabUnavailable is wrapped by the error of a lab that could not be set
+// ErrUnavailable is wrapped by the error of a lab that could not be set
 // up because the kernel refuses this process namespaces, for lack of
 // privilege or quota: creating one (clone, unshare) or mounting the lab's
 // /proc failed with EPERM, EACCES, ENOSPC, EINVAL or EUSERS, or writing a
@@ -77,23 +77,23 @@ func stopReserve(grace time.Duration) time.Duration {
 // Every other failure of a setup step (a netlink request, an address, a
 // sysctl value the kernel rejects, the lab's own checks) is a plain error:
 // a lab that is broken, not one that is forbidden, and it fails the run in
-// every mode. Mode auto falls back to loopback on exactly ErrLabUnavailable;
+// every mode. Mode auto falls back to loopback on exactly ErrUnavailable;
 // Mode lab returns it.
-var ErrLabUnavailable = errors.New("lab unavailable")
+var ErrUnavailable = errors.New("lab unavailable")
 
-// RequireLabEnv names the environment variable LabRequired reads: "1"
+// RequireEnv names the environment variable Required reads: "1"
 // says a lab must work here, "0" that it need not.
-const RequireLabEnv = "REACTORLAB_REQUIRE_LAB"
+const RequireEnv = "REACTORLAB_REQUIRE_LAB"
 
 // Mode says where a run takes place.
 type Mode string
 
 const (
 	// ModeAuto runs in the lab if this process can set one up, else on
-	// loopback with the reason recorded in LabResult.Fallback.
+	// loopback with the reason recorded in Result.Fallback.
 	ModeAuto Mode = "auto"
 	// ModeLab runs in the lab or fails with an error wrapping
-	// ErrLabUnavailable.
+	// ErrUnavailable.
 	ModeLab Mode = "lab"
 	// ModeLoopback runs on 127.0.0.1 in this process's namespaces, with the
 	// same pinning, orchestration and keeper.
@@ -132,8 +132,8 @@ type Proc struct {
 	PinsLoops bool `json:"pins_loops,omitempty"`
 }
 
-// LabSpec describes one measured pair.
-type LabSpec struct {
+// Spec describes one measured pair.
+type Spec struct {
 	// Server is the reactor or black-box target; it must listen on
 	// {addr} (also in REACTORLAB_LISTEN), and on {control} if Control.
 	Server Proc `json:"server"`
@@ -200,7 +200,7 @@ type LabSpec struct {
 // nothing) or on loopback, and {addr} and {control} are empty. It is how a
 // program that starts its own servers, the conformance suite, runs in the
 // lab: isolated, and leaving nothing behind.
-func (s LabSpec) Alone() bool { return len(s.Server.Argv) == 0 }
+func (s Spec) Alone() bool { return len(s.Server.Argv) == 0 }
 
 // defaultSysctls are set in both lab namespaces: a listen backlog for
 // connection bursts and an ephemeral range for many client connections.
@@ -209,14 +209,14 @@ var defaultSysctls = map[string]string{
 	"net.ipv4.ip_local_port_range": "1024 65535",
 }
 
-// LabResult is the record of one run. It is plain data and survives a
+// Result is the record of one run. It is plain data and survives a
 // JSON round trip (the run child sends most of it to the parent that way);
 // its durations are in seconds, their keys say so ("elapsed_s").
-type LabResult struct {
+type Result struct {
 	// Mode is where the run took place: lab or loopback.
 	Mode Mode `json:"mode"`
 	// Fallback is why Mode auto ran on loopback: the kernel's refusal of
-	// namespaces (ErrLabUnavailable), never a broken lab, which fails the
+	// namespaces (ErrUnavailable), never a broken lab, which fails the
 	// run instead ("" otherwise).
 	Fallback string `json:"fallback,omitempty"`
 	// UserNS reports a rootless lab: its namespaces are owned by a user
@@ -260,7 +260,7 @@ type LabResult struct {
 }
 
 // CPULimitRecord is a run's record of the server's CPU cap
-// (LabSpec.ServerCPU) and of the kernel's account of it.
+// (Spec.ServerCPU) and of the kernel's account of it.
 type CPULimitRecord struct {
 	// Share is the cap in CPUs, PeriodMs the CFS period it holds over.
 	Share    float64 `json:"share"`
@@ -290,7 +290,7 @@ type ProcResult struct {
 	// unpinned, the process kept the mask it inherited.
 	Placement SidePlacement `json:"cpus"`
 	// CPULimit is the server's CPU cap and the kernel's account of it (nil
-	// when LabSpec.ServerCPU was 0).
+	// when Spec.ServerCPU was 0).
 	CPULimit *CPULimitRecord `json:"cpu_limit,omitempty"`
 	// AffinityStart is every thread's CPU mask just after the start;
 	// AffinityEnd the last one observed while the process was alive (the

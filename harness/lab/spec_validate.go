@@ -13,10 +13,10 @@ import (
 	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
-// spec is a validated LabSpec with its defaults applied.
-type spec struct {
-	LabSpec
-	sysctls map[string]string // defaults with LabSpec.Sysctls over them
+// validSpec is a validated Spec with its defaults applied.
+type validSpec struct {
+	Spec
+	sysctls map[string]string // defaults with Spec.Sysctls over them
 }
 
 // Validate reports what Run would refuse of s before it starts anything,
@@ -24,14 +24,14 @@ type spec struct {
 // which of the placement's CPUs this process may use (Run resolves the
 // placement against those: Placement.ResolveAllowed). It touches nothing
 // outside s.
-func (s LabSpec) Validate() error {
+func (s Spec) Validate() error {
 	_, err := s.validate()
 	return err
 }
 
 // validate checks s and applies defaults. It touches nothing outside s.
-func (s LabSpec) validate() (*spec, error) {
-	v := &spec{LabSpec: s}
+func (s Spec) validate() (*validSpec, error) {
+	v := &validSpec{Spec: s}
 	var errs []error
 	m, err := ParseMode(string(s.Mode))
 	if err != nil {
@@ -111,7 +111,7 @@ func everyCPU() []int {
 	return out
 }
 
-// maxSpecSize bounds a LabSpec, which the run child reads from a bounded
+// maxSpecSize bounds a Spec, which the run child reads from a bounded
 // pipe.
 const maxSpecSize = 512 << 10
 
@@ -162,7 +162,7 @@ func sysctlPath(k string) string {
 }
 
 // CheckServerCPU refuses a server CPU cap (harness.CellSpec.ServerCPU,
-// LabSpec.ServerCPU, in CPUs) outside proc.MinCPUShare..proc.MaxCPUShare,
+// Spec.ServerCPU, in CPUs) outside proc.MinCPUShare..proc.MaxCPUShare,
 // 0 (no cap) aside: NaN and infinities too. The error says what is
 // accepted and leaves naming the value to the caller ("--server-cpu
 // 0.01: " + the error).
