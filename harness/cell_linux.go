@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/harness/roles"
+	"github.com/reactorlab/reactorlab/internal/jsontime"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/target"
@@ -38,8 +41,8 @@ const DefaultStartTimeout = proc.DefaultReady
 // MaxStartTimeout bounds CellSpec.StartTimeout.
 const MaxStartTimeout = 10 * time.Minute
 
-// CellSpec describes one measured cell, as RunCell runs it (what LabSpec
-// is to Run): a target under one load, placed, and the directory for its
+// CellSpec describes one measured cell, as RunCell runs it (what lab.Spec
+// is to lab.Run): a target under one load, placed, and the directory for its
 // files. Exactly one of Reactor and Target is set (Validate says what else
 // must hold); `reactorlab run` builds one from its flags, a matrix one per
 // planned run.
@@ -63,18 +66,18 @@ type CellSpec struct {
 	Target string `json:"target,omitempty"`
 	// Load is the load; its addresses are set by the harness.
 	Load loadgen.Config `json:"load"`
-	// CPUs, Mode and Grace are as in LabSpec.
-	CPUs  CPUs          `json:"cpus"`
-	Mode  Mode          `json:"mode"`
-	Grace time.Duration `json:"-"` // JSON: "grace_s", seconds
-	// ServerCPU caps the server's CPU time, in CPUs (LabSpec.ServerCPU);
+	// Placement, Mode and Grace are as in lab.Spec.
+	Placement lab.Placement `json:"cpus"`
+	Mode      lab.Mode      `json:"mode"`
+	Grace     time.Duration `json:"-"` // JSON: "grace_s", seconds
+	// ServerCPU caps the server's CPU time, in CPUs (lab.Spec.ServerCPU);
 	// 0 leaves it unlimited.
 	ServerCPU float64 `json:"server_cpu,omitempty"`
 	// StartTimeout bounds the wait for the server to accept on its
-	// addresses (LabSpec.Ready; 0: DefaultStartTimeout, at most
+	// addresses (lab.Spec.Ready; 0: DefaultStartTimeout, at most
 	// MaxStartTimeout). A server that does not is a *target.StartError.
 	StartTimeout time.Duration `json:"-"` // JSON: "start_timeout_s", seconds
-	// Interrupt, when closed, winds the run down (LabSpec.Interrupt): the
+	// Interrupt, when closed, winds the run down (lab.Spec.Interrupt): the
 	// load generator stops and reports what it measured, and RunCell
 	// returns the result, invalid, as "interrupted". Nil never does.
 	Interrupt <-chan struct{} `json:"-"`
@@ -85,17 +88,17 @@ type CellSpec struct {
 
 type plainCell CellSpec
 
-// cellJSON is CellSpec's JSON: Grace in seconds, as LabSpec's durations.
+// cellJSON is CellSpec's JSON: Grace in seconds, as lab.Spec's durations.
 type cellJSON struct {
 	*plainCell
-	Grace        secs `json:"grace_s,omitempty"`
-	StartTimeout secs `json:"start_timeout_s,omitempty"`
+	Grace        jsontime.Seconds `json:"grace_s,omitempty"`
+	StartTimeout jsontime.Seconds `json:"start_timeout_s,omitempty"`
 }
 
 // MarshalJSON writes the cell with Grace and StartTimeout in seconds
 // ("grace_s", "start_timeout_s").
 func (c CellSpec) MarshalJSON() ([]byte, error) {
-	return json.Marshal(cellJSON{plainCell: (*plainCell)(&c), Grace: secs(c.Grace), StartTimeout: secs(c.StartTimeout)})
+	return json.Marshal(cellJSON{plainCell: (*plainCell)(&c), Grace: jsontime.Seconds(c.Grace), StartTimeout: jsontime.Seconds(c.StartTimeout)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -117,12 +120,12 @@ type CellResult struct {
 	Cell CellSpec `json:"cell"`
 	// Lab is the run's record: mode, placement, CPU and memory per side,
 	// audit.
-	Lab *LabResult `json:"lab"`
+	Lab *lab.Result `json:"lab"`
 	// Load is the load generator's summary (nil if it did not produce one).
 	Load *loadgen.Summary `json:"load,omitempty"`
 	// Server is a reference reactor's final output (nil for a black box or
 	// if it printed none).
-	Server *ServeOutput `json:"server,omitempty"`
+	Server *roles.ServeOutput `json:"server,omitempty"`
 	// Placed is where each side's loop threads ran, loop by loop, as
 	// verified against every thread's sampled masks (nil without a lab
 	// record).
@@ -152,3 +155,26 @@ func (cell CellSpec) Spec() target.Spec {
 // Label names the cell's server as its user named it: Spec's text, the
 // reference design ("lt") or "cmd:" and the target command.
 func (cell CellSpec) Label() string { return cell.Spec().String() }
+
+// AcceptQueue is the lab's record of the server's listen queues (nil when
+// the run took none). The record travels in the server's lab.ProcResult as
+// "accept_queue"; it is read through its JSON form so that this accessor
+// is the one place that knows where it is kept.
+func (r *CellResult) AcceptQueue() *lab.AcceptQueue {
+	if r.Lab == nil || r.Lab.Server == nil {
+		return nil
+	}
+	return r.Lab.Server.AcceptQueue
+}
+
+// AcceptQueuePeak is the server's accept queue peak over the measured
+// period (lab.AcceptQueue.PeakBetween); false without a record, a measured
+// period, or a bucket inside it.
+func (r *CellResult) AcceptQueuePeak() (lab.AcceptQueuePeak, bool) {
+	q := r.AcceptQueue()
+	if q == nil || r.Load == nil || r.Load.MeasuredS <= 0 {
+		return lab.AcceptQueuePeak{}, false
+	}
+	from := r.Load.StartTime.Add(r.Cell.Load.WithDefaults().Warmup)
+	return q.PeakBetween(from, from.Add(time.Duration(r.Load.MeasuredS*float64(time.Second))))
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/harness/proc"
 )
 
@@ -21,7 +22,7 @@ func TestTargetControlAddress(t *testing.T) {
 		{"./srv --listen {addr}", false},
 	} {
 		spec, _ := CellSpec{Target: tc.target}.labSpec()
-		env := proc.ControlListenEnv + "=" + ControlPlaceholder
+		env := proc.ControlListenEnv + "=" + lab.ControlPlaceholder
 		if spec.Control != tc.control || slices.Contains(spec.Server.Env, env) != tc.control {
 			t.Errorf("target %q: Control %v, env %v; want a control address %v", tc.target, spec.Control, spec.Server.Env, tc.control)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
@@ -16,13 +17,13 @@ import (
 // when the cell leaves Load.Loops at 0 (DefaultLoadLoopsRule): one per
 // CPU of its set (client), at most one per connection; 1 when it is
 // unpinned.
-func DefaultLoadLoops(load loadgen.Config, client CPUSet) int {
+func DefaultLoadLoops(load loadgen.Config, client lab.SidePlacement) int {
 	c := load.WithDefaults()
 	return max(1, min(client.Len(), c.Hot+c.Steady+c.Control))
 }
 
 // Place returns the cell as it will run on this machine: its placement
-// resolved against the CPUs this process may use (CPUs.Resolve: every
+// resolved against the CPUs this process may use (lab.Placement.Resolve: every
 // count a list, every CPU allowed, the sides apart) and what follows from
 // it: a reference reactor's loop CPUs (its side's set, unless
 // Config.LoopCPUs already names CPUs of it), the load generator's loop
@@ -30,11 +31,11 @@ func DefaultLoadLoops(load loadgen.Config, client CPUSet) int {
 // Config.LoopCPUs outside the server's set is refused, naming the CPU.
 // RunCell runs the cell so placed; a matrix records it in its manifest.
 func (cell CellSpec) Place() (CellSpec, error) {
-	cpus, err := resolveCPUs(cell.CPUs)
+	cpus, err := cell.Placement.ResolveAllowed()
 	if err != nil {
 		return cell, err
 	}
-	cell.CPUs = cpus
+	cell.Placement = cpus
 	if cell.Reactor != "" && cpus.Server.Pinned() {
 		for _, c := range cell.Config.LoopCPUs {
 			if !cpus.Server.Contains(c) {
@@ -64,9 +65,9 @@ type Placed struct {
 
 // SidePlaced is one side's part of Placed.
 type SidePlaced struct {
-	// CPUs is the side's set as resolved (ProcResult.CPUs; unpinned: the
+	// Placement is the side's placement as resolved (lab.ProcResult.Placement; unpinned: the
 	// mask it inherited).
-	CPUs CPUSet `json:"cpus"`
+	Placement lab.SidePlacement `json:"cpus"`
 	// Loops are the loop threads the side reported, in loop order: a
 	// reference reactor's (Stats.LoopThreads) or the load generator's
 	// (Summary.Loops); none for a black box, which reports none.
@@ -103,7 +104,7 @@ type loopPin struct {
 	Index, Tid, CPU int
 }
 
-// checkPlacement holds each side's threads, as sampled (ProcResult.Masks),
+// checkPlacement holds each side's threads, as sampled (lab.ProcResult.Masks),
 // to the loop threads the side reported: a reference reactor's
 // Stats.LoopThreads, the load generator's Summary.Loops. On a pinned side
 // each reported loop thread must end on its CPU (having been, before it
@@ -111,12 +112,12 @@ type loopPin struct {
 // stayed on the set; each problem is added to Invalid, naming the thread
 // and both masks. What was verified, loop by loop, goes to Placed.
 func (res *CellResult) checkPlacement() {
-	lab := res.Lab
-	if lab == nil {
+	labRes := res.Lab
+	if labRes == nil {
 		return
 	}
 	placed := &Placed{}
-	if lab.Server != nil {
+	if labRes.Server != nil {
 		var pins []loopPin
 		var roles []string
 		if res.Server != nil {
@@ -125,18 +126,18 @@ func (res *CellResult) checkPlacement() {
 			}
 			roles = loopRoles(res.Cell.Reactor, res.Cell.serveConfig())
 		}
-		side, problems := placeSide("server", lab.Server, pins, roles)
+		side, problems := placeSide("server", labRes.Server, pins, roles)
 		placed.Server = side
 		res.Invalid = append(res.Invalid, problems...)
 	}
-	if lab.Client != nil {
+	if labRes.Client != nil {
 		var pins []loopPin
 		if res.Load != nil {
 			for _, l := range res.Load.Loops {
 				pins = append(pins, loopPin{Index: l.Index, Tid: l.Tid, CPU: l.CPU})
 			}
 		}
-		side, problems := placeSide("loadgen", lab.Client, pins, nil)
+		side, problems := placeSide("loadgen", labRes.Client, pins, nil)
 		placed.Loadgen = side
 		res.Invalid = append(res.Invalid, problems...)
 	}
@@ -145,15 +146,15 @@ func (res *CellResult) checkPlacement() {
 
 // placeSide is checkPlacement for one side: its record, loop by loop
 // (roles[i] the role of loop i, if known), and the problems found.
-func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*SidePlaced, []string) {
+func placeSide(name string, p *lab.ProcResult, pins []loopPin, roles []string) (*SidePlaced, []string) {
 	problems, bad := loopProblems(name, p, pins)
-	side := &SidePlaced{CPUs: p.CPUs, Verified: p.CPUs.Pinned() && p.AffinityOK && len(problems) == 0}
+	side := &SidePlaced{Placement: p.Placement, Verified: p.Placement.Pinned() && p.AffinityOK && len(problems) == 0}
 	for _, l := range pins {
 		lp := LoopPlaced{Loop: l.Index, Tid: l.Tid, CPU: l.CPU}
 		if l.Index < len(roles) {
 			lp.Role = roles[l.Index]
 		}
-		lp.Verified = p.CPUs.Pinned() && l.CPU >= 0 && !bad[l.Tid] && p.AffinityOK
+		lp.Verified = p.Placement.Pinned() && l.CPU >= 0 && !bad[l.Tid] && p.AffinityOK
 		side.Loops = append(side.Loops, lp)
 	}
 	return side, problems
@@ -162,11 +163,11 @@ func placeSide(name string, p *ProcResult, pins []loopPin, roles []string) (*Sid
 // loopProblems holds one side's sampled threads to its reported loops
 // (see checkPlacement): the problems, each naming the thread and the
 // masks, and the threads they are about. An unpinned side has none.
-func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int]bool) {
-	if !p.CPUs.Pinned() {
+func loopProblems(name string, p *lab.ProcResult, pins []loopPin) ([]string, map[int]bool) {
+	if !p.Placement.Pinned() {
 		return nil, nil
 	}
-	set := p.CPUs.String()
+	set := p.Placement.String()
 	var out []string
 	bad := map[int]bool{}
 	fault := func(tid int, format string, a ...any) {
@@ -177,12 +178,12 @@ func loopProblems(name string, p *ProcResult, pins []loopPin) ([]string, map[int
 	what := map[int]string{} // tid → what the thread is, for the message
 	for _, l := range pins {
 		switch {
-		case l.CPU >= 0 && !p.CPUs.Contains(l.CPU):
+		case l.CPU >= 0 && !p.Placement.Contains(l.CPU):
 			fault(l.Tid, "loop %d (thread %d) reported on CPU %d, outside the side's set %s", l.Index, l.Tid, l.CPU, set)
 		case l.CPU >= 0:
 			want[l.Tid], what[l.Tid] = strconv.Itoa(l.CPU), fmt.Sprintf("loop %d's CPU", l.Index)
 		}
-		if !slices.ContainsFunc(p.Masks, func(m ThreadMasks) bool { return m.Tid == l.Tid }) {
+		if !slices.ContainsFunc(p.Masks, func(m lab.ThreadMasks) bool { return m.Tid == l.Tid }) {
 			fault(l.Tid, "loop %d's thread %d was never seen by the samples: its mask is unverified", l.Index, l.Tid)
 		}
 	}

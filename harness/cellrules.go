@@ -2,30 +2,17 @@ package harness
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/reactorlab/reactorlab/faults"
-	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // The rules of a cell that every front end applies alike, `reactorlab
-// run`'s flags and a matrix spec's fields: the range of a server CPU cap,
-// and where a fault spec acts. Each is decided here once; a front end
-// only names the flag or the field.
-
-// CheckServerCPU refuses a server CPU cap (CellSpec.ServerCPU,
-// LabSpec.ServerCPU, in CPUs) outside proc.MinCPUShare..proc.MaxCPUShare,
-// 0 (no cap) aside: NaN and infinities too. The error says what is
-// accepted and leaves naming the value to the caller ("--server-cpu
-// 0.01: " + the error).
-func CheckServerCPU(share float64) error {
-	if math.IsNaN(share) || math.IsInf(share, 0) || share < 0 || share > proc.MaxCPUShare || share > 0 && share < proc.MinCPUShare {
-		return fmt.Errorf("want a number of CPUs, %v..%d, or 0 for no cap", proc.MinCPUShare, proc.MaxCPUShare)
-	}
-	return nil
-}
+// run`'s flags and a matrix spec's fields: where a fault spec acts, and
+// how many loops the load generator runs when none are given (the range
+// of a server CPU cap is the lab's: lab.CheckServerCPU). Each is decided
+// once; a front end only names the flag or the field.
 
 // WireFaultNames are the names of the wire faults faults.ParseWire
 // accepts, in faults.Wires' order.
@@ -90,3 +77,8 @@ func SplitFault(spec string, reactor bool, rf *reactors.Faults) (wire string, er
 	}
 	return "", nil
 }
+
+// DefaultLoadLoopsRule says what DefaultLoadLoops gives (the load
+// generator's loops when a cell leaves them at 0), for --help and the
+// manifest.
+const DefaultLoadLoopsRule = "one per CPU of the load generator's set, at most one per connection; 1 when it is unpinned"

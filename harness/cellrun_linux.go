@@ -16,7 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -38,22 +40,22 @@ func RunCell(ctx context.Context, cell CellSpec, progress func(loadgen.Progress)
 	if err != nil {
 		return nil, err
 	}
-	lab, runErr := runTailing(ctx, spec, filepath.Join(cell.Dir, CellProgressFile), progress)
-	if lab == nil {
+	labRes, runErr := runTailing(ctx, spec, filepath.Join(cell.Dir, CellProgressFile), progress)
+	if labRes == nil {
 		return nil, fmt.Errorf("cell: %w", runErr)
 	}
-	if lab.StartFailure != nil {
-		lab.StartFailure.Target = cell.Label()
+	if labRes.StartFailure != nil {
+		labRes.StartFailure.Target = cell.Label()
 	}
 	// A run that failed midway (interrupted, a process that would not
 	// start) still has a record, with the error among its reasons: it is
 	// written and summarised like any other, as invalid.
-	res := newCellResult(cell, lab)
+	res := newCellResult(cell, labRes)
 	if err := res.writeFiles(); err != nil {
 		return res, fmt.Errorf("cell: %w", err)
 	}
-	if lab.StartFailure != nil {
-		return res, fmt.Errorf("cell: %w", lab.StartFailure)
+	if labRes.StartFailure != nil {
+		return res, fmt.Errorf("cell: %w", labRes.StartFailure)
 	}
 	return res, nil
 }
@@ -62,13 +64,13 @@ func RunCell(ctx context.Context, cell CellSpec, progress func(loadgen.Progress)
 // records its serve flags, writes the load generator's configuration and
 // removes a stale progress file; it returns the cell so completed and its
 // lab run. Nothing is started.
-func (cell CellSpec) prepare() (CellSpec, LabSpec, error) {
+func (cell CellSpec) prepare() (CellSpec, lab.Spec, error) {
 	if err := cell.Validate(); err != nil {
-		return cell, LabSpec{}, err
+		return cell, lab.Spec{}, err
 	}
 	dir, err := filepath.Abs(cell.Dir)
 	if err != nil {
-		return cell, LabSpec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
 	}
 	cell.Dir = dir
 	if cell.Reactor != "" {
@@ -77,23 +79,23 @@ func (cell CellSpec) prepare() (CellSpec, LabSpec, error) {
 		cell.ServeArgs = cell.serveArgs()
 	}
 	if cell, err = cell.Place(); err != nil {
-		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	spec, load := cell.labSpec()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	enc, err := json.MarshalIndent(load, "", "  ")
 	if err != nil {
-		return cell, LabSpec{}, fmt.Errorf("cell: load configuration: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: load configuration: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, CellLoadConfigFile), append(enc, '\n'), 0o644); err != nil {
-		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	// A stale progress file from an earlier run in the same directory must
 	// not be read as this run's.
 	if err := os.Remove(filepath.Join(dir, CellProgressFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cell, LabSpec{}, fmt.Errorf("cell: %w", err)
+		return cell, lab.Spec{}, fmt.Errorf("cell: %w", err)
 	}
 	return cell, spec, nil
 }
@@ -101,26 +103,26 @@ func (cell CellSpec) prepare() (CellSpec, LabSpec, error) {
 // runTailing runs the lab spec while passing each line of the progress
 // file at progressPath to progress (see tailProgress), and stops following
 // the file once the run is over.
-func runTailing(ctx context.Context, spec LabSpec, progressPath string, progress func(loadgen.Progress)) (*LabResult, error) {
+func runTailing(ctx context.Context, spec lab.Spec, progressPath string, progress func(loadgen.Progress)) (*lab.Result, error) {
 	tailDone := make(chan struct{})
 	tailStop := make(chan struct{})
 	go func() {
 		defer close(tailDone)
 		tailProgress(progressPath, progress, tailStop)
 	}()
-	lab, err := Run(ctx, spec)
+	res, err := lab.Run(ctx, spec)
 	close(tailStop)
 	<-tailDone
-	return lab, err
+	return res, err
 }
 
 // newCellResult is the cell's result from the lab's record: the lab's
 // reasons, the load generator's summary and the reference reactor's final
 // statistics (each read from the last line its process printed), and the
 // verdict.
-func newCellResult(cell CellSpec, lab *LabResult) *CellResult {
-	res := &CellResult{Cell: cell, Lab: lab}
-	res.Invalid = append(res.Invalid, lab.Invalid...)
+func newCellResult(cell CellSpec, labRes *lab.Result) *CellResult {
+	res := &CellResult{Cell: cell, Lab: labRes}
+	res.Invalid = append(res.Invalid, labRes.Invalid...)
 	res.readLoad()
 	if cell.Reactor != "" {
 		res.readServer()
@@ -134,13 +136,13 @@ func newCellResult(cell CellSpec, lab *LabResult) *CellResult {
 // readLoad reads the load generator's summary from its stdout, adding its
 // reasons to Invalid, or why there is none.
 func (res *CellResult) readLoad() {
-	lab := res.Lab
-	if lab.Client == nil || len(lab.Client.Stdout) == 0 {
+	labRes := res.Lab
+	if labRes.Client == nil || len(labRes.Client.Stdout) == 0 {
 		res.Invalid = append(res.Invalid, "load generator: no summary")
 		return
 	}
 	var s loadgen.Summary
-	if err := json.Unmarshal(lastLine(lab.Client.Stdout), &s); err != nil {
+	if err := json.Unmarshal(lastLine(labRes.Client.Stdout), &s); err != nil {
 		res.Invalid = append(res.Invalid, fmt.Sprintf("load generator: unreadable summary: %v", err))
 		return
 	}
@@ -156,10 +158,10 @@ func (res *CellResult) readLoad() {
 // readServer reads a reference reactor's final statistics from its stdout,
 // adding its error to Invalid, or why there are none.
 func (res *CellResult) readServer() {
-	lab := res.Lab
-	if lab.Server != nil && len(lab.Server.Stdout) > 0 {
-		var out ServeOutput
-		if err := json.Unmarshal(lastLine(lab.Server.Stdout), &out); err != nil {
+	labRes := res.Lab
+	if labRes.Server != nil && len(labRes.Server.Stdout) > 0 {
+		var out roles.ServeOutput
+		if err := json.Unmarshal(lastLine(labRes.Server.Stdout), &out); err != nil {
 			res.Invalid = append(res.Invalid, fmt.Sprintf("server: unreadable final statistics: %v", err))
 		} else {
 			res.Server = &out
@@ -214,29 +216,29 @@ func (cell CellSpec) startTimeout() time.Duration {
 
 // labSpec is the lab run of the cell, with its files under cell.Dir, and
 // the load generator's configuration as the loadgen role will read it.
-func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
+func (cell CellSpec) labSpec() (lab.Spec, loadgen.Config) {
 	load := cell.Load
 	load.DataAddr, load.ControlAddr = "{addr}", "{control}"
 	load.Progress = nil
-	spec := LabSpec{CPUs: cell.CPUs, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
+	spec := lab.Spec{Placement: cell.Placement, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
 		Interrupt: cell.Interrupt}
 	if cell.Reactor != "" {
-		argv := append([]string{RolePrefix + serveRole, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
+		argv := append([]string{lab.RolePrefix + roles.Serve, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
 		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(cell.startTimeout()+loadBound(load)+time.Minute).String())
-		spec.Server = Proc{Argv: argv, PinsLoops: len(cell.Config.LoopCPUs) > 0}
+		spec.Server = lab.Proc{Argv: argv, PinsLoops: len(cell.Config.LoopCPUs) > 0}
 		spec.Control = true
 		// A reference reactor obeys the STOP probe and exits by itself.
 		spec.ServerMayExit = load.StopAt > 0
 	} else {
-		spec.Server = Proc{Argv: ShellArgv(cell.Target)}
-		if strings.Contains(cell.Target, ControlPlaceholder) {
+		spec.Server = lab.Proc{Argv: ShellArgv(cell.Target)}
+		if strings.Contains(cell.Target, lab.ControlPlaceholder) {
 			// It serves a control address of its own: the lab gives it one,
 			// waits for it, and the load generator's control class goes there.
 			spec.Control = true
-			spec.Server.Env = []string{proc.ControlListenEnv + "=" + ControlPlaceholder}
+			spec.Server.Env = []string{proc.ControlListenEnv + "=" + lab.ControlPlaceholder}
 		}
 	}
-	argv := []string{RolePrefix + loadgenRole, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
+	argv := []string{lab.RolePrefix + roles.Loadgen, "--config=" + filepath.Join(cell.Dir, CellLoadConfigFile),
 		"--data={addr}", "--control={control}", "--out=" + cell.Dir, "--progress=" + filepath.Join(cell.Dir, CellProgressFile)}
 	if load.Loops > 0 {
 		argv = append(argv, "--loops="+strconv.Itoa(load.Loops))
@@ -244,15 +246,15 @@ func (cell CellSpec) labSpec() (LabSpec, loadgen.Config) {
 	if len(load.LoopCPUs) > 0 {
 		argv = append(argv, "--loop-cpus="+reactors.FormatCPUList(load.LoopCPUs))
 	}
-	spec.Client = Proc{Argv: argv, PinsLoops: len(load.LoopCPUs) > 0}
+	spec.Client = lab.Proc{Argv: argv, PinsLoops: len(load.LoopCPUs) > 0}
 	// The client's time: its own bound plus the server's start and a
 	// margin for starting it; the lab's reserves for stopping and auditing
 	// come on top.
 	grace := spec.Grace
 	if grace == 0 {
-		grace = DefaultGrace
+		grace = lab.DefaultGrace
 	}
-	spec.Timeout = minTimeout(grace) + spec.Ready + loadBound(load) + 10*time.Second
+	spec.Timeout = lab.MinTimeout(grace) + spec.Ready + loadBound(load) + 10*time.Second
 	return spec, load
 }
 

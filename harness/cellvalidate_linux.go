@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/reactorlab/reactorlab/harness/roles"
 )
 
 // ErrCellDirInUse is wrapped by CheckCellDir's refusal of a directory that
@@ -51,21 +53,21 @@ func CheckCellDir(dir string) error {
 
 // Validate checks the cell before anything is started: exactly one of a
 // reference reactor and a target command, the reactor's configuration as
-// the serve role would check it (CheckServe), the load as the loadgen
-// role would (CheckLoad; its addresses aside: the harness sets them), the
+// the serve role would check it (roles.CheckServe), the load as the
+// loadgen role would (roles.CheckLoad; its addresses aside: the harness sets them), the
 // start timeout, and a directory. Errors name the field.
 func (cell CellSpec) Validate() error {
 	if (cell.Reactor == "") == (cell.Target == "") {
 		return errors.New("cell: exactly one of a reference reactor and a target command")
 	}
 	if cell.Reactor != "" {
-		if err := CheckServe(cell.Reactor, cell.serveConfig()); err != nil {
+		if err := roles.CheckServe(cell.Reactor, cell.serveConfig()); err != nil {
 			return fmt.Errorf("cell: reactor %s: %w", cell.Reactor, err)
 		}
 	}
 	load := cell.Load
 	load.DataAddr, load.ControlAddr = "", "" // the harness sets them
-	if err := CheckLoad(load); err != nil {
+	if err := roles.CheckLoad(load); err != nil {
 		return fmt.Errorf("cell: load: %w", err)
 	}
 	if cell.StartTimeout < 0 || cell.StartTimeout > MaxStartTimeout {
@@ -77,7 +79,7 @@ func (cell CellSpec) Validate() error {
 	// The lab's own checks (placement on CPUs this process may use, grace,
 	// bounds), before anything is written or started.
 	ls, _ := cell.labSpec()
-	if _, err := ls.validate(); err != nil {
+	if err := ls.Validate(); err != nil {
 		return fmt.Errorf("cell: %w", err)
 	}
 	if _, err := cell.Place(); err != nil {

@@ -6,56 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/reactorlab/reactorlab/internal/procfs"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results/stats"
 )
-
-// maxCPUTicks bounds ProcResult.CPUTicks: past it every second sample is
-// dropped, so a long run keeps an even spread at a coarser step.
-const maxCPUTicks = 512
-
-// readCPUTicks reads /proc/stat's lines of the given CPUs.
-func readCPUTicks(cpus []int) (CPUTicks, error) {
-	byCPU, err := procfs.ReadCPUStat()
-	if err != nil {
-		return CPUTicks{}, err
-	}
-	t := CPUTicks{At: time.Now()}
-	for _, c := range cpus {
-		v, ok := byCPU[c]
-		if !ok {
-			return CPUTicks{}, fmt.Errorf("/proc/stat has no line for CPU %d", c)
-		}
-		busy := v.User + v.Nice + v.System + v.IRQ + v.SoftIRQ + v.Steal
-		t.Busy = append(t.Busy, busy)
-		t.Total = append(t.Total, busy+v.Idle+v.IOWait)
-		t.UserSteal = append(t.UserSteal, v.User+v.Nice+v.Steal)
-	}
-	return t, nil
-}
-
-// noteTicks appends a sample of the side's CPUs, with its own threads'
-// time (own, read just before), to CPUTicks (pinned sides only), thinning
-// the series at maxCPUTicks.
-func (p *ProcResult) noteTicks(own *OwnTime) {
-	if !p.CPUs.Pinned() {
-		return
-	}
-	t, err := readCPUTicks(p.CPUs.List())
-	if err != nil {
-		return
-	}
-	t.Own = own
-	if len(p.CPUTicks) >= maxCPUTicks {
-		kept := p.CPUTicks[:0]
-		for i := 0; i < len(p.CPUTicks); i += 2 {
-			kept = append(kept, p.CPUTicks[i])
-		}
-		p.CPUTicks = kept
-	}
-	p.CPUTicks = append(p.CPUTicks, t)
-}
 
 // SideBusy is one side's busy fraction per CPU of its set over a span
 // (0..1 each; Mean their mean): the kernel's account of those CPUs, which
@@ -121,12 +75,12 @@ func (b *SideBusy) contended() (bool, string) {
 	}
 	share := b.Others / float64(len(b.CPUs))
 	why := fmt.Sprintf("CPU %s: %.0f%% busy, others' processes %.0f%% of it (its own threads %.2f CPU), its threads waited runnable %.0f%% of the time they wanted a CPU (%.0f µs a wakeup)",
-		CPUList(b.CPUs...), 100*b.Mean, 100*share, b.Own, 100*b.WaitShare(), b.DelayUs)
+		lab.ListPlacement(b.CPUs...), 100*b.Mean, 100*share, b.Own, 100*b.WaitShare(), b.DelayUs)
 	return share >= contendedOthers && b.WaitShare() >= contendedWait, why
 }
 
 // CPUBusy is the busy fraction of each side's CPUs over the measured
-// period, from the /proc/stat samples (CPUTicks) taken inside it: FromS and
+// period, from the /proc/stat samples (lab.CPUTicks) taken inside it: FromS and
 // ToS are the span they cover, in seconds after the period's start. A side
 // is nil when unpinned (its CPUs are not its own) or when fewer than two
 // samples fell inside the period; Notes say why.
@@ -154,10 +108,10 @@ func (res *CellResult) measureBusy() {
 	b := &CPUBusy{}
 	for _, side := range []struct {
 		name string
-		p    *ProcResult
+		p    *lab.ProcResult
 		dst  **SideBusy
 	}{{"server", res.Lab.Server, &b.Server}, {"loadgen", res.Lab.Client, &b.Loadgen}} {
-		if side.p == nil || !side.p.CPUs.Pinned() {
+		if side.p == nil || !side.p.Placement.Pinned() {
 			b.Notes = append(b.Notes, side.name+": unpinned, its CPUs are not its own")
 			continue
 		}
@@ -178,7 +132,7 @@ func (res *CellResult) measureBusy() {
 // busyBetween is p's busy fractions over the first and last of its
 // samples inside [from, to], with their times; nil and why when there
 // are fewer than two, or no tick passed between them.
-func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.Time, string) {
+func busyBetween(p *lab.ProcResult, from, to time.Time) (*SideBusy, time.Time, time.Time, string) {
 	first, last, inside := -1, -1, 0
 	for i, t := range p.CPUTicks {
 		if !t.At.Before(from) && !t.At.After(to) {
@@ -192,7 +146,7 @@ func busyBetween(p *ProcResult, from, to time.Time) (*SideBusy, time.Time, time.
 		return nil, time.Time{}, time.Time{}, fmt.Sprintf("%d of %d /proc/stat samples inside the measured period; two are needed", inside, len(p.CPUTicks))
 	}
 	a, z := p.CPUTicks[first], p.CPUTicks[last]
-	sb := &SideBusy{CPUs: p.CPUs.List()}
+	sb := &SideBusy{CPUs: p.Placement.List()}
 	userSteal := 0.0 // CPUs' worth
 	haveUser := len(a.UserSteal) == len(sb.CPUs) && len(z.UserSteal) == len(sb.CPUs)
 	for i := range sb.CPUs {
@@ -251,7 +205,7 @@ func (res *CellResult) Limit() (side, why string) {
 	if b := res.CPUBusy; b != nil {
 		srv, gen = b.Server, b.Loadgen
 	}
-	var capped *CPULimitRecord
+	var capped *lab.CPULimitRecord
 	if res.Lab != nil && res.Lab.Server != nil {
 		capped = res.Lab.Server.CPULimit
 	}
@@ -273,7 +227,7 @@ func (res *CellResult) Limit() (side, why string) {
 	case gen.filled():
 		return "loadgen", gen.describe()
 	case capped != nil:
-		return capped.limit()
+		return capLimit(capped)
 	case srv.filled():
 		return "server", srv.describe()
 	case srv == nil:
@@ -286,9 +240,9 @@ func (res *CellResult) Limit() (side, why string) {
 	return "neither", why
 }
 
-// limit is Limit's verdict on a capped server: "server" when it was held
-// at its cap, "neither" when it was not.
-func (c *CPULimitRecord) limit() (side, why string) {
+// capLimit is Limit's verdict on a capped server: "server" when it was
+// held at its cap, "neither" when it was not.
+func capLimit(c *lab.CPULimitRecord) (side, why string) {
 	held := fmt.Sprintf("capped at %g CPU, throttled in %d of the %d periods it ran", c.Share, c.Throttled, c.Periods)
 	if c.Periods > 0 && float64(c.Throttled) >= minThrottledShare*float64(c.Periods) {
 		return "server", held
@@ -334,5 +288,5 @@ func (b *SideBusy) describe() string {
 			i = j
 		}
 	}
-	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)%s", b.CPUs[i], 100*b.Busy[i], CPUList(b.CPUs...), 100*b.Mean, own)
+	return fmt.Sprintf("CPU %d %.0f%% busy (CPUs %s: mean %.0f%%)%s", b.CPUs[i], 100*b.Busy[i], lab.ListPlacement(b.CPUs...), 100*b.Mean, own)
 }

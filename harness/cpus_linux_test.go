@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -22,7 +23,7 @@ import (
 // use fewer than n.
 func allowedOrSkip(t *testing.T, n int) []int {
 	t.Helper()
-	cpus, err := AllowedCPUs()
+	cpus, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,40 +33,47 @@ func allowedOrSkip(t *testing.T, n int) []int {
 	return cpus
 }
 
-// TestRunRefusesACPUOutsideTheAllowedSet: on a thread whose mask is
-// narrowed to one CPU, a placement that names another is refused by Run
-// and by CellSpec.Validate before anything starts, naming the side, the
-// CPU and the allowed list. The narrowed thread exits locked, so no
-// thread the process keeps is changed.
-func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
-	cpus := allowedOrSkip(t, 2)
-	placement := CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}
-	type outcome struct {
-		res       *LabResult
-		run, cell error
+// checkPinned fails t unless every thread seen of the process was on
+// its side's set.
+func checkPinned(t *testing.T, name string, p *lab.ProcResult, set lab.SidePlacement) {
+	t.Helper()
+	if !p.Placement.Equal(set) || !p.AffinityOK || len(p.AffinityStart) == 0 {
+		t.Errorf("%s: CPUs %s, affinity ok %v (%v), at start %v", name, p.Placement, p.AffinityOK, p.AffinityBad, p.AffinityStart)
 	}
-	done := make(chan outcome, 1)
+	if !set.Pinned() {
+		return
+	}
+	for _, a := range append(slices.Clone(p.AffinityStart), p.AffinityEnd...) {
+		if a.CPUList != set.String() {
+			t.Errorf("%s: thread %d on %q, want %s", name, a.Tid, a.CPUList, set)
+		}
+	}
+}
+
+// TestValidateRefusesACPUOutsideTheAllowedSet: on a thread whose mask
+// is narrowed to one CPU, a placement that names another is refused by
+// CellSpec.Validate before anything starts, naming the side, the CPU and
+// the allowed list. The narrowed thread exits locked, so no thread the
+// process keeps is changed.
+func TestValidateRefusesACPUOutsideTheAllowedSet(t *testing.T) {
+	cpus := allowedOrSkip(t, 2)
+	placement := lab.Placement{Server: lab.ListPlacement(cpus[0]), Client: lab.ListPlacement(cpus[1])}
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
 		var one unix.CPUSet
 		one.Set(cpus[0])
 		if err := unix.SchedSetaffinity(0, &one); err != nil {
-			done <- outcome{run: err}
+			done <- err
 			return
 		}
-		var o outcome
-		o.res, o.run = Run(context.Background(), echoSpec(ModeLoopback, placement))
-		o.cell = CellSpec{Reactor: reactors.LT, Config: reactors.DefaultConfig(), Load: loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second},
-			CPUs: placement, Dir: t.TempDir()}.Validate()
-		done <- o
+		done <- CellSpec{Reactor: reactors.LT, Config: reactors.DefaultConfig(), Load: loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second},
+			Placement: placement, Dir: t.TempDir()}.Validate()
 	}()
-	o := <-done
+	err := <-done
 	want := "loadgen: CPU " + strconv.Itoa(cpus[1]) + " is not one this process may use (" + strconv.Itoa(cpus[0]) + ")"
-	if o.res != nil || o.run == nil || !strings.Contains(o.run.Error(), want) {
-		t.Errorf("Run on a thread narrowed to CPU %d: %v, %v; want nil and an error with %q", cpus[0], o.res, o.run, want)
-	}
-	if o.cell == nil || !strings.Contains(o.cell.Error(), want) {
-		t.Errorf("CellSpec.Validate there: %v; want an error with %q", o.cell, want)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CellSpec.Validate on a thread narrowed to CPU %d: %v; want an error with %q", cpus[0], err, want)
 	}
 }
 
@@ -73,33 +81,33 @@ func TestRunRefusesACPUOutsideTheAllowedSet(t *testing.T) {
 // reported catches each way a placement can be wrong (each case a fault
 // planted in the samples) and passes the right one.
 func TestLoopProblems(t *testing.T) {
-	set := CPUList(0, 1)
+	set := lab.ListPlacement(0, 1)
 	pins := []loopPin{{Index: 0, Tid: 10, CPU: 0}, {Index: 1, Tid: 11, CPU: 1}}
-	right := []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}
-	if got, _ := loopProblems("server", &ProcResult{CPUs: set, Masks: right}, pins); len(got) != 0 {
+	right := []lab.ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}
+	if got, _ := loopProblems("server", &lab.ProcResult{Placement: set, Masks: right}, pins); len(got) != 0 {
 		t.Errorf("a right placement: %q", got)
 	}
 	for _, tc := range []struct {
 		name   string
-		masks  []ThreadMasks
+		masks  []lab.ThreadMasks
 		pins   []loopPin
 		want   string
 		badTid int
 	}{
-		{"loop never pinned", []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
+		{"loop never pinned", []lab.ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
 			"placement: server: thread 10 last seen on CPUs 0-1, want 0 (loop 0's CPU)", 10},
-		{"loop on the other CPU", []ThreadMasks{{Tid: 10, Masks: []string{"1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
+		{"loop on the other CPU", []lab.ThreadMasks{{Tid: 10, Masks: []string{"1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
 			"thread 10 on CPUs 1, want 0 (loop 0's CPU)", 10},
-		{"loop back on the set", []ThreadMasks{{Tid: 10, Masks: []string{"0", "0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
+		{"loop back on the set", []lab.ThreadMasks{{Tid: 10, Masks: []string{"0", "0-1"}}, {Tid: 11, Masks: []string{"1"}}}, pins,
 			"thread 10 last seen on CPUs 0-1, want 0", 10},
-		{"other thread narrowed", append(slices.Clone(right), ThreadMasks{Tid: 12, Masks: []string{"0-1", "1"}}), pins,
+		{"other thread narrowed", append(slices.Clone(right), lab.ThreadMasks{Tid: 12, Masks: []string{"0-1", "1"}}), pins,
 			"thread 12 on CPUs 1, want 0-1 (its side's set)", 12},
 		{"loop reported outside the set", right, []loopPin{{Index: 0, Tid: 10, CPU: 5}},
 			"loop 0 (thread 10) reported on CPU 5, outside the side's set 0-1", 10},
 		{"loop never sampled", right, append(slices.Clone(pins), loopPin{Index: 2, Tid: 13, CPU: 0}),
 			"loop 2's thread 13 was never seen by the samples", 13},
 	} {
-		problems, bad := loopProblems("server", &ProcResult{CPUs: set, Masks: tc.masks}, tc.pins)
+		problems, bad := loopProblems("server", &lab.ProcResult{Placement: set, Masks: tc.masks}, tc.pins)
 		if got := strings.Join(problems, "\n"); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
@@ -107,18 +115,18 @@ func TestLoopProblems(t *testing.T) {
 			t.Errorf("%s: threads found wrong %v, want thread %d among them", tc.name, bad, tc.badTid)
 		}
 	}
-	if got, _ := loopProblems("server", &ProcResult{Masks: []ThreadMasks{{Tid: 10, Masks: []string{"1"}}}}, pins); len(got) != 0 {
+	if got, _ := loopProblems("server", &lab.ProcResult{Masks: []lab.ThreadMasks{{Tid: 10, Masks: []string{"1"}}}}, pins); len(got) != 0 {
 		t.Errorf("an unpinned side is not checked: %q", got)
 	}
 }
 
 // placedCell runs prio-thread under a short hot load with cpus, the load
 // generator on loops loops, and returns its valid result.
-func placedCell(t *testing.T, cpus CPUs, loops int) *CellResult {
+func placedCell(t *testing.T, cpus lab.Placement, loops int) *CellResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cell := CellSpec{Reactor: reactors.PrioThread, Config: reactors.DefaultConfig(), CPUs: cpus, Mode: ModeAuto, Grace: 2 * time.Second,
+	cell := CellSpec{Reactor: reactors.PrioThread, Config: reactors.DefaultConfig(), Placement: cpus, Mode: lab.ModeAuto, Grace: 2 * time.Second,
 		Load: loadgen.Config{Hot: 2, InFlight: 4, ControlEvery: 10 * time.Millisecond, Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, Loops: loops},
 		Dir:  filepath.Join(t.TempDir(), "cell")}
 	res, err := RunCell(ctx, cell, nil)
@@ -135,7 +143,7 @@ func placedCell(t *testing.T, cpus CPUs, loops int) *CellResult {
 }
 
 // lastMask is the thread's last sampled mask.
-func lastMask(p *ProcResult, tid int) string {
+func lastMask(p *lab.ProcResult, tid int) string {
 	for _, m := range p.Masks {
 		if m.Tid == tid {
 			return m.Masks[len(m.Masks)-1]
@@ -152,13 +160,13 @@ func lastMask(p *ProcResult, tid int) string {
 // assigned (checkPlacement), and the test reads the masks itself too.
 func TestCellPlacesEachLoopOnItsCPU(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)[:2]
-	res := placedCell(t, CPUs{Server: CPUList(cpus...)}, 1)
+	res := placedCell(t, lab.Placement{Server: lab.ListPlacement(cpus...)}, 1)
 	for i, l := range res.Server.LoopThreads {
 		if l.CPU != cpus[i] || lastMask(res.Lab.Server, l.Tid) != strconv.Itoa(cpus[i]) {
 			t.Errorf("server loop %d (thread %d): CPU %d, last mask %s; want CPU %d", i, l.Tid, l.CPU, lastMask(res.Lab.Server, l.Tid), cpus[i])
 		}
 	}
-	res = placedCell(t, CPUs{Client: CPUList(cpus...)}, 0)
+	res = placedCell(t, lab.Placement{Client: lab.ListPlacement(cpus...)}, 0)
 	if got := len(res.Load.Loops); got != 2 {
 		t.Errorf("the load generator's loops default to one per CPU of its set: %d reported, want 2", got)
 	}
@@ -176,7 +184,7 @@ func TestCellPlacesEachLoopOnItsCPU(t *testing.T) {
 func TestCellMoreLoopsThanCPUs(t *testing.T) {
 	cpus := allowedOrSkip(t, 2)
 	t.Logf("2 server loops on CPU %d, 2 load generator loops on CPU %d: several loops per CPU", cpus[0], cpus[1])
-	res := placedCell(t, CPUs{Server: CPUList(cpus[0]), Client: CPUList(cpus[1])}, 2)
+	res := placedCell(t, lab.Placement{Server: lab.ListPlacement(cpus[0]), Client: lab.ListPlacement(cpus[1])}, 2)
 	for i, l := range res.Server.LoopThreads {
 		if l.CPU != cpus[0] {
 			t.Errorf("server loop %d on CPU %d, want %d", i, l.CPU, cpus[0])
@@ -187,8 +195,8 @@ func TestCellMoreLoopsThanCPUs(t *testing.T) {
 			t.Errorf("loadgen loop %d on CPU %d, want %d", l.Index, l.CPU, cpus[1])
 		}
 	}
-	checkPinned(t, "server", res.Lab.Server, CPUList(cpus[0]))
-	checkPinned(t, "loadgen", res.Lab.Client, CPUList(cpus[1]))
+	checkPinned(t, "server", res.Lab.Server, lab.ListPlacement(cpus[0]))
+	checkPinned(t, "loadgen", res.Lab.Client, lab.ListPlacement(cpus[1]))
 	checkSummaryNamesLoops(t, res, cpus[0], cpus[1])
 	if b := res.CPUBusy; b == nil || b.Server == nil || b.Loadgen == nil || b.Loadgen.Busy[0] <= 0 {
 		t.Errorf("CPU busy over the measured period: %+v", b)
@@ -204,12 +212,12 @@ func TestCellMoreLoopsThanCPUs(t *testing.T) {
 // and Limit names the side whose CPUs were full.
 func TestCPUBusy(t *testing.T) {
 	start := time.Unix(1000, 0)
-	tick := func(s float64, busy, total uint64) CPUTicks {
-		return CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}}
+	tick := func(s float64, busy, total uint64) lab.CPUTicks {
+		return lab.CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}}
 	}
-	srv := &ProcResult{CPUs: CPUList(0), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.1, 100, 200), tick(2, 195, 300), tick(3.5, 195, 500)}}
-	gen := &ProcResult{CPUs: CPUList(1), CPUTicks: []CPUTicks{tick(0.5, 0, 0), tick(1.5, 10, 100)}}
-	res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}}, Lab: &LabResult{Server: srv, Client: gen},
+	srv := &lab.ProcResult{Placement: lab.ListPlacement(0), CPUTicks: []lab.CPUTicks{tick(0.5, 0, 0), tick(1.1, 100, 200), tick(2, 195, 300), tick(3.5, 195, 500)}}
+	gen := &lab.ProcResult{Placement: lab.ListPlacement(1), CPUTicks: []lab.CPUTicks{tick(0.5, 0, 0), tick(1.5, 10, 100)}}
+	res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}}, Lab: &lab.Result{Server: srv, Client: gen},
 		Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget}}}
 	res.measureBusy()
 	b := res.CPUBusy
@@ -239,7 +247,7 @@ func TestCPUBusy(t *testing.T) {
 	// A capped server is the limit when it spent its quota, whatever its
 	// CPU's busy fraction; not when it was seldom throttled.
 	res.CPUBusy.Server = &SideBusy{CPUs: []int{0}, Busy: []float64{0.5}, Mean: 0.5}
-	srv.CPULimit = &CPULimitRecord{Share: 0.5, Periods: 150, Throttled: 140}
+	srv.CPULimit = &lab.CPULimitRecord{Share: 0.5, Periods: 150, Throttled: 140}
 	if side, why := res.Limit(); side != "server" || !strings.Contains(why, "throttled in 140 of the 150 periods") {
 		t.Errorf("Limit of a server held at its cap = %s (%s), want server", side, why)
 	}
@@ -259,13 +267,13 @@ func TestContention(t *testing.T) {
 	start := time.Unix(1000, 0)
 	// busy ticks of 100, user (+ nice + steal) ticks among them; the
 	// side's threads' run, wait and user seconds.
-	tick := func(s float64, busy, user, total uint64, run, wait, ownUser float64) CPUTicks {
-		return CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}, UserSteal: []uint64{user},
-			Own: &OwnTime{RunNs: uint64(run * 1e9), WaitNs: uint64(wait * 1e9), UserNs: uint64(ownUser * 1e9)}}
+	tick := func(s float64, busy, user, total uint64, run, wait, ownUser float64) lab.CPUTicks {
+		return lab.CPUTicks{At: start.Add(time.Duration(s * float64(time.Second))), Busy: []uint64{busy}, Total: []uint64{total}, UserSteal: []uint64{user},
+			Own: &lab.OwnTime{RunNs: uint64(run * 1e9), WaitNs: uint64(wait * 1e9), UserNs: uint64(ownUser * 1e9)}}
 	}
-	cell := func(srv, gen []CPUTicks, selfCheck loadgen.SelfCheck) *CellResult {
+	cell := func(srv, gen []lab.CPUTicks, selfCheck loadgen.SelfCheck) *CellResult {
 		res := &CellResult{Cell: CellSpec{Load: loadgen.Config{Warmup: time.Second}},
-			Lab:  &LabResult{Server: &ProcResult{CPUs: CPUList(0), CPUTicks: srv}, Client: &ProcResult{CPUs: CPUList(1), CPUTicks: gen}},
+			Lab:  &lab.Result{Server: &lab.ProcResult{Placement: lab.ListPlacement(0), CPUTicks: srv}, Client: &lab.ProcResult{Placement: lab.ListPlacement(1), CPUTicks: gen}},
 			Load: &loadgen.Summary{StartTime: start, MeasuredS: 2, SelfCheck: selfCheck}}
 		res.measureBusy()
 		return res
@@ -273,8 +281,8 @@ func TestContention(t *testing.T) {
 	// The server's thread fills its CPU (0.95 of the second), waiting
 	// little; the generator's CPU is 99% busy, its threads ran 0.2 of it
 	// and waited 0.5: others took its CPU.
-	srv := []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 97, 30, 100, 0.95, 0.02, 0.3)}
-	gen := []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.5, 0.06)}
+	srv := []lab.CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 97, 30, 100, 0.95, 0.02, 0.3)}
+	gen := []lab.CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.5, 0.06)}
 	res := cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitLoadgen, Reasons: []string{"send lag p99 5ms"}})
 	if b := res.CPUBusy; b == nil || len(b.Contended) != 1 || !strings.HasPrefix(b.Contended[0], "the loadgen's CPU 1: 99% busy, others' processes 79% of it") {
 		t.Fatalf("contended: %+v, want the load generator, saying why", b)
@@ -285,14 +293,14 @@ func TestContention(t *testing.T) {
 	// The quick suite with a busy process on the generator's CPU: its
 	// threads ran 0.15 of it and waited 0.09 (37% of the time they wanted
 	// it), where quietly they wait at most 27% of it.
-	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 100, 98, 100, 0.15, 0.09, 0.12)}
+	gen = []lab.CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 100, 98, 100, 0.15, 0.09, 0.12)}
 	res = cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitTarget})
 	if b := res.CPUBusy; len(b.Contended) != 1 || !strings.Contains(b.Contended[0], "waited runnable 38% of the time they wanted a CPU") {
 		t.Errorf("a busy process beside a light generator: contended %q, want the load generator", b.Contended)
 	}
 	// Others' time alone (its threads never waited): no contention; and
 	// a generator CPU that others filled is not the generator's limit.
-	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.01, 0.06)}
+	gen = []lab.CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 85, 100, 0.2, 0.01, 0.06)}
 	res = cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitTarget})
 	if len(res.CPUBusy.Contended) != 0 {
 		t.Errorf("one signal: contended %q, want none", res.CPUBusy.Contended)
@@ -303,7 +311,7 @@ func TestContention(t *testing.T) {
 	// Waiting alone (its own threads outnumber its CPU, nobody else
 	// there, the kernel's network work on its CPU its own traffic's): no
 	// contention either.
-	gen = []CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 30, 100, 0.97, 0.6, 0.3)}
+	gen = []lab.CPUTicks{tick(1, 0, 0, 0, 0, 0, 0), tick(2, 99, 30, 100, 0.97, 0.6, 0.3)}
 	res = cell(srv, gen, loadgen.SelfCheck{Limit: loadgen.LimitTarget})
 	if len(res.CPUBusy.Contended) != 0 {
 		t.Errorf("waiting on its own threads: contended %q, want none", res.CPUBusy.Contended)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -19,24 +20,24 @@ import (
 // fault planted in the samples) is not, nor is its side; an unpinned
 // side is never verified. A reference design's loops are named by role.
 func TestPlaceSide(t *testing.T) {
-	set := CPUList(0, 1)
+	set := lab.ListPlacement(0, 1)
 	pins := []loopPin{{Index: 0, Tid: 10, CPU: 0}, {Index: 1, Tid: 11, CPU: 1}}
 	roles := loopRoles(reactors.PrioThread, reactors.DefaultConfig())
 	if !slices.Equal(roles, []string{"data", "control"}) {
 		t.Fatalf("prio-thread's loop roles %q, want data and control", roles)
 	}
-	right := &ProcResult{CPUs: set, AffinityOK: true, Masks: []ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}}
+	right := &lab.ProcResult{Placement: set, AffinityOK: true, Masks: []lab.ThreadMasks{{Tid: 9, Masks: []string{"0-1"}}, {Tid: 10, Masks: []string{"0-1", "0"}}, {Tid: 11, Masks: []string{"1"}}}}
 	side, problems := placeSide("server", right, pins, roles)
 	if len(problems) != 0 || !side.Verified || len(side.Loops) != 2 || !side.Loops[0].Verified || !side.Loops[1].Verified ||
 		side.Loops[0].Role != "data" || side.Loops[1].Role != "control" {
 		t.Errorf("a right placement: %+v, problems %q", side, problems)
 	}
-	wrong := &ProcResult{CPUs: set, AffinityOK: true, Masks: []ThreadMasks{{Tid: 10, Masks: []string{"0"}}, {Tid: 11, Masks: []string{"0"}}}}
+	wrong := &lab.ProcResult{Placement: set, AffinityOK: true, Masks: []lab.ThreadMasks{{Tid: 10, Masks: []string{"0"}}, {Tid: 11, Masks: []string{"0"}}}}
 	side, problems = placeSide("server", wrong, pins, roles)
 	if len(problems) == 0 || side.Verified || !side.Loops[0].Verified || side.Loops[1].Verified {
 		t.Errorf("loop 1 on loop 0's CPU: %+v, problems %q; want loop 1 and the side unverified, loop 0 verified", side, problems)
 	}
-	unpinned := &ProcResult{AffinityOK: true, Masks: []ThreadMasks{{Tid: 10, Masks: []string{"0-1"}}}}
+	unpinned := &lab.ProcResult{AffinityOK: true, Masks: []lab.ThreadMasks{{Tid: 10, Masks: []string{"0-1"}}}}
 	side, _ = placeSide("loadgen", unpinned, []loopPin{{Index: 0, Tid: 10, CPU: -1}}, nil)
 	if side.Verified || side.Loops[0].Verified {
 		t.Errorf("an unpinned side: %+v; want nothing verified", side)
@@ -63,42 +64,42 @@ func TestPlaceSide(t *testing.T) {
 // says when loops share a CPU for want of CPUs, and names a reference
 // design's loops by role.
 func TestDescribeLoops(t *testing.T) {
-	gen := func(set CPUSet, cpus ...int) *SidePlaced {
-		s := &SidePlaced{CPUs: set}
+	gen := func(set lab.SidePlacement, cpus ...int) *SidePlaced {
+		s := &SidePlaced{Placement: set}
 		for i, c := range cpus {
 			s.Loops = append(s.Loops, LoopPlaced{Loop: i, CPU: c})
 		}
 		return s
 	}
-	srv := gen(CPUList(0, 1), 0, 1)
+	srv := gen(lab.ListPlacement(0, 1), 0, 1)
 	srv.Loops[0].Role, srv.Loops[1].Role = "data", "control"
-	shared := gen(CPUList(0), 0, 0)
+	shared := gen(lab.ListPlacement(0), 0, 0)
 	shared.Loops[0].Role, shared.Loops[1].Role = "data", "control"
 	for _, tc := range []struct {
 		side *SidePlaced
 		want string
 	}{
-		{gen(CPUList(1), 1), "1 loop"},
-		{gen(CPUList(1), 1, 1), "2 loops (both on CPU 1: more loops than CPUs)"},
-		{gen(CPUList(1), 1, 1, 1), "3 loops (all 3 on CPU 1: more loops than CPUs)"},
-		{gen(CPUList(2, 3), 2, 3), "2 loops (loop 0 on CPU 2, loop 1 on CPU 3)"},
-		{gen(CPUList(2, 3), 2, 3, 2, 3), "4 loops (loops 0 and 2 on CPU 2, loops 1 and 3 on CPU 3; more loops than CPUs)"},
-		{gen(CPUSet{}, -1, -1), "2 loops"},
+		{gen(lab.ListPlacement(1), 1), "1 loop"},
+		{gen(lab.ListPlacement(1), 1, 1), "2 loops (both on CPU 1: more loops than CPUs)"},
+		{gen(lab.ListPlacement(1), 1, 1, 1), "3 loops (all 3 on CPU 1: more loops than CPUs)"},
+		{gen(lab.ListPlacement(2, 3), 2, 3), "2 loops (loop 0 on CPU 2, loop 1 on CPU 3)"},
+		{gen(lab.ListPlacement(2, 3), 2, 3, 2, 3), "4 loops (loops 0 and 2 on CPU 2, loops 1 and 3 on CPU 3; more loops than CPUs)"},
+		{gen(lab.SidePlacement{}, -1, -1), "2 loops"},
 		{srv, "2 loops (data loop on CPU 0, control loop on CPU 1)"},
 		{shared, "2 loops (data loop and control loop both on CPU 0: more loops than CPUs)"},
-		{&SidePlaced{CPUs: CPUList(0)}, ""},
+		{&SidePlaced{Placement: lab.ListPlacement(0)}, ""},
 	} {
 		if got := describeLoops(tc.side); got != tc.want {
 			t.Errorf("describeLoops(%+v) = %q, want %q", tc.side.Loops, got, tc.want)
 		}
 	}
-	p := &ProcResult{CPUs: CPUList(1), AffinityOK: true}
-	good := gen(CPUList(1), 1, 1)
+	p := &lab.ProcResult{Placement: lab.ListPlacement(1), AffinityOK: true}
+	good := gen(lab.ListPlacement(1), 1, 1)
 	good.Verified = true
 	if got, want := describeSide("loadgen", p, good), "loadgen on CPU 1, 2 loops (both on CPU 1: more loops than CPUs) (every thread verified)"; got != want {
 		t.Errorf("describeSide = %q, want %q", got, want)
 	}
-	bad := gen(CPUList(1), 1, 1) // Verified false: a loop was off its CPU
+	bad := gen(lab.ListPlacement(1), 1, 1) // Verified false: a loop was off its CPU
 	if got := describeSide("loadgen", p, bad); !strings.Contains(got, "a loop thread was not where it was put") {
 		t.Errorf("describeSide of an unverified side = %q", got)
 	}

@@ -13,6 +13,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/results/stats"
@@ -65,15 +66,15 @@ func (r *CellResult) writeSetting(b *strings.Builder, load loadgen.Config) {
 		measured = fmt.Sprintf("%v (%v asked, extended for --precision %g%%)", time.Duration(s.MeasuredS*float64(time.Second)).Round(time.Millisecond), load.Duration, 100*load.Precision)
 	}
 	fmt.Fprintf(b, "  %s measured after %v warm-up; %s\n", measured, load.Warmup, describeLoad(load))
-	if lab := r.Lab; lab != nil {
-		where := "lab: server " + lab.Addr + ", load generator in its own namespace over veth"
-		if lab.Mode != ModeLab {
-			where = "loopback: server " + lab.Addr
-			if lab.Fallback != "" {
-				where += " (no lab: " + lab.Fallback + ")"
+	if labRes := r.Lab; labRes != nil {
+		where := "lab: server " + labRes.Addr + ", load generator in its own namespace over veth"
+		if labRes.Mode != lab.ModeLab {
+			where = "loopback: server " + labRes.Addr
+			if labRes.Fallback != "" {
+				where += " (no lab: " + labRes.Fallback + ")"
 			}
 		}
-		if lab.UserNS {
+		if labRes.UserNS {
 			where += ", rootless (user namespace)"
 		}
 		fmt.Fprintf(b, "  %s\n", where)
@@ -81,7 +82,7 @@ func (r *CellResult) writeSetting(b *strings.Builder, load loadgen.Config) {
 		if p := r.Placed; p != nil {
 			srv, gen = p.Server, p.Loadgen
 		}
-		fmt.Fprintf(b, "  %s\n  %s\n", describeSide("server", lab.Server, srv), describeSide("loadgen", lab.Client, gen))
+		fmt.Fprintf(b, "  %s\n  %s\n", describeSide("server", labRes.Server, srv), describeSide("loadgen", labRes.Client, gen))
 	}
 }
 
@@ -351,20 +352,20 @@ func describeLoad(c loadgen.Config) string {
 // its loops as verified, nil if unknown): its CPU set, its loops and
 // their CPUs, whether every thread stayed where it was put, and the
 // server's CPU cap.
-func describeSide(name string, p *ProcResult, placed *SidePlaced) string {
+func describeSide(name string, p *lab.ProcResult, placed *SidePlaced) string {
 	if p == nil {
 		return name + ": no record"
 	}
 	s := name + " unpinned"
-	if p.CPUs.Pinned() {
-		s = name + " on " + describeSet(p.CPUs)
+	if p.Placement.Pinned() {
+		s = name + " on " + describeSet(p.Placement)
 	}
 	if placed != nil {
 		if loops := describeLoops(placed); loops != "" {
 			s += ", " + loops
 		}
 	}
-	if p.CPUs.Pinned() {
+	if p.Placement.Pinned() {
 		switch {
 		case !p.AffinityOK:
 			s += " (a thread was seen off it)"
@@ -402,7 +403,7 @@ func describeLoops(side *SidePlaced) string {
 		return count
 	}
 	crowded := ""
-	if side.CPUs.Len() > 0 && n > side.CPUs.Len() {
+	if side.Placement.Len() > 0 && n > side.Placement.Len() {
 		crowded = ": more loops than CPUs"
 	}
 	if len(cpus) == 1 {
@@ -464,7 +465,7 @@ func cpuText(cpu int) string {
 }
 
 // describeSet is "CPU 3" or "CPUs 0-3".
-func describeSet(s CPUSet) string {
+func describeSet(s lab.SidePlacement) string {
 	if s.Len() == 1 {
 		return "CPU " + s.String()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -100,7 +101,7 @@ func (r *CellResult) writeLoops(b *strings.Builder) {
 // writeAcceptQueue prints the data port's accept queue peak over the
 // measured period (p, when inside: CellResult.AcceptQueuePeak), or why
 // there is none; nothing when the lab took no record (q nil).
-func writeAcceptQueue(b *strings.Builder, q *AcceptQueue, p AcceptQueuePeak, inside bool) {
+func writeAcceptQueue(b *strings.Builder, q *lab.AcceptQueue, p lab.AcceptQueuePeak, inside bool) {
 	if q == nil {
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reactorlab/reactorlab/harness/lab"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 )
@@ -25,10 +27,10 @@ func multiLoopResult() *CellResult {
 		Duration: 2 * time.Second, Warmup: time.Second}
 	return &CellResult{
 		Cell: CellSpec{Reactor: "mainsub", Load: load},
-		Lab:  &LabResult{Mode: ModeLab, Server: &ProcResult{Elapsed: 10 * time.Second}},
+		Lab:  &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 10 * time.Second}},
 		Load: &loadgen.Summary{Config: load, Churn: &loadgen.ChurnOutcome{Scheduled: 900, Opened: 880, Skipped: 20, Connected: 870, Refused: 10,
 			Answered: 865, Reset: 5, MaxOpen: 12}},
-		Server: &ServeOutput{Stats: reactors.Stats{
+		Server: &roles.ServeOutput{Stats: reactors.Stats{
 			PerLoop: per, Imbalance: reactors.ImbalanceOf(per),
 			Counters: reactors.Counters{Handoffs: 3000, HandoffFull: 3, HandoffBacklogMax: 2},
 			Histograms: map[string]reactors.HistSummary{
@@ -103,17 +105,17 @@ func TestSummaryShowsLoops(t *testing.T) {
 // TestSummaryShowsAcceptQueue: the peak with each listener's, or why there
 // is none.
 func TestSummaryShowsAcceptQueue(t *testing.T) {
-	q := &AcceptQueue{Port: 80, EveryMs: 5, Samples: 400, Listeners: 4, Backlog: 4096}
+	q := &lab.AcceptQueue{Port: 80, EveryMs: 5, Samples: 400, Listeners: 4, Backlog: 4096}
 	for _, c := range []struct {
-		q      *AcceptQueue
-		p      AcceptQueuePeak
+		q      *lab.AcceptQueue
+		p      lab.AcceptQueuePeak
 		inside bool
 		want   string
 	}{
-		{q, AcceptQueuePeak{Sum: 2300, PerListener: []uint32{600, 500, 700, 500}, Buckets: 20}, true,
+		{q, lab.AcceptQueuePeak{Sum: 2300, PerListener: []uint32{600, 500, 700, 500}, Buckets: 20}, true,
 			"peak 2,300 connections waiting (4 listeners: 600, 500, 700, 500; backlog 4096), measured period, sampled every 5 ms: a lower bound"},
-		{q, AcceptQueuePeak{}, false, "no sample inside the measured period (400 samples)"},
-		{&AcceptQueue{Error: "accept queue: inet_diag socket: EPERM"}, AcceptQueuePeak{}, false, "not sampled: accept queue: inet_diag socket: EPERM"},
+		{q, lab.AcceptQueuePeak{}, false, "no sample inside the measured period (400 samples)"},
+		{&lab.AcceptQueue{Error: "accept queue: inet_diag socket: EPERM"}, lab.AcceptQueuePeak{}, false, "not sampled: accept queue: inet_diag socket: EPERM"},
 	} {
 		var b strings.Builder
 		writeAcceptQueue(&b, c.q, c.p, c.inside)
@@ -122,7 +124,7 @@ func TestSummaryShowsAcceptQueue(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	writeAcceptQueue(&b, nil, AcceptQueuePeak{}, false)
+	writeAcceptQueue(&b, nil, lab.AcceptQueuePeak{}, false)
 	if b.Len() != 0 {
 		t.Errorf("no record: %q", b.String())
 	}

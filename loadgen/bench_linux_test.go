@@ -263,8 +263,8 @@ func runGenerator(b *testing.B, cfg loadgen.Config, targetPid, cpu int) capacity
 	}
 	if cpu >= 0 {
 		for _, a := range run.Affinity {
-			if a.CPUs != strconv.Itoa(cpu) {
-				b.Fatalf("generator child: thread %d on CPUs %s, want %d", a.Tid, a.CPUs, cpu)
+			if a.CPUList != strconv.Itoa(cpu) {
+				b.Fatalf("generator child: thread %d on CPUs %s, want %d", a.Tid, a.CPUList, cpu)
 			}
 		}
 	}
@@ -279,8 +279,8 @@ func checkPinned(b *testing.B, name string, pid, cpu int) {
 		b.Fatal(err)
 	}
 	for _, a := range aff {
-		if a.CPUs != strconv.Itoa(cpu) {
-			b.Fatalf("%s: thread %d on CPUs %s, want %d", name, a.Tid, a.CPUs, cpu)
+		if a.CPUList != strconv.Itoa(cpu) {
+			b.Fatalf("%s: thread %d on CPUs %s, want %d", name, a.Tid, a.CPUList, cpu)
 		}
 	}
 }

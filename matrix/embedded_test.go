@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
 	"github.com/reactorlab/reactorlab/results/stats"
 )
@@ -93,7 +93,7 @@ func TestScalingSuite(t *testing.T) {
 	for _, s := range specs {
 		need, factors := 0, map[string]bool{}
 		for _, c := range s.Expand() {
-			cpus, err := harness.ParseCPUs(c.CPUs)
+			cpus, err := lab.ParsePlacement(c.Placement)
 			if err != nil {
 				t.Fatalf("%s: cell %s: %v", s.Name, c.ID, err)
 			}

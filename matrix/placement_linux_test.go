@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -30,13 +31,13 @@ factors:
 `
 
 // placedOptions are the fake matrix of placedSpec into dir, placed by cpus.
-func placedOptions(t *testing.T, dir string, cpus harness.CPUs) Options {
+func placedOptions(t *testing.T, dir string, cpus lab.Placement) Options {
 	t.Helper()
 	spec, err := Parse([]byte(placedSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Spec: spec, Source: "test", Text: placedSpec, Dir: dir, CPUs: cpus, RunCell: fakeRunCell(dir)}
+	return Options{Spec: spec, Source: "test", Text: placedSpec, Dir: dir, Placement: cpus, RunCell: fakeRunCell(dir)}
 }
 
 // TestManifestRecordsPlacement: the manifest keeps the placement as asked
@@ -45,7 +46,7 @@ func placedOptions(t *testing.T, dir string, cpus harness.CPUs) Options {
 // that was taken, and each cell placed otherwise than the baseline (its
 // own cpus, its own loops); a cell placed as the baseline is not listed.
 func TestManifestRecordsPlacement(t *testing.T) {
-	allowed, err := harness.AllowedCPUs()
+	allowed, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestManifestRecordsPlacement(t *testing.T) {
 	first, second := strconv.Itoa(allowed[0]), strconv.Itoa(allowed[1])
 	loopsDefault := "default: " + harness.DefaultLoadLoopsRule
 	dir := filepath.Join(t.TempDir(), "count")
-	m, err := Run(context.Background(), placedOptions(t, dir, harness.CPUs{Server: harness.CPUCount(1), Client: harness.CPUCount(1)}))
+	m, err := Run(context.Background(), placedOptions(t, dir, lab.Placement{Server: lab.CountPlacement(1), Client: lab.CountPlacement(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +87,14 @@ func TestManifestRecordsPlacement(t *testing.T) {
 	}
 
 	dir = filepath.Join(t.TempDir(), "default")
-	o := placedOptions(t, dir, harness.DefaultCPUs(allowed))
-	o.DefaultCPUs = true
+	o := placedOptions(t, dir, lab.DefaultPlacement(allowed))
+	o.DefaultPlacement = true
 	if m, err = Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	sh = m.Shards[0]
-	if sh.Placement != harness.DefaultCPUs(allowed).String() || sh.PlacementDefault != "default: "+harness.DefaultCPUsRule ||
-		sh.PlacementResolved != harness.DefaultCPUs(allowed).String() {
+	if sh.Placement != lab.DefaultPlacement(allowed).String() || sh.PlacementDefault != "default: "+lab.DefaultPlacementRule ||
+		sh.PlacementResolved != lab.DefaultPlacement(allowed).String() {
 		t.Errorf("the default placement: %q, resolved %+v; want it and its rule", sh.Placement, sh.Resolved)
 	}
 	if len(sh.CellPlacements) == 0 || sh.CellPlacements[0].PlacementDefault != "" {

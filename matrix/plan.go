@@ -157,7 +157,7 @@ var unsetFields = map[string]func(c *Cell) bool{
 	"target":        func(c *Cell) bool { return c.Target == (Target{}) },
 	"reactor":       func(c *Cell) bool { return c.Reactor == "" },
 	"server_cpu":    func(c *Cell) bool { return c.ServerCPU == 0 },
-	"cpus":          func(c *Cell) bool { return c.CPUs == "" },
+	"cpus":          func(c *Cell) bool { return c.Placement == "" },
 	"control_sched": func(c *Cell) bool { return c.ControlSched == "" },
 	"admission":     func(c *Cell) bool { return c.Admission == "" },
 	"urgent":        func(c *Cell) bool { return c.Urgent == "" },
@@ -221,8 +221,8 @@ func (c Cell) Describe() string {
 	if c.ServerCPU > 0 {
 		parts = append(parts, "server capped at "+fields["server_cpu"].text(&c.Settings)+" CPU")
 	}
-	if c.CPUs != "" {
-		parts = append(parts, "cpus "+c.CPUs)
+	if c.Placement != "" {
+		parts = append(parts, "cpus "+c.Placement)
 	}
 	if c.Load.Loops > 0 {
 		parts = append(parts, fmt.Sprintf("%d load generator loops", c.Load.Loops))

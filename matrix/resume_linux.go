@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -104,10 +104,10 @@ func resumeManifest(opt Options, plan []PlannedRun) (*results.Manifest, Resumpti
 		return refuse("this build expands spec %s into other cells than the run's", spec.Name)
 	case shard.Index != sh.Index || shard.Count != sh.Count:
 		return refuse("holds shard %d/%d, not %s", shard.Index, shard.Count, sh)
-	case shard.Placement != opt.CPUs.String() || shard.Mode != string(orMode(opt.Mode)):
+	case shard.Placement != opt.Placement.String() || shard.Mode != string(orMode(opt.Mode)):
 		var was, asked []string
-		if shard.Placement != opt.CPUs.String() {
-			was, asked = append(was, "--cpus "+cpusFlag(shard.Placement)), append(asked, "--cpus "+cpusFlag(opt.CPUs.String()))
+		if shard.Placement != opt.Placement.String() {
+			was, asked = append(was, "--cpus "+cpusFlag(shard.Placement)), append(asked, "--cpus "+cpusFlag(opt.Placement.String()))
 		}
 		if shard.Mode != string(orMode(opt.Mode)) {
 			was, asked = append(was, "--lab "+labFlag(shard.Mode)), append(asked, "--lab "+labFlag(string(orMode(opt.Mode))))
@@ -181,22 +181,22 @@ func otherPlacement(shard *results.ShardInfo, opt Options, plan []PlannedRun) (s
 	return "", nil
 }
 
-// cpusFlag is a recorded placement (harness.CPUs.String) as the --cpus
+// cpusFlag is a recorded placement (lab.Placement.String) as the --cpus
 // flag takes it: "none" when neither side is pinned.
 func cpusFlag(placement string) string {
-	if placement == harness.Unpinned.String() {
+	if placement == lab.Unpinned.String() {
 		return "none"
 	}
 	return placement
 }
 
-// labFlag is a recorded lab mode (harness.Mode) as the --lab flag takes
+// labFlag is a recorded lab mode (lab.Mode) as the --lab flag takes
 // it: auto, on (the lab) or off (loopback).
 func labFlag(mode string) string {
-	switch harness.Mode(mode) {
-	case harness.ModeLab:
+	switch lab.Mode(mode) {
+	case lab.ModeLab:
 		return "on"
-	case harness.ModeLoopback:
+	case lab.ModeLoopback:
 		return "off"
 	}
 	return mode

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -212,11 +213,15 @@ func TestResumeRefuses(t *testing.T) {
 		// The flags as a person types them: --cpus none (not
 		// server=none,loadgen=none), --lab on or off (not lab, loopback);
 		// only what differs.
-		{"another placement", base, func(o *Options) { o.CPUs = harness.CPUs{Server: harness.CPUList(0), Client: harness.CPUList(1)} },
+		{"another placement", base, func(o *Options) {
+			o.Placement = lab.Placement{Server: lab.ListPlacement(0), Client: lab.ListPlacement(1)}
+		},
 			"was run with --cpus none, not --cpus server=0,loadgen=1: a resumed run is placed as it was (resume with no --cpus or --lab to use what was recorded)", ErrResume},
-		{"another lab mode", base, func(o *Options) { o.Mode = harness.ModeLoopback }, "was run with --lab auto, not --lab off: a resumed", ErrResume},
-		{"the lab", base, func(o *Options) { o.Mode = harness.ModeLab }, "was run with --lab auto, not --lab on: a resumed", ErrResume},
-		{"both", base, func(o *Options) { o.CPUs, o.Mode = harness.CPUs{Server: harness.CPUList(1)}, harness.ModeLab },
+		{"another lab mode", base, func(o *Options) { o.Mode = lab.ModeLoopback }, "was run with --lab auto, not --lab off: a resumed", ErrResume},
+		{"the lab", base, func(o *Options) { o.Mode = lab.ModeLab }, "was run with --lab auto, not --lab on: a resumed", ErrResume},
+		{"both", base, func(o *Options) {
+			o.Placement, o.Mode = lab.Placement{Server: lab.ListPlacement(1)}, lab.ModeLab
+		},
 			"was run with --cpus none --lab auto, not --cpus server=1,loadgen=none --lab on: a resumed", ErrResume},
 		{"another build", variant("build", func(m *results.Manifest) { m.Tool.Commit, m.Tool.Executable = "0123456789abcdef", "00" }), nil, "another build (version", ErrResume},
 		{"another machine", variant("machine", func(m *results.Manifest) { m.Shards[0].Machine.CPUs = 99 }), nil, "was run on 99 CPUs", ErrResume},
@@ -292,7 +297,7 @@ func with(t results.Tool, f func(*results.Tool)) results.Tool {
 func TestRunRefusesBeforeWriting(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	o := fakeOptions(t, dir, Shard{})
-	o.CPUs = harness.CPUs{Server: harness.CPUList(0), Client: harness.CPUList(0)}
+	o.Placement = lab.Placement{Server: lab.ListPlacement(0), Client: lab.ListPlacement(0)}
 	if _, err := Run(context.Background(), o); !errors.Is(err, ErrCell) || !strings.Contains(err.Error(), "cell baseline: ") || !strings.Contains(err.Error(), "both sides on CPU 0") {
 		t.Errorf("err = %v, want ErrCell naming the cell and the placement", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
 	"github.com/reactorlab/reactorlab/target"
 )
@@ -30,15 +31,16 @@ type Options struct {
 	// empty, so no earlier result is ever overwritten (unless Resume).
 	Dir   string
 	Shard Shard
-	// CPUs, Mode and Grace are as in harness.CellSpec, for every run
-	// (CPUs for every cell whose spec has no cpus field of its own).
-	CPUs  harness.CPUs
-	Mode  harness.Mode
-	Grace time.Duration
-	// DefaultCPUs says CPUs is the default placement (harness.DefaultCPUs),
+	// Placement, Mode and Grace are as in harness.CellSpec, for every run
+	// (Placement for every cell whose spec has no cpus field of its own).
+	Placement lab.Placement
+	Mode      lab.Mode
+	Grace     time.Duration
+	// DefaultPlacement says Placement is the default placement
+	// (lab.DefaultPlacement),
 	// not one asked for: the manifest records the default's rule beside
 	// what it resolved to.
-	DefaultCPUs bool
+	DefaultPlacement bool
 	// Resume continues the run in Dir, which an interrupted Run of the
 	// same spec, shard, placement and build left (CheckResume says what
 	// it keeps), instead of starting one in a new or empty Dir.
@@ -232,7 +234,7 @@ func newManifest(opt Options, sh Shard, plan []PlannedRun, cells []harness.CellS
 		Spec:   results.SpecInfo{Name: opt.Spec.Name, Source: opt.Source, Text: opt.Text, Repeats: opt.Spec.Repeats},
 		Shards: []results.ShardInfo{{
 			Index: sh.Index, Count: sh.Count, Cells: opt.Spec.ShardCells(sh), Machine: MachineInfo(),
-			Placement: opt.CPUs.String(), Mode: string(orMode(opt.Mode)), Resolved: base, CellPlacements: others,
+			Placement: opt.Placement.String(), Mode: string(orMode(opt.Mode)), Resolved: base, CellPlacements: others,
 			Started: time.Now().UTC(),
 		}},
 	}
@@ -246,7 +248,7 @@ func newManifest(opt Options, sh Shard, plan []PlannedRun, cells []harness.CellS
 // each cell of plan (cells: the harness's cells of its runs) as the
 // harness will (harness.CellSpec.Place): the baseline's, and each other
 // cell's where it differs from the baseline's, in plan order. A default
-// is recorded with its rule: the placement's when opt.DefaultCPUs and
+// is recorded with its rule: the placement's when opt.DefaultPlacement and
 // the cell has no cpus field, the loops' when the cell gives none.
 func placements(plan []PlannedRun, cells []harness.CellSpec, opt Options) (base results.Resolved, others []results.CellPlacement, err error) {
 	seen := map[string]bool{}
@@ -259,9 +261,9 @@ func placements(plan []PlannedRun, cells []harness.CellSpec, opt Options) (base 
 		if err != nil {
 			return base, nil, &cellError{cell: p.Cell.ID, err: err}
 		}
-		r := results.Resolved{PlacementResolved: placed.CPUs.String(), LoadgenLoops: placed.Load.Loops}
-		if opt.DefaultCPUs && p.Cell.CPUs == "" {
-			r.PlacementDefault = "default: " + harness.DefaultCPUsRule
+		r := results.Resolved{PlacementResolved: placed.Placement.String(), LoadgenLoops: placed.Load.Loops}
+		if opt.DefaultPlacement && p.Cell.Placement == "" {
+			r.PlacementDefault = "default: " + lab.DefaultPlacementRule
 		}
 		if cells[i].Load.Loops == 0 {
 			r.LoadgenLoopsDefault = "default: " + harness.DefaultLoadLoopsRule
@@ -394,9 +396,9 @@ func missingWhy(prog string, err error) string {
 	return strings.TrimPrefix(why, "exec: "+strconv.Quote(prog)+": ")
 }
 
-func orMode(m harness.Mode) harness.Mode {
+func orMode(m lab.Mode) lab.Mode {
 	if m == "" {
-		return harness.ModeAuto
+		return lab.ModeAuto
 	}
 	return m
 }
@@ -428,15 +430,15 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	if err != nil {
 		return harness.CellSpec{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
 	}
-	cpus := opt.CPUs
-	if p.Cell.CPUs != "" {
-		if cpus, err = harness.ParseCPUs(p.Cell.CPUs); err != nil { // accepted when the spec was read
+	cpus := opt.Placement
+	if p.Cell.Placement != "" {
+		if cpus, err = lab.ParsePlacement(p.Cell.Placement); err != nil { // accepted when the spec was read
 			return harness.CellSpec{}, fmt.Errorf("matrix: cell %s: %w", p.Cell.ID, err)
 		}
 	}
 	return harness.CellSpec{
 		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
-		CPUs: cpus, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
+		Placement: cpus, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/results"
 	"github.com/reactorlab/reactorlab/results/record"
@@ -86,8 +87,8 @@ func fakeRunCell(root string) func(ctx context.Context, c harness.CellSpec) (*ha
 		}
 		return &harness.CellResult{
 			Cell: c, Valid: true, Load: sum,
-			Lab: &harness.LabResult{Mode: harness.ModeLab, Valid: true,
-				Server: &harness.ProcResult{UserNs: int64(1e9 + rng.IntN(1e8)), SysNs: 5e8, MaxRSS: 10 << 20, Elapsed: 3 * time.Second}},
+			Lab: &lab.Result{Mode: lab.ModeLab, Valid: true,
+				Server: &lab.ProcResult{UserNs: int64(1e9 + rng.IntN(1e8)), SysNs: 5e8, MaxRSS: 10 << 20, Elapsed: 3 * time.Second}},
 		}, nil
 	}
 }
@@ -98,7 +99,7 @@ func fakeOptions(t *testing.T, dir string, sh Shard) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Spec: spec, Source: "test", Text: fakeSpec, Dir: dir, Shard: sh, CPUs: harness.Unpinned, RunCell: fakeRunCell(dir)}
+	return Options{Spec: spec, Source: "test", Text: fakeSpec, Dir: dir, Shard: sh, Placement: lab.Unpinned, RunCell: fakeRunCell(dir)}
 }
 
 // TestPlanPairsAndShards checks the plan's promises: each factor cell's run

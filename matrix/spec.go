@@ -119,14 +119,14 @@ type Settings struct {
 	ReactorFaults []string
 
 	// ServerCPU caps the server's CPU time at this many CPUs (0.5: half of
-	// one) with a cgroup CPU quota (harness.LabSpec.ServerCPU), so that the
+	// one) with a cgroup CPU quota (lab.Spec.ServerCPU), so that the
 	// server and not the load generator is the limit; 0: no cap. It applies
 	// to reference reactors and black-box targets alike.
 	ServerCPU float64
-	// CPUs is the cell's placement in harness.ParseCPUs's form
+	// Placement is the cell's placement in lab.ParsePlacement's form
 	// ("server=0-1,loadgen=2-3", "server=count:2,loadgen=count:2"); ""
 	// places it as the matrix's --cpus says.
-	CPUs string
+	Placement string
 }
 
 // Cell is one cell of an expanded spec: the baseline, or the baseline with

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
@@ -131,7 +132,7 @@ var otherFields = map[string]field{
 			if err != nil {
 				return fmt.Errorf("%q is not a CPU cap (accepted: a number of CPUs, %v..%d, e.g. 0.5; 0 for none)", v, proc.MinCPUShare, proc.MaxCPUShare)
 			}
-			if err := harness.CheckServerCPU(c); err != nil {
+			if err := lab.CheckServerCPU(c); err != nil {
 				return fmt.Errorf("%q: %w", v, err)
 			}
 			s.ServerCPU = c
@@ -146,19 +147,19 @@ var otherFields = map[string]field{
 			if err != nil {
 				return err
 			}
-			c, err := harness.ParseCPUs(v)
+			c, err := lab.ParsePlacement(v)
 			if err != nil {
 				return err
 			}
-			s.CPUs = c.String()
+			s.Placement = c.String()
 			return nil
 		},
-		equal: func(a, b *Settings) bool { return a.CPUs == b.CPUs },
+		equal: func(a, b *Settings) bool { return a.Placement == b.Placement },
 		text: func(s *Settings) string {
-			if s.CPUs == "" {
+			if s.Placement == "" {
 				return "as --cpus"
 			}
-			return s.CPUs
+			return s.Placement
 		},
 	},
 	"callback": {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/cost"
@@ -89,13 +89,13 @@ func TestCheckTargetsNamesTheLine(t *testing.T) {
 // TestRefusesWhatTheChildWould: a value the serve role or the load
 // generator would refuse at the start of every run is refused when the
 // spec is read, at its line and field, with the child's own message
-// (harness.CheckServe, harness.CheckLoad: what those roles print, less
+// (roles.CheckServe, roles.CheckLoad: what those roles print, less
 // the flag's dashes) or, for a callback cost, cost.Parse's.
 func TestRefusesWhatTheChildWould(t *testing.T) {
 	serve := func(d reactors.Design, set func(*reactors.Config)) string {
 		cfg := reactors.DefaultConfig()
 		set(&cfg)
-		err := harness.CheckServe(d, cfg)
+		err := roles.CheckServe(d, cfg)
 		if err == nil {
 			t.Fatalf("serve accepts the configuration")
 		}
@@ -104,7 +104,7 @@ func TestRefusesWhatTheChildWould(t *testing.T) {
 	load := func(set func(*loadgen.Config)) string {
 		cfg := loadgen.Config{Hot: 2, InFlight: 4, Duration: time.Second}
 		set(&cfg)
-		err := harness.CheckLoad(cfg)
+		err := roles.CheckLoad(cfg)
 		if err == nil {
 			t.Fatalf("the load generator accepts the load")
 		}

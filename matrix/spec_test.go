@@ -35,7 +35,7 @@ var structField = map[string]string{
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
 	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive",
-	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "CPUs": "cpus",
+	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "Placement": "cpus",
 }
 
 // loadField maps each field of loadgen.Config a spec sets, by Go name, to
@@ -529,8 +529,8 @@ func TestPlacementFactors(t *testing.T) {
 	}
 	for i, c := range cells {
 		w := want[i]
-		if c.CPUs != w.cpus || c.Load.Loops != w.loops {
-			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.CPUs, c.Load.Loops, w.cpus, w.loops)
+		if c.Placement != w.cpus || c.Load.Loops != w.loops {
+			t.Errorf("cell %d (%s): cpus %q, loops %d; want %q, %d", i, c.ID, c.Placement, c.Load.Loops, w.cpus, w.loops)
 		}
 		if i > 0 {
 			if d := differing(t, cells[0].Settings, c.Settings); len(d) != 1 {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
@@ -125,9 +127,9 @@ func representativeRun(t *testing.T) (*harness.CellResult, string, time.Time) {
 			Urgent:      &loadgen.UrgentOutcome{Sent: 60, Answered: 50, Skipped: 3, Mismatched: 1},
 			Churn:       &loadgen.ChurnOutcome{Refused: 3, Reset: 4, Skipped: 5},
 		},
-		Lab: &harness.LabResult{Mode: harness.ModeLab, Server: &harness.ProcResult{
+		Lab: &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{
 			UserNs: 1.5e9, SysNs: 0.5e9, MaxRSS: 3 << 20, Elapsed: 5 * time.Second}},
-		Server: &harness.ServeOutput{Stats: reactors.Stats{
+		Server: &roles.ServeOutput{Stats: reactors.Stats{
 			PerLoop: per, Imbalance: reactors.ImbalanceOf(per),
 			Counters: reactors.Counters{FramesEchoed: 4000, IngressMaxDepth: 17, IdleWakeups: 400, ZeroTimeoutWaits: 80,
 				Accepts: 40, UselessAcceptWakeups: 20},
@@ -141,7 +143,7 @@ func representativeRun(t *testing.T) (*harness.CellResult, string, time.Time) {
 		}},
 	}
 	from := res.Load.StartTime.Add(res.Cell.Load.WithDefaults().Warmup)
-	res.Lab.Server.AcceptQueue = &harness.AcceptQueue{Buckets: []harness.AcceptQueueBucket{{At: from, StepMs: 5, Sum: 7}}}
+	res.Lab.Server.AcceptQueue = &lab.AcceptQueue{Buckets: []lab.AcceptQueueBucket{{At: from, StepMs: 5, Sum: 7}}}
 	return res, hlog, start.Add(warmup)
 }
 

@@ -9,6 +9,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results/record"
@@ -216,7 +217,7 @@ func churnLatency(pick func(record.ClassSummary) float64) computeFunc {
 }
 
 // server is the lab's record of the server process, nil without one.
-func server(res *harness.CellResult) *harness.ProcResult {
+func server(res *harness.CellResult) *lab.ProcResult {
 	if res.Lab == nil {
 		return nil
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
@@ -53,8 +55,8 @@ func TestMultiLoopMetrics(t *testing.T) {
 		Valid: true,
 		Load: &loadgen.Summary{Latency: lat, SelfCheck: loadgen.SelfCheck{RunS: 2},
 			Churn: &loadgen.ChurnOutcome{Refused: 3, Reset: 4, Skipped: 5}},
-		Lab: &harness.LabResult{Mode: harness.ModeLab, Server: &harness.ProcResult{Elapsed: 5 * time.Second}},
-		Server: &harness.ServeOutput{Stats: reactors.Stats{
+		Lab: &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 5 * time.Second}},
+		Server: &roles.ServeOutput{Stats: reactors.Stats{
 			PerLoop: per, Imbalance: reactors.ImbalanceOf(per),
 			Counters:   reactors.Counters{Accepts: 40, UselessAcceptWakeups: 20},
 			Histograms: map[string]reactors.HistSummary{reactors.HistHandoff: {Count: 40, P99: 70_000}, reactors.HistHandoffFirstRead: {Count: 40, P99: 85_000}},

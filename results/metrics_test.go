@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results"
@@ -58,9 +60,9 @@ func TestMetricsKnownValues(t *testing.T) {
 			Stop:          &loadgen.StopOutcome{Status: "acknowledged", LatencyUs: 777},
 			HealthCheck:   &loadgen.HealthCheck{FalseTimeouts: 9, FalseRemovals: 2},
 		},
-		Lab: &harness.LabResult{Mode: harness.ModeLab, Server: &harness.ProcResult{
+		Lab: &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{
 			UserNs: 1.5e9, SysNs: 0.5e9, MaxRSS: 3 << 20, Elapsed: 4 * time.Second}},
-		Server: &harness.ServeOutput{Stats: reactors.Stats{
+		Server: &roles.ServeOutput{Stats: reactors.Stats{
 			Counters: reactors.Counters{FramesEchoed: 1e6, IngressMaxDepth: 17, IdleWakeups: 400, ZeroTimeoutWaits: 80},
 			Histograms: map[string]reactors.HistSummary{
 				reactors.HistRound:     {Count: 10, P99: 250_000, Max: 900_000},

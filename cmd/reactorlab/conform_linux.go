@@ -14,6 +14,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
@@ -58,7 +59,7 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 // runs the suite as this role inside the lab.
 const cliRole = "cli"
 
-func init() { harness.RegisterRole(cliRole, cliRoleMain) }
+func init() { lab.RegisterRole(cliRole, cliRoleMain) }
 
 // cliRoleMain runs `reactorlab ARGS...` as the cli role. Leading
 // --stdout=FILE and --stderr=FILE (existing files, appended to) take the
@@ -104,7 +105,7 @@ var conformLabStopReserve = 10 * time.Second
 const conformTailEvery = 100 * time.Millisecond
 
 // conformInLab runs `reactorlab conform args...` as the only process of a
-// lab (harness.LabSpec.Alone): in network, PID and mount namespaces of its
+// lab (lab.Spec.Alone): in network, PID and mount namespaces of its
 // own, so its traffic is on the lab's loopback and nothing it starts can
 // outlive it. Its stderr (progress, notes, and the table with --json - or
 // --junit -) is copied to stderr as it runs, all of it, through a file in
@@ -112,7 +113,7 @@ const conformTailEvery = 100 * time.Millisecond
 // when it ends.
 //
 // When ctx ends (SIGINT or SIGTERM) the suite is sent SIGTERM
-// (LabSpec.Interrupt): it reports what it had done, as outside the lab,
+// (lab.Spec.Interrupt): it reports what it had done, as outside the lab,
 // if it does so within grace plus conformLabStopReserve; otherwise it is
 // killed and this says its report was lost, and that reportFiles (the
 // --json and --junit files it was to write) may not hold it.
@@ -142,11 +143,11 @@ func conformInLab(ctx context.Context, args []string, grace time.Duration, repor
 	labGrace := grace + conformLabStopReserve
 	// Run's own context only bounds it: cancelling it would kill the suite
 	// at once, before it could report. A signal winds the suite down.
-	res, err := harness.Run(context.Background(), harness.LabSpec{
-		Client: harness.Proc{Argv: append([]string{harness.RolePrefix + cliRole,
+	res, err := lab.Run(context.Background(), lab.Spec{
+		Client: lab.Proc{Argv: append([]string{lab.RolePrefix + cliRole,
 			"--stdout=" + outPath, "--stderr=" + errPath, "conform"}, args...)},
-		CPUs:      harness.Unpinned,
-		Mode:      harness.ModeLab,
+		Placement: lab.Unpinned,
+		Mode:      lab.ModeLab,
 		Timeout:   conformLabBound,
 		Grace:     labGrace,
 		Interrupt: ctx.Done(),
@@ -225,10 +226,10 @@ type labOutcome struct {
 	problems []string
 }
 
-// judgeLabRun judges the lab run res (err from harness.Run; interrupted:
+// judgeLabRun judges the lab run res (err from lab.Run; interrupted:
 // a signal came) by how the suite ended. A lab that could not be set up is
 // said on stderr here.
-func judgeLabRun(res *harness.LabResult, err error, interrupted bool, labGrace time.Duration, reportFiles []string, stderr io.Writer) labOutcome {
+func judgeLabRun(res *lab.Result, err error, interrupted bool, labGrace time.Duration, reportFiles []string, stderr io.Writer) labOutcome {
 	c := res.Client
 	var problems []string
 	for _, d := range res.Audit.Diffs {
@@ -275,7 +276,7 @@ func judgeLabRun(res *harness.LabResult, err error, interrupted bool, labGrace t
 
 // report says on stderr what was lost and what was not clean, or that the
 // suite ran in the lab and its audit was clean, and returns the exit code.
-func (o labOutcome) report(res *harness.LabResult, stderr io.Writer) int {
+func (o labOutcome) report(res *lab.Result, stderr io.Writer) int {
 	if o.lost != "" {
 		fmt.Fprintf(stderr, "reactorlab conform: --lab: %s\n", o.lost)
 	}
@@ -297,7 +298,7 @@ func (o labOutcome) report(res *harness.LabResult, stderr io.Writer) int {
 }
 
 // exitText says how a process ended: "exit status 1", "signal: killed".
-func exitText(p *harness.ProcResult) string {
+func exitText(p *lab.ProcResult) string {
 	if p.Signal != "" {
 		return "signal: " + p.Signal
 	}

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/internal/cli"
 )
 
@@ -114,8 +114,8 @@ func TestConformReferenceProcess(t *testing.T) {
 func TestConformInLab(t *testing.T) {
 	// Not parallel: the lab's leak audit counts every descendant of this
 	// process, another test's target included.
-	if err := harness.CheckLab(context.Background()); err != nil {
-		if required, why := harness.LabRequired(); required || !errors.Is(err, harness.ErrLabUnavailable) {
+	if err := lab.Check(context.Background()); err != nil {
+		if required, why := lab.Required(); required || !errors.Is(err, lab.ErrUnavailable) {
 			t.Fatalf("the lab must work here (%s): %v", why, err)
 		}
 		t.Skipf("no lab here: %v", err)
@@ -447,8 +447,8 @@ func TestConformInterrupted(t *testing.T) {
 // does not stop in its time is killed, and then the run still exits 130
 // and says the report was lost. Either way nothing is left behind.
 func TestConformInterruptedInLab(t *testing.T) {
-	if err := harness.CheckLab(context.Background()); err != nil {
-		if required, why := harness.LabRequired(); required || !errors.Is(err, harness.ErrLabUnavailable) {
+	if err := lab.Check(context.Background()); err != nil {
+		if required, why := lab.Required(); required || !errors.Is(err, lab.ErrUnavailable) {
 			t.Fatalf("the lab must work here (%s): %v", why, err)
 		}
 		t.Skipf("no lab here: %v", err)

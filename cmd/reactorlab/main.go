@@ -29,7 +29,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/internal/cli"
 )
 
@@ -39,7 +40,7 @@ const exitUsage = cli.ExitUsage
 func main() {
 	// A child of the harness (the lab, a reactor, the load generator) runs
 	// its role here and exits.
-	harness.RunRoleIfChild()
+	lab.RunRoleIfChild()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -59,7 +60,7 @@ var subcommands = []subcommand{
 	{"compare", "compare two matrix runs cell by cell; exit 1 on a significant\nregression beyond --threshold (a CI gate)", compareCmd},
 	{"run", "measure one cell: a reference reactor or any server under load,\nin the lab (network namespaces, pinned CPUs) or on loopback", runCell},
 	{"serve", "run a reference reactor until STOP, SIGTERM/SIGINT or --lifetime", serve},
-	{"loadgen", "the load generator alone, as run uses it", harness.LoadgenMain},
+	{"loadgen", "the load generator alone, as run uses it", roles.LoadgenMain},
 	{"conform", "run the conformance suite against a reference reactor or any\nserver command (conform --list prints the catalogue)", conform},
 	{"footprint", "a server's resident memory per idle connection", footprintCmd},
 	{"version", "print the module version, VCS revision and Go version", versionCmd},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
@@ -102,10 +103,10 @@ type matrixInvocation struct {
 	set   map[string]bool
 
 	shardText, out, resume, jsonOut, labMode string
-	cpus                                     harness.CPUs
+	placement                                lab.Placement
 	grace                                    time.Duration
 	shard                                    matrix.Shard
-	mode                                     harness.Mode
+	mode                                     lab.Mode
 
 	name, source, text, dir string
 	specs                   []*matrix.Spec
@@ -122,10 +123,10 @@ func (inv *matrixInvocation) defineFlags() (list *bool) {
 	f.StringVar(&inv.out, "out", "", "run `DIR`, new or empty (default reactorlab-runs/matrix-SUITE-TIME)")
 	f.StringVar(&inv.resume, "resume", "", "continue the interrupted run in `DIR` (its spec, shard, placement and lab mode are the ones recorded; a SUITE or FILE given must be the same spec)")
 	f.StringVar(&inv.jsonOut, "json", "", "also write the result (each spec's summary.json, its runs and directory) as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
-	inv.cpus = defaultCPUs()
-	f.Var(&inv.cpus, "cpus", "`PLACEMENT` server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N or none, for every cell whose spec has no cpus field; by default "+harness.DefaultCPUsText+", here "+defaultCPUs().String()+" (with --resume: the placement recorded)")
+	inv.placement = defaultPlacement()
+	f.Var(&inv.placement, "cpus", "`PLACEMENT` server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N or none, for every cell whose spec has no cpus field; by default "+lab.DefaultPlacementText+", here "+defaultPlacement().String()+" (with --resume: the placement recorded)")
 	f.StringVar(&inv.labMode, "lab", "auto", "`MODE` of network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback); with --resume: the mode recorded")
-	f.DurationVar(&inv.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
+	f.DurationVar(&inv.grace, "grace", lab.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
 	return list
 }
 
@@ -216,12 +217,12 @@ func (inv *matrixInvocation) recordedSpec(pos []string) (int, bool) {
 		inv.shard = matrix.Shard{Index: sh.Index, Count: sh.Count}
 	}
 	if !inv.set["cpus"] {
-		if err := inv.cpus.Set(sh.Placement); err != nil {
+		if err := inv.placement.Set(sh.Placement); err != nil {
 			return c.Errorf(stderr, cli.ExitUsage, "--resume %s: recorded placement %q: %v", inv.dir, sh.Placement, err), true
 		}
 	}
 	if !inv.set["lab"] {
-		inv.mode = harness.Mode(sh.Mode)
+		inv.mode = lab.Mode(sh.Mode)
 	}
 	return 0, false
 }
@@ -268,7 +269,7 @@ func (inv *matrixInvocation) planJobs([]string) (int, bool) {
 func (inv *matrixInvocation) options(j *matrixJob) matrix.Options {
 	return matrix.Options{
 		Spec: j.spec, Source: inv.source, Text: inv.text, Dir: j.dir, Shard: inv.shard,
-		CPUs: inv.cpus, DefaultCPUs: !inv.set["cpus"] && inv.resume == "", Mode: inv.mode, Grace: inv.grace, Resume: j.resume, Log: inv.stderr, RunCell: matrixRunCell,
+		Placement: inv.placement, DefaultPlacement: !inv.set["cpus"] && inv.resume == "", Mode: inv.mode, Grace: inv.grace, Resume: j.resume, Log: inv.stderr, RunCell: matrixRunCell,
 	}
 }
 

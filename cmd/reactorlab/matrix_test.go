@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/matrix"
@@ -506,8 +507,8 @@ func matrixFakeCell(c harness.CellSpec) (*harness.CellResult, error) {
 		Latency: rec.Summary(), SelfCheck: loadgen.SelfCheck{Limit: loadgen.LimitTarget, RunS: total.Seconds()}}
 	sum.EchoRate = 1000
 	return &harness.CellResult{Cell: c, Valid: true, Load: sum,
-		Lab: &harness.LabResult{Mode: harness.ModeLab, Valid: true,
-			Server: &harness.ProcResult{UserNs: 1e8, SysNs: 5e7, MaxRSS: 10 << 20, Elapsed: total}}}, nil
+		Lab: &lab.Result{Mode: lab.ModeLab, Valid: true,
+			Server: &lab.ProcResult{UserNs: 1e8, SysNs: 5e7, MaxRSS: 10 << 20, Elapsed: total}}}, nil
 }
 
 // TestMatrixRefusesMissingProgram: a program that is not on $PATH, named

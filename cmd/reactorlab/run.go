@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
+	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
@@ -23,7 +25,7 @@ import (
 )
 
 // labModes maps --lab to the harness's modes.
-var labModes = map[string]harness.Mode{"auto": harness.ModeAuto, "on": harness.ModeLab, "off": harness.ModeLoopback}
+var labModes = map[string]lab.Mode{"auto": lab.ModeAuto, "on": lab.ModeLab, "off": lab.ModeLoopback}
 
 const runSynopsis = `reactorlab run --target DESIGN [load flags] [reactor flags] [--out DIR] [--json FILE|-]
 reactorlab run --target cmd:'COMMAND' [load flags] [--out DIR] [--json FILE|-]`
@@ -54,7 +56,7 @@ type runFlags struct {
 	cfg             reactors.Config // the reactor's configuration, --callback among it
 	load            loadgen.Config
 	faults          []string // every --fault, in order
-	cpus            harness.CPUs
+	cpuPlacement    lab.Placement
 	serverCPU       float64
 	lab             string
 	grace           time.Duration
@@ -93,11 +95,11 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.Func("fault", "fault NAME[:k=v,...], repeatable: a wire fault ("+strings.Join(harness.WireFaultNames(), ", ")+
 		") on every data connection, or a reactor fault (mutant; a reference reactor only): "+strings.Join(reactors.FaultNames, ", "),
 		func(s string) error { f.faults = append(f.faults, s); return nil })
-	f.cpus = defaultCPUs()
-	fs.Var(&f.cpus, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+harness.DefaultCPUsText+"; here "+defaultCPUs().String()+")")
+	f.cpuPlacement = defaultPlacement()
+	fs.Var(&f.cpuPlacement, "cpus", "`PLACEMENT`: server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N (the first N CPUs left to it) or none; the sides never share a CPU; each loop thread of the reference reactor and the load generator on one CPU of its side's set, round-robin (default: "+lab.DefaultPlacementText+"; here "+defaultPlacement().String()+")")
 	fs.Float64Var(&f.serverCPU, "server-cpu", 0, "cap the server's CPU time at this many CPUs (e.g. 0.5), by a cgroup CPU quota, so that it and not the load generator is the limit (0: no cap)")
 	fs.StringVar(&f.lab, "lab", "auto", "network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback)")
-	fs.DurationVar(&f.grace, "grace", harness.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
+	fs.DurationVar(&f.grace, "grace", lab.DefaultGrace, "time between SIGTERM and SIGKILL when stopping the server")
 	fs.DurationVar(&f.startTimeout, "start-timeout", harness.DefaultStartTimeout, "how long the server may take to accept on its addresses; one that does not is refused (exit 2)")
 	fs.StringVar(&f.out, "out", "", "directory for the run's files, new or without a run in it (default reactorlab-runs/NAME-TIME)")
 	fs.BoolVar(&f.spectrum, "spectrum", false, "also print the detailed percentile spectrum of each latency class")
@@ -174,11 +176,11 @@ func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
 	// What the serve child and the load generator would refuse, refused
 	// here first, in their words.
 	if cell.Reactor != "" {
-		if err := harness.CheckServe(cell.Reactor, cell.Config); err != nil {
+		if err := roles.CheckServe(cell.Reactor, cell.Config); err != nil {
 			return cell, err
 		}
 	}
-	if err := harness.CheckLoad(cell.Load); err != nil {
+	if err := roles.CheckLoad(cell.Load); err != nil {
 		return cell, err
 	}
 	cell.Dir = f.out
@@ -199,13 +201,13 @@ func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
 // addresses and its loops' CPUs are the harness's to choose
 // (runRefusedFlags).
 func (f *runFlags) placement() (harness.CellSpec, error) {
-	if err := harness.CheckServerCPU(f.serverCPU); err != nil {
+	if err := lab.CheckServerCPU(f.serverCPU); err != nil {
 		return harness.CellSpec{}, fmt.Errorf("--server-cpu %v: %w", f.serverCPU, err)
 	}
 	if f.startTimeout <= 0 || f.startTimeout > harness.MaxStartTimeout {
 		return harness.CellSpec{}, fmt.Errorf("--start-timeout = %v (accepted: (0, %v])", f.startTimeout, harness.MaxStartTimeout)
 	}
-	cell := harness.CellSpec{Load: f.load, CPUs: f.cpus, Grace: f.grace, ServerCPU: f.serverCPU, StartTimeout: f.startTimeout}
+	cell := harness.CellSpec{Load: f.load, Placement: f.cpuPlacement, Grace: f.grace, ServerCPU: f.serverCPU, StartTimeout: f.startTimeout}
 	mode, ok := labModes[f.lab]
 	if !ok {
 		return cell, fmt.Errorf("--lab %q (accepted: auto, on, off)", f.lab)
@@ -369,21 +371,21 @@ func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *tar
 	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
 }
 
-// defaultCPUs is the default placement over the CPUs this process may
-// use (harness.DefaultCPUs), or no pinning where they cannot be read.
-func defaultCPUs() harness.CPUs {
-	allowed, err := harness.AllowedCPUs()
+// defaultPlacement is the default placement over the CPUs this process may
+// use (lab.DefaultPlacement), or no pinning where they cannot be read.
+func defaultPlacement() lab.Placement {
+	allowed, err := lab.AllowedCPUs()
 	if err != nil {
-		return harness.Unpinned
+		return lab.Unpinned
 	}
-	return harness.DefaultCPUs(allowed)
+	return lab.DefaultPlacement(allowed)
 }
 
 // defaultLoopsText says how many loops the load generator runs by default
 // with the default placement here: "loadgen on CPU 1: 1 loop", "loadgen
 // on CPUs 8-15: up to 8 loops, one per connection beyond".
 func defaultLoopsText() string {
-	gen := defaultCPUs().Client
+	gen := defaultPlacement().Client
 	switch n := gen.Len(); {
 	case !gen.Pinned():
 		return "loadgen unpinned: 1 loop"

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 )
 
 // TestRunHelpPlacement: run's help lists no flag the harness sets
@@ -34,7 +35,7 @@ func TestRunHelpPlacement(t *testing.T) {
 		}
 	}
 	flat := strings.Join(strings.Fields(help), " ") // the help's words, unwrapped
-	for _, want := range []string{"(default: " + harness.DefaultCPUsText + "; here " + defaultCPUs().String() + ")",
+	for _, want := range []string{"(default: " + lab.DefaultPlacementText + "; here " + defaultPlacement().String() + ")",
 		"(0: " + harness.DefaultLoadLoopsRule + "; here, with the default placement, " + defaultLoopsText() + ")"} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("run --help does not say %q:\n%s", want, help)
@@ -68,7 +69,7 @@ func TestRunHelpPlacement(t *testing.T) {
 // and its first line names the reactor without the flag the harness
 // added.
 func TestRunSaysWhereLoopsRan(t *testing.T) {
-	allowed, err := harness.AllowedCPUs()
+	allowed, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestRunSaysWhereLoopsRan(t *testing.T) {
 // this process may use. The narrowed thread exits locked, so no thread
 // the process keeps is changed.
 func TestMatrixScalingRefusedOnFewCPUs(t *testing.T) {
-	allowed, err := harness.AllowedCPUs()
+	allowed, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/harness"
+	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
@@ -35,7 +35,7 @@ const (
 func TestMain(m *testing.M) {
 	// The lab, the reactor and the load generator of `run` are this binary
 	// in their roles.
-	harness.RunRoleIfChild()
+	lab.RunRoleIfChild()
 	if args := os.Getenv(childArgsEnv); args != "" {
 		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
 	}

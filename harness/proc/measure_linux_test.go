@@ -182,8 +182,8 @@ func TestAffinity(t *testing.T) {
 		t.Errorf("affinity of %d threads (leader first?) %v, process has %d", len(a), a, u.Threads)
 	}
 	for _, ta := range a {
-		if ta.CPUs != own[0].CPUs {
-			t.Errorf("thread %d on %q, this process's main thread on %q", ta.Tid, ta.CPUs, own[0].CPUs)
+		if ta.CPUList != own[0].CPUList {
+			t.Errorf("thread %d on %q, this process's main thread on %q", ta.Tid, ta.CPUList, own[0].CPUList)
 		}
 	}
 	mustStop(t, p)

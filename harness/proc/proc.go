@@ -261,8 +261,8 @@ type Schedstat struct {
 // ThreadAffinity is the CPU affinity of one thread: its id and its
 // Cpus_allowed_list as the kernel prints it ("1", "0-3", "0,2").
 type ThreadAffinity struct {
-	Tid  int    `json:"tid"`
-	CPUs string `json:"cpus"`
+	Tid     int    `json:"tid"`
+	CPUList string `json:"cpus"`
 }
 
 // CPUNs is user plus system CPU time in nanoseconds.

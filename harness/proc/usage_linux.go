@@ -257,10 +257,10 @@ func ReadAffinity(pid int) ([]ThreadAffinity, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pid %d: %w", pid, err)
 		}
-		if st.CPUs == "" {
+		if st.CPUList == "" {
 			return nil, fmt.Errorf("pid %d: task %d status has no Cpus_allowed_list", pid, tid)
 		}
-		out = append(out, ThreadAffinity{Tid: tid, CPUs: st.CPUs})
+		out = append(out, ThreadAffinity{Tid: tid, CPUList: st.CPUList})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("pid %d: %w (no threads)", pid, ErrExited)

@@ -60,7 +60,7 @@ func TestParseStat(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	s, err := ParseStatus([]byte("Name:\techo: (x)\nState:\tS (sleeping)\nVmHWM:\t    8000 kB\nVmRSS:\t    6000 kB\nThreads:\t5\nCpus_allowed:\tf\nCpus_allowed_list:\t0-3\nvoluntary_ctxt_switches:\t42\nnonvoluntary_ctxt_switches:\t3\n"))
-	want := Status{RSS: 6000 << 10, PeakRSS: 8000 << 10, Threads: 5, CPUs: "0-3", VoluntarySwitches: 42}
+	want := Status{RSS: 6000 << 10, PeakRSS: 8000 << 10, Threads: 5, CPUList: "0-3", VoluntarySwitches: 42}
 	if err != nil || s != want {
 		t.Fatalf("ParseStatus = %+v, %v; want %+v", s, err, want)
 	}

@@ -16,9 +16,9 @@ type Status struct {
 	RSS, PeakRSS int64
 	// Threads is the process's thread count; 0 if the line is missing.
 	Threads int
-	// CPUs is Cpus_allowed_list, the task's CPU affinity as a list
+	// CPUList is Cpus_allowed_list, the task's CPU affinity as a list
 	// ("0-3,6"); "" if the line is missing.
-	CPUs string
+	CPUList string
 	// VoluntarySwitches is voluntary_ctxt_switches, the times the task
 	// gave up its CPU by blocking (a wait, a read with nothing to read); -1
 	// if the line is missing.
@@ -50,7 +50,7 @@ func ParseStatus(b []byte) (Status, error) {
 		case "Threads":
 			s.Threads, err = strconv.Atoi(val)
 		case "Cpus_allowed_list":
-			s.CPUs = val
+			s.CPUList = val
 		case "voluntary_ctxt_switches":
 			s.VoluntarySwitches, err = strconv.ParseInt(val, 10, 64)
 		}
