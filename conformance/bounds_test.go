@@ -3,6 +3,7 @@ package conformance
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // boundCase is one bound function's answer at the catalogue's constants:
@@ -49,5 +50,25 @@ func TestM4Bounds(t *testing.T) {
 		bound("m4EveryLimit", 75, every, everyText, "75% of 100 connections = 75"),
 		bound("m4NoisyLimit", 50, noisy, noisyText, "50% of 100 connections = 50"),
 		bound("m4TotalLimit", 150, total, totalText, "1.5 × 100 connections = 150"),
+	})
+}
+
+// The hot-load limits at lt's default budgets with hotTweak's clock
+// check every 4 frames: a turn is 4 frames (the first clock check past
+// 1 ms), 4 × 400µs + 200µs = 1.8ms; S1's wait is (8 + 2 + 4) turns.
+func TestHotLoadBounds(t *testing.T) {
+	s1, s1Text := s1RoundTripLimit(nil, s1Light)
+	s2, s2Text := s1RoundTripLimit(nil, 1)
+	p99, longest, t1Text := t1LatenessLimits(nil)
+	x1, x1Text := x1StopLimit(nil)
+	w4, w4Text := w4RoundTripLimit(nil, 4)
+	checkBounds(t, []boundCase{
+		bound("s1RoundTripLimit(4 light)", 504*time.Millisecond, s1, s1Text,
+			"black box", "turn ≤ 4 frames × 400µs + 200µs = 1.8ms", "(consume budget 8 + 2 hot + 4 light) turns = 25.2ms", "max(500ms, 20 × wait) = 504ms"),
+		bound("s1RoundTripLimit(1 light)", 500*time.Millisecond, s2, s2Text, "+ 1 light) turns = 19.8ms", "= 500ms"),
+		bound("t1LatenessLimits p99", 500*time.Millisecond, p99, t1Text, "p99 ≤ the S1 bound (", "+ 0 light) turns = 18ms"),
+		bound("t1LatenessLimits max", time.Second, longest, t1Text, "max ≤ 2 × 500ms = 1s"),
+		bound("x1StopLimit", time.Second, x1, x1Text, "2 × the S1 bound (", "+ 1 light", ") = 1s"),
+		bound("w4RoundTripLimit", 500*time.Millisecond, w4, w4Text, "(consume budget 8 + 1 blocked + 4 light) turns × 200µs = 2.6ms", "max(500ms, 20 × wait) = 500ms"),
 	})
 }

@@ -116,11 +116,11 @@ func judgeProbes(c *C, peers []*peer, results []probeResult, bound time.Duration
 }
 
 // lightProbes is what W4 and W5 start with: the bound on a light round
-// trip (w4Bound), the fill limit, and the four light connections, each
+// trip (w4RoundTripLimit), the fill limit, and the four light connections, each
 // said in the evidence or the log.
 func (c *C) lightProbes() (bound time.Duration, limit int64, peers []*peer) {
 	const light = 4
-	bound, why := w4Bound(c.Reference(), light)
+	bound, why := w4RoundTripLimit(c.Reference(), light)
 	c.Evidencef("bound: %s", why)
 	limit, lwhy := c.fillLimit()
 	c.Logf("%s", lwhy)

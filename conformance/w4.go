@@ -57,20 +57,19 @@ func runW4(c *C) {
 	}
 }
 
-// w4Bound is W4's bound on a light round trip: the wait the budgets allow
-// for a round of the light sources and one whose output is blocked, each
-// turn costing syscalls only (no callback cost is configured), 20 times,
-// and at least 500 ms (the S1 floor).
-func w4Bound(ref *Reference, light int) (time.Duration, string) {
+// w4RoundTripLimit is W4's (and W5's) limit on a light round trip: the
+// wait the budgets allow for a round of the light sources and one whose
+// output is blocked, each turn costing syscalls only (no callback cost is
+// configured), loadedMargin times, at least loadedFloor (as S1's).
+func w4RoundTripLimit(ref *Reference, light int) (limit time.Duration, arithmetic string) {
 	cfg := reactors.DefaultConfig()
 	if ref != nil {
 		cfg = ref.Config
 	}
-	const turn = 200 * time.Microsecond // read, write, epoll_ctl per turn on this VM, generously
 	turns := cfg.Budgets.Consume + 1 + light
-	wait := time.Duration(turns) * turn
-	bound := max(500*time.Millisecond, 20*wait)
-	return bound, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(500 ms, 20 × wait) = %v", cfg.Budgets.Consume, light, turn, wait, bound)
+	wait := time.Duration(turns) * turnSyscalls
+	limit = max(loadedFloor, loadedMargin*wait)
+	return limit, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(%v, %d × wait) = %v", cfg.Budgets.Consume, light, turnSyscalls, wait, loadedFloor, loadedMargin, limit)
 }
 
 // readOwed reads, within bound, every byte of the echo owed (all that
