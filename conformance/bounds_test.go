@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // boundCase is one bound function's answer at the catalogue's constants:
@@ -70,5 +72,18 @@ func TestHotLoadBounds(t *testing.T) {
 		bound("t1LatenessLimits max", time.Second, longest, t1Text, "max ≤ 2 × 500ms = 1s"),
 		bound("x1StopLimit", time.Second, x1, x1Text, "2 × the S1 bound (", "+ 1 light", ") = 1s"),
 		bound("w4RoundTripLimit", 500*time.Millisecond, w4, w4Text, "(consume budget 8 + 1 blocked + 4 light) turns × 200µs = 2.6ms", "max(500ms, 20 × wait) = 500ms"),
+	})
+}
+
+func TestA1Bounds(t *testing.T) {
+	cfg := reactors.DefaultConfig()
+	admissionTweak(reactors.LT, &cfg)
+	ping, pingText := a1PingLimit(cfg)
+	lag, lagText := a1LagLimit(ping)
+	offered, offeredText := a1OfferedLimit()
+	checkBounds(t, []boundCase{
+		bound("a1PingLimit", 448*time.Millisecond, ping, pingText, "(16 × 400µs + 50 × 64 × 5µs) / (1 − 0.50) = 44.8ms", "max(250ms, 10 × round) = 448ms"),
+		bound("a1LagLimit", 224*time.Millisecond, lag, lagText, "half the bound 448ms = 224ms"),
+		bound("a1OfferedLimit", 3750, offered, offeredText, "1.5 × the capacity 1 / 400µs = 3750 frames/s"),
 	})
 }
