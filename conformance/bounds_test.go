@@ -87,3 +87,14 @@ func TestA1Bounds(t *testing.T) {
 		bound("a1OfferedLimit", 3750, offered, offeredText, "1.5 × the capacity 1 / 400µs = 3750 frames/s"),
 	})
 }
+
+func TestF4R4Bounds(t *testing.T) {
+	growth, growthText := f4GrowthLimit()
+	spin, spinText := r4SpinLimit()
+	full, fullText := r4FullTableLimit(r4Limit)
+	checkBounds(t, []boundCase{
+		bound("f4GrowthLimit", 64<<20, growth, growthText, "a quarter of the 256 MiB declared = 64 MiB"),
+		bound("r4SpinLimit", 125*time.Millisecond, spin, spinText, "a quarter of the 500ms window = 125ms"),
+		bound("r4FullTableLimit", 46, full, fullText, "all but 2 of the limit 48 = 46 descriptors"),
+	})
+}
