@@ -98,3 +98,15 @@ func TestF4R4Bounds(t *testing.T) {
 		bound("r4FullTableLimit", 46, full, fullText, "all but 2 of the limit 48 = 46 descriptors"),
 	})
 }
+
+func TestW1Bounds(t *testing.T) {
+	def := &Reference{Config: reactors.DefaultConfig()}
+	held, heldText := w1HeldLimit(def.Config)
+	growth, growthText := w1GrowthLimit(def)
+	blackBox, blackBoxText := w1GrowthLimit(nil)
+	checkBounds(t, []boundCase{
+		bound("w1HeldLimit", 1<<20+64<<10+2*4128, held, heldText, "high watermark 1048576 + byte budget 65536 + 2 × 4128 B frames = 1122368 bytes"),
+		bound("w1GrowthLimit(reference)", 4*(1<<20+64<<10)+16<<20, growth, growthText, "4 × (high watermark 1024 KiB + byte budget 64 KiB) + 16 MiB = 20736 KiB"),
+		bound("w1GrowthLimit(black box)", 32<<20, blackBox, blackBoxText, "32 MiB"),
+	})
+}
