@@ -36,7 +36,7 @@ func checkBounds(t *testing.T, cases []boundCase) {
 }
 
 // bound adapts a bound function's two results to a boundCase.
-func bound[T ~int64 | ~float64 | ~int](name string, want T, got T, arithmetic string, figures ...string) boundCase {
+func bound[T ~int64 | ~uint64 | ~float64 | ~int](name string, want T, got T, arithmetic string, figures ...string) boundCase {
 	return boundCase{name: name, limit: float64(want), gotLimit: float64(got), arithmetic: arithmetic, figures: figures}
 }
 
@@ -108,5 +108,16 @@ func TestW1Bounds(t *testing.T) {
 		bound("w1HeldLimit", 1<<20+64<<10+2*4128, held, heldText, "high watermark 1048576 + byte budget 65536 + 2 × 4128 B frames = 1122368 bytes"),
 		bound("w1GrowthLimit(reference)", 4*(1<<20+64<<10)+16<<20, growth, growthText, "4 × (high watermark 1024 KiB + byte budget 64 KiB) + 16 MiB = 20736 KiB"),
 		bound("w1GrowthLimit(black box)", 32<<20, blackBox, blackBoxText, "32 MiB"),
+	})
+}
+
+func TestW2Bounds(t *testing.T) {
+	cpu, cpuText := w2CPULimit()
+	waits, waitsText := w2WaitsLimit(2, time.Millisecond)
+	none, noneText := w2WaitsLimit(0, 10*time.Millisecond)
+	checkBounds(t, []boundCase{
+		bound("w2CPULimit", 125*time.Millisecond, cpu, cpuText, "a quarter of the 500ms idle window = 125ms"),
+		bound("w2WaitsLimit(2 loops)", 4200, waits, waitsText, "2 loops × (4 × 500ms / 1ms + 100) = 4200 epoll_waits"),
+		bound("w2WaitsLimit(0 loops)", 300, none, noneText, "1 loops × (4 × 500ms / 10ms + 100) = 300"),
 	})
 }
