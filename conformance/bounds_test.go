@@ -121,3 +121,12 @@ func TestW2Bounds(t *testing.T) {
 		bound("w2WaitsLimit(0 loops)", 300, none, noneText, "1 loops × (4 × 500ms / 10ms + 100) = 300"),
 	})
 }
+
+func TestStopContractBounds(t *testing.T) {
+	end, endText := x4EndLimit(DefaultStopGrace)
+	answered, answeredText := x3AnsweredLimit(10_000)
+	checkBounds(t, []boundCase{
+		bound("x4EndLimit", 6*time.Second, end, endText, "the grace 5s + 1s = 6s"),
+		bound("x3AnsweredLimit", 10_000-1023, answered, answeredText, "the 10000 bytes read before SIGTERM − a partial frame (1024 B − 1) = 8977 bytes"),
+	})
+}
