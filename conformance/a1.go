@@ -44,7 +44,7 @@ func a1Case() Case {
 		Title: "control latency bounded at 2× overload with admission limiting",
 		Claim: fmt.Sprintf("with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while %d data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT", admConns),
 		Bound: fmt.Sprintf("PING round trips ≤ %d × the round the bucket allows, at least %v: (burst × frame cost + connections × input budget × REJECT cost) / (1 − rate × frame cost), at the case's configuration %s; "+
-			"at most 2%% over it, none over twice it. Without the limit a flat loop's round is every connection's turn, each up to the %v time budget: about 1 s", admMargin, admFloor, arithmetic, cfg.Budgets.Time),
+			"%s. Without the limit a flat loop's round is every connection's turn, each up to the %v time budget: about 1 s", admMargin, admFloor, arithmetic, overBoundRule, cfg.Budgets.Time),
 		Needs: NeedReference | NeedControl | NeedStats,
 		Setup: Setup{Tweak: admissionTweak},
 		Run:   runA1,

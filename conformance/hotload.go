@@ -167,7 +167,7 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 	if err := h.Err(); err != nil {
 		c.Fatalf("hot load: %v", err)
 	}
-	c.Evidencef("hot connections: %d frames echoed in 1.5 s", echoed)
+	c.Evidencef("hot connections: %d frames echoed in %v", echoed, probeFor)
 	judgeProbes(c, peers, results, bound, "starved under hot load")
 	if c.Failed() {
 		if f := c.Stop(); f.Stats != nil {

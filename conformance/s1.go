@@ -16,8 +16,8 @@ func s1Case() Case {
 		ID:    "S1",
 		Title: "a hot source does not starve the others",
 		Claim: fmt.Sprintf("while %d hot connections keep 2 MiB of costly frames queued, %d light connections doing one round trip every 10 ms are each served within the bound", hotConns, s1Light),
-		Bound: fmt.Sprintf("light round trips ≤ %d × the wait the budgets allow ((consume budget + ready sources) turns, each ≤ min(input budget, first clock check past the time budget) frames), at least %v; at most 2%% over it, none over twice it. At lt's default budgets (a black box's): %s",
-			loadedMargin, loadedFloor, arithmetic),
+		Bound: fmt.Sprintf("light round trips ≤ %d × the wait the budgets allow ((consume budget + ready sources) turns, each ≤ min(input budget, first clock check past the time budget) frames), at least %v; %s. At lt's default budgets (a black box's): %s",
+			loadedMargin, loadedFloor, overBoundRule, arithmetic),
 		Setup: Setup{Tweak: hotTweak},
 		Run:   runS1,
 	}
