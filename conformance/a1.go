@@ -43,8 +43,8 @@ func a1Case() Case {
 		ID:    "A1",
 		Title: "control latency bounded at 2× overload with admission limiting",
 		Claim: fmt.Sprintf("with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while %d data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT", admConns),
-		Bound: fmt.Sprintf("PING round trips ≤ %d × the round the bucket allows, at least %v: (burst × frame cost + connections × input budget × REJECT cost) / (1 − rate × frame cost), at the case's configuration %s; "+
-			"%s. Without the limit a flat loop's round is every connection's turn, each up to the %v time budget: about 1 s", admMargin, admFloor, arithmetic, overBoundRule, cfg.Budgets.Time),
+		Bound: fmt.Sprintf("PING round trips within the bound the bucket allows (burst served, every connection's input budget refused, over the loop's share the rate leaves): %s; %s. Without the limit a flat loop's round is every connection's turn, each up to the %v time budget: about 1 s",
+			arithmetic, overBoundRule, cfg.Budgets.Time),
 		Needs: NeedReference | NeedControl | NeedStats,
 		Setup: Setup{Tweak: admissionTweak},
 		Run:   runA1,

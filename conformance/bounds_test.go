@@ -117,8 +117,8 @@ func TestW2Bounds(t *testing.T) {
 	none, noneText := w2WaitsLimit(0, 10*time.Millisecond)
 	checkBounds(t, []boundCase{
 		bound("w2CPULimit", 125*time.Millisecond, cpu, cpuText, "a quarter of the 500ms idle window = 125ms"),
-		bound("w2WaitsLimit(2 loops)", 4200, waits, waitsText, "2 loops × (4 × 500ms / 1ms + 100) = 4200 epoll_waits"),
-		bound("w2WaitsLimit(0 loops)", 300, none, noneText, "1 loops × (4 × 500ms / 10ms + 100) = 300"),
+		bound("w2WaitsLimit(2 loops)", 4200, waits, waitsText, "(4 × 500ms / 1ms + 100) × 2 loop(s) = 4200 epoll_waits"),
+		bound("w2WaitsLimit(0 loops)", 300, none, noneText, "(4 × 500ms / 10ms + 100) × 1 loop(s) = 300"),
 	})
 }
 
@@ -129,4 +129,37 @@ func TestStopContractBounds(t *testing.T) {
 		bound("x4EndLimit", 6*time.Second, end, endText, "the grace 5s + 1s = 6s"),
 		bound("x3AnsweredLimit", 10_000-1023, answered, answeredText, "the 10000 bytes read before SIGTERM − a partial frame (1024 B − 1) = 8977 bytes"),
 	})
+}
+
+// A case's bound states its limits with the arithmetic of the functions
+// its verdict compares against, at the default configuration, so that
+// the prose changes when they do.
+func TestBoundProseCarriesTheArithmetic(t *testing.T) {
+	def := &Reference{Config: reactors.DefaultConfig()}
+	adm := reactors.DefaultConfig()
+	admissionTweak(reactors.LT, &adm)
+	text := func(_ any, arithmetic string) string { return arithmetic }
+	want := map[string][]string{
+		"F4": {text(f4GrowthLimit())},
+		"R4": {text(r4SpinLimit()), text(r4FullTableLimit(r4Limit))},
+		"W1": {text(w1HeldLimit(def.Config)), text(w1GrowthLimit(def)), text(w1GrowthLimit(nil))},
+		"W2": {text(w2CPULimit()), text(w2WaitsLimit(1, time.Millisecond))},
+		"W4": {text(w4RoundTripLimit(nil, w4Light))},
+		"W5": {text(w4RoundTripLimit(nil, w4Light))},
+		"S1": {text(s1RoundTripLimit(nil, s1Light))},
+		"X4": {text(x4EndLimit(DefaultStopGrace))},
+		"A1": {text(a1PingLimit(adm))},
+		"M4": {text(m4ReferenceLimit(false)), text(m4ReferenceLimit(true)), text(m4EveryLimit()), text(m4NoisyLimit()), text(m4TotalLimit())},
+	}
+	for id, figures := range want {
+		cs, ok := Lookup(id)
+		if !ok {
+			t.Fatalf("no case %s", id)
+		}
+		for _, f := range figures {
+			if !strings.Contains(cs.Claim+" "+cs.Bound, f) {
+				t.Errorf("%s's claim and bound do not state %q", id, f)
+			}
+		}
+	}
 }

@@ -103,7 +103,7 @@ const (
 
 // halfCloseStimulus is halfCloseHolding in words, from its constants, as
 // I3's and W4's bounds state it.
-var halfCloseStimulus = fmt.Sprintf("the client (%d KiB receive buffer) fills as in I2 until the server stops reading or holds %d KiB of echoes with nothing of it left unread (so a server that has not paused reads the FIN next, with echoes queued), shuts down its write side, and reads (%d KiB at a time, only while the server does not) until the server reads the FIN (within %v); a server that read the FIN holding nothing after it paused or held is tried again on a new connection, %d connections at most (what a resumed server can write at once is the kernel's draw)",
+var halfCloseStimulus = fmt.Sprintf("the client (%d KiB receive buffer) fills as in I2 until the server stops reading or holds %d KiB of echoes with nothing of it left unread, shuts down its write side, and reads (%d KiB at a time, only while the server does not) until the server reads the FIN (within %v); a server that read the FIN holding nothing after it paused or held is tried again on a new connection, %d connections at most",
 	smallClientBuf>>10, holdSome>>10, nudgePiece>>10, finBound, finAttempts)
 
 // halfCloseHolding establishes the precondition of the cases about a

@@ -16,8 +16,7 @@ func s1Case() Case {
 		ID:    "S1",
 		Title: "a hot source does not starve the others",
 		Claim: fmt.Sprintf("while %d hot connections keep 2 MiB of costly frames queued, %d light connections doing one round trip every 10 ms are each served within the bound", hotConns, s1Light),
-		Bound: fmt.Sprintf("light round trips ≤ %d × the wait the budgets allow ((consume budget + ready sources) turns, each ≤ min(input budget, first clock check past the time budget) frames), at least %v; %s. At lt's default budgets (a black box's): %s",
-			loadedMargin, loadedFloor, overBoundRule, arithmetic),
+		Bound: fmt.Sprintf("light round trips within the bound the reactor's budgets allow, %s; %s", overBoundRule, arithmetic),
 		Setup: Setup{Tweak: hotTweak},
 		Run:   runS1,
 	}
@@ -52,7 +51,7 @@ func s1RoundTripLimit(ref *Reference, light int) (limit time.Duration, arithmeti
 	if ref == nil {
 		cfg := reactors.DefaultConfig()
 		hotTweak(reactors.LT, &cfg)
-		ref, prefix = &Reference{Config: cfg}, "black box, reference budgets: "
+		ref, prefix = &Reference{Config: cfg}, "a black box, at lt's default budgets: "
 	}
 	b := ref.Config.Budgets
 	frames := b.Input

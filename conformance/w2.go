@@ -13,7 +13,7 @@ func w2Case() Case {
 		ID:    "W2",
 		Title: "no busy loop while idle",
 		Claim: fmt.Sprintf("with %d connected, idle clients the server does not spin (e.g. on EPOLLOUT with nothing to write)", w2Clients),
-		Bound: fmt.Sprintf("server CPU ≤ %s: an idle loop wakes at most once a tick (~20 µs each here, ≤ 2%% at a 1 ms tick, plus Go runtime ≤ 8%% measured); a spinning loop is ~100%%. A reference reactor's loops also wait in epoll at most loops × (4 × window / tick + 100) times (one loop, a 1 ms tick: %s; idle: ~2 a tick), which a spinning loop exceeds even when a contended machine gives it 2%% of a CPU", cpu, waits),
+		Bound: fmt.Sprintf("server CPU ≤ %s: an idle loop wakes at most once a tick (~20 µs each here, ≤ 2%% at a 1 ms tick, plus Go runtime ≤ 8%% measured); a spinning loop is ~100%%. A reference reactor's loops also wait in epoll at most 4 times a tick each, and 100 more (%s), which a spinning loop exceeds even when a contended machine gives it 2%% of a CPU", cpu, waits),
 		Run:   runW2,
 	}
 }
@@ -39,7 +39,7 @@ func w2CPULimit() (limit time.Duration, arithmetic string) {
 func w2WaitsLimit(loops int, tick time.Duration) (limit uint64, arithmetic string) {
 	loops = max(loops, 1)
 	limit = uint64(loops) * (4*uint64(w2Window/tick) + 100)
-	return limit, fmt.Sprintf("%d loops × (4 × %v / %v + 100) = %d epoll_waits", loops, w2Window, tick, limit)
+	return limit, fmt.Sprintf("(4 × %v / %v + 100) × %d loop(s) = %d epoll_waits", w2Window, tick, loops, limit)
 }
 
 func runW2(c *C) {

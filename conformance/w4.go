@@ -20,8 +20,8 @@ func w4Case() Case {
 		Claim:      fmt.Sprintf("once the server has read the FIN of a client that leaves the echoes the server holds for it unread, %d other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)", w4Light),
 		WireFaults: []string{"half-close"},
 		Timeout:    100 * time.Second, // 3 × (fill ≤ 15 s + FIN ≤ 10 s) + probes + the echoes owed ≤ 20 s
-		Bound: fmt.Sprintf("light round trips over %v ≤ %d × the wait the budgets allow, at least %v (default budgets: %s), %s; one unanswered for twice the bound fails at once. Before the probes, %s; the client then reads nothing until the probes are done, and gets every echo owed within %v",
-			probeFor, loadedMargin, loadedFloor, arithmetic, overBoundRule, halfCloseStimulus, w4OwedBound),
+		Bound: fmt.Sprintf("light round trips over %v within the bound the budgets allow (at the default budgets: %s), %s; one unanswered for twice the bound fails at once. Before the probes, %s; the client then reads nothing until the probes are done, and gets every echo owed within %v",
+			probeFor, arithmetic, overBoundRule, halfCloseStimulus, w4OwedBound),
 		Run: runW4,
 	}
 }
