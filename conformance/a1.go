@@ -42,7 +42,7 @@ func a1Case() Case {
 	return Case{
 		ID:    "A1",
 		Title: "control latency bounded at 2× overload with admission limiting",
-		Claim: fmt.Sprintf("with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while %d data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT", admConns),
+		Claim: fmt.Sprintf("with a token-bucket admission limit, PINGs every %v on the control address are answered within the bound the bucket allows while %d data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT", probeEvery, admConns),
 		Bound: fmt.Sprintf("PING round trips within the bound the bucket allows (burst served, every connection's input budget refused, over the loop's share the rate leaves): %s; %s. Without the limit a flat loop's round is every connection's turn, each up to the %v time budget: about 1 s",
 			arithmetic, overBoundRule, cfg.Budgets.Time),
 		Needs: NeedReference | NeedControl | NeedStats,

@@ -9,11 +9,11 @@ import (
 	"github.com/reactorlab/reactorlab/wire"
 )
 
-// probe does round trips of one 64 B frame every 10 ms on p until stop is
+// probe does round trips of one 64 B frame every probeEvery on p until stop is
 // closed and returns every round-trip time; a round trip unanswered for
 // limit ends it with an error.
 func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}, limit time.Duration) ([]time.Duration, error) {
-	tick := time.NewTicker(10 * time.Millisecond)
+	tick := time.NewTicker(probeEvery)
 	defer tick.Stop()
 	var rtts []time.Duration
 	for seq := uint64(0); ; seq++ {
@@ -68,8 +68,12 @@ const overBoundEvery = 50
 
 var overBoundRule = fmt.Sprintf("at most %d%% over it (or one), none over twice it", 100/overBoundEvery)
 
-// probeFor is how long probeAll probes.
-const probeFor = 1500 * time.Millisecond
+// probeFor is how long probeAll probes; a probe does a round trip every
+// probeEvery.
+const (
+	probeFor   = 1500 * time.Millisecond
+	probeEvery = 10 * time.Millisecond
+)
 
 // probeResult is one probing peer's round trips and how its probe ended.
 type probeResult struct {

@@ -15,7 +15,7 @@ func s1Case() Case {
 	return Case{
 		ID:    "S1",
 		Title: "a hot source does not starve the others",
-		Claim: fmt.Sprintf("while %d hot connections keep 2 MiB of costly frames queued, %d light connections doing one round trip every 10 ms are each served within the bound", hotConns, s1Light),
+		Claim: fmt.Sprintf("while %d hot connections keep 2 MiB of costly frames queued, %d light connections doing one round trip every %v are each served within the bound", hotConns, s1Light, probeEvery),
 		Bound: fmt.Sprintf("light round trips within the bound the reactor's budgets allow, %s; %s", overBoundRule, arithmetic),
 		Setup: Setup{Tweak: hotTweak},
 		Run:   runS1,

@@ -12,7 +12,7 @@ func s2Case() Case {
 	return Case{
 		ID:           "S2",
 		Title:        "control latency under hot data",
-		Claim:        fmt.Sprintf("PINGs on the control address every 10 ms are answered within the bound while %d hot data connections saturate the reactor (a black box's control address is a byte echo: a PING comes back unchanged, as a reference reactor answers it)", hotConns),
+		Claim:        fmt.Sprintf("PINGs on the control address every %v are answered within the bound while %d hot data connections saturate the reactor (a black box's control address is a byte echo: a PING comes back unchanged, as a reference reactor answers it)", probeEvery, hotConns),
 		BlackBoxBugs: []string{"slow-control"},
 		Bound:        "PING round trips within the S1 bound with the control source as the one light source, judged the same way (flat designs serve it as one more source per round; prio designs sooner); a black box, as in S1, is held to lt's with the default budgets",
 		Needs:        NeedControl,

@@ -17,7 +17,7 @@ func w4Case() Case {
 	return Case{
 		ID:         "W4",
 		Title:      "a half-closed peer that does not read does not freeze the others",
-		Claim:      fmt.Sprintf("once the server has read the FIN of a client that leaves the echoes the server holds for it unread, %d other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)", w4Light),
+		Claim:      fmt.Sprintf("once the server has read the FIN of a client that leaves the echoes the server holds for it unread, %d other connections doing a round trip every %v are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)", w4Light, probeEvery),
 		WireFaults: []string{"half-close"},
 		Timeout:    100 * time.Second, // 3 × (fill ≤ 15 s + FIN ≤ 10 s) + probes + the echoes owed ≤ 20 s
 		Bound: fmt.Sprintf("light round trips over %v within the bound the budgets allow (at the default budgets: %s), %s; one unanswered for twice the bound fails at once. Before the probes, %s; the client then reads nothing until the probes are done, and gets every echo owed within %v",

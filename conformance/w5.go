@@ -14,7 +14,7 @@ func w5Case() Case {
 	return Case{
 		ID:           "W5",
 		Title:        "a peer that stops reading does not freeze the others",
-		Claim:        fmt.Sprintf("while one client keeps sending and never reads (nor half-closes), so that the server's writes back to it back up, %d other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the stalled connection's path back was seen backed up with the server's end open (bytes in the server's send queue and in the client's receive queue) before the probes and after them", w4Light),
+		Claim:        fmt.Sprintf("while one client keeps sending and never reads (nor half-closes), so that the server's writes back to it back up, %d other connections doing a round trip every %v are each served within the bound. Inconclusive unless the stalled connection's path back was seen backed up with the server's end open (bytes in the server's send queue and in the client's receive queue) before the probes and after them", w4Light, probeEvery),
 		BlackBoxBugs: []string{"block-loop-on-full"},
 		Bound: fmt.Sprintf("light round trips over %v within W4's bound (at the default budgets: %s), %s; one unanswered for twice the bound fails at once. The stalled client (%d KiB receive buffer) fills as in I2 until the server stops reading it or holds %d KiB of echoes it cannot write, then goes on sending (writes of %d KiB, each given %v) while the others are probed",
 			probeFor, arithmetic, overBoundRule, smallClientBuf>>10, holdSome>>10, w5Write>>10, w5WriteWait),
