@@ -19,7 +19,7 @@ func r4Case() Case {
 	return Case{
 		ID:    "R4",
 		Title: "EMFILE without busy loop, with recovery",
-		Claim: fmt.Sprintf("with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of %d is the one in force in every process that holds the listener (a server that cannot start under it is started without it, and a limit applied once it is ready, to every process holding its listener), and one of them holds %s", r4Limit, full),
+		Claim: fmt.Sprintf("with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of %d (or, for a server that cannot start under it, one applied once it is ready) is the one in force in every process that holds the listener, and one of them holds %s", r4Limit, full),
 		Bound: fmt.Sprintf("server CPU ≤ %s while full, and while idle before it (a spinning accept loop is ~100%%; an idle server a few %%); a new connection echoed within %v after the others close", spin, r4Recovery),
 		Needs: NeedProcess,
 		Setup: Setup{FdLimit: r4Limit},

@@ -11,8 +11,8 @@ func x3Case() Case {
 		Title:        "after SIGTERM each echo stream is a prefix of what was sent, ending in FIN",
 		Claim:        fmt.Sprintf("after SIGTERM every connection gets back an exact prefix of what it sent (byte for byte, in order), at least all the server had read before the signal, and then FIN, not RST, also for what the client sends after the FIN (written every 5 ms for %v after it: a close that does not read to the client's EOF resets them, and a reset destroys echoes the client has not read yet): %s", finProbeWait, termStimulus),
 		BlackBoxBugs: []string{"rst-on-term", "drop-on-term", "close-at-fin-on-term"},
-		Bound: fmt.Sprintf("the end within X4's limit, the stop grace (--stop-grace) + %v (a connection still open then is X4's failure: this case is then inconclusive); "+
-			"'all it had read' is read from both ends' kernel queues (inet_diag) just before the signal, at rest, less a partial frame (%d B − 1) that a framed server may hold unanswered; that part bites only on a server that holds echoes itself at the signal (kernel buffers that absorb the %d MiB window leave it nothing to drop): the evidence says how much it held", termMargin, termFrame, termWindow>>20),
+		Bound: fmt.Sprintf("the end within X4's limit, the stop grace (--stop-grace) + %v (a connection still open then is X4's failure, and this case inconclusive); "+
+			"echoed ≥ what the server had read, from both ends' kernel queues (inet_diag) at rest just before the signal, less a partial frame (%d B − 1) that a framed server may hold unanswered; the evidence says how much of it the server held itself", termMargin, termFrame),
 		Needs: NeedStopContract,
 		Run:   runX3,
 	}
