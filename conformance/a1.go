@@ -26,18 +26,25 @@ const (
 	// admRejectCost is what one REJECT costs a loop (parse, answer; no
 	// callback), generously.
 	admRejectCost = 5 * time.Microsecond
+	// A PING may wait admMargin times the round the bucket allows, at
+	// least admFloor: that absorbs a loaded, descheduled VM.
+	admMargin = 10
+	admFloor  = 250 * time.Millisecond
 )
 
 // a1Case is A1: with a token-bucket admission limit at twice the loop's
 // capacity, PINGs on the control address are answered within the bound the
 // bucket allows, and every DATA frame is answered.
 func a1Case() Case {
+	cfg := reactors.DefaultConfig()
+	admissionTweak(reactors.LT, &cfg)
+	_, arithmetic := a1PingLimit(cfg)
 	return Case{
 		ID:    "A1",
 		Title: "control latency bounded at 2× overload with admission limiting",
-		Claim: "with a token-bucket admission limit, PINGs every 10 ms on the control address are answered within the bound the bucket allows while 50 data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT",
-		Bound: "PING round trips ≤ 10 × the round the bucket allows (at least 250 ms): (burst × frame cost + connections × input budget × REJECT cost) / (1 − rate × frame cost); " +
-			"at most 2% over it, none over twice it. Without the limit a flat loop's round is every connection's turn, each up to the 20 ms time budget: about 1 s",
+		Claim: fmt.Sprintf("with a token-bucket admission limit, PINGs every %v on the control address are answered within the bound the bucket allows while %d data connections offer twice the loop's capacity, and every DATA frame is answered, by its echo or a REJECT", probeEvery, admConns),
+		Bound: fmt.Sprintf("PING round trips within the bound the bucket allows (burst served, every connection's input budget refused, over the loop's share the rate leaves): %s; %s. Without the limit a flat loop's round is every connection's turn, each up to the %v time budget: about 1 s",
+			arithmetic, overBoundRule, cfg.Budgets.Time),
 		Needs: NeedReference | NeedControl | NeedStats,
 		Setup: Setup{Tweak: admissionTweak},
 		Run:   runA1,
@@ -58,16 +65,35 @@ func admissionTweak(_ reactors.Design, cfg *reactors.Config) {
 	cfg.Budgets.ClockEvery = 4
 }
 
-// admissionBound derives A1's bound from the reference configuration.
-func admissionBound(cfg reactors.Config) (time.Duration, string) {
+// a1PingLimit is A1's limit on a PING's round trip, from the reference
+// configuration: admMargin times the round the bucket allows (its burst
+// served, every connection's input budget refused, stretched by the share
+// of the loop the admitted rate takes), at least admFloor.
+func a1PingLimit(cfg reactors.Config) (limit time.Duration, arithmetic string) {
 	a, _ := reactors.ParseAdmission(cfg.Admission)
 	served := time.Duration(a.Burst) * admCost
 	rejects := time.Duration(admConns*cfg.Budgets.Input) * admRejectCost
 	share := a.Rate * admCost.Seconds()
 	round := time.Duration(float64(served+rejects) / (1 - share))
-	bound := max(250*time.Millisecond, 10*round)
-	return bound, fmt.Sprintf("round ≤ (%d × %v + %d × %d × %v) / (1 − %.2f) = %v; bound max(250 ms, 10 × round) = %v",
-		a.Burst, admCost, admConns, cfg.Budgets.Input, admRejectCost, share, round.Round(time.Microsecond), bound)
+	limit = max(admFloor, admMargin*round)
+	return limit, fmt.Sprintf("round ≤ (%d × %v + %d × %d × %v) / (1 − %.2f) = %v; bound max(%v, %d × round) = %v",
+		a.Burst, admCost, admConns, cfg.Budgets.Input, admRejectCost, share, round.Round(time.Microsecond), admFloor, admMargin, limit)
+}
+
+// a1LagLimit is the longest the case's own client may be held off the CPU
+// for its PING latencies to say anything about the server: half the PING
+// limit.
+func a1LagLimit(pingLimit time.Duration) (limit time.Duration, arithmetic string) {
+	limit = pingLimit / 2
+	return limit, fmt.Sprintf("half the bound %v = %v", pingLimit, limit)
+}
+
+// a1OfferedLimit is the least rate, in frames a second, at which the load
+// is the overload the claim is about: 1.5 times the loop's capacity
+// (1 / admCost), against the 2× it is meant to offer.
+func a1OfferedLimit() (limit float64, arithmetic string) {
+	limit = 1.5 / admCost.Seconds()
+	return limit, fmt.Sprintf("1.5 × the capacity 1 / %v = %.0f frames/s", admCost, limit)
 }
 
 func runA1(c *C) {
@@ -76,7 +102,7 @@ func runA1(c *C) {
 	if err != nil || a.Open() {
 		c.Skipf("the reactor runs without an admission limit (admission %q): the claim is about one", ref.Config.Admission)
 	}
-	bound, why := admissionBound(ref.Config)
+	bound, why := a1PingLimit(ref.Config)
 	c.Evidencef("bound: %s", why)
 	ctl := c.dial("control conn", c.Instance().ControlAddr())
 	lag := startLagMeter()
@@ -101,11 +127,13 @@ func runA1(c *C) {
 	f.Stats = c.finalStats(f)
 	k := f.Stats.Counters
 	c.Evidencef("admission: engaged %d times, %d frames refused; ledger %+v", k.AdmissionEngaged, k.AdmissionRejects, f.Stats.Ledger)
+	lagLimit, lagArithmetic := a1LagLimit(bound)
+	offeredLimit, offeredArithmetic := a1OfferedLimit()
 	switch {
-	case clientLag > bound/2:
-		c.Inconclusivef("the case's own client was held off the CPU for %v, over half the bound: the machine was too busy for PING latencies to say anything about the server", clientLag.Round(time.Millisecond))
-	case offered.rate() < 1.5/admCost.Seconds():
-		c.Inconclusivef("the load offered %.0f frames/s, not the 2× overload (%.0f/s) the claim is about", offered.rate(), 2/admCost.Seconds())
+	case clientLag > lagLimit:
+		c.Inconclusivef("the case's own client was held off the CPU for %v, over %s: the machine was too busy for PING latencies to say anything about the server", clientLag.Round(time.Millisecond), lagArithmetic)
+	case offered.rate() < offeredLimit:
+		c.Inconclusivef("the load offered %.0f frames/s, below %s: not the 2× overload (%.0f/s) the claim is about", offered.rate(), offeredArithmetic, 2/admCost.Seconds())
 	case k.AdmissionEngaged == 0:
 		c.Inconclusivef("the admission limit never engaged: the load did not saturate the loop, so the claim was not exercised")
 	}

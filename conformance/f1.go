@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/reactorlab/reactorlab/faults"
@@ -14,7 +15,7 @@ func f1Case() Case {
 		Title:      "fragmented frames",
 		Claim:      "a frame that arrives in pieces (split at every byte, and at chosen points around the header, with pauses between pieces) is echoed intact and in order",
 		WireFaults: []string{"half-packets"},
-		Bound:      "each echo within 2 s (a complete frame is served within one round; 2 s is hundreds of rounds)",
+		Bound:      fmt.Sprintf("each echo within %v (a complete frame is served within one round: that is hundreds of rounds)", echoBound),
 		Run:        runF1,
 	}
 }

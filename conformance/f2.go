@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"github.com/reactorlab/reactorlab/reactors"
 
 	"github.com/reactorlab/reactorlab/faults"
 )
@@ -10,18 +11,26 @@ import (
 // f2Case is F2: a thousand frames in one write, on two connections at
 // once, are all echoed intact and in order.
 func f2Case() Case {
+	input := reactors.DefaultBudgets().Input
 	return Case{
 		ID:         "F2",
 		Title:      "coalesced frames",
-		Claim:      "a thousand frames in one write, on two connections at once, are all echoed intact and in order",
+		Claim:      fmt.Sprintf("%d frames in one write, on two connections at once, are all echoed intact and in order", f2Frames),
 		WireFaults: []string{"coalesced"},
-		Bound:      "each echo within 2 s of the previous one: the burst is 32 input budgets, each turn ends with work left and must be resumed without a new readiness event",
+		Bound:      fmt.Sprintf("each echo within %v of the previous one: the burst is %d input budgets (at the default %d frames), each turn ends with work left and must be resumed without a new readiness event", echoBound, budgetsFor(f2Frames, input), input),
 		Run:        runF2,
 	}
 }
 
+// f2Frames is the frames each of F2's connections writes at once.
+const f2Frames = 1000
+
+// budgetsFor is how many budgets of budget units n units take: a burst of
+// n frames (or bytes) is served in that many turns at least.
+func budgetsFor(n, budget int) int { return (n + budget - 1) / budget }
+
 func runF2(c *C) {
-	const n = 1000
+	const n = f2Frames
 	errs := make(chan error, 2)
 	for conn := uint64(1); conn <= 2; conn++ {
 		p := c.dial(fmt.Sprintf("conn %d", conn), c.Instance().Addr())

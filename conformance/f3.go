@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"fmt"
+	"github.com/reactorlab/reactorlab/reactors"
 	"time"
 
 	"github.com/reactorlab/reactorlab/faults"
@@ -14,10 +16,14 @@ func f3Case() Case {
 		ID:    "F3",
 		Title: "frame near the size limit",
 		Claim: "frames of exactly the maximum size and one byte less are accepted and echoed intact (each needs many reads and writes)",
-		Bound: "each echo within 10 s (2 MiB over loopback takes milliseconds)",
+		Bound: fmt.Sprintf("each echo within %v (%d MiB over loopback takes milliseconds)", f3EchoBound, 2*reactors.DefaultConfig().MaxFrame>>20),
 		Run:   runF3,
 	}
 }
+
+// f3EchoBound is how long each of F3's two near-limit frames may take to
+// be echoed.
+const f3EchoBound = 10 * time.Second
 
 func runF3(c *C) {
 	limit := maxFrame(c)
@@ -27,7 +33,7 @@ func runF3(c *C) {
 	c.Logf("frame limit %d B (whole frame); sending frames of %d and %d B", limit, len(frames[0]), len(frames[1]))
 	errc := playAsync(c, p, faults.Writes(frames...))
 	for i, n := range sizes {
-		p.expectEcho(c, 1, uint64(i), n, 10*time.Second)
+		p.expectEcho(c, 1, uint64(i), n, f3EchoBound)
 	}
 	if err := <-errc; err != nil {
 		c.Fatalf("sending: %v", err)

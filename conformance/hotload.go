@@ -155,55 +155,6 @@ func (h *hot) stop() {
 	h.wg.Wait()
 }
 
-// hotBound is the longest a correct reactor may leave any source (or its
-// own timers and STOP check) waiting under the hot load, from its budgets:
-// a turn serves at most Input frames, and stops at the first clock check
-// (every ClockEvery frames) past the time budget; a round serves at most
-// Consume turns, and a source that becomes ready waits at most for the
-// rest of the round and every source queued ahead of it. 20× that (at
-// least 500 ms) absorbs a loaded, descheduled VM (clean reactors were
-// measured at up to 480 ms with the machine's load average at 6); a turn
-// without budgets takes about 4 s.
-func hotBound(ref *Reference, lightSources int) (time.Duration, string) {
-	b := ref.Config.Budgets
-	frames := b.Input
-	if b.Time > 0 {
-		perCheck := hotCost * time.Duration(b.ClockEvery)
-		byTime := int((b.Time+perCheck-1)/perCheck) * b.ClockEvery
-		frames = min(frames, max(byTime, b.ClockEvery))
-	}
-	const syscalls = 200 * time.Microsecond // read, write, epoll_ctl per turn on this VM, generously
-	turn := time.Duration(frames)*hotCost + syscalls
-	turns := b.Consume + hotConns + lightSources
-	wait := time.Duration(turns) * turn
-	bound := max(500*time.Millisecond, 20*wait)
-	return bound, fmt.Sprintf("turn ≤ %d frames × %v + %v = %v; wait ≤ (consume budget %d + %d hot + %d light) turns = %v; bound max(500 ms, 20 × wait) = %v",
-		frames, hotCost, syscalls, turn, b.Consume, hotConns, lightSources, wait, bound)
-}
-
-// blackBoxBound is the bound used where a black box has no budgets: the
-// reference reactor's with default budgets.
-func blackBoxBound(lightSources int) (time.Duration, string) {
-	cfg := reactors.DefaultConfig()
-	hotTweak(reactors.LT, &cfg)
-	b, why := hotBound(&Reference{Config: cfg}, lightSources)
-	return b, "black box, reference budgets: " + why
-}
-
-// boundFor derives the hot-load bound for the instance and records its
-// derivation with the evidence.
-func boundFor(c *C, light int) time.Duration {
-	var b time.Duration
-	var why string
-	if ref := c.Reference(); ref != nil {
-		b, why = hotBound(ref, light)
-	} else {
-		b, why = blackBoxBound(light)
-	}
-	c.Evidencef("bound: %s", why)
-	return b
-}
-
 // underHotLoad runs probes (one per peer) for 1.5 s under the hot load and
 // fails the case if any peer's round trips break the bound (overBound).
 func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
@@ -216,7 +167,7 @@ func underHotLoad(c *C, peers []*peer, kind wire.Kind, bound time.Duration) {
 	if err := h.Err(); err != nil {
 		c.Fatalf("hot load: %v", err)
 	}
-	c.Evidencef("hot connections: %d frames echoed in 1.5 s", echoed)
+	c.Evidencef("hot connections: %d frames echoed in %v", echoed, probeFor)
 	judgeProbes(c, peers, results, bound, "starved under hot load")
 	if c.Failed() {
 		if f := c.Stop(); f.Stats != nil {

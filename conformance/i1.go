@@ -15,11 +15,19 @@ func i1Case() Case {
 		Title:      "stale result never reaches a reused fd",
 		Claim:      "a connection closed with its echo still being computed, followed at once by a new connection (which gets the same fd number on the server), never receives the old connection's result",
 		WireFaults: []string{"fd-reuse-churn"},
-		Bound:      "the new connection's own echo within 2 s; then nothing else for 40 ms (twice the 20 ms callback: the old result, submitted first, is due before the new one)",
-		Setup:      Setup{Tweak: offloaded("fixed:20ms")},
+		Bound:      fmt.Sprintf("the new connection's own echo within %v; then nothing else for %v (twice the %v callback: the old result, submitted first, is due before the new one)", echoBound, i1Quiet, i1Callback),
+		Setup:      Setup{Tweak: offloaded("fixed:" + i1Callback.String())},
 		Run:        runI1,
 	}
 }
+
+// i1Callback is I1's callback cost; i1Quiet is how long the new
+// connection must get nothing after its own echo: twice the callback,
+// long after the old result, which was submitted first, was due.
+const (
+	i1Callback = 20 * time.Millisecond
+	i1Quiet    = 2 * i1Callback
+)
 
 func runI1(c *C) {
 	const rounds = 60
@@ -55,7 +63,7 @@ func runI1(c *C) {
 			c.Fatalf("round %d: %s", i, why)
 		}
 		// The old result's callback started first; it is back by now.
-		conn.SetReadDeadline(time.Now().Add(40 * time.Millisecond))
+		conn.SetReadDeadline(time.Now().Add(i1Quiet))
 		if g, err := readFrame(conn); err == nil {
 			c.Evidencef("round %d: connection A sent DATA token %d and closed at once; connection B sent DATA token %d", i, old, token)
 			c.Fatalf("round %d: connection B received an extra frame: %s", i, g)

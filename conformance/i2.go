@@ -19,10 +19,11 @@ func i2Case() Case {
 		Title:      "reset with work pending leaves nothing behind",
 		Claim:      "connections reset by their clients while the server holds their echoes (or has stopped reading them for backpressure), with callbacks in flight, leave no descriptor, slot or unaccounted frame behind. Inconclusive unless the server was seen holding echoes or paused for at least one of them",
 		WireFaults: []string{"reset"},
-		Bound:      "each connection is filled until the server stops reading it (its receive queue still for 100 ms while the client's writes block, its end open: inet_diag of both ends, each socket tied to the connection by its cookie), at most the kernel's buffer maxima + 8 MiB; a server that took all that without pausing counts as holding echoes only once it has read everything and delivers 64 KiB beyond what the kernel's queues held (within 3 s); within 3 s of the resets (a reset is seen by the next epoll_wait, within a round) the server's sockets (process targets) or open connections (in-process) are back to the baseline; at the end accepted = completed + rejected",
-		Setup:      Setup{Tweak: offloaded("fixed:20us")},
-		Timeout:    90 * time.Second, // 4 fills ≤ 15 s each (+ ≤ 3 s to confirm) + the release ≤ 3 s
-		Run:        runI2,
+		Bound: fmt.Sprintf("each of %d connections is filled until the server stops reading it (its receive queue still for %v while the client's writes block, its end open: inet_diag of both ends, each socket tied to the connection by its cookie), at most the kernel's buffer maxima + %d MiB; a server that took all that without pausing counts as holding echoes only once it has read everything and delivers %d KiB beyond what the kernel's queues held (within %v); within %v of the resets (a reset is seen by the next epoll_wait, within a round) the server's sockets (process targets) or open connections (in-process) are back to the baseline; at the end accepted = completed + rejected",
+			i2Conns, fillStill, fillHeadroom>>20, i2Confirm>>10, i2ConfirmBound, i2Bound),
+		Setup:   Setup{Tweak: offloaded("fixed:20us")},
+		Timeout: 90 * time.Second, // 4 fills ≤ 15 s each (+ ≤ 3 s to confirm) + the release ≤ 3 s
+		Run:     runI2,
 	}
 }
 
@@ -32,6 +33,15 @@ func i2Case() Case {
 // loop, milliseconds; 3 s is a margin of hundreds for a loaded machine or
 // a garbage-collected runtime.
 const i2Bound = 3 * time.Second
+
+// I2 resets i2Conns connections; one that took all the fill without
+// pausing counts as holding echoes once i2Confirm bytes beyond the
+// kernel's queues come back within i2ConfirmBound (confirmHeld).
+const (
+	i2Conns        = 4
+	i2Confirm      = 64 << 10
+	i2ConfirmBound = 3 * time.Second
+)
 
 func runI2(c *C) {
 	inst := c.Instance()
@@ -43,7 +53,7 @@ func runI2(c *C) {
 	}
 	limit, why := c.fillLimit()
 	c.Logf("%s", why)
-	const conns = 4
+	const conns = i2Conns
 	if established := leaveLoaded(c, limit, conns); established == 0 {
 		c.Inconclusivef("the server was not seen holding echoes or pausing for any of the %d connections (see the evidence): nothing was pending when they went away", conns)
 	}
@@ -94,7 +104,7 @@ func leaveLoaded(c *C, limit int64, conns int) (established int) {
 		case f.paused:
 			established++
 		case f.held >= holdSome:
-			ok, why := c.confirmHeld(l, 64<<10, 3*time.Second)
+			ok, why := c.confirmHeld(l, i2Confirm, i2ConfirmBound)
 			c.Evidencef("%s: %s", l.name, why)
 			// Reading back let the server hand some of what it held to
 			// the kernel: it counts only if it still holds echoes, with

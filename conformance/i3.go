@@ -15,11 +15,15 @@ func i3Case() Case {
 		Title:      "half-close: every owed echo, then EOF",
 		Claim:      "a client that has sent more than the kernel buffers hold and shut down its write side gets every byte back, in order, then EOF, though the server holds echoes in its own buffers when it reads the FIN. Inconclusive unless the server was seen reading the FIN while holding echoes, its end still open (CLOSE_WAIT: a server seen only after it closed, in LAST_ACK or gone, may have dropped what it did not send, and proved no holding) (a server that writes everything before it reads again never is)",
 		WireFaults: []string{"half-close"},
-		Bound:      "the client (4 KiB receive buffer) fills as in I2 but stops once the server holds 256 KiB with nothing of it left unread, shuts down its write side, and reads only while the server does not (4 KiB at a time) until the server has read the FIN (within 10 s); then the rest, every byte checked, and EOF within 20 s. A server that read the FIN holding nothing after it paused or held is tried again on a new connection, 3 connections at most (what a resumed server can write at once is the kernel's draw); every connection's echo is judged",
+		Bound:      fmt.Sprintf("%s; then the rest, every byte checked, and EOF within %v; every connection's echo is judged", halfCloseStimulus, i3RestBound),
 		Timeout:    150 * time.Second, // 3 × (fill ≤ 15 s + FIN ≤ 10 s + the rest ≤ 20 s)
 		Run:        runI3,
 	}
 }
+
+// i3RestBound is how long the half-closed client may wait for the rest of
+// its echoes and the EOF once the server has read its FIN.
+const i3RestBound = 20 * time.Second
 
 func runI3(c *C) {
 	frameEcho := c.Reference() != nil
@@ -29,11 +33,11 @@ func runI3(c *C) {
 	limit, why := c.fillLimit()
 	c.Logf("%s", why)
 	l, finRead, heldAtFIN := c.halfCloseHolding(limit, 1, func(l *loaded) {
-		if err := l.readRest(20*time.Second, frameEcho); err != nil {
+		if err := l.readRest(i3RestBound, frameEcho); err != nil {
 			c.Fatalf("%s, half-closed after sending %d bytes: %v", l.name, l.sent, err)
 		}
 	})
-	if err := l.readRest(20*time.Second, frameEcho); err != nil {
+	if err := l.readRest(i3RestBound, frameEcho); err != nil {
 		c.Fatalf("%s, half-closed after sending %d bytes: %v", l.name, l.sent, err)
 	}
 	if !finRead || heldAtFIN <= c.echoThreshold() {

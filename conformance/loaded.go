@@ -145,6 +145,16 @@ func (c *C) echoThreshold() int64 {
 	return 0
 }
 
+// A fill (fill) takes at most fillFor; a server whose receive queue
+// stands still for fillStill while the client's writes block has stopped
+// reading; fillLimit lets a fill send fillHeadroom beyond what the
+// kernel's buffers hold.
+const (
+	fillFor      = 15 * time.Second
+	fillStill    = 100 * time.Millisecond
+	fillHeadroom = 8 << 20
+)
+
 // holdSome is what a server that has not stopped reading must be seen
 // holding for a fill to end (I3, W4), or for a fill that reached its
 // limit to count as holding (I2, after confirmHeld): far more than a
@@ -154,9 +164,9 @@ const holdSome = 256 << 10
 
 // fill sends the stream until the server has stopped reading the
 // connection (the client's writes block, the server's unread queue does
-// not move for 100 ms and its echoes back up), or (holdTarget > 0) holds holdTarget bytes
+// not move for fillStill and its echoes back up), or (holdTarget > 0) holds holdTarget bytes
 // of echoes it cannot deliver (twice seen, 30 ms apart, with the path back
-// to the client backed up), or the client has sent past limit, or 15 s
+// to the client backed up), or the client has sent past limit, or fillFor
 // have passed. With needUnreadEmpty a holding counts only once the
 // server has read everything sent, so that a server which has not paused
 // reads a FIN sent next. The client reads nothing.
@@ -164,13 +174,13 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 	const chunk = 16 * streamFrameSize
 	began := time.Now()
 	defer func() { c.Logf("%s: filled %d bytes in %v", l.name, l.sent, time.Since(began).Round(time.Millisecond)) }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(fillFor)
 	lastUnread, still := int64(-1), time.Now() // the server's unread queue, and since when it has not moved
 	for l.sent < limit {
 		if time.Now().After(deadline) {
 			// A slow server may hold much of what it took: the caller can
 			// still confirm that by delivery (confirmHeld).
-			return fillResult{held: l.held(), why: fmt.Sprintf("the server took %d bytes in 15 s without pausing, %d of them not in the kernel's queues (%v)", l.sent, l.held(), l.q)}
+			return fillResult{held: l.held(), why: fmt.Sprintf("the server took %d bytes in %v without pausing, %d of them not in the kernel's queues (%v)", l.sent, fillFor, l.held(), l.q)}
 		}
 		if c.Context().Err() != nil {
 			c.Fatalf("%s: the case ended while filling", l.name)
@@ -202,7 +212,7 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 		}
 		// Writes that block while the server's receive queue stands
 		// still: it has stopped reading.
-		if blocked && lastUnread > 0 && l.q.outputBlocked() && time.Since(still) >= 100*time.Millisecond {
+		if blocked && lastUnread > 0 && l.q.outputBlocked() && time.Since(still) >= fillStill {
 			return fillResult{paused: true, held: l.held(), why: fmt.Sprintf("after %d bytes sent the server stopped reading: %d bytes unread in its receive queue for %v, it holds %d (%v)", l.sent, lastUnread, time.Since(still).Round(time.Millisecond), l.held(), l.q)}
 		}
 	}
@@ -210,14 +220,14 @@ func (c *C) fill(l *loaded, limit, holdTarget int64, needUnreadEmpty bool) fillR
 }
 
 // fillLimit is how much a fill may send: more than every kernel buffer on
-// the way can hold, and 8 MiB on top for what a server may hold before it
+// the way can hold, and fillHeadroom on top for what a server may hold before it
 // pushes back.
 func (c *C) fillLimit() (int64, string) {
 	capacity, why, err := kernelCapacity()
 	if err != nil {
 		c.Inconclusivef("cannot size the kernel's socket buffers: %v", err)
 	}
-	return capacity + 8<<20, fmt.Sprintf("fill limit %d bytes: %s, + 8 MiB", capacity+8<<20, why)
+	return capacity + fillHeadroom, fmt.Sprintf("fill limit %d bytes: %s, + %d MiB", capacity+fillHeadroom, why, fillHeadroom>>20)
 }
 
 // readSome reads what is there (at most n bytes, waiting at most d) and

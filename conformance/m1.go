@@ -12,11 +12,13 @@ import (
 // m1Case is M1: every connection of a storm that outruns the queue through
 // which one loop hands connections to another is accepted and answered.
 func m1Case() Case {
+	accept := reactors.DefaultBudgets().Accept
 	return Case{
 		ID:    "M1",
 		Title: "accept storm beyond the handoff queue",
-		Claim: "every connection of a storm of 512 opened at once, each sending one frame, is accepted and answered, also when the storm outruns the queue through which one loop hands connections to another. Inconclusive on a server that hands connections over (its counters show handoffs) unless a handoff was seen finding the queue full",
-		Bound: "every connection's echo within 10 s of the storm's start: an acceptor accepts up to 64 a round and a sub-loop registers what its ingress holds every round, so even with 2 sub-loops of 4 items each the 512 are handed over in about 64 rounds (milliseconds each); but a correct server whose listen backlog is shorter than the storm (asyncio's 100) drops SYNs, which the client's kernel sends again after 1, 3 and 7 s: 10 s lets a connection through on its third retransmission",
+		Claim: fmt.Sprintf("every connection of a storm of %d opened at once, each sending one frame, is accepted and answered, also when the storm outruns the queue through which one loop hands connections to another. Inconclusive on a server that hands connections over (its counters show handoffs) unless a handoff was seen finding the queue full", m1Conns),
+		Bound: fmt.Sprintf("every connection's echo within %v of the storm's start: an acceptor accepts up to %d a round and a sub-loop registers what its ingress holds every round, so even with %d sub-loops of %d items each the %d are handed over in about %d rounds (milliseconds each); but a correct server whose listen backlog is shorter than the storm (asyncio's 100) drops SYNs, which the client's kernel sends again after 1, 3 and 7 s: %v lets a connection through on its third retransmission",
+			m1Bound, accept, m1SubLoops, m1IngressCap, m1Conns, budgetsFor(m1Conns, m1SubLoops*m1IngressCap), m1Bound),
 		Setup: Setup{Tweak: m1Tweak},
 		Run:   runM1,
 	}
@@ -26,10 +28,17 @@ func m1Case() Case {
 // storm outruns it (2 is the smallest Config accepts).
 const m1IngressCap = 4
 
+// m1SubLoops is the sub-loops a design that hands connections over runs
+// in M1; m1Conns is the connections of its storm.
+const (
+	m1SubLoops = 2
+	m1Conns    = 512
+)
+
 // m1Tweak gives a design that hands connections over two sub-loops with
 // tiny ingresses, so the storm finds them full.
 func m1Tweak(d reactors.Design, cfg *reactors.Config) {
-	if withLoops(d, cfg, 2) && d == reactors.MainSub {
+	if withLoops(d, cfg, m1SubLoops) && d == reactors.MainSub {
 		cfg.IngressCap = m1IngressCap
 	}
 }
@@ -38,7 +47,7 @@ func m1Tweak(d reactors.Design, cfg *reactors.Config) {
 const m1Bound = 10 * time.Second
 
 func runM1(c *C) {
-	const conns = 512
+	const conns = m1Conns
 	var ext0 map[string]uint64
 	var extErr error
 	bad := storm(c.Instance().Addr(), conns, m1Bound, func() { ext0, extErr = procfs.ReadTcpExt() })

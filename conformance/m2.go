@@ -13,10 +13,10 @@ func m2Case() Case {
 	return Case{
 		ID:      "M2",
 		Title:   "one loop per connection",
-		Claim:   "16 connections each pipelining 2,000 frames of mixed sizes (1 B to 64 KiB), half of them a frame a write and half 32, get every echo back whole and in order: two loops serving one socket interleave its reads and writes. A reference reactor also registers each connection on one loop only: the connections its loops registered (Σ per-loop conns) are no more than it accepted",
-		Bound:   "each echo within 2 s of the previous one on its connection (a frame is served within a round); the whole exchange within 60 s",
+		Claim:   fmt.Sprintf("%d connections each pipelining %d frames of mixed sizes (1 B to 64 KiB), half of them a frame a write and half %d, get every echo back whole and in order: two loops serving one socket interleave its reads and writes. A reference reactor also registers each connection on one loop only: the connections its loops registered (Σ per-loop conns) are no more than it accepted", m2Conns, m2Frames, m2Batch),
+		Bound:   fmt.Sprintf("each echo within %v of the previous one on its connection (a frame is served within a round); the whole exchange within the case's %v", echoBound, m2Timeout),
 		Setup:   Setup{Tweak: twoDataLoops},
-		Timeout: 90 * time.Second,
+		Timeout: m2Timeout,
 		Run:     runM2,
 	}
 }
@@ -38,8 +38,17 @@ func m2Sizes(rng *rand.Rand, n int) []int {
 	return out
 }
 
+// M2's load: m2Conns connections of m2Frames frames each, the even
+// tokens' written m2Batch frames a write; the case ends after m2Timeout.
+const (
+	m2Conns   = 16
+	m2Frames  = 2000
+	m2Batch   = 32
+	m2Timeout = 90 * time.Second
+)
+
 func runM2(c *C) {
-	const conns, frames = 16, 2000
+	const conns, frames = m2Conns, m2Frames
 	addr := c.Instance().Addr()
 	errs := make(chan error, conns)
 	for i := range conns {
@@ -52,7 +61,7 @@ func runM2(c *C) {
 		// in small pieces makes far likelier than large ones (a C server
 		// reading 64 KiB at a time: 6 of 10 runs with every connection
 		// writing 32 frames at a time).
-		batch := 32
+		batch := m2Batch
 		if token%2 == 1 {
 			batch = 1
 		}
@@ -66,7 +75,7 @@ func runM2(c *C) {
 		}
 	}
 	if len(bad) > 0 {
-		c.Evidencef("sent: %d connections, each %d DATA frames of 1 B to 64 KiB pipelined (odd tokens a frame a write, even ones 32)", conns, frames)
+		c.Evidencef("sent: %d connections, each %d DATA frames of 1 B to 64 KiB pipelined (odd tokens a frame a write, even ones %d)", conns, frames, m2Batch)
 		c.Fatalf("%d of %d connections: %s", len(bad), conns, strings.Join(firstFew(bad, 4), "; "))
 	}
 	if c.Reference() == nil {

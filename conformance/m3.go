@@ -29,15 +29,19 @@ const m3Burst = 32 << 10
 // the fresh one's own echo is computed after it.
 const m3Callback = 100 * time.Millisecond
 
+// m3Quiet is how long the new connection must get nothing after its own
+// echo: the old result, due before that echo, would have come by then.
+const m3Quiet = 150 * time.Millisecond
+
 // m3Case is M3: a result computed for a closed connection never reaches
 // the new connection that reused its fd number on another loop.
 func m3Case() Case {
 	return Case{
 		ID:    "M3",
 		Title: "stale results never cross to a reused fd on another loop",
-		Claim: "a connection reset while its echo is being computed, followed by a new connection that takes its fd number on another loop, never receives the old connection's result. " +
-			"Needs a reference reactor with an offload pool and two data loops; inconclusive unless, in one of 10 attempts, the reactor counted a stale result whose fd number another loop had registered by then (or the new connection received the stale result: a failure)",
-		Bound: "the new connection's own echo within 2 s, and it first: the old result (a 100 ms callback on one worker) is due before the new one, 100 ms later; then nothing else for 150 ms",
+		Claim: fmt.Sprintf("a connection reset while its echo is being computed, followed by a new connection that takes its fd number on another loop, never receives the old connection's result. "+
+			"Needs a reference reactor with an offload pool and two data loops; inconclusive unless, in one of %d attempts, the reactor counted a stale result whose fd number another loop had registered by then (or the new connection received the stale result: a failure)", m3Attempts),
+		Bound: fmt.Sprintf("the new connection's own echo within %v, and it first: the old result (a %v callback on one worker) is due before the new one, %v later; then nothing else for %v", echoBound, m3Callback, m3Callback, m3Quiet),
 		Needs: NeedReference | NeedStats,
 		Setup: Setup{Tweak: m3Tweak},
 		Run:   runM3,
@@ -128,7 +132,7 @@ func m3Attempt(c *C, i int, busy *m3Neighbours, live bool) bool {
 }
 
 // m3CheckFresh checks the new connection b: its own echo first, and
-// within the bound; then nothing for 150 ms.
+// within the bound; then nothing for m3Quiet.
 func m3CheckFresh(c *C, i int, b *faults.TCPLink, oldToken, newToken uint64) {
 	conn := b.Conn()
 	conn.SetDeadline(time.Now().Add(echoBound))
@@ -146,7 +150,7 @@ func m3CheckFresh(c *C, i int, b *faults.TCPLink, oldToken, newToken uint64) {
 	if why := checkEcho(g, newToken, 0, 64); why != "" {
 		c.Fatalf("attempt %d: %s", i+1, why)
 	}
-	conn.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	conn.SetReadDeadline(time.Now().Add(m3Quiet))
 	if g, err := readFrame(conn); err == nil {
 		c.Evidencef("attempt %d: connection A sent DATA token %d and was reset; connection B sent DATA token %d", i+1, oldToken, newToken)
 		c.Fatalf("attempt %d: connection B received an extra frame: %s", i+1, g)

@@ -27,51 +27,86 @@ const (
 )
 
 // The black-box verdict's thresholds, on each thread's wakeups beyond
-// idle per connection. A thread that woke for at least herdThreadShare of
-// the connections is woken by (nearly) every connection; herdFailThreads
-// such threads are several waiters on one listener. A thread that woke,
-// idle, for more than herdNoisyShare of the connections' count cannot be
-// read either way.
+// idle (or beyond the round trips') for the herdConns connections
+// (m4EveryLimit, m4NoisyLimit), and on all threads' together
+// (m4TotalLimit); herdFailThreads threads that each woke for (nearly)
+// every connection are several waiters on one listener even where no
+// waiter on it is seen.
 const (
 	herdThreadShare = 0.75
 	herdFailThreads = 3
 	herdNoisyShare  = 0.5
+	herdTotalShare  = 1.5
 )
-
-// herdTotalShare is the black-box verdict on a listener the kernel wakes
-// several waiters on for every connection (listenerWaits.sharers), taken
-// over all threads: accepting needs one
-// waiter woken a connection; wakeups beyond the round trips' of at least
-// 1.5 a connection, all threads together, mean a second set's waiter woke
-// for half the connections or more: a herd, even when the runtime moves
-// that waiter between threads so that no single thread reaches
-// herdThreadShare (netpoll: its poller goroutine and the Go runtime's
-// netpoller each hold the listener; measured 1.8–2.9 a connection).
-const herdTotalShare = 1.5
 
 // m4Loops is the data loops a multi-loop reference design runs in M4:
 // enough that a herd (4 wakeups a connection) stands far above what a
 // design needs (1, or 2 with a handoff).
 const m4Loops = 4
 
+// m4ReferenceLimit is the most a reference reactor's loop threads may
+// wake for each new connection beyond what a round trip on an open one
+// wakes them for: what its design needs to accept a connection and take
+// it on (one loop; two where it hands connections over, the acceptor and
+// the sub-loop), plus one.
+func m4ReferenceLimit(handoff bool) (limit float64, arithmetic string) {
+	need, why := 1, "1"
+	if handoff {
+		need, why = 2, "2 (a handoff)"
+	}
+	limit = float64(need + 1)
+	return limit, fmt.Sprintf("need %s + 1 = %.0f wakeups a connection", why, limit)
+}
+
+// m4EveryLimit is the wakeups for the herdConns connections, beyond a
+// round trip's or beyond idle, at which a thread counts as woken by
+// (nearly) every connection, and at which all the threads together count
+// as seen waking for the connections at all.
+func m4EveryLimit() (limit float64, arithmetic string) {
+	limit = herdThreadShare * herdConns
+	return limit, fmt.Sprintf("%.0f%% of %d connections = %.0f wakeups", 100*herdThreadShare, herdConns, limit)
+}
+
+// m4NoisyLimit is the idle wakeups beyond which a thread (or the
+// reference's loops together) is too busy idle to tell whether it woke
+// for every connection.
+func m4NoisyLimit() (limit float64, arithmetic string) {
+	limit = herdNoisyShare * herdConns
+	return limit, fmt.Sprintf("%.0f%% of %d connections = %.0f idle wakeups", 100*herdNoisyShare, herdConns, limit)
+}
+
+// m4TotalLimit is the wakeups beyond the round trips', all threads
+// together, at which a listener the kernel wakes several waiters on
+// fails: accepting needs one waiter woken a connection, and herdTotalShare
+// a connection means a second waiter woke for half the connections or
+// more, even where a runtime moves that waiter between threads so that no
+// single thread reaches m4EveryLimit (a Go server: its poller goroutine
+// and the runtime's netpoller each hold the listener).
+func m4TotalLimit() (limit float64, arithmetic string) {
+	limit = herdTotalShare * herdConns
+	return limit, fmt.Sprintf("%.1f × %d connections = %.0f wakeups", herdTotalShare, herdConns, limit)
+}
+
 // m4Case is M4: new connections on an idle server wake no more of its
 // threads than its design needs to accept and take them on: no thundering
 // herd.
 func m4Case() Case {
+	_, refLimit := m4ReferenceLimit(false)
+	_, handoffLimit := m4ReferenceLimit(true)
+	_, every := m4EveryLimit()
+	_, total := m4TotalLimit()
+	_, noisy := m4NoisyLimit()
 	return Case{
 		ID:    "M4",
 		Title: "no thundering herd",
-		Claim: "100 connections opened 2 ms apart on an idle server wake, for each, no more of its threads than its design needs to accept the connection and take it on. " +
-			"A reference reactor: its loop threads wake at most once a connection (twice when it hands connections over: the acceptor and the sub-loop), plus one. " +
-			"A black box is judged on the kernel's herd, the waiters it wakes on one listener for every connection: each epoll instance holding the listener without EPOLLEXCLUSIVE (a descriptor dup'd or inherited across fork is the same instance), each thread blocked in poll or select with it in its read list, and one of the exclusive waiters (epoll instances with EPOLLEXCLUSIVE, threads blocked in accept) if any. " +
-			"It fails with 2 or more such waiters when either 2 or more of its threads each wake for (nearly) every connection beyond their idle wakeups, or all its threads together wake at least 1.5 times a connection beyond what as many round trips on an open connection wake them for (accepting needs one waiter; a runtime may move the second between threads). " +
-			"With one such waiter it passes: the threads woken besides are a hand-over's and its runtime's (a Go program's threads hand their P on around each blocking system call), and wakeups a server makes itself (an acceptor waking every worker) are in the evidence but not judged, because a runtime's scheduler wakes threads for each connection as often. " +
-			"Where no waiter on its listener is seen (a poll or select whose list cannot be read, a wait this case does not look for), 3 threads each woken for (nearly) every connection beyond what a round trip wakes them for fail, 2 are inconclusive (a herd of two and an acceptor that hands each connection to one loop look alike from outside), fewer pass. " +
-			"Inconclusive too when idle wakeups drown the signal, or when its threads were not seen waking for the connections at all",
+		Claim: fmt.Sprintf("%d connections opened %v apart on an idle server wake, for each, no more of its threads than its design needs to accept the connection and take it on. "+
+			"A black box is judged on the waiters the kernel wakes on its listener for every connection (epoll instances holding it without EPOLLEXCLUSIVE, threads in poll or select on it, one exclusive waiter) and on how many of its threads wake for (nearly) every connection", herdConns, herdGap),
 		BlackBoxBugs: []string{"herd", "herd-poll"},
-		Bound: "wakeups are voluntary context switches (a reference's loop threads: per-loop wakeups in-process, /proc/PID/task/TID/status for a process; a black box: every thread of its process group) in three stretches of 200 ms: idle, 100 round trips on one open connection, 100 new connections with one round trip each; the epoll instances holding the listener from /proc/PID/fdinfo, told apart with kcmp, the threads waiting on it in poll, ppoll, select, pselect6, accept or accept4 from /proc/PID/task/TID/syscall and the pollers' descriptor lists (process_vm_readv; the most of 5 looks 2 ms apart). " +
-			"Reference: the loops' wakeups for the connections less those for the round trips ≤ need + 1 a connection, need 1 (2 with a handoff). " +
-			"Black box: a thread wakes for every connection when its wakeups for the connections less its idle ones (with several waiters seen) or less those for the round trips (with none seen) are ≥ 75% of the connections; all threads together, less the round trips', ≥ 1.5 a connection; a thread that woke idle more than half as many times as there are connections could be either, and makes a verdict that depends on it inconclusive",
+		Bound: fmt.Sprintf("wakeups are voluntary context switches over %v each: idle, %d round trips on one open connection, %d new connections. "+
+			"Reference: its loops' wakeups a connection beyond a round trip's ≤ %s; with a handoff, %s. "+
+			"Black box with 2 or more waiters on its listener: fails when 2 threads each wake ≥ %s for the connections beyond the round trips (or beyond idle), or all together ≥ %s; with one it passes; with none seen, %d such threads fail and 2 are inconclusive. "+
+			"Inconclusive where idle wakeups over %s leave the verdict open, or the wakeups for the connections beyond idle stay below %s",
+			herdConns*herdGap, herdConns, herdConns, refLimit, handoffLimit, every, total, herdFailThreads, noisy, every),
 		Setup:   Setup{Tweak: m4Tweak},
 		Timeout: 30 * time.Second,
 		Run:     runM4,
@@ -212,20 +247,19 @@ func judgeReferenceHerd(c *C, threads []threadWakeups) {
 			idle, requests, conns = idle+float64(w.idle), requests+float64(w.requests), conns+float64(w.conns)
 		}
 	}
-	need := 1.0
-	if st.Counters.Handoffs > 0 {
-		need = 2
-	}
+	limit, arithmetic := m4ReferenceLimit(st.Counters.Handoffs > 0)
+	noisy, noisyArithmetic := m4NoisyLimit()
+	seen, seenArithmetic := m4EveryLimit()
 	per := (conns - requests) / herdConns
-	c.Evidencef("loop threads: %.0f wakeups idle, %.0f for the round trips, %.0f for the connections: %.2f a connection beyond a round trip; the design needs %.0f (bound %.0f)", idle, requests, conns, per, need, need+1)
-	c.Logf("loop wakeups a connection beyond a round trip: %.2f (idle %.0f; bound %.0f)", per, idle, need+1)
+	c.Evidencef("loop threads: %.0f wakeups idle, %.0f for the round trips, %.0f for the connections: %.2f a connection beyond a round trip; bound: %s", idle, requests, conns, per, arithmetic)
+	c.Logf("loop wakeups a connection beyond a round trip: %.2f (idle %.0f; bound %.0f)", per, idle, limit)
 	switch {
-	case per > need+1:
-		c.Fatalf("a thundering herd: the loops woke %.2f times more for each new connection than for a round trip on an open one; the design needs %.0f (bound %.0f)", per, need, need+1)
-	case idle > herdNoisyShare*herdConns:
-		c.Inconclusivef("the loops woke %.0f times while idle, more than half as many as there were connections: the signal cannot be read", idle)
-	case conns-idle < herdThreadShare*herdConns:
-		c.Inconclusivef("%s", unseenWakeups("the loops", idle, conns))
+	case per > limit:
+		c.Fatalf("a thundering herd: the loops woke %.2f times more for each new connection than for a round trip on an open one; bound: %s", per, arithmetic)
+	case idle > noisy:
+		c.Inconclusivef("the loops woke %.0f times while idle, more than %s: the signal cannot be read", idle, noisyArithmetic)
+	case conns-idle < seen:
+		c.Inconclusivef("%s (seen: %s)", unseenWakeups("the loops", idle, conns), seenArithmetic)
 	}
 }
 
@@ -252,18 +286,21 @@ func judgeBlackBoxHerd(c *C, threads []threadWakeups) {
 	// trips wake it for; woken: woke for (nearly) every connection beyond
 	// idle (every is among them, and so is a thread that serves the
 	// connections it accepts); noisy: too busy idle to tell.
+	everyLimit, everyArithmetic := m4EveryLimit()
+	noisyLimit, noisyArithmetic := m4NoisyLimit()
+	totalLimit, totalArithmetic := m4TotalLimit()
 	var every, woken, noisy []string
 	var idle, conns, excess float64
 	for _, w := range threads {
 		idle, conns, excess = idle+float64(w.idle), conns+float64(w.conns), excess+w.excess()
-		isEvery := w.excess() >= herdThreadShare*herdConns
-		isNoisy := !isEvery && float64(w.idle) > herdNoisyShare*herdConns && float64(w.conns) >= herdThreadShare*herdConns
+		isEvery := w.excess() >= everyLimit
+		isNoisy := !isEvery && float64(w.idle) > noisyLimit && float64(w.conns) >= everyLimit
 		switch {
 		case isEvery:
 			every, woken = append(every, w.id), append(woken, w.id)
 		case isNoisy:
 			noisy = append(noisy, w.id)
-		case float64(w.conns)-float64(w.idle) >= herdThreadShare*herdConns:
+		case float64(w.conns)-float64(w.idle) >= everyLimit:
 			woken = append(woken, w.id)
 		}
 	}
@@ -275,8 +312,8 @@ func judgeBlackBoxHerd(c *C, threads []threadWakeups) {
 	case pollErr != nil:
 		sets += fmt.Sprintf("; a thread's call could not be read (%v): the threads in poll, select or accept are a lower bound", pollErr)
 	}
-	c.Evidencef("threads that woke for ≥ %.0f%% of the connections beyond the round trips: %d (%s); beyond idle: %d (%s); too noisy to tell: %d (%s); all threads together %.2f wakeups a connection beyond a round trip's; %s",
-		100*herdThreadShare, len(every), strings.Join(every, ", "), len(woken), strings.Join(woken, ", "), len(noisy), strings.Join(noisy, ", "), excess/herdConns, sets)
+	c.Evidencef("threads that woke for ≥ %s beyond the round trips: %d (%s); beyond idle: %d (%s); too noisy to tell (idle > %s): %d (%s); all threads together %.0f wakeups beyond the round trips' (%.2f a connection; limit %s); %s",
+		everyArithmetic, len(every), strings.Join(every, ", "), len(woken), strings.Join(woken, ", "), noisyArithmetic, len(noisy), strings.Join(noisy, ", "), excess, excess/herdConns, totalArithmetic, sets)
 	c.Logf("threads waking for every connection: %d beyond the round trips, %d beyond idle; noisy: %d; wakeups a connection beyond a round trip, all threads: %.2f; %s", len(every), len(woken), len(noisy), excess/herdConns, sets)
 	// known: the server is seen waiting on its listener (epoll, poll or
 	// select); shared: the kernel wakes several of its waiters for every
@@ -285,27 +322,27 @@ func judgeBlackBoxHerd(c *C, threads []threadWakeups) {
 	shared := known && waits.sharers() >= 2
 	switch {
 	case len(every) >= 2 && shared:
-		c.Fatalf("a thundering herd: %d threads each woke for (nearly) every one of %d connections, beyond what a round trip wakes them for (%s), and %s", len(every), herdConns, strings.Join(every, ", "), sets)
+		c.Fatalf("a thundering herd: %d threads each woke ≥ %s beyond what a round trip wakes them for (%s), and %s", len(every), everyArithmetic, strings.Join(every, ", "), sets)
 	case shared && len(woken) >= 2 && len(noisy) == 0:
 		// The kernel wakes each waiter for every connection, and as many
 		// threads each woke for (nearly) every one: the waiters did wake,
 		// whatever else (a round trip on a connection a waiter accepted
 		// itself) woke them too.
-		c.Fatalf("a thundering herd: %s, and %d threads each woke for (nearly) every one of %d connections (%s): several waiters woke for each", sets, len(woken), herdConns, strings.Join(woken, ", "))
-	case shared && excess >= herdTotalShare*herdConns && len(noisy) == 0:
-		c.Fatalf("a thundering herd: %s, and its threads woke %.2f times a connection beyond what a round trip wakes them for, all together (accepting needs one waiter): several waiters woke for each of %d connections", sets, excess/herdConns, herdConns)
+		c.Fatalf("a thundering herd: %s, and %d threads each woke ≥ %s beyond idle (%s): several waiters woke for each connection", sets, len(woken), everyArithmetic, strings.Join(woken, ", "))
+	case shared && excess >= totalLimit && len(noisy) == 0:
+		c.Fatalf("a thundering herd: %s, and its threads together woke %.0f times for the connections beyond what as many round trips wake them for, ≥ %s (accepting needs one waiter): several waiters woke for each connection", sets, excess, totalArithmetic)
 	case len(woken)+len(noisy) >= 2 && shared:
-		c.Inconclusivef("%d threads woke for every connection and %d more woke so often while idle that they may have too, and %s: a herd cannot be told from the noise", len(woken), len(noisy), sets)
-	case conns-idle < herdThreadShare*herdConns:
-		c.Inconclusivef("%s", unseenWakeups("the server's threads", idle, conns))
+		c.Inconclusivef("%d threads woke ≥ %s beyond idle and %d more woke over %s, so that they may have too, and %s: a herd cannot be told from the noise", len(woken), everyArithmetic, len(noisy), noisyArithmetic, sets)
+	case conns-idle < everyLimit:
+		c.Inconclusivef("%s (seen: %s)", unseenWakeups("the server's threads", idle, conns), everyArithmetic)
 	case len(every) <= 1 || known:
 		// At most one waiter on the listener wakes for each connection:
 		// threads woken besides are a hand-over's and the runtime's, not a
 		// herd.
 	case len(every) >= herdFailThreads:
-		c.Fatalf("a thundering herd: %d threads each woke for (nearly) every one of %d connections, beyond what a round trip wakes them for (%s); %s", len(every), herdConns, strings.Join(every, ", "), sets)
+		c.Fatalf("a thundering herd: %d threads (≥ %d) each woke ≥ %s beyond what a round trip wakes them for (%s); %s", len(every), herdFailThreads, everyArithmetic, strings.Join(every, ", "), sets)
 	default:
-		c.Inconclusivef("2 threads each woke for every connection and %s: a herd of two waiters and an acceptor handing each connection to one loop look alike from outside", sets)
+		c.Inconclusivef("2 threads each woke ≥ %s beyond what a round trip wakes them for, fewer than the %d that fail with no waiter seen, and %s: a herd of two waiters and an acceptor handing each connection to one loop look alike from outside", everyArithmetic, herdFailThreads, sets)
 	}
 }
 

@@ -13,7 +13,7 @@ func m5Case() Case {
 		ID:    "M5",
 		Title: "STOP observed by every loop",
 		Claim: "with one connection on one loop and every other loop idle, a STOP frame is acknowledged, and every loop observes it, within the bound: an idle loop must be woken for it",
-		Bound: "STOP_ACK and every loop's observation ≤ 1 s: the loop that reads the STOP wakes each other loop through its ingress eventfd (one write, one wakeup: microseconds), each observes it at the top of its next round, and with nothing offloaded the ACK follows once all have quiesced; 1 s is a margin of hundreds for a descheduled VM",
+		Bound: fmt.Sprintf("STOP_ACK and every loop's observation ≤ %v: the loop that reads the STOP wakes each other loop through its ingress eventfd (one write, one wakeup: microseconds), each observes it at the top of its next round, and with nothing offloaded the ACK follows once all have quiesced; that is a margin of hundreds for a descheduled VM", m5Bound),
 		Needs: NeedControl | NeedStats,
 		Setup: Setup{Tweak: twoDataLoops},
 		Run:   runM5,

@@ -48,7 +48,7 @@ func (c *C) readEverything(l *loaded, bound time.Duration) bool {
 // nudge samples l's queues until reached says it is done (and with what
 // result), within bound (false then): while the server's unread queue
 // moves it lets the server read; while it stands still (the server's
-// output is full) the client reads 4 KiB, so the kernel's send buffer
+// output is full) the client reads nudgePiece, so the kernel's send buffer
 // gains little room and what the server writes next stays in its own
 // buffers. Before the half-close it also writes the rest of a frame a
 // write left unwritten. when says when, for an error reading the echoes.
@@ -72,7 +72,7 @@ func (c *C) nudge(l *loaded, bound time.Duration, when string, reached func() (d
 			time.Sleep(2 * time.Millisecond) // the server is reading: let it
 			continue
 		}
-		if _, err := l.readSome(4<<10, 5*time.Millisecond); err != nil {
+		if _, err := l.readSome(nudgePiece, 5*time.Millisecond); err != nil {
 			c.Fatalf("%s: reading echoes %s: %v (%d of %d bytes back)", l.name, when, err, l.read, l.sent)
 		}
 	}
@@ -90,8 +90,21 @@ func (c *C) nudgeToFIN(l *loaded, bound time.Duration) (finRead bool, heldAtFIN 
 }
 
 // finAttempts is how many loaded connections halfCloseHolding tries, one
-// after another, for a server seen reading a FIN while holding nothing.
-const finAttempts = 3
+// after another, for a server seen reading a FIN while holding nothing;
+// each is given readAllBound to read everything before its half-close,
+// and finBound to read its FIN after it. nudgePiece is what the client
+// reads at a time while the server does not.
+const (
+	finAttempts  = 3
+	readAllBound = 5 * time.Second
+	finBound     = 10 * time.Second
+	nudgePiece   = 4 << 10
+)
+
+// halfCloseStimulus is halfCloseHolding in words, from its constants, as
+// I3's and W4's bounds state it.
+var halfCloseStimulus = fmt.Sprintf("the client (%d KiB receive buffer) fills as in I2 until the server stops reading or holds %d KiB of echoes with nothing of it left unread, shuts down its write side, and reads (%d KiB at a time, only while the server does not) until the server reads the FIN (within %v); a server that read the FIN holding nothing after it paused or held is tried again on a new connection, %d connections at most",
+	smallClientBuf>>10, holdSome>>10, nudgePiece>>10, finBound, finAttempts)
 
 // halfCloseHolding establishes the precondition of the cases about a
 // half-closed client whose echoes the server still holds (I3, W4): it
@@ -106,7 +119,7 @@ const finAttempts = 3
 // new connection, at most finAttempts in all, handing each connection
 // given up on to settle first. It does not try again when the fill
 // established neither holding nor a pause, or the FIN was not read within
-// 10 s: that is the server's design, and the same every run. Each
+// finBound: that is the server's design, and the same every run. Each
 // attempt's evidence is recorded. It returns the last connection, whether
 // its FIN was read and what the server held then.
 func (c *C) halfCloseHolding(limit int64, token uint64, settle func(*loaded)) (l *loaded, finRead bool, held int64) {
@@ -118,11 +131,11 @@ func (c *C) halfCloseHolding(limit int64, token uint64, settle func(*loaded)) (l
 		l = c.dialLoaded(name, token+uint64(attempt-1))
 		f := c.fill(l, limit, holdSome, true)
 		c.Evidencef("%s: before the half-close: %s", name, f.why)
-		if !c.readEverything(l, 5*time.Second) {
-			c.Evidencef("%s: the server had not read everything sent within 5 s (%v): its FIN is seen read only once seen alone in its queue", name, l.q)
+		if !c.readEverything(l, readAllBound) {
+			c.Evidencef("%s: the server had not read everything sent within %v (%v): its FIN is seen read only once seen alone in its queue", name, readAllBound, l.q)
 		}
 		c.halfClose(l)
-		finRead, held = c.nudgeToFIN(l, 10*time.Second)
+		finRead, held = c.nudgeToFIN(l, finBound)
 		c.Evidencef("%s: the server read the FIN: %v, holding at least %d bytes then (%d of %d bytes back; %v)", name, finRead, held, l.read, l.sent, l.q)
 		if held > c.echoThreshold() || !finRead || !f.established() || attempt == finAttempts {
 			return l, finRead, held

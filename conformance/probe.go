@@ -9,11 +9,11 @@ import (
 	"github.com/reactorlab/reactorlab/wire"
 )
 
-// probe does round trips of one 64 B frame every 10 ms on p until stop is
+// probe does round trips of one 64 B frame every probeEvery on p until stop is
 // closed and returns every round-trip time; a round trip unanswered for
 // limit ends it with an error.
 func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}, limit time.Duration) ([]time.Duration, error) {
-	tick := time.NewTicker(10 * time.Millisecond)
+	tick := time.NewTicker(probeEvery)
 	defer tick.Stop()
 	var rtts []time.Duration
 	for seq := uint64(0); ; seq++ {
@@ -41,9 +41,9 @@ func probe(p *peer, kind wire.Kind, token uint64, stop <-chan struct{}, limit ti
 
 // overBound judges waits against bound the way every hot-load case does:
 // one descheduling of a loaded VM must not fail a correct reactor, so up
-// to max(1, 2%) of the waits may exceed the bound, none may exceed twice
-// it. A starved source exceeds it on every wait. It returns "" or what
-// was wrong.
+// to max(1, one in overBoundEvery) of the waits may exceed the bound, none
+// may exceed twice it. A starved source exceeds it on every wait. It
+// returns "" or what was wrong.
 func overBound(waits []time.Duration, bound time.Duration) string {
 	over, worst := 0, time.Duration(0)
 	for _, w := range waits {
@@ -52,7 +52,7 @@ func overBound(waits []time.Duration, bound time.Duration) string {
 		}
 		worst = max(worst, w)
 	}
-	allowed := max(1, len(waits)/50)
+	allowed := max(1, len(waits)/overBoundEvery)
 	switch {
 	case worst > 2*bound:
 		return fmt.Sprintf("longest %v, over twice the bound %v", worst.Round(time.Millisecond), bound)
@@ -62,6 +62,19 @@ func overBound(waits []time.Duration, bound time.Duration) string {
 	return ""
 }
 
+// overBoundEvery is one over the share of waits overBound lets exceed
+// the bound; overBoundRule says the rule in a case's bound.
+const overBoundEvery = 50
+
+var overBoundRule = fmt.Sprintf("at most %d%% over it (or one), none over twice it", 100/overBoundEvery)
+
+// probeFor is how long probeAll probes; a probe does a round trip every
+// probeEvery.
+const (
+	probeFor   = 1500 * time.Millisecond
+	probeEvery = 10 * time.Millisecond
+)
+
 // probeResult is one probing peer's round trips and how its probe ended.
 type probeResult struct {
 	rtts []time.Duration
@@ -69,7 +82,7 @@ type probeResult struct {
 }
 
 // probeAll runs probes (one per peer, round trips unanswered for limit
-// end them) for 1.5 s, or until the case's time is up.
+// end them) for probeFor, or until the case's time is up.
 func probeAll(c *C, peers []*peer, kind wire.Kind, limit time.Duration) []probeResult {
 	stop := make(chan struct{})
 	results := make([]probeResult, len(peers))
@@ -82,7 +95,7 @@ func probeAll(c *C, peers []*peer, kind wire.Kind, limit time.Duration) []probeR
 			results[i] = probeResult{rtts, err}
 		}()
 	}
-	timer := time.NewTimer(1500 * time.Millisecond)
+	timer := time.NewTimer(probeFor)
 	select {
 	case <-timer.C:
 	case <-c.Context().Done():
@@ -107,7 +120,7 @@ func judgeProbes(c *C, peers []*peer, results []probeResult, bound time.Duration
 		if r.err != nil {
 			c.Errorf("%s: %v", peers[i].name, r.err)
 		} else if len(r.rtts) == 0 {
-			c.Errorf("%s: not one round trip completed in 1.5 s", peers[i].name)
+			c.Errorf("%s: not one round trip completed in %v", peers[i].name, probeFor)
 		}
 		if why := overBound(r.rtts, bound); why != "" {
 			c.Errorf("%s %s: %s", peers[i].name, harm, why)
@@ -116,11 +129,11 @@ func judgeProbes(c *C, peers []*peer, results []probeResult, bound time.Duration
 }
 
 // lightProbes is what W4 and W5 start with: the bound on a light round
-// trip (w4Bound), the fill limit, and the four light connections, each
+// trip (w4RoundTripLimit), the fill limit, and the four light connections, each
 // said in the evidence or the log.
 func (c *C) lightProbes() (bound time.Duration, limit int64, peers []*peer) {
-	const light = 4
-	bound, why := w4Bound(c.Reference(), light)
+	const light = w4Light
+	bound, why := w4RoundTripLimit(c.Reference(), light)
 	c.Evidencef("bound: %s", why)
 	limit, lwhy := c.fillLimit()
 	c.Logf("%s", lwhy)

@@ -1,24 +1,31 @@
 package conformance
 
 import (
+	"fmt"
 	"github.com/reactorlab/reactorlab/faults"
+	"github.com/reactorlab/reactorlab/reactors"
 )
 
 // r1Case is R1: a burst larger than one turn's budgets is all served, in
 // order, without further readiness events.
 func r1Case() Case {
+	b := reactors.DefaultBudgets()
 	return Case{
-		ID:         "R1",
-		Title:      "burst larger than one turn's budget",
-		Claim:      "300 frames of 8 KiB written at once (2.4 MiB: 10 input budgets, 38 byte budgets) are all served, in order, without further readiness events",
+		ID:    "R1",
+		Title: "burst larger than one turn's budget",
+		Claim: fmt.Sprintf("%d frames of %d KiB written at once (%.1f MiB: %d input budgets, %d byte budgets) are all served, in order, without further readiness events",
+			r1Frames, r1Size>>10, float64(r1Frames*r1Size)/(1<<20), budgetsFor(r1Frames, b.Input), budgetsFor(r1Frames*r1Size, b.Bytes)),
 		WireFaults: []string{"coalesced"},
-		Bound:      "each echo within 2 s of the previous one (a turn is at most 32 frames, 64 KiB or 1 ms; the rest must be resumed from the ready queue)",
+		Bound:      fmt.Sprintf("each echo within %v of the previous one (a turn is at most %d frames, %d KiB or %v; the rest must be resumed from the ready queue)", echoBound, b.Input, b.Bytes>>10, b.Time),
 		Run:        runR1,
 	}
 }
 
+// R1's burst (S3's too): r1Frames DATA frames of r1Size payload bytes.
+const r1Frames, r1Size = 300, 8 << 10
+
 func runR1(c *C) {
-	const n, size = 300, 8 << 10
+	const n, size = r1Frames, r1Size
 	p := c.dial("conn 1", c.Instance().Addr())
 	frames := dataFrames(1, n, size)
 	errc := playAsync(c, p, faults.Coalesce{Frames: n}.Apply(faults.Writes(frames...)))

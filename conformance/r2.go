@@ -14,8 +14,8 @@ func r2Case() Case {
 	return Case{
 		ID:    "R2",
 		Title: "no connection stalls",
-		Claim: "8 connections doing 150 exchanges each (1 to 3 frames in flight) all make progress: a watchdog names any connection with an answer owed and none for too long",
-		Bound: "no connection owed an answer for more than 1 s (a correct reactor answers within a round, milliseconds)",
+		Claim: fmt.Sprintf("%d connections doing %d exchanges each (1 to 3 frames in flight) all make progress: a watchdog names any connection with an answer owed and none for too long", r2Conns, r2Exchanges),
+		Bound: fmt.Sprintf("no connection owed an answer for more than %v (a correct reactor answers within a round, milliseconds)", r2StallBound),
 		Run:   runR2,
 	}
 }
@@ -28,8 +28,16 @@ type r2Conn struct {
 	done     bool
 }
 
+// R2's load: r2Conns connections of r2Exchanges exchanges each; a
+// connection owed an answer with none for r2StallBound has stalled.
+const (
+	r2Conns      = 8
+	r2Exchanges  = 150
+	r2StallBound = time.Second
+)
+
 func runR2(c *C) {
-	const conns, exchanges, stallBound = 8, 150, time.Second
+	const conns, exchanges, stallBound = r2Conns, r2Exchanges, r2StallBound
 	state := make([]*r2Conn, conns)
 	errs := make(chan error, conns)
 	for i := range state {

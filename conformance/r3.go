@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"fmt"
+	"github.com/reactorlab/reactorlab/reactors"
 	"strings"
 	"time"
 )
@@ -8,17 +10,21 @@ import (
 // r3Case is R3: 256 connections opened at once are all accepted and
 // served.
 func r3Case() Case {
+	accept := reactors.DefaultBudgets().Accept
 	return Case{
 		ID:    "R3",
 		Title: "accept storm",
-		Claim: "256 connections opened at once are all accepted and served",
-		Bound: "every connection's first echo within 5 s (the accept budget is 64 per round: 4 rounds)",
+		Claim: fmt.Sprintf("%d connections opened at once are all accepted and served", r3Conns),
+		Bound: fmt.Sprintf("every connection's first echo within %v (the accept budget is %d a round: %d rounds)", r3Bound, accept, budgetsFor(r3Conns, accept)),
 		Run:   runR3,
 	}
 }
 
+// r3Conns is the connections of R3's storm.
+const r3Conns = 256
+
 func runR3(c *C) {
-	const conns = 256
+	const conns = r3Conns
 	bad := storm(c.Instance().Addr(), conns, r3Bound, nil)
 	if len(bad) > 0 {
 		shown := bad
@@ -26,7 +32,7 @@ func runR3(c *C) {
 			shown = shown[:5]
 		}
 		c.Evidencef("sent: %d connections dialled at once, one 64 B frame each", conns)
-		c.Fatalf("%d of %d connections not served within 5 s: %s", len(bad), conns, strings.Join(shown, "; "))
+		c.Fatalf("%d of %d connections not served within %v: %s", len(bad), conns, r3Bound, strings.Join(shown, "; "))
 	}
 }
 

@@ -14,11 +14,13 @@ import (
 // r4Case is R4: with its descriptor table full the server does not spin,
 // and once descriptors are free it serves new connections.
 func r4Case() Case {
+	_, spin := r4SpinLimit()
+	_, full := r4FullTableLimit(r4Limit)
 	return Case{
 		ID:    "R4",
 		Title: "EMFILE without busy loop, with recovery",
-		Claim: "with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of 48 is the one in force in every process that holds the listener (a server that cannot start under it is started without it, and the limit — 48, or 16 above what it holds then — applied once it is ready, to every process holding its listener), and one of them holds all but 2 of its limit",
-		Bound: "server CPU at most 25% of a 500 ms window while full (a spinning accept loop is ~100%; an idle server a few %); a new connection echoed within 5 s after the others close",
+		Claim: fmt.Sprintf("with the descriptor table full, pending connections do not make the server spin, and once descriptors are free again new connections are served. Inconclusive unless the server is quiet while idle (else that is W2's failure), the limit of %d (or, for a server that cannot start under it, one applied once it is ready) is the one in force in every process that holds the listener, and one of them holds %s", r4Limit, full),
+		Bound: fmt.Sprintf("server CPU ≤ %s while full, and while idle before it (a spinning accept loop is ~100%%; an idle server a few %%); a new connection echoed within %v after the others close", spin, r4Recovery),
 		Needs: NeedProcess,
 		Setup: Setup{FdLimit: r4Limit},
 		Run:   runR4,
@@ -32,9 +34,10 @@ func runR4(c *C) {
 	inst := c.Instance()
 	// Idle first: a server that spins with nothing to do spins at EMFILE
 	// too, and that is W2's finding, not R4's.
-	if idle := r4IdleCPU(c); idle > r4Window/4 {
+	spin, spinArithmetic := r4SpinLimit()
+	if idle := r4IdleCPU(c); idle > spin {
 		c.Evidencef("server CPU %v in a %v window with two idle clients, before any descriptor pressure", idle, r4Window)
-		c.Inconclusivef("the server spins while idle (%v CPU in %v, no EMFILE involved: W2's claim), so a busy loop at a full table could not be told apart", idle, r4Window)
+		c.Inconclusivef("the server spins while idle (%v CPU, over %s, no EMFILE involved: W2's claim), so a busy loop at a full table could not be told apart", idle, spinArithmetic)
 	}
 	base := c.usage()
 	// Open more connections than the server has descriptors for, each
@@ -68,16 +71,16 @@ func runR4(c *C) {
 	time.Sleep(r4Window) // the measurement window
 	u1 := c.usage()
 	cpu := u1.CPU - u0.CPU
-	c.Evidencef("server CPU %v in a %v window with its descriptor table full (limit %d)", cpu, r4Window, c.fdLimit)
-	if cpu > r4Window/4 {
-		c.Fatalf("server spins while its descriptor table is full: %v CPU in %v", cpu, r4Window)
+	c.Evidencef("server CPU %v in a %v window with its descriptor table full (limit %d); bound %s", cpu, r4Window, c.fdLimit, spinArithmetic)
+	if cpu > spin {
+		c.Fatalf("server spins while its descriptor table is full: %v CPU, over %s", cpu, spinArithmetic)
 	}
 	for _, l := range links {
 		l.Close()
 	}
 	links = nil
 	// Recovery: a new connection is served once descriptors are free.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(r4Recovery)
 	var last error
 	for time.Now().Before(deadline) {
 		if last = r3One(inst.Addr(), 1000); last == nil {
@@ -85,11 +88,32 @@ func runR4(c *C) {
 		}
 		time.Sleep(20 * time.Millisecond) // retrying a refused connection: nothing to wait on
 	}
-	c.Fatalf("no recovery: a new connection was not served within 5 s after the others closed: %v", last)
+	c.Fatalf("no recovery: a new connection was not served within %v after the others closed: %v", r4Recovery, last)
 }
 
-// r4Window is R4's measurement window, idle and at the full table alike.
-const r4Window = 500 * time.Millisecond
+// r4Window is R4's measurement window, idle and at the full table alike;
+// r4Recovery is how soon after the others close a new connection must be
+// served.
+const (
+	r4Window   = 500 * time.Millisecond
+	r4Recovery = 5 * time.Second
+)
+
+// r4SpinLimit is the most CPU the server may use in r4Window, idle or at
+// a full table: a quarter of it (a spinning accept loop takes all of it,
+// an idle server a few per cent).
+func r4SpinLimit() (limit time.Duration, arithmetic string) {
+	limit = r4Window / 4
+	return limit, fmt.Sprintf("a quarter of the %v window = %v", r4Window, limit)
+}
+
+// r4FullTableLimit is the descriptors a process at the descriptor limit
+// must hold for its table to count as (nearly) full: all but 2 of the
+// limit.
+func r4FullTableLimit(limit int64) (full int64, arithmetic string) {
+	full = limit - 2
+	return full, fmt.Sprintf("all but 2 of the limit %d = %d descriptors", limit, full)
+}
 
 // r4IdleCPU is the server's CPU over r4Window with two connected clients,
 // each served once, then idle.
@@ -151,8 +175,8 @@ func r4Precondition(c *C, opened int) {
 			most = max(most, n)
 		}
 	}
-	if int64(most) < limit-2 {
-		c.Inconclusivef("with %d connections opened against a limit of %d, no process of the server holds more than %d descriptors: it does not fill its table (it caps or sheds connections first, or gives each connection a process of its own), so it never met EMFILE", opened, limit, most)
+	if full, arithmetic := r4FullTableLimit(limit); int64(most) < full {
+		c.Inconclusivef("with %d connections opened against a limit of %d, no process of the server holds more than %d descriptors, fewer than %s: it does not fill its table (it caps or sheds connections first, or gives each connection a process of its own), so it never met EMFILE", opened, limit, most, arithmetic)
 	}
 }
 

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
@@ -10,17 +11,20 @@ func s3Case() Case {
 	return Case{
 		ID:    "S3",
 		Title: "cross-thread tasks never lost while the loop sleeps",
-		Claim: "with callbacks on worker threads and the ingress budget at 4, every result of a 300-frame burst comes back though the loop sleeps between eventfd wakeups (no periodic tick to paper over a lost one)",
-		Bound: "each echo within 2 s of the previous one",
+		Claim: fmt.Sprintf("with callbacks on worker threads and the ingress budget at %d, every result of R1's %d-frame burst comes back though the loop sleeps between eventfd wakeups (no periodic tick to paper over a lost one)", s3Ingress, r1Frames),
+		Bound: fmt.Sprintf("each echo within %v of the previous one", echoBound),
 		Needs: NeedReference,
 		Setup: Setup{Tweak: func(d reactors.Design, cfg *reactors.Config) {
 			withPool(d, cfg, 2)
 			cfg.Timer = reactors.TimerDeadline
-			cfg.Budgets.Ingress = 4
+			cfg.Budgets.Ingress = s3Ingress
 		}},
 		Run: runS3,
 	}
 }
+
+// s3Ingress is S3's ingress budget: results taken from the workers a turn.
+const s3Ingress = 4
 
 func runS3(c *C) {
 	if c.Reference().Config.Workers == 0 {

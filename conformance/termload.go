@@ -47,10 +47,11 @@ const (
 	finProbe     = termFrame
 )
 
-// termStimulus is that stimulus in words, as X3's and X4's claims state
+// termStimulus is that stimulus in words, from its constants, as X3's and X4's claims state
 // it. The cases of the SIGTERM stop contract are opt-in (Options.Stop),
 // for any process target, black box or reference.
-const termStimulus = "two connections pipeline 1 KiB frames through the signal (at most 1 MiB ahead of their echoes, 4 KiB client receive buffers; for 100 ms before the signal the clients do not read, so echoes back up into the server), stop writing when they read the end, then half-close"
+var termStimulus = fmt.Sprintf("%d connections pipeline %d KiB frames through the signal (at most %d MiB ahead of their echoes, %d KiB client receive buffers; for %v before the signal the clients do not read, so echoes back up into the server), stop writing when they read the end, then half-close",
+	termConns, termFrame>>10, termWindow>>20, smallClientBuf>>10, termPause)
 
 // streamEnd is how a connection's echo stream ended.
 type streamEnd string
@@ -286,7 +287,10 @@ type termLoad struct {
 	read0    []int64 // per stream: what the server had read before the signal, at least (-1: not measured)
 	held0    []int64 // per stream: what it held then, of that
 	signalAt time.Time
-	endBy    time.Time // the signal + the grace + termMargin
+	endBy    time.Time // the signal + x4EndLimit
+	// endArithmetic is how endBy's distance from the signal was reached
+	// (x4EndLimit's arithmetic).
+	endArithmetic string
 }
 
 // startTermLoad dials termConns streams (holdOpen as dialStream), waits
@@ -333,7 +337,8 @@ func startTermLoad(c *C, holdOpen bool) *termLoad {
 	if err != nil {
 		c.Fatalf("sending SIGTERM: %v", err)
 	}
-	l.endBy = l.signalAt.Add(c.stopGrace + termMargin)
+	end, endArithmetic := x4EndLimit(c.stopGrace)
+	l.endBy, l.endArithmetic = l.signalAt.Add(end), endArithmetic
 	for _, s := range l.streams {
 		s.conn.SetReadDeadline(l.endBy)
 	}

@@ -6,26 +6,64 @@ import (
 	"net"
 	"time"
 
+	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
 // w1Case is W1: a client that writes without reading is stopped by
 // backpressure with the server's memory bounded, and then gets every echo.
 func w1Case() Case {
+	def := &Reference{Config: reactors.DefaultConfig()}
+	_, held := w1HeldLimit(def.Config)
+	_, reference := w1GrowthLimit(def)
+	_, blackBox := w1GrowthLimit(nil)
 	return Case{
 		ID:         "W1",
 		Title:      "slow consumer: memory bounded, nothing lost",
 		Claim:      "a client that writes without reading is stopped by backpressure (the server stops reading it) with server memory bounded; once it reads again every echo arrives intact and in order",
 		WireFaults: []string{"slow-consumer"},
-		Bound:      "held bytes ≤ out-queue high watermark + one turn's byte budget + 2 frames (in-process); for a process, its RSS growth once the client blocked beyond what the same server grew by for the kernel's buffer maxima + 8 MiB echoed to a client that reads ≤ 4 × (high watermark + byte budget) + 16 MiB for a reference process, 32 MiB for a black box (what it holds once it has stopped reading is shown, not judged: a proxy's own kernel queues count there); the client gives up after writing 128 MiB unblocked",
-		Run:        runW1,
+		Bound: fmt.Sprintf("in-process, the bytes the reactor holds (read − written) ≤ %s; a process's RSS growth once the client blocked, beyond what it grew by for the kernel's buffer maxima + 8 MiB (at most %d MiB) echoed to a client that reads, ≤ %s (a black box: %s); what it holds once it has stopped reading is shown, not judged (a proxy's own kernel queues count there); the client gives up after writing %d MiB unblocked, in frames of %d B",
+			held, w1WarmUpMax>>20, reference, blackBox, w1GiveUp>>20, w1FrameSize),
+		Run: runW1,
 	}
+}
+
+// W1's client writes DATA frames of w1FrameSize payload bytes until its
+// writes block, and gives up after w1GiveUp bytes unblocked.
+const (
+	w1FrameSize = 4096
+	w1GiveUp    = 128 << 20
+)
+
+// w1HeldLimit is the most an in-process reference reactor may hold
+// (bytes read less bytes written) for a client that does not read: its
+// out-queue's high watermark, one turn's byte budget read past it, and two
+// frames in pieces.
+func w1HeldLimit(cfg reactors.Config) (limit int64, arithmetic string) {
+	frame := w1FrameSize + wire.HeaderSize
+	limit = int64(cfg.OutHigh + cfg.Budgets.Bytes + 2*frame)
+	return limit, fmt.Sprintf("high watermark %d + byte budget %d + 2 × %d B frames = %d bytes", cfg.OutHigh, cfg.Budgets.Bytes, frame, limit)
+}
+
+// w1GrowthLimit is the most a process's memory may grow for a client
+// that does not read, beyond what the same bytes echoed to a reading
+// client cost it: for a reference reactor (ref) four times its high
+// watermark and byte budget plus 16 MiB; for a black box (ref nil)
+// 32 MiB.
+func w1GrowthLimit(ref *Reference) (limit int64, arithmetic string) {
+	if ref == nil {
+		limit = 32 << 20
+		return limit, fmt.Sprintf("%d MiB", limit>>20)
+	}
+	cfg := ref.Config
+	limit = int64(4*(cfg.OutHigh+cfg.Budgets.Bytes)) + 16<<20
+	return limit, fmt.Sprintf("4 × (high watermark %d KiB + byte budget %d KiB) + 16 MiB = %d KiB", cfg.OutHigh>>10, cfg.Budgets.Bytes>>10, limit>>10)
 }
 
 func runW1(c *C) {
 	inst := c.Instance()
-	const size = 4096
-	const giveUp = 128 << 20
+	const size = w1FrameSize
+	const giveUp = w1GiveUp
 	u0 := c.usage()
 	// What the server's memory does for bytes echoed to a client that
 	// reads, first: a runtime's one-time growth (a pooled allocator's
@@ -90,19 +128,16 @@ func runW1(c *C) {
 			c.Fatalf("stats: %v", err)
 		}
 		held := int64(st.Counters.BytesIn) - int64(st.Counters.BytesOut)
-		bound := int64(ref.Config.OutHigh + ref.Config.Budgets.Bytes + 2*(size+wire.HeaderSize))
-		c.Evidencef("reactor holds %d bytes (read − written), bound %d; backpressure pauses %d", held, bound, st.Counters.BackpressureOn)
+		bound, arithmetic := w1HeldLimit(ref.Config)
+		c.Evidencef("reactor holds %d bytes (read − written), bound %s; backpressure pauses %d", held, arithmetic, st.Counters.BackpressureOn)
 		if held > bound {
-			c.Fatalf("server holds %d KiB for a client that does not read, bound %d KiB", held>>10, bound>>10)
+			c.Fatalf("server holds %d bytes for a client that does not read, more than %s", held, arithmetic)
 		}
 	case u2.RSS >= 0:
-		bound := int64(32 << 20)
-		if ref != nil {
-			bound = int64(4*(ref.Config.OutHigh+ref.Config.Budgets.Bytes)) + 16<<20
-		}
+		bound, arithmetic := w1GrowthLimit(ref)
 		grew := u2.RSS - u1.RSS
-		c.Evidencef("server RSS %d KiB; after %d MiB echoed to a client that reads %d KiB (grew %d KiB: its own, not the slow consumer's); with the slow consumer blocked %d KiB (grew %d KiB, bound %d KiB)",
-			u0.RSS>>10, refSent>>20, u1.RSS>>10, (u1.RSS-u0.RSS)>>10, u2.RSS>>10, grew>>10, bound>>10)
+		c.Evidencef("server RSS %d KiB; after %d MiB echoed to a client that reads %d KiB (grew %d KiB: its own, not the slow consumer's); with the slow consumer blocked %d KiB (grew %d KiB, bound %s)",
+			u0.RSS>>10, refSent>>20, u1.RSS>>10, (u1.RSS-u0.RSS)>>10, u2.RSS>>10, grew>>10, arithmetic)
 		if held >= 0 {
 			// Evidence, not judged: what a server hands to kernel queues
 			// of its own (a proxy's hop to its backend) counts here too,
@@ -110,7 +145,7 @@ func runW1(c *C) {
 			c.Evidencef("the server stopped reading the slow consumer; sent less this connection's kernel queues: %d KiB (its own buffers, and any kernel queues of its own beyond them)", held>>10)
 		}
 		if grew > bound && noBaseline == nil {
-			c.Fatalf("server memory grew by %d MiB for a client that does not read, beyond what the same bytes echoed to a reading client cost it, bound %d MiB", grew>>20, bound>>20)
+			c.Fatalf("server memory grew by %d KiB for a client that does not read, beyond what the same bytes echoed to a reading client cost it, more than %s", grew>>10, arithmetic)
 		}
 	default:
 		c.Skipf("no way to observe this target's memory")

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/reactorlab/reactorlab/faults"
@@ -10,11 +11,12 @@ import (
 // and in order.
 func w3Case() Case {
 	return Case{
-		ID:         "W3",
-		Title:      "short writes of large echoes",
-		Claim:      "32 echoes of 512 KiB (16 MiB, more than the socket buffers of both ends hold) to a client that pauses reading for 500 ms, and 512 small echoes of 1 to 3,999 bytes, half before and half after the large ones, sent in groups of 8 a millisecond apart, to a client with a 4 KiB receive buffer (so that the server's writes of small pieces come back short too), are delivered intact and in order, though the server's writes come back short",
+		ID:    "W3",
+		Title: "short writes of large echoes",
+		Claim: fmt.Sprintf("%d echoes of %d KiB (%d MiB, more than the socket buffers of both ends hold) to a client that pauses reading for %v, and %d small echoes of 1 to %d bytes, half before and half after the large ones, sent in groups of %d a millisecond apart, to a client with a %d KiB receive buffer (so that the server's writes of small pieces come back short too), are delivered intact and in order, though the server's writes come back short",
+			w3Big, w3BigSize>>10, w3Big*w3BigSize>>20, w3Pause, w3Small, w3SmallMax, w3Group, smallClientBuf>>10),
 		WireFaults: []string{"slow-consumer"},
-		Bound:      "every echo within 20 s (16 MiB over loopback takes tens of milliseconds once the client reads)",
+		Bound:      fmt.Sprintf("every echo within %v (%d MiB over loopback takes tens of milliseconds once the client reads)", w3Bound, w3Big*w3BigSize>>20),
 		Timeout:    40 * time.Second,
 		Run:        runW3,
 	}
@@ -33,12 +35,17 @@ func w3Case() Case {
 const (
 	w3Big, w3BigSize = 32, 512 << 10
 	w3Small          = 512
+	w3SmallMax       = 3999
 	w3Group          = 8
+	// The client stops reading for w3Pause first; every echo is due
+	// within w3Bound.
+	w3Pause = 500 * time.Millisecond
+	w3Bound = 20 * time.Second
 )
 
-// w3SmallSize is the payload size of W3's small frame i: 1 to 3,999
+// w3SmallSize is the payload size of W3's small frame i: 1 to w3SmallMax
 // bytes, spread so that no two neighbours are alike.
-func w3SmallSize(i int) int { return 1 + (i*997+13)%3999 }
+func w3SmallSize(i int) int { return 1 + (i*997+13)%w3SmallMax }
 
 func runW3(c *C) {
 	p := c.dialNarrow("conn 1", c.Instance().Addr())
@@ -61,9 +68,9 @@ func runW3(c *C) {
 		sizes = append(sizes, w3BigSize)
 	}
 	small(w3Small/2, w3Small)
-	plan = faults.SlowConsumer{After: 0, Pause: 500 * time.Millisecond}.Apply(plan)
+	plan = faults.SlowConsumer{After: 0, Pause: w3Pause}.Apply(plan)
 	errc := playAsync(c, p, plan)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(w3Bound)
 	for i, sz := range sizes {
 		p.expectEcho(c, 1, uint64(i), sz, time.Until(deadline))
 	}

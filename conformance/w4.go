@@ -13,16 +13,26 @@ import (
 // w4Case is W4: a half-closed client that leaves its echoes unread does
 // not delay the other connections.
 func w4Case() Case {
+	_, arithmetic := w4RoundTripLimit(nil, w4Light)
 	return Case{
 		ID:         "W4",
 		Title:      "a half-closed peer that does not read does not freeze the others",
-		Claim:      "once the server has read the FIN of a client that leaves the echoes the server holds for it unread, four other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)",
+		Claim:      fmt.Sprintf("once the server has read the FIN of a client that leaves the echoes the server holds for it unread, %d other connections doing a round trip every %v are each served within the bound. Inconclusive unless the server was seen reading that FIN while holding echoes (its end open, in CLOSE_WAIT), holding them to the end, and delivering them afterwards (a server that writes everything before it reads again never holds any; one that drops them never held them)", w4Light, probeEvery),
 		WireFaults: []string{"half-close"},
 		Timeout:    100 * time.Second, // 3 × (fill ≤ 15 s + FIN ≤ 10 s) + probes + the echoes owed ≤ 20 s
-		Bound:      "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it; one unanswered for twice the bound fails at once. The client fills as in I2 until the server stops reading or holds 256 KiB of echoes with nothing of it left unread (so a server that has not paused reads the FIN next, with echoes queued), then shuts down its write side, reads (4 KiB at a time, only while the server does not) until the server reads the FIN (within 10 s), and reads nothing more until the probes are done; then every echo owed within 20 s. A server that read the FIN holding nothing after it paused or held is tried again on a new connection (the one given up on closed), 3 connections at most: what a resumed server can write at once is the kernel's draw",
-		Run:        runW4,
+		Bound: fmt.Sprintf("light round trips over %v within the bound the budgets allow (at the default budgets: %s), %s; one unanswered for twice the bound fails at once. Before the probes, %s; the client then reads nothing until the probes are done, and gets every echo owed within %v",
+			probeFor, arithmetic, overBoundRule, halfCloseStimulus, w4OwedBound),
+		Run: runW4,
 	}
 }
+
+// w4Light is the light connections W4 and W5 probe; w4OwedBound is how
+// long W4's half-closed client may wait for the echoes owed once the
+// probes are done.
+const (
+	w4Light     = 4
+	w4OwedBound = 20 * time.Second
+)
 
 func runW4(c *C) {
 	bound, limit, peers := c.lightProbes()
@@ -44,7 +54,7 @@ func runW4(c *C) {
 	// that dropped the echoes (and kept its end open) held nothing while
 	// the others were probed. The bytes are what is owed here; the EOF
 	// after them is I3's claim.
-	delivered := l.readOwed(20*time.Second, c.Reference() != nil)
+	delivered := l.readOwed(w4OwedBound, c.Reference() != nil)
 	if delivered == nil {
 		c.Evidencef("afterwards the half-closed client read every echo owed (%d bytes): the server had held them", l.read)
 	}
@@ -57,20 +67,19 @@ func runW4(c *C) {
 	}
 }
 
-// w4Bound is W4's bound on a light round trip: the wait the budgets allow
-// for a round of the light sources and one whose output is blocked, each
-// turn costing syscalls only (no callback cost is configured), 20 times,
-// and at least 500 ms (the S1 floor).
-func w4Bound(ref *Reference, light int) (time.Duration, string) {
+// w4RoundTripLimit is W4's (and W5's) limit on a light round trip: the
+// wait the budgets allow for a round of the light sources and one whose
+// output is blocked, each turn costing syscalls only (no callback cost is
+// configured), loadedMargin times, at least loadedFloor (as S1's).
+func w4RoundTripLimit(ref *Reference, light int) (limit time.Duration, arithmetic string) {
 	cfg := reactors.DefaultConfig()
 	if ref != nil {
 		cfg = ref.Config
 	}
-	const turn = 200 * time.Microsecond // read, write, epoll_ctl per turn on this VM, generously
 	turns := cfg.Budgets.Consume + 1 + light
-	wait := time.Duration(turns) * turn
-	bound := max(500*time.Millisecond, 20*wait)
-	return bound, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(500 ms, 20 × wait) = %v", cfg.Budgets.Consume, light, turn, wait, bound)
+	wait := time.Duration(turns) * turnSyscalls
+	limit = max(loadedFloor, loadedMargin*wait)
+	return limit, fmt.Sprintf("wait ≤ (consume budget %d + 1 blocked + %d light) turns × %v = %v; bound max(%v, %d × wait) = %v", cfg.Budgets.Consume, light, turnSyscalls, wait, loadedFloor, loadedMargin, limit)
 }
 
 // readOwed reads, within bound, every byte of the echo owed (all that

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/reactorlab/reactorlab/wire"
@@ -9,15 +10,24 @@ import (
 // w5Case is W5: a client that keeps sending and never reads does not delay
 // the other connections.
 func w5Case() Case {
+	_, arithmetic := w4RoundTripLimit(nil, w4Light)
 	return Case{
 		ID:           "W5",
 		Title:        "a peer that stops reading does not freeze the others",
-		Claim:        "while one client keeps sending and never reads (nor half-closes), so that the server's writes back to it back up, four other connections doing a round trip every 10 ms are each served within the bound. Inconclusive unless the stalled connection's path back was seen backed up with the server's end open (bytes in the server's send queue and in the client's receive queue) before the probes and after them",
+		Claim:        fmt.Sprintf("while one client keeps sending and never reads (nor half-closes), so that the server's writes back to it back up, %d other connections doing a round trip every %v are each served within the bound. Inconclusive unless the stalled connection's path back was seen backed up with the server's end open (bytes in the server's send queue and in the client's receive queue) before the probes and after them", w4Light, probeEvery),
 		BlackBoxBugs: []string{"block-loop-on-full"},
-		Bound:        "light round trips ≤ max(500 ms, 20 × the wait the budgets allow: (consume budget + 5 sources) turns of at most 200 µs of syscalls each) over 1.5 s, at most 2% over it, none over twice it (W4's bound); one unanswered for twice the bound fails at once. The stalled client (4 KiB receive buffer) fills as in I2 until the server stops reading it or holds 256 KiB of echoes it cannot write, then goes on sending (writes of 64 KiB, each given 20 ms) while the others are probed",
-		Run:          runW5,
+		Bound: fmt.Sprintf("light round trips over %v within W4's bound (at the default budgets: %s), %s; one unanswered for twice the bound fails at once. The stalled client (%d KiB receive buffer) fills as in I2 until the server stops reading it or holds %d KiB of echoes it cannot write, then goes on sending (writes of %d KiB, each given %v) while the others are probed",
+			probeFor, arithmetic, overBoundRule, smallClientBuf>>10, holdSome>>10, w5Write>>10, w5WriteWait),
+		Run: runW5,
 	}
 }
+
+// While the others are probed, W5's stalled client writes w5Write bytes
+// at a time, each write given w5WriteWait.
+const (
+	w5Write     = 64 << 10
+	w5WriteWait = 20 * time.Millisecond
+)
 
 // runW5 stalls one connection (it sends, and reads nothing) until the
 // server's writes to it back up, then probes four others while it goes
@@ -43,7 +53,7 @@ func runW5(c *C) {
 				return
 			default:
 			}
-			if _, err := l.writeSome(64<<10, 20*time.Millisecond); err != nil {
+			if _, err := l.writeSome(w5Write, w5WriteWait); err != nil {
 				sent <- err
 				return
 			}

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
+	"github.com/reactorlab/reactorlab/reactors"
 	"io"
 	"time"
 
@@ -15,11 +17,19 @@ func x2Case() Case {
 		ID:    "X2",
 		Title: "stop ledger balances, post-STOP requests refused",
 		Claim: "DATA frames behind a STOP are refused with REJECT, the STOP_ACK ledger balances (accepted = completed + rejected), and a data connection pipelining through the stop sees only in-order echoes, then only REJECTs, then the end",
-		Bound: "STOP_ACK within 5 s; the connections end within the stop grace (2 s) plus 5 s",
+		Bound: fmt.Sprintf("STOP_ACK within %v, the REJECTs of the frames behind it each within %v of the one before; each answer on the data connection after the STOP, and its end, within %v of the one before (a reference reactor's stop grace is %v)", x2AckBound, x2AckBound, x2AnswerBound, reactors.DefaultConfig().StopGrace),
 		Needs: NeedControl | NeedStats,
 		Run:   runX2,
 	}
 }
+
+// X2's client waits x2AckBound for the STOP_ACK and for each REJECT of
+// the frames behind the STOP, and x2AnswerBound for each answer, or the
+// end, on the data connection.
+const (
+	x2AckBound    = 5 * time.Second
+	x2AnswerBound = 10 * time.Second
+)
 
 func runX2(c *C) {
 	inst := c.Instance()
@@ -32,7 +42,7 @@ func runX2(c *C) {
 	}
 	behind := [][]byte{dataFrame(77, 0, 10), dataFrame(77, 1, 10), dataFrame(77, 2, 10)}
 	sendStop(c, ctl, behind...)
-	ledger, before := awaitAck(c, ctl, 5*time.Second)
+	ledger, before := awaitAck(c, ctl, x2AckBound)
 	c.Evidencef("control connection: sent STOP + DATA token 77 seq 0..2 in one write; got %v, then STOP_ACK %+v", before, ledger)
 	if !ledger.Balanced() {
 		c.Errorf("STOP_ACK ledger does not balance: accepted %d ≠ completed %d + rejected %d", ledger.Accepted, ledger.Completed, ledger.Rejected)
@@ -94,7 +104,7 @@ func rejectsBehindStop(c *C, ctl *peer, before []got) int {
 	}
 	// They may also follow the STOP_ACK, before the end.
 	for len(rejected) < 3 {
-		g, err := ctl.next(5 * time.Second)
+		g, err := ctl.next(x2AckBound)
 		if err != nil {
 			break
 		}
@@ -114,13 +124,13 @@ func rejectsBehindStop(c *C, ctl *peer, before []got) int {
 func dataAfterStop(c *C, data *peer) (echoes, rejects int) {
 	next := uint64(1) // seq 0 was read before
 	for {
-		g, err := data.next(10 * time.Second)
+		g, err := data.next(x2AnswerBound)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, errNoAnswer) {
 				c.Logf("data connection ended with %v", err)
 			}
 			if errors.Is(err, errNoAnswer) {
-				c.Errorf("data connection neither answered nor closed for 10 s after STOP")
+				c.Errorf("data connection neither answered nor closed for %v after STOP", x2AnswerBound)
 			}
 			break
 		}

@@ -1,5 +1,7 @@
 package conformance
 
+import "fmt"
+
 // x3Case is X3: after SIGTERM each connection's echo stream is an exact
 // prefix of what it sent, at least all the server had read, ending in FIN
 // (the opt-in stop contract).
@@ -7,10 +9,10 @@ func x3Case() Case {
 	return Case{
 		ID:           "X3",
 		Title:        "after SIGTERM each echo stream is a prefix of what was sent, ending in FIN",
-		Claim:        "after SIGTERM every connection gets back an exact prefix of what it sent (byte for byte, in order), at least all the server had read before the signal, and then FIN, not RST, also for what the client sends after the FIN (written every 5 ms for 50 ms after it: a close that does not read to the client's EOF resets them, and a reset destroys echoes the client has not read yet): " + termStimulus,
+		Claim:        fmt.Sprintf("after SIGTERM every connection gets back an exact prefix of what it sent (byte for byte, in order), at least all the server had read before the signal, and then FIN, not RST, also for what the client sends after the FIN (written every 5 ms for %v after it: a close that does not read to the client's EOF resets them, and a reset destroys echoes the client has not read yet): %s", finProbeWait, termStimulus),
 		BlackBoxBugs: []string{"rst-on-term", "drop-on-term", "close-at-fin-on-term"},
-		Bound: "the end within the stop grace (--stop-grace, default 5 s) + 1 s for the client to see it on a loaded machine (a connection still open then is X4's failure: this case is then inconclusive); " +
-			"'all it had read' is read from both ends' kernel queues (inet_diag) just before the signal, at rest, less one frame (1 KiB) that a framed server may hold unanswered as a partial frame; that part bites only on a server that holds echoes itself at the signal (kernel buffers that absorb the 1 MiB window leave it nothing to drop): the evidence says how much it held",
+		Bound: fmt.Sprintf("the end within X4's limit, the stop grace (--stop-grace) + %v (a connection still open then is X4's failure, and this case inconclusive); "+
+			"echoed ≥ what the server had read, from both ends' kernel queues (inet_diag) at rest just before the signal, less a partial frame (%d B − 1) that a framed server may hold unanswered; the evidence says how much of it the server held itself", termMargin, termFrame),
 		Needs: NeedStopContract,
 		Run:   runX3,
 	}
@@ -35,8 +37,8 @@ func runX3(c *C) {
 		}
 	}
 	if open > 0 && !c.Failed() {
-		c.Inconclusivef("%d of %d connections still open %v after SIGTERM (the grace %v + %v): how they would end was not seen (that is X4's failure)",
-			open, len(l.streams), l.endBy.Sub(l.signalAt), c.stopGrace, termMargin)
+		c.Inconclusivef("%d of %d connections still open %v after SIGTERM (%s): how they would end was not seen (that is X4's failure)",
+			open, len(l.streams), l.endBy.Sub(l.signalAt), l.endArithmetic)
 	}
 }
 
@@ -53,7 +55,15 @@ func judgeAnswered(c *C, s *termStream, read0, held0 int64) {
 		c.Inconclusivef("%s: what the server had read before the signal could not be read from the kernel's queues (inet_diag): whether it answered it is not known", s.name)
 	}
 	c.Evidencef("%s: before the signal the server had read at least %d bytes and held %d of them unanswered", s.name, read0, held0)
-	if echoed < read0-(termFrame-1) {
-		c.Errorf("%s: the server had read at least %d bytes before SIGTERM, and %d came back before its FIN: it dropped %d bytes it had read", s.name, read0, echoed, read0-echoed)
+	if limit, arithmetic := x3AnsweredLimit(read0); echoed < limit {
+		c.Errorf("%s: %d bytes came back before the server's FIN, fewer than %s: it dropped %d bytes it had read", s.name, echoed, arithmetic, read0-echoed)
 	}
+}
+
+// x3AnsweredLimit is the least a stream that ended in FIN must have had
+// echoed: what the server had read of it before the signal (read0), less
+// a partial frame a framed server may rightly hold unanswered.
+func x3AnsweredLimit(read0 int64) (limit int64, arithmetic string) {
+	limit = read0 - (termFrame - 1)
+	return limit, fmt.Sprintf("the %d bytes read before SIGTERM − a partial frame (%d B − 1) = %d bytes", read0, termFrame, limit)
 }

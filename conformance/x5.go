@@ -29,11 +29,11 @@ func x5Case() Case {
 	return Case{
 		ID:    "X5",
 		Title: "after SIGTERM new connections are refused",
-		Claim: "after SIGTERM, while the server still runs (the client keeps its two pipelining connections open after their end, so a server that waits for its clients stays up), " +
-			"every new connection is refused: connect fails (ECONNREFUSED), or the connection is closed (FIN or RST) without its frame echoed",
+		Claim: fmt.Sprintf("after SIGTERM, while the server still runs (the client keeps its %d pipelining connections open after their end, so a server that waits for its clients stays up), "+
+			"every new connection is refused: connect fails (ECONNREFUSED), or the connection is closed (FIN or RST) without its frame echoed", termConns),
 		BlackBoxBugs: []string{"serve-after-term"},
-		Bound: "probes every 100 ms from 1 s after the signal (the time a server may take to act on it, on a loaded machine) until the stop grace ends or the process exits, each given 500 ms to be echoed or closed (one neither refused nor closed in that time means the listener still takes connections); " +
-			"inconclusive unless at least one probe was made while the process ran",
+		Bound: fmt.Sprintf("probes every %v from %v after the signal (the time a server may take to act on it, on a loaded machine) until the stop grace ends or the process exits, each given %v to be echoed or closed (one neither refused nor closed in that time means the listener still takes connections); "+
+			"inconclusive unless at least one probe was made while the process ran", termProbeEvery, termSettle, termProbeWait),
 		Needs: NeedStopContract,
 		Run:   runX5,
 	}
