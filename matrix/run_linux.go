@@ -437,7 +437,7 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 		}
 	}
 	return harness.CellSpec{
-		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
+		Target: p.Cell.serverSpec(), Config: rc, Load: lc,
 		Placement: cpus, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil
 }
