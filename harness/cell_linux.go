@@ -4,6 +4,7 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/reactorlab/reactorlab/harness/lab"
@@ -43,27 +44,29 @@ const MaxStartTimeout = 10 * time.Minute
 
 // CellSpec describes one measured cell, as RunCell runs it (what lab.Spec
 // is to lab.Run): a target under one load, placed, and the directory for its
-// files. Exactly one of Reactor and Target is set (Validate says what else
-// must hold); `reactorlab run` builds one from its flags, a matrix one per
-// planned run.
+// files. Target is a reference design or a command (Validate refuses the
+// zero Spec, and says what else must hold); `reactorlab run` builds one
+// from its flags, a matrix one per planned run.
+//
+// Its JSON writes the target under the key of its kind: "reactor" with a
+// design's name, "target" with a command as written (no "cmd:").
 type CellSpec struct {
-	// Reactor is a reference reactor, run as the "serve" role with Config
-	// (whose Listen and ControlListen the harness sets).
-	Reactor reactors.Design `json:"reactor,omitempty"`
-	Config  reactors.Config `json:"-"`
+	// Target is what serves. A reference design is run as the "serve"
+	// role with Config (whose Listen and ControlListen the harness
+	// sets). A black-box server command is run by /bin/sh -c in the
+	// server's place with REACTORLAB_LISTEN=host:port and every {addr}
+	// replaced; a command with {control} serves a second, control
+	// address: {control} is replaced by it and REACTORLAB_CONTROL_LISTEN
+	// carries it, the run waits for it too, and the load generator's
+	// control class (PINGs, control_every) goes there. Without {control}
+	// it serves data and control on one address.
+	Target target.Spec     `json:"-"`
+	Config reactors.Config `json:"-"`
 	// ServeArgs are the serve flags that turn the default configuration
 	// into Config as given, recorded for the reader (filled in by
 	// RunCell); the --loop-cpus the placement adds (Place) is not among
 	// them, but is in the lab's record of the server's argv.
 	ServeArgs []string `json:"serve_args,omitempty"`
-	// Target is a black-box server command, run by /bin/sh -c in the
-	// server's place with REACTORLAB_LISTEN=host:port and every {addr}
-	// replaced. A command with {control} serves a second, control address:
-	// {control} is replaced by it and REACTORLAB_CONTROL_LISTEN carries it,
-	// the run waits for it too, and the load generator's control class
-	// (PINGs, control_every) goes there. Without {control} it serves data
-	// and control on one address.
-	Target string `json:"target,omitempty"`
 	// Load is the load; its addresses are set by the harness.
 	Load loadgen.Config `json:"load"`
 	// Placement, Mode and Grace are as in lab.Spec.
@@ -86,27 +89,50 @@ type CellSpec struct {
 	Dir string `json:"dir"`
 }
 
+// design is the reference design the cell runs; "" for a command.
+func (cell CellSpec) design() reactors.Design { return reactors.Design(cell.Target.Design()) }
+
 type plainCell CellSpec
 
-// cellJSON is CellSpec's JSON: Grace in seconds, as lab.Spec's durations.
+// cellJSON is CellSpec's JSON: the target under the key of its kind, and
+// Grace and StartTimeout in seconds, as lab.Spec's durations. Reactor,
+// ServeArgs and Command come before the embedded fields so that the keys
+// keep the order of the struct's fields ("reactor", "serve_args",
+// "target", "load", ...); ServeArgs is written and read here, the
+// embedded one being hidden by it (encoding/json keeps the shallower of
+// two fields with one key).
 type cellJSON struct {
+	Reactor   string   `json:"reactor,omitempty"`
+	ServeArgs []string `json:"serve_args,omitempty"`
+	Command   string   `json:"target,omitempty"`
 	*plainCell
 	Grace        jsontime.Seconds `json:"grace_s,omitempty"`
 	StartTimeout jsontime.Seconds `json:"start_timeout_s,omitempty"`
 }
 
-// MarshalJSON writes the cell with Grace and StartTimeout in seconds
+// MarshalJSON writes the cell with its target under "reactor" (a design)
+// or "target" (a command), and Grace and StartTimeout in seconds
 // ("grace_s", "start_timeout_s").
 func (c CellSpec) MarshalJSON() ([]byte, error) {
-	return json.Marshal(cellJSON{plainCell: (*plainCell)(&c), Grace: jsontime.Seconds(c.Grace), StartTimeout: jsontime.Seconds(c.StartTimeout)})
+	return json.Marshal(cellJSON{Reactor: c.Target.Design(), ServeArgs: c.ServeArgs, Command: c.Target.Command(),
+		plainCell: (*plainCell)(&c), Grace: jsontime.Seconds(c.Grace), StartTimeout: jsontime.Seconds(c.StartTimeout)})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes.
+// UnmarshalJSON reads what MarshalJSON writes; a record with both
+// "reactor" and "target" names two targets, and is refused.
 func (c *CellSpec) UnmarshalJSON(b []byte) error {
 	j := cellJSON{plainCell: (*plainCell)(c)}
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	if j.Reactor != "" && j.Command != "" {
+		return fmt.Errorf("cell: both reactor %q and target %q (accepted: one of them)", j.Reactor, j.Command)
+	}
+	c.Target = target.Design(j.Reactor)
+	if j.Command != "" {
+		c.Target = target.Command(j.Command)
+	}
+	c.ServeArgs = j.ServeArgs
 	c.Grace, c.StartTimeout = time.Duration(j.Grace), time.Duration(j.StartTimeout)
 	return nil
 }
@@ -138,23 +164,6 @@ type CellResult struct {
 	Valid   bool     `json:"valid"`
 	Invalid []string `json:"invalid,omitempty"`
 }
-
-// Spec is the cell's server as a target: the reference design when
-// Reactor is set, else the black-box command (the zero Spec when neither
-// is, a cell Validate refuses).
-func (cell CellSpec) Spec() target.Spec {
-	if cell.Reactor != "" {
-		return target.Design(string(cell.Reactor))
-	}
-	if cell.Target != "" {
-		return target.Command(cell.Target)
-	}
-	return target.Spec{}
-}
-
-// Label names the cell's server as its user named it: Spec's text, the
-// reference design ("lt") or "cmd:" and the target command.
-func (cell CellSpec) Label() string { return cell.Spec().String() }
 
 // AcceptQueue is the lab's record of the server's listen queues (nil when
 // the run took none). The record travels in the server's lab.ProcResult as

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // A black-box Target with {control} serves a control address of its own:
@@ -21,7 +22,7 @@ func TestTargetControlAddress(t *testing.T) {
 		{"./srv --listen {addr} --control {control}", true},
 		{"./srv --listen {addr}", false},
 	} {
-		spec, _ := CellSpec{Target: tc.target}.labSpec()
+		spec, _ := CellSpec{Target: target.Command(tc.target)}.labSpec()
 		env := proc.ControlListenEnv + "=" + lab.ControlPlaceholder
 		if spec.Control != tc.control || slices.Contains(spec.Server.Env, env) != tc.control {
 			t.Errorf("target %q: Control %v, env %v; want a control address %v", tc.target, spec.Control, spec.Server.Env, tc.control)

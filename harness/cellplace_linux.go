@@ -36,10 +36,10 @@ func (cell CellSpec) Place() (CellSpec, error) {
 		return cell, err
 	}
 	cell.Placement = cpus
-	if cell.Reactor != "" && cpus.Server.Pinned() {
+	if d := cell.design(); d != "" && cpus.Server.Pinned() {
 		for _, c := range cell.Config.LoopCPUs {
 			if !cpus.Server.Contains(c) {
-				return cell, fmt.Errorf("reactor %s: loop-cpus %s: CPU %d is not in the server's set %s", cell.Reactor, reactors.FormatCPUList(cell.Config.LoopCPUs), c, cpus.Server)
+				return cell, fmt.Errorf("reactor %s: loop-cpus %s: CPU %d is not in the server's set %s", d, reactors.FormatCPUList(cell.Config.LoopCPUs), c, cpus.Server)
 			}
 		}
 		if len(cell.Config.LoopCPUs) == 0 {
@@ -124,7 +124,7 @@ func (res *CellResult) checkPlacement() {
 			for i, l := range res.Server.LoopThreads {
 				pins = append(pins, loopPin{Index: i, Tid: l.Tid, CPU: l.CPU})
 			}
-			roles = loopRoles(res.Cell.Reactor, res.Cell.serveConfig())
+			roles = loopRoles(res.Cell.design(), res.Cell.serveConfig())
 		}
 		side, problems := placeSide("server", labRes.Server, pins, roles)
 		placed.Server = side

@@ -45,7 +45,7 @@ func RunCell(ctx context.Context, cell CellSpec, progress func(loadgen.Progress)
 		return nil, fmt.Errorf("cell: %w", runErr)
 	}
 	if labRes.StartFailure != nil {
-		labRes.StartFailure.Target = cell.Label()
+		labRes.StartFailure.Target = cell.Target.String()
 	}
 	// A run that failed midway (interrupted, a process that would not
 	// start) still has a record, with the error among its reasons: it is
@@ -73,7 +73,7 @@ func (cell CellSpec) prepare() (CellSpec, lab.Spec, error) {
 		return cell, lab.Spec{}, fmt.Errorf("cell: directory %q: %w", cell.Dir, err)
 	}
 	cell.Dir = dir
-	if cell.Reactor != "" {
+	if cell.Target.IsDesign() {
 		// The flags as given, before the placement adds --loop-cpus:
 		// the lab's record of the server's argv keeps that one.
 		cell.ServeArgs = cell.serveArgs()
@@ -124,7 +124,7 @@ func newCellResult(cell CellSpec, labRes *lab.Result) *CellResult {
 	res := &CellResult{Cell: cell, Lab: labRes}
 	res.Invalid = append(res.Invalid, labRes.Invalid...)
 	res.readLoad()
-	if cell.Reactor != "" {
+	if cell.Target.IsDesign() {
 		res.readServer()
 	}
 	res.checkPlacement()
@@ -222,16 +222,16 @@ func (cell CellSpec) labSpec() (lab.Spec, loadgen.Config) {
 	load.Progress = nil
 	spec := lab.Spec{Placement: cell.Placement, Mode: cell.Mode, Grace: cell.Grace, ServerCPU: cell.ServerCPU, Ready: cell.startTimeout(),
 		Interrupt: cell.Interrupt}
-	if cell.Reactor != "" {
-		argv := append([]string{lab.RolePrefix + roles.Serve, "--reactor=" + string(cell.Reactor)}, cell.serveArgs()...)
+	if cell.Target.IsDesign() {
+		argv := append([]string{lab.RolePrefix + roles.Serve, "--reactor=" + cell.Target.Design()}, cell.serveArgs()...)
 		argv = append(argv, "--listen={addr}", "--control-listen={control}", "--lifetime="+(cell.startTimeout()+loadBound(load)+time.Minute).String())
 		spec.Server = lab.Proc{Argv: argv, PinsLoops: len(cell.Config.LoopCPUs) > 0}
 		spec.Control = true
 		// A reference reactor obeys the STOP probe and exits by itself.
 		spec.ServerMayExit = load.StopAt > 0
 	} else {
-		spec.Server = lab.Proc{Argv: ShellArgv(cell.Target)}
-		if strings.Contains(cell.Target, lab.ControlPlaceholder) {
+		spec.Server = lab.Proc{Argv: ShellArgv(cell.Target.Command())}
+		if strings.Contains(cell.Target.Command(), lab.ControlPlaceholder) {
 			// It serves a control address of its own: the lab gives it one,
 			// waits for it, and the load generator's control class goes there.
 			spec.Control = true

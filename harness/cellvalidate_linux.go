@@ -57,12 +57,12 @@ func CheckCellDir(dir string) error {
 // loadgen role would (roles.CheckLoad; its addresses aside: the harness sets them), the
 // start timeout, and a directory. Errors name the field.
 func (cell CellSpec) Validate() error {
-	if (cell.Reactor == "") == (cell.Target == "") {
+	if cell.Target.IsZero() {
 		return errors.New("cell: exactly one of a reference reactor and a target command")
 	}
-	if cell.Reactor != "" {
-		if err := roles.CheckServe(cell.Reactor, cell.serveConfig()); err != nil {
-			return fmt.Errorf("cell: reactor %s: %w", cell.Reactor, err)
+	if d := cell.design(); d != "" {
+		if err := roles.CheckServe(d, cell.serveConfig()); err != nil {
+			return fmt.Errorf("cell: reactor %s: %w", d, err)
 		}
 	}
 	load := cell.Load

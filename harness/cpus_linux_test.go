@@ -17,6 +17,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // allowedOrSkip is the CPUs this process may use, or a skip where it may
@@ -67,7 +68,7 @@ func TestValidateRefusesACPUOutsideTheAllowedSet(t *testing.T) {
 			done <- err
 			return
 		}
-		done <- CellSpec{Reactor: reactors.LT, Config: reactors.DefaultConfig(), Load: loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second},
+		done <- CellSpec{Target: target.Design(reactors.LT), Config: reactors.DefaultConfig(), Load: loadgen.Config{Hot: 1, InFlight: 1, Duration: time.Second},
 			Placement: placement, Dir: t.TempDir()}.Validate()
 	}()
 	err := <-done
@@ -126,7 +127,7 @@ func placedCell(t *testing.T, cpus lab.Placement, loops int) *CellResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cell := CellSpec{Reactor: reactors.PrioThread, Config: reactors.DefaultConfig(), Placement: cpus, Mode: lab.ModeAuto, Grace: 2 * time.Second,
+	cell := CellSpec{Target: target.Design(reactors.PrioThread), Config: reactors.DefaultConfig(), Placement: cpus, Mode: lab.ModeAuto, Grace: 2 * time.Second,
 		Load: loadgen.Config{Hot: 2, InFlight: 4, ControlEvery: 10 * time.Millisecond, Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, Loops: loops},
 		Dir:  filepath.Join(t.TempDir(), "cell")}
 	res, err := RunCell(ctx, cell, nil)

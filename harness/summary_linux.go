@@ -53,9 +53,9 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 // load), and where each side ran.
 func (r *CellResult) writeSetting(b *strings.Builder, load loadgen.Config) {
 	c := r.Cell
-	what := c.Target + " (black box)"
-	if c.Reactor != "" {
-		what = string(c.Reactor) + " (reference reactor)"
+	what := c.Target.Command() + " (black box)"
+	if d := c.Target.Design(); d != "" {
+		what = d + " (reference reactor)"
 		if len(c.ServeArgs) > 0 {
 			what += " " + strings.Join(c.ServeArgs, " ")
 		}

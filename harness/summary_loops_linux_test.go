@@ -11,6 +11,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness/roles"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // multiLoopResult is a mainsub cell's result whose every per-loop figure
@@ -26,7 +27,7 @@ func multiLoopResult() *CellResult {
 	load := loadgen.Config{Hot: 2, InFlight: 16, HotLead: 500 * time.Millisecond, Steady: 8, Rate: 800, ChurnRate: 300, ChurnBurst: 4,
 		Duration: 2 * time.Second, Warmup: time.Second}
 	return &CellResult{
-		Cell: CellSpec{Reactor: "mainsub", Load: load},
+		Cell: CellSpec{Target: target.Design("mainsub"), Load: load},
 		Lab:  &lab.Result{Mode: lab.ModeLab, Server: &lab.ProcResult{Elapsed: 10 * time.Second}},
 		Load: &loadgen.Summary{Config: load, Churn: &loadgen.ChurnOutcome{Scheduled: 900, Opened: 880, Skipped: 20, Connected: 870, Refused: 10,
 			Answered: 865, Reset: 5, MaxOpen: 12}},

@@ -44,8 +44,8 @@ func TestMultiloopSuite(t *testing.T) {
 		for _, c := range s.Expand()[1:] {
 			ids = append(ids, c.ID)
 		}
-		if got := strings.Join(ids, " "); got != w.factors || string(s.Baseline.Reactor) != w.reactor {
-			t.Errorf("%s: baseline %s, cells %q; want %s, %q", s.Name, s.Baseline.Reactor, got, w.reactor, w.factors)
+		if got := strings.Join(ids, " "); got != w.factors || s.Baseline.Target.Design() != w.reactor {
+			t.Errorf("%s: baseline %s, cells %q; want %s, %q", s.Name, s.Baseline.Target, got, w.reactor, w.factors)
 		}
 		if s.Baseline.Loops < 3 {
 			t.Errorf("%s: %d loops", s.Name, s.Baseline.Loops)

@@ -106,7 +106,7 @@ func TestScalingSuite(t *testing.T) {
 		if !factors["cpus"] || !factors["loadgen_loops"] || len(factors) != 3 {
 			t.Errorf("%s: factors %v, want cpus and loadgen_loops", s.Name, factors)
 		}
-		reactors[string(s.Baseline.Reactor)] = true
+		reactors[s.Baseline.Target.Design()] = true
 	}
 	if !reactors["lt"] || !reactors["prio-thread"] {
 		t.Errorf("scaling's reactors %v, want lt and prio-thread", reactors)

@@ -154,8 +154,8 @@ func (c Cell) Info() results.CellInfo {
 // manifests written before the field existed still compare; the load
 // knobs say it in their loadgen.SpecRule (OmitDefault, field.unset).
 var unsetFields = map[string]func(c *Cell) bool{
-	"target":        func(c *Cell) bool { return c.Target == (Target{}) },
-	"reactor":       func(c *Cell) bool { return c.Reactor == "" },
+	"target":        func(c *Cell) bool { return !c.Target.IsCommand() },
+	"reactor":       func(c *Cell) bool { return !c.Target.IsDesign() },
 	"server_cpu":    func(c *Cell) bool { return c.ServerCPU == 0 },
 	"cpus":          func(c *Cell) bool { return c.Placement == "" },
 	"control_sched": func(c *Cell) bool { return c.ControlSched == "" },
@@ -169,10 +169,10 @@ var unsetFields = map[string]func(c *Cell) bool{
 // Describe says in one line what the cell runs.
 func (c Cell) Describe() string {
 	var parts []string
-	if c.Reactor != "" {
-		parts = append(parts, string(c.Reactor))
+	if c.Target.IsDesign() {
+		parts = append(parts, c.Target.Design())
 	} else {
-		parts = append(parts, "target "+c.Target.Cmd)
+		parts = append(parts, "target "+c.Target.Command())
 	}
 	if c.Load.Hot > 0 {
 		parts = append(parts, fmt.Sprintf("%d hot × %d in flight", c.Load.Hot, c.Load.InFlight))
@@ -200,7 +200,7 @@ func (c Cell) Describe() string {
 	if c.Load.HotLead > 0 {
 		parts = append(parts, "hot lead "+fields["hot_lead"].text(&c.Settings))
 	}
-	if c.Reactor != "" {
+	if c.Target.IsDesign() {
 		if c.Loops > 0 {
 			parts = append(parts, fmt.Sprintf("%d loops", c.Loops))
 		}

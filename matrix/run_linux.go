@@ -358,7 +358,7 @@ func underPeers(program string) bool {
 func (s *Spec) CheckTargets(sh Shard) error {
 	seen := map[string]bool{}
 	for _, p := range s.Plan(sh) {
-		cmd := p.Cell.Target.Cmd
+		cmd := p.Cell.Target.Command()
 		if cmd == "" || seen[cmd] {
 			continue
 		}
@@ -437,7 +437,7 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 		}
 	}
 	return harness.CellSpec{
-		Reactor: p.Cell.Reactor, Config: rc, Target: p.Cell.Target.Cmd, Load: lc,
+		Target: p.Cell.Target, Config: rc, Load: lc,
 		Placement: cpus, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil
 }

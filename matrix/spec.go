@@ -12,6 +12,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/target"
 )
 
 // ErrSpec is wrapped by every error Parse returns. Each such error reads
@@ -27,7 +28,7 @@ const MaxRepeats = 1000
 
 // Spec is a parsed and validated one-factor-at-a-time spec. A Spec returned
 // by Parse holds: Name is non-empty; Repeats is in 1..MaxRepeats; Baseline
-// is a valid cell (exactly one of Reactor and Target set, a load
+// is a valid cell (its Target a design or a command, a load
 // loadgen.Config.Validate accepts, reactor settings reactors.Config.Validate
 // accepts); every factor names a field of Fields, has at least one value,
 // and each of its values gives a valid cell different from the baseline and
@@ -52,20 +53,17 @@ type Factor struct {
 	Cells []Cell
 }
 
-// Target is a black-box server run in the reactor's place.
-type Target struct {
-	// Cmd is run by /bin/sh -c (see harness.CellSpec.Target); never empty.
-	Cmd string
-}
-
 // Settings are the fields of one cell, as a spec's baseline writes them.
-// Exactly one of Reactor and Target is set. The reactor-only fields
-// (Callback, Workers, Budgets, Timer, AppTimer, ControlSched, Admission,
-// Urgent, Loops, Assign, Exclusive, ReactorFaults) are zero with a
-// Target.
+// The reactor-only fields (Callback, Workers, Budgets, Timer, AppTimer,
+// ControlSched, Admission, Urgent, Loops, Assign, Exclusive,
+// ReactorFaults) are zero with a command.
 type Settings struct {
-	Reactor reactors.Design
-	Target  Target
+	// Target is what serves, never the zero Spec: a reference design (the
+	// spec's reactor field, a design's name) or a black-box server command,
+	// run by /bin/sh -c in the server's place (harness.CellSpec.Target; a
+	// reactor or target field written {cmd: '...'}, the command never
+	// empty).
+	Target target.Spec
 
 	// Load is the cell's load: the knobs of loadgen.Knobs a spec takes
 	// (those with a SpecRule), each the zero value when the spec leaves
@@ -185,7 +183,7 @@ func (s Settings) clone() Settings {
 
 // Configs maps a cell to what the harness runs: the reactor configuration
 // (reactors.DefaultConfig with the cell's reactor settings applied through
-// Config.Flags and ParseFault; meaningful only with a Reactor) and the load
+// Config.Flags and ParseFault; meaningful only with a design) and the load
 // (addresses left empty for the harness to fill in). For a cell from
 // Expand the error is nil.
 func (c Cell) Configs() (reactors.Config, loadgen.Config, error) {

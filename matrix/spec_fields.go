@@ -95,27 +95,28 @@ var otherFields = map[string]field{
 	"reactor": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			if n.Kind == yaml.MappingNode {
-				if err := decodeTarget(n, s); err != nil {
-					return err
-				}
-				s.Reactor = ""
-				return nil
+				return decodeTarget(n, s)
 			}
 			v, err := scalar(n)
 			if err != nil {
 				return fmt.Errorf("%w (or a mapping {cmd: '...'} for a black-box server)", err)
 			}
 			d, err := designs.Parse(v)
-			s.Reactor, s.Target = d, Target{}
-			return err
+			if err != nil {
+				return err
+			}
+			s.Target = target.Design(d)
+			return nil
 		},
-		equal: func(a, b *Settings) bool { return a.Reactor == b.Reactor && a.Target == b.Target },
-		text:  func(s *Settings) string { return s.serverSpec().String() },
+		equal: func(a, b *Settings) bool { return a.Target == b.Target },
+		text:  func(s *Settings) string { return s.Target.String() },
 	},
+	// target is a black-box command ({cmd: …}) only; its text is the
+	// command's, cmd:COMMAND, and "" for a design.
 	"target": {
 		decode: decodeTarget,
-		equal:  func(a, b *Settings) bool { return a.Target == b.Target },
-		text:   func(s *Settings) string { return s.Target.Spec().String() },
+		equal:  func(a, b *Settings) bool { return a.Target.Command() == b.Target.Command() },
+		text:   func(s *Settings) string { return target.Command(s.Target.Command()).String() },
 	},
 	// loops, assign and exclusive pass through to the serve flags of the
 	// same names; a design that does not take them refuses them (check).
@@ -349,27 +350,16 @@ func kindName(n *yaml.Node) string {
 	return "document"
 }
 
-// Spec is t as a target: the command, the value cmd:COMMAND names on the
-// command line (target.Parse).
-func (t Target) Spec() target.Spec { return target.Command(t.Cmd) }
-
-// serverSpec is what serves s as a target: the black-box command when
-// Target is set and Reactor is not, else the reference design (the zero
-// Spec when neither is).
-func (s *Settings) serverSpec() target.Spec {
-	if s.Reactor == "" && s.Target != (Target{}) {
-		return s.Target.Spec()
-	}
-	return target.Design(string(s.Reactor))
-}
+// design is the reference design s runs; "" for a command.
+func (s *Settings) design() reactors.Design { return reactors.Design(s.Target.Design()) }
 
 // decodeTarget decodes a mapping {cmd: '...'}, the YAML form of a
-// black-box target, into s.Target.
+// black-box target, into s.Target, a command.
 func decodeTarget(n *yaml.Node, s *Settings) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("a %s (accepted: a mapping {cmd: '...'})", kindName(n))
 	}
-	var t Target
+	var t target.Spec
 	seen := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -387,7 +377,7 @@ func decodeTarget(n *yaml.Node, s *Settings) error {
 		if c == "" {
 			return lineErr(v, "target.cmd", errors.New("empty (accepted: a shell command)"))
 		}
-		t.Cmd = c
+		t = target.Command(c)
 	}
 	if !seen {
 		return errors.New("no cmd (accepted: a mapping {cmd: '...'})")

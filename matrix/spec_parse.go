@@ -137,7 +137,7 @@ func parseDoc(doc *yaml.Node) (*Spec, error) {
 		return nil, err
 	}
 	spec.Baseline = base
-	if base.Target != (Target{}) {
+	if base.Target.IsCommand() {
 		for _, f := range []string{"reactor", "target"} {
 			if n, ok := lines[f]; ok && n.Kind == yaml.MappingNode {
 				spec.baseAt = position{line: cmdLine(n), field: f + ".cmd"}
@@ -204,13 +204,10 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		n, name := at(f)
 		return lineErr(n, name, err)
 	}
-	switch {
-	case s.Reactor == "" && s.Target == (Target{}):
+	if s.Target.IsZero() {
 		return fail("reactor", errors.New("neither reactor nor target (accepted: exactly one of them)"))
-	case s.Reactor != "" && s.Target != (Target{}):
-		return fail("target", errors.New("both reactor and target (accepted: exactly one of them)"))
 	}
-	if s.Target != (Target{}) {
+	if s.Target.IsCommand() {
 		for _, f := range []struct {
 			name string
 			set  bool
@@ -261,7 +258,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		}
 		return fail(f, errors.New(msg))
 	}
-	if s.Reactor != "" {
+	if s.Target.IsDesign() {
 		rc := reactors.DefaultConfig()
 		for _, step := range s.reactorSteps() {
 			if err := step.apply(&rc); err != nil {
@@ -274,7 +271,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 		// What the design does not take (workers with oneshot), as the
 		// serve role checks it, with both addresses the harness sets.
 		rc.Listen, rc.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
-		if err := designs.ValidateFor(s.Reactor, rc); err != nil {
+		if err := designs.ValidateFor(s.design(), rc); err != nil {
 			return fail(s.refusedBy(), err)
 		}
 	}
@@ -287,11 +284,11 @@ func check(s *Settings, at func(field string) (*yaml.Node, string)) error {
 func (s *Settings) refusedBy() string {
 	rc := reactors.DefaultConfig()
 	rc.Listen, rc.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
-	if designs.ValidateFor(s.Reactor, rc) != nil {
+	if designs.ValidateFor(s.design(), rc) != nil {
 		return "reactor"
 	}
 	for _, step := range s.reactorSteps() {
-		if step.apply(&rc) != nil || designs.ValidateFor(s.Reactor, rc) != nil {
+		if step.apply(&rc) != nil || designs.ValidateFor(s.design(), rc) != nil {
 			return step.field
 		}
 	}
@@ -339,7 +336,7 @@ func parseFactors(n *yaml.Node, base *Settings, baseAt position) ([]Factor, erro
 			return nil, lineErr(nn, what+".name", fmt.Errorf("factor %q given twice (accepted: one factor per field)", name))
 		}
 		switch {
-		case name == "target" && base.Target == (Target{}):
+		case name == "target" && !base.Target.IsCommand():
 			return nil, lineErr(nn, what+".name", errors.New("target: the baseline runs a reactor (accepted: a factor on reactor, whose values may be designs or {cmd: '...'})"))
 		}
 		vn, ok := vals["values"]
@@ -363,7 +360,7 @@ func parseFactors(n *yaml.Node, base *Settings, baseAt position) ([]Factor, erro
 				return nil, err
 			}
 			c := Cell{Factor: name, Value: fd.text(&s), Settings: s, at: baseAt}
-			if s.Target != (Target{}) && s.Target != base.Target {
+			if s.Target.IsCommand() && s.Target != base.Target {
 				c.at = position{line: cmdLine(v), field: vwhat}
 			}
 			c.ID = name + "=" + c.Value

@@ -30,12 +30,13 @@ type Spec struct {
 	design, command string
 }
 
-// Design is the target that is the reference design named name. It does
-// not check the name against the registry: Parse does.
-func Design(name string) Spec { return Spec{design: name} }
+// Design is the target that is the reference design named name (a
+// string, or the registry's own name type, reactors.Design); "" is no
+// target. It does not check the name against the registry: Parse does.
+func Design[D ~string](name D) Spec { return Spec{design: string(name)} }
 
 // Command is the target that is the black-box server command, as its user
-// wrote it (a shell command line, not an argv).
+// wrote it (a shell command line, not an argv); "" is no target.
 func Command(command string) Spec { return Spec{command: command} }
 
 // Design is the reference design's name; "" for a command or no target.
@@ -47,6 +48,9 @@ func (s Spec) Command() string { return s.command }
 
 // IsCommand says whether s is a black-box server command.
 func (s Spec) IsCommand() bool { return s.command != "" }
+
+// IsDesign says whether s is a reference design.
+func (s Spec) IsDesign() bool { return s.design != "" }
 
 // IsZero says whether s is no target.
 func (s Spec) IsZero() bool { return s == Spec{} }

@@ -48,17 +48,24 @@ func TestParse(t *testing.T) {
 }
 
 func TestSpecString(t *testing.T) {
+	type name string // a registry's own name type, as reactors.Design is
 	for _, tc := range []struct {
-		s         Spec
-		want      string
-		isCommand bool
+		s                   Spec
+		want                string
+		isCommand, isDesign bool
 	}{
-		{Design("prio-thread"), "prio-thread", false},
-		{Command("./srv {addr}"), "cmd:./srv {addr}", true},
-		{Spec{}, "", false},
+		{Design("prio-thread"), "prio-thread", false, true},
+		{Design(name("lt")), "lt", false, true},
+		{Command("./srv {addr}"), "cmd:./srv {addr}", true, false},
+		{Spec{}, "", false, false},
+		{Design(""), "", false, false},
+		{Command(""), "", false, false},
 	} {
-		if got := tc.s.String(); got != tc.want || tc.s.IsCommand() != tc.isCommand {
-			t.Errorf("%+v: String %q, IsCommand %v; want %q, %v", tc.s, got, tc.s.IsCommand(), tc.want, tc.isCommand)
+		if got := tc.s.String(); got != tc.want || tc.s.IsCommand() != tc.isCommand || tc.s.IsDesign() != tc.isDesign {
+			t.Errorf("%+v: String %q, IsCommand %v, IsDesign %v; want %q, %v, %v", tc.s, got, tc.s.IsCommand(), tc.s.IsDesign(), tc.want, tc.isCommand, tc.isDesign)
+		}
+		if tc.s.IsZero() != (tc.want == "") {
+			t.Errorf("%+v: IsZero %v", tc.s, tc.s.IsZero())
 		}
 	}
 }

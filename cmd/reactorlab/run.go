@@ -147,8 +147,8 @@ func runCell(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.Usagef(stderr, "%v", err)
 	}
-	if cell.Target != "" {
-		if err := harness.CheckCommand(cell.Target); err != nil {
+	if cell.Target.IsCommand() {
+		if err := harness.CheckCommand(cell.Target.Command()); err != nil {
 			if sf := (*target.StartError)(nil); errors.As(err, &sf) {
 				return runRefusal(c, stderr, cell, sf)
 			}
@@ -175,8 +175,8 @@ func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
 	cell.Config = f.cfg
 	// What the serve child and the load generator would refuse, refused
 	// here first, in their words.
-	if cell.Reactor != "" {
-		if err := roles.CheckServe(cell.Reactor, cell.Config); err != nil {
+	if cell.Target.IsDesign() {
+		if err := roles.CheckServe(reactors.Design(cell.Target.Design()), cell.Config); err != nil {
 			return cell, err
 		}
 	}
@@ -233,11 +233,10 @@ func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name str
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
-	if !t.IsCommand() {
-		cell.Reactor = reactors.Design(t.Design())
+	cell.Target = t
+	if t.IsDesign() {
 		return t.Design(), nil
 	}
-	cell.Target = t.Command()
 	// A black box has no configuration of ours: refuse the reactor's
 	// flags rather than ignore them.
 	var reactorFlags []string
@@ -260,7 +259,7 @@ func (f *runFlags) server(cell *harness.CellSpec, set map[string]bool) (name str
 // configuration.
 func (f *runFlags) splitFaults(cell *harness.CellSpec) error {
 	for _, spec := range f.faults {
-		wire, err := harness.SplitFault(spec, cell.Reactor != "", &f.cfg.Faults)
+		wire, err := harness.SplitFault(spec, cell.Target.IsDesign(), &f.cfg.Faults)
 		var fe *harness.FaultError
 		switch {
 		case errors.As(err, &fe) && fe.Reactor == nil:
@@ -362,7 +361,7 @@ func removeRun(dir string, created []string) {
 // --start-timeout may help where it may; it returns cli.ExitUsage.
 func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *target.StartError) int {
 	if sf.Target == "" {
-		sf.Target = cell.Label()
+		sf.Target = cell.Target.String()
 	}
 	msg := "the target could not be started, so nothing was measured: " + sf.Error()
 	if hint := sf.Hint("--start-timeout"); hint != "" {
