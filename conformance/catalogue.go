@@ -84,7 +84,7 @@ func (cs Case) unmet(inst Instance, stop StopContract) string {
 	if cs.Needs&NeedStopContract != 0 {
 		if stop == "" {
 			why = append(why, "the stop contract, which is opt-in (conform --stop sigterm; Options.Stop)")
-		} else if _, ok := inst.(terminable); !ok {
+		} else if _, ok := inst.(Terminable); !ok {
 			why = append(why, "a process of its own to send SIGTERM to")
 		}
 	}

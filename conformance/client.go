@@ -73,7 +73,7 @@ func (c *C) peerOn(name string, link *faults.TCPLink) *peer {
 	p := &peer{name: name, link: link, frames: make(chan got, 1024), done: make(chan struct{}), exited: make(chan struct{})}
 	go p.read()
 	c.Cleanup(p.close)
-	c.onStop(p.close)
+	c.HangUpOnStop(p.close)
 	return p
 }
 
@@ -85,7 +85,7 @@ func (c *C) dialQuiet(name, addr string) *faults.TCPLink {
 		c.Fatalf("%s: dial %s: %v", name, addr, err)
 	}
 	c.Cleanup(func() { link.Close() })
-	c.onStop(func() { link.Close() })
+	c.HangUpOnStop(func() { link.Close() })
 	return link
 }
 

@@ -8,44 +8,14 @@ import (
 	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
-// servingProcesses returns the pids of the target's process group that
-// hold one of its listening sockets (the processes that accept its
-// connections; several SO_REUSEPORT workers have one each), found by the
-// sockets' inodes in the kernel's TCP tables and the group's descriptor tables,
-// and every pid of the group. It returns an error when the target has no
-// process of its own or no process of it holds a listener.
-func servingProcesses(inst Instance) (serving, group []int, err error) {
-	g, ok := inst.(interface{ Group() ([]int, error) })
-	if !ok {
-		return nil, nil, fmt.Errorf("the target has no process of its own")
-	}
-	inodes, err := listenerInodes(inst.Addr())
-	if err != nil {
-		return nil, nil, err
-	}
-	group, err = g.Group()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, pid := range group {
-		if len(listenerFds(pid, inodes)) > 0 {
-			serving = append(serving, pid)
-		}
-	}
-	if len(serving) == 0 {
-		return nil, group, fmt.Errorf("no process of the target's group holds a socket listening on %s", inst.Addr())
-	}
-	return serving, group, nil
-}
-
 // listenerFds maps pid's descriptors that are one of the sockets of
-// inodes to that socket.
-func listenerFds(pid int, inodes map[string]bool) map[int]string {
-	out := map[int]string{}
+// inodes to that socket's inode.
+func listenerFds(pid int, inodes map[uint64]bool) map[int]uint64 {
+	out := map[int]uint64{}
 	fds, _ := procfs.ReadFds(pid)
 	for _, f := range fds {
-		if inodes[f.Target] {
-			out[f.Num] = f.Target
+		if ino, ok := f.SocketInode(); ok && inodes[ino] {
+			out[f.Num] = ino
 		}
 	}
 	return out
@@ -125,7 +95,7 @@ type epollRef struct {
 // parse); waitErr, that a thread's call could not be read (its waits are
 // then a lower bound).
 func listenerWaiters(inst Instance) (w listenerWaits, waitErr, err error) {
-	g, ok := inst.(interface{ Group() ([]int, error) })
+	g, ok := inst.(ProcessGroup)
 	if !ok {
 		return w, nil, fmt.Errorf("the target has no process of its own")
 	}
@@ -137,7 +107,7 @@ func listenerWaiters(inst Instance) (w listenerWaits, waitErr, err error) {
 	if err != nil {
 		return w, nil, err
 	}
-	refs := map[string][]epollRef{}
+	refs := map[uint64][]epollRef{}
 	for _, pid := range pids {
 		fds, _ := procfs.ReadFds(pid)
 		for _, f := range fds {
@@ -153,13 +123,13 @@ func listenerWaiters(inst Instance) (w listenerWaits, waitErr, err error) {
 				continue // closed meanwhile
 			}
 			for _, it := range items {
-				if sock := fmt.Sprintf("socket:[%d]", it.Ino); inodes[sock] {
-					refs[sock] = append(refs[sock], epollRef{pid: pid, fd: f.Num, exclusive: it.Exclusive()})
+				if inodes[it.Ino] {
+					refs[it.Ino] = append(refs[it.Ino], epollRef{pid: pid, fd: f.Num, exclusive: it.Exclusive()})
 				}
 			}
 		}
 	}
-	seen := map[string]threadWaits{}
+	seen := map[uint64]threadWaits{}
 	for i := range pollSamples {
 		if i > 0 {
 			time.Sleep(pollSampleGap)

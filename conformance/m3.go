@@ -174,7 +174,7 @@ func m3AwaitCounter(c *C, live bool, what string, ok func(reactors.Counters) boo
 			return
 		}
 		if time.Now().After(deadline) {
-			c.Fatalf("not seen within 2 s: %s (counters: %s)", what, counterLine(st.Counters))
+			c.Fatalf("not seen within 2 s: %s (counters: %s)", what, CounterLine(st.Counters))
 		}
 		time.Sleep(time.Millisecond)
 	}

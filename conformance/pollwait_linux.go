@@ -48,8 +48,7 @@ const pollRdNorm = 0x40
 // larger one is read up to it (a listener beyond it is not seen).
 const maxPollFds = 1 << 16
 
-// threadWaiters counts, for each listening socket of inodes
-// ("socket:[N]"), the threads of pids blocked in poll, ppoll, select or
+// threadWaiters counts, for each listening socket of inodes, the threads of pids blocked in poll, ppoll, select or
 // pselect6 with that socket among the descriptors they wait to read
 // (pollers: such a wait is never exclusive, the kernel wakes every one
 // of them for each connection), and those blocked in accept or accept4
@@ -60,8 +59,8 @@ const maxPollFds = 1 << 16
 // is not counted. The error, if any, says that a thread's call or a
 // waiting thread's list could not be read (no permission to trace it):
 // the counts are then a lower bound.
-func threadWaiters(pids []int, inodes map[string]bool) (map[string]threadWaits, error) {
-	out := map[string]threadWaits{}
+func threadWaiters(pids []int, inodes map[uint64]bool) (map[uint64]threadWaits, error) {
+	out := map[uint64]threadWaits{}
 	var firstErr error
 	for _, pid := range pids {
 		socks := listenerFds(pid, inodes)
@@ -100,7 +99,7 @@ func threadWaiters(pids []int, inodes map[string]bool) (map[string]threadWaits, 
 				}
 				continue
 			}
-			counted := map[string]bool{}
+			counted := map[uint64]bool{}
 			for _, fd := range fds {
 				if sock, ok := socks[fd]; ok && !counted[sock] {
 					counted[sock] = true

@@ -59,7 +59,7 @@ func TestThreadWaitersSeesPollSelectAndAccept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sock string
+	var sock uint64
 	for s := range inodes {
 		sock = s
 	}
@@ -112,7 +112,7 @@ func TestThreadWaitersSeesPollSelectAndAccept(t *testing.T) {
 	})
 	want := threadWaits{pollers: 3, acceptors: 1}
 	pids := []int{os.Getpid()}
-	var got map[string]threadWaits
+	var got map[uint64]threadWaits
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		if got, err = threadWaiters(pids, inodes); err != nil {
@@ -124,7 +124,7 @@ func TestThreadWaitersSeesPollSelectAndAccept(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if got[sock] != want {
-		t.Errorf("waiters on %s: %+v (%v), want %+v: two in poll, one in select, one in accept", sock, got[sock], got, want)
+		t.Errorf("waiters on socket:[%d]: %+v (%v), want %+v: two in poll, one in select, one in accept", sock, got[sock], got, want)
 	}
 	unix.Write(stop, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 	cfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

@@ -65,13 +65,13 @@ func runR4(c *C) {
 	// Settle into the steady state first, then measure a window.
 	time.Sleep(100 * time.Millisecond) // a measurement lead-in, not synchronisation
 	full := c.usage()
-	c.Logf("server had %d descriptors, limit %d; %d connections opened; server now has %d", base.Fds, c.fdLimit, len(links), full.Fds)
+	c.Logf("server had %d descriptors, limit %d; %d connections opened; server now has %d", base.Fds, c.FdLimit(), len(links), full.Fds)
 	r4Precondition(c, len(links))
 	u0 := c.usage()
 	time.Sleep(r4Window) // the measurement window
 	u1 := c.usage()
 	cpu := u1.CPU - u0.CPU
-	c.Evidencef("server CPU %v in a %v window with its descriptor table full (limit %d); bound %s", cpu, r4Window, c.fdLimit, spinArithmetic)
+	c.Evidencef("server CPU %v in a %v window with its descriptor table full (limit %d); bound %s", cpu, r4Window, c.FdLimit(), spinArithmetic)
 	if cpu > spin {
 		c.Fatalf("server spins while its descriptor table is full: %v CPU, over %s", cpu, spinArithmetic)
 	}
@@ -137,12 +137,12 @@ func r4IdleCPU(c *C) time.Duration {
 // fills was never at EMFILE. A server that died meanwhile fails.
 func r4Precondition(c *C, opened int) {
 	inst := c.Instance()
-	limit := int64(c.fdLimit)
+	limit := int64(c.FdLimit())
 	if gone := serverGone(inst); gone != "" {
 		c.Evidencef("sent: %d connections dialled at once, one 16 B frame each, against a descriptor limit of %d", opened, limit)
 		c.Fatalf("the server stopped serving when its descriptor table filled: %s", gone)
 	}
-	serving, group, err := servingProcesses(inst)
+	serving, group, err := ServingProcesses(inst)
 	if err != nil {
 		c.Inconclusivef("could not find the process that serves the listener: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -83,10 +82,8 @@ type C struct {
 	final    *Final
 	stopErr  error
 	cleanups []func()
-	// hangUps close the case's client connections (dial, dialQuiet);
-	// Stop runs them first, so a server that drains on SIGTERM (waits
-	// for each client's EOF, within its grace) is not kept waiting by
-	// connections the case no longer reads.
+	// hangUps close the case's client connections (HangUpOnStop); Stop
+	// runs them first.
 	hangUps []func()
 	stopMu  sync.Mutex // held across inst.Stop: one stop, others wait for it
 	// stopGrace is the stop contract's grace period (Options.StopGrace).
@@ -128,9 +125,11 @@ func firstLine(s string) string {
 	return line
 }
 
-// onStop registers a client connection's hang-up for Stop to run before
-// it stops the instance.
-func (c *C) onStop(hangUp func()) {
+// HangUpOnStop registers a client connection's hang-up for Stop to run
+// before it stops the instance: a server that drains on SIGTERM (waits
+// for each client's EOF, within its grace) is then not kept waiting by
+// connections the case no longer reads.
+func (c *C) HangUpOnStop(hangUp func()) {
 	c.mu.Lock()
 	c.hangUps = append(c.hangUps, hangUp)
 	c.mu.Unlock()
@@ -162,6 +161,17 @@ func (c *C) Instance() Instance { return c.inst }
 
 // Reference is the instance's reference reactor, nil for a black box.
 func (c *C) Reference() *Reference { return c.inst.Reference() }
+
+// FdLimit is the descriptor limit in force in the instance's serving
+// processes: the case's Setup.FdLimit, or, for a target that could not
+// start under it, the one applied once it was ready (at least as high);
+// 0 when the case set none.
+func (c *C) FdLimit() uint64 { return c.fdLimit }
+
+// StopGrace is the stop contract's grace period (Options.StopGrace, or
+// DefaultStopGrace): how long the target may take, after SIGTERM, to
+// answer what it has read and close every connection.
+func (c *C) StopGrace() time.Duration { return c.stopGrace }
 
 // Logf records a line shown with the result.
 func (c *C) Logf(format string, args ...any) {
@@ -226,16 +236,6 @@ func (c *C) Failed() bool {
 	return c.verdict == Fail
 }
 
-// usage samples the instance's consumption or fails the case: a missing
-// measurement must never read as a pass.
-func (c *C) usage() Usage {
-	u, err := c.inst.Usage()
-	if err != nil {
-		c.Fatalf("measuring the server: %v", err)
-	}
-	return u
-}
-
 // Stop stops the instance once and returns what it left; a failure to stop
 // cleanly fails the case. Concurrent calls wait for the one stop.
 func (c *C) Stop() Final {
@@ -263,22 +263,6 @@ func (c *C) Stop() Final {
 		c.fail(CauseTarget, "the target ended badly: "+f.Exit)
 	}
 	return f
-}
-
-// finalStats returns the reference reactor's final statistics from f, the
-// instance's end: a reactor that ended badly at its stop (f.AtStop, a
-// finding reported apart) has none, and the case is then inconclusive
-// rather than charged with it; one that simply reported none fails the
-// case, since a missing measurement never reads as a pass.
-func (c *C) finalStats(f Final) *reactors.Stats {
-	if f.Stats != nil {
-		return f.Stats
-	}
-	if f.AtStop != "" {
-		c.Inconclusivef("the reference reactor ended badly at its stop (%s), so its final statistics, which this case judges, are lost (the end at the stop is reported apart)", f.AtStop)
-	}
-	c.Fatalf("the reference reactor reported no final statistics")
-	return nil
 }
 
 // Options select and bound a run.
@@ -585,7 +569,7 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 		res.AtStop = c.final.AtStop
 	}
 	if res.Verdict == Fail && c.final != nil && c.final.Stats != nil {
-		res.Evidence = append(res.Evidence, "final counters: "+counterLine(c.final.Stats.Counters))
+		res.Evidence = append(res.Evidence, "final counters: "+CounterLine(c.final.Stats.Counters))
 	}
 	c.mu.Unlock()
 	res.Duration = time.Since(start)

@@ -254,27 +254,11 @@ func sockProtoOf(pid, fd int, ino uint32) (proto string, ok bool, err error) {
 
 // listenerInodes finds the sockets listening on addr's port, on any
 // address, IPv4 or IPv6 (a dual-stack server listens on [::]), in the
-// kernel's TCP tables (inet_diag), as the descriptor table names them:
-// "socket:[inode]".
-func listenerInodes(addr string) (map[string]bool, error) {
+// kernel's TCP tables (inet_diag), by their inodes.
+func listenerInodes(addr string) (map[uint64]bool, error) {
 	tcp, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
-	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		socks, err := inetdiag.Dump(fam, 1<<inetdiag.Listen, uint16(tcp.Port), 0)
-		if err != nil {
-			return nil, fmt.Errorf("reading the kernel's TCP tables: %w", err)
-		}
-		for _, s := range socks {
-			if s.Inode != 0 {
-				out[fmt.Sprintf("socket:[%d]", s.Inode)] = true
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no socket listening on port %d in the kernel's TCP tables", tcp.Port)
-	}
-	return out, nil
+	return inetdiag.ListeningInodes(uint16(tcp.Port))
 }

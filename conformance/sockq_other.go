@@ -38,10 +38,6 @@ func tcpSockets(fds []string) ([]string, error) {
 	return nil, errors.New("TCP sockets are told apart with Linux's inet_diag")
 }
 
-func limitServing(inst Instance, want uint64) (uint64, []int, int, error) {
-	return 0, nil, 0, errors.New("a running process's descriptor limit is set with Linux's prlimit")
-}
-
-func listenerInodes(addr string) (map[string]bool, error) {
+func listenerInodes(addr string) (map[uint64]bool, error) {
 	return nil, errors.New("listening sockets are found with Linux's inet_diag")
 }

@@ -282,7 +282,7 @@ func classifyEnd(err error) (streamEnd, error) {
 // SIGTERM of the instance.
 type termLoad struct {
 	c        *C
-	term     terminable
+	term     Terminable
 	streams  []*termStream
 	read0    []int64 // per stream: what the server had read before the signal, at least (-1: not measured)
 	held0    []int64 // per stream: what it held then, of that
@@ -297,7 +297,7 @@ type termLoad struct {
 // until each has had termFlow bytes echoed (or fails the case), reads
 // what the server has read so far and sends the instance SIGTERM.
 func startTermLoad(c *C, holdOpen bool) *termLoad {
-	term, ok := c.Instance().(terminable)
+	term, ok := c.Instance().(Terminable)
 	if !ok { // unmet catches this first
 		c.Skipf("needs a process to send SIGTERM to")
 	}
@@ -337,7 +337,7 @@ func startTermLoad(c *C, holdOpen bool) *termLoad {
 	if err != nil {
 		c.Fatalf("sending SIGTERM: %v", err)
 	}
-	end, endArithmetic := x4EndLimit(c.stopGrace)
+	end, endArithmetic := x4EndLimit(c.StopGrace())
 	l.endBy, l.endArithmetic = l.signalAt.Add(end), endArithmetic
 	for _, s := range l.streams {
 		s.conn.SetReadDeadline(l.endBy)

@@ -49,7 +49,7 @@ func runX5(c *C) {
 	case <-exited:
 	}
 	tested, refused := 0, 0
-	for seq := uint64(0); time.Now().Before(l.signalAt.Add(c.stopGrace)); seq++ {
+	for seq := uint64(0); time.Now().Before(l.signalAt.Add(c.StopGrace())); seq++ {
 		if isClosed(exited) {
 			break
 		}
