@@ -18,9 +18,10 @@
 // and fairness, T timers, X stop, A admission, M multi-loop. Every case
 // states its claim, the bound it checks and where the bound comes from
 // (the budget arithmetic, not a guess), and the reactor faults (mutants,
-// package faults) that must make it fail; the package's own tests prove
-// that each mutant is caught and that no clean reference reactor fails. On failure a case reports its
-// evidence: what was sent, what came back, the counters.
+// package faults) that must make it fail; the catalogue's tests
+// (conformance/cases, conformance/mutation) prove that each mutant is
+// caught and that no clean reference reactor fails. On failure a case
+// reports its evidence: what was sent, what came back, the counters.
 //
 // Cases that need the reference control protocol, the reference frame
 // limit or a reactor's internal counters are skipped on targets that lack
