@@ -271,7 +271,8 @@ func (c *C) Stop() Final {
 	return f
 }
 
-// Options bound a run.
+// Options shape a run of cases: its bounds, the start check, progress,
+// strictness and the stop contract.
 type Options struct {
 	// Timeout, when positive, bounds each case from the start of its
 	// instance to its verdict (the start included, so a target that never
