@@ -1,16 +1,27 @@
-// Package conformance is reactorlab's correctness suite for reactors: a
-// catalogue of cases with stable ids, runnable against a reference reactor
-// in this process (InProcess), a reference reactor as a child process
-// (Process), or any server run as a command (Command, a black box that
-// must serve a TCP byte echo on the address in REACTORLAB_LISTEN).
+// Package conformance runs reactorlab's correctness suite for reactors:
+// it runs a list of cases with stable ids (the catalogue is package
+// conformance/cases) against a reference reactor in this process
+// (InProcess), a reference reactor as a child process (Process), or any
+// server run as a command (Command, a black box that must serve a TCP
+// byte echo on the address in REACTORLAB_LISTEN), and judges and reports
+// their verdicts.
+//
+// The package holds the case contract (case.go: Case, Needs; runner.go:
+// C, the whole API a case is written against), the targets (target.go,
+// start.go, inprocess_linux.go, process_linux.go, serving_*.go), the
+// runner (runner.go: RunAll, Run, RunCase) and the reports (report.go).
+// It takes the cases as data and knows none of them: the catalogue,
+// its shared helpers and the kernel probes only cases use are in
+// conformance/cases, which imports this package.
 //
 // Groups: F framing, R readiness, W write path, I identity, S scheduling
 // and fairness, T timers, X stop, A admission, M multi-loop. Every case
 // states its claim, the bound it checks and where the bound comes from
 // (the budget arithmetic, not a guess), and the reactor faults (mutants,
-// package faults) that must make it fail; the package's own tests prove
-// that each mutant is caught and that no clean reference reactor fails. On failure a case reports its
-// evidence: what was sent, what came back, the counters.
+// package faults) that must make it fail; the catalogue's tests
+// (conformance/cases, conformance/mutation) prove that each mutant is
+// caught and that no clean reference reactor fails. On failure a case
+// reports its evidence: what was sent, what came back, the counters.
 //
 // Cases that need the reference control protocol, the reference frame
 // limit or a reactor's internal counters are skipped on targets that lack
@@ -31,16 +42,7 @@
 // through a launcher that sets its descriptor limit between fork and exec
 // and leaves it descriptors 0, 1 and 2 only (harness/proc); every process
 // of its group that lives when it starts listening must live until the
-// case stops it, or the case fails with CauseTarget. The cases about work
-// a server holds for a connection (I2, I3, W4) read both ends' kernel
-// queues with inet_diag while a client with a 4 KiB receive buffer fills
-// the connection, each sample tied to the connection's own two sockets
-// (four-tuple and cookie) or discarded. What was sent, less what came back
-// and what the kernel holds, is only a candidate for what the server
-// holds (a server that dropped bytes shows the same figure): it counts
-// while the server's end is open (ESTABLISHED, CLOSE_WAIT), and is taken
-// as holding only with positive evidence, the bytes delivered later (or,
-// for a server that stopped reading, its receive queue full and still).
+// case stops it, or the case fails with CauseTarget.
 //
 // The environment is not the target: a port another process took between
 // its pick and the target's bind is retried on other ports, and how a
@@ -51,7 +53,7 @@
 // From any Go test, like nettest.TestConn:
 //
 //	func TestMyServer(t *testing.T) {
-//		conformance.Run(t, conformance.Command{Argv: []string{"./myserver", "--listen", "{addr}"}})
+//		conformance.Run(t, conformance.Command{Argv: []string{"./myserver", "--listen", "{addr}"}}, cases.Catalogue())
 //	}
 //
 // Each case starts a fresh instance and runs alone (timing bounds assume

@@ -393,7 +393,7 @@ func truncate(b []byte, n int) string {
 // its table has room to fill). It returns the limit, the pids and the
 // most descriptors held.
 func limitServing(inst Instance, want uint64) (limit uint64, pids []int, held int, err error) {
-	serving, _, err := servingProcesses(inst)
+	serving, _, err := ServingProcesses(inst)
 	if err != nil {
 		return 0, nil, 0, err
 	}

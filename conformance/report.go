@@ -13,8 +13,11 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
-// counterLine lists the non-zero counters as name=value, sorted by name.
-func counterLine(c reactors.Counters) string {
+// CounterLine is how a result's evidence writes a reference reactor's
+// counters: the non-zero ones as name=value, sorted by name. A failed
+// case's result ends with its final counters so written; a case that
+// quotes counters in its own evidence writes them the same way.
+func CounterLine(c reactors.Counters) string {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err.Error()

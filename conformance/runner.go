@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -67,9 +66,15 @@ type Result struct {
 	AtStop string `json:"at_stop,omitempty"`
 }
 
-// C is a running case: its instance, its deadline and its findings. Fatalf
-// and Skipf end the case (like testing.T, they must be called from the
-// case's own goroutine).
+// C is a running case: its instance, its deadline and its findings. Its
+// exported methods are the whole API a case is written against (the
+// catalogue, package conformance/cases, reaches nothing else of the
+// runner): what the case may read of its run (Context, Instance,
+// Reference, FdLimit, StopGrace), what it records (Logf, Evidencef), how
+// it ends (Errorf, Fatalf, Skipf, Inconclusivef, Failed) and what it
+// leaves to the runner (Cleanup, HangUpOnStop, Stop). Fatalf, Skipf and
+// Inconclusivef end the case (like testing.T, they must be called from
+// the case's own goroutine).
 type C struct {
 	ctx  context.Context
 	inst Instance
@@ -83,10 +88,8 @@ type C struct {
 	final    *Final
 	stopErr  error
 	cleanups []func()
-	// hangUps close the case's client connections (dial, dialQuiet);
-	// Stop runs them first, so a server that drains on SIGTERM (waits
-	// for each client's EOF, within its grace) is not kept waiting by
-	// connections the case no longer reads.
+	// hangUps close the case's client connections (HangUpOnStop); Stop
+	// runs them first.
 	hangUps []func()
 	stopMu  sync.Mutex // held across inst.Stop: one stop, others wait for it
 	// stopGrace is the stop contract's grace period (Options.StopGrace).
@@ -128,9 +131,11 @@ func firstLine(s string) string {
 	return line
 }
 
-// onStop registers a client connection's hang-up for Stop to run before
-// it stops the instance.
-func (c *C) onStop(hangUp func()) {
+// HangUpOnStop registers a client connection's hang-up for Stop to run
+// before it stops the instance: a server that drains on SIGTERM (waits
+// for each client's EOF, within its grace) is then not kept waiting by
+// connections the case no longer reads.
+func (c *C) HangUpOnStop(hangUp func()) {
 	c.mu.Lock()
 	c.hangUps = append(c.hangUps, hangUp)
 	c.mu.Unlock()
@@ -162,6 +167,17 @@ func (c *C) Instance() Instance { return c.inst }
 
 // Reference is the instance's reference reactor, nil for a black box.
 func (c *C) Reference() *Reference { return c.inst.Reference() }
+
+// FdLimit is the descriptor limit in force in the instance's serving
+// processes: the case's Setup.FdLimit, or, for a target that could not
+// start under it, the one applied once it was ready (at least as high);
+// 0 when the case set none.
+func (c *C) FdLimit() uint64 { return c.fdLimit }
+
+// StopGrace is the stop contract's grace period (Options.StopGrace, or
+// DefaultStopGrace): how long the target may take, after SIGTERM, to
+// answer what it has read and close every connection.
+func (c *C) StopGrace() time.Duration { return c.stopGrace }
 
 // Logf records a line shown with the result.
 func (c *C) Logf(format string, args ...any) {
@@ -226,16 +242,6 @@ func (c *C) Failed() bool {
 	return c.verdict == Fail
 }
 
-// usage samples the instance's consumption or fails the case: a missing
-// measurement must never read as a pass.
-func (c *C) usage() Usage {
-	u, err := c.inst.Usage()
-	if err != nil {
-		c.Fatalf("measuring the server: %v", err)
-	}
-	return u
-}
-
 // Stop stops the instance once and returns what it left; a failure to stop
 // cleanly fails the case. Concurrent calls wait for the one stop.
 func (c *C) Stop() Final {
@@ -265,27 +271,9 @@ func (c *C) Stop() Final {
 	return f
 }
 
-// finalStats returns the reference reactor's final statistics from f, the
-// instance's end: a reactor that ended badly at its stop (f.AtStop, a
-// finding reported apart) has none, and the case is then inconclusive
-// rather than charged with it; one that simply reported none fails the
-// case, since a missing measurement never reads as a pass.
-func (c *C) finalStats(f Final) *reactors.Stats {
-	if f.Stats != nil {
-		return f.Stats
-	}
-	if f.AtStop != "" {
-		c.Inconclusivef("the reference reactor ended badly at its stop (%s), so its final statistics, which this case judges, are lost (the end at the stop is reported apart)", f.AtStop)
-	}
-	c.Fatalf("the reference reactor reported no final statistics")
-	return nil
-}
-
-// Options select and bound a run.
+// Options shape a run of cases: its bounds, the start check, progress,
+// strictness and the stop contract.
 type Options struct {
-	// Cases lists case ids to run ("F1", or a group letter "F"); empty runs
-	// the whole catalogue.
-	Cases []string
 	// Timeout, when positive, bounds each case from the start of its
 	// instance to its verdict (the start included, so a target that never
 	// becomes ready is bounded by it too). 0: the case's own bound, its
@@ -354,52 +342,18 @@ func (r caseRun) caseTimeout(cs Case) time.Duration {
 	return cs.timeout()
 }
 
-// Select returns the catalogue entries named by ids (case ids or group
-// letters), in catalogue order, or an error naming an unknown id.
-func Select(ids []string) ([]Case, error) {
-	all := Catalogue()
-	if len(ids) == 0 {
-		return all, nil
-	}
-	want := map[string]bool{}
-	for _, id := range ids {
-		id = strings.ToUpper(strings.TrimSpace(id))
-		found := false
-		for _, c := range all {
-			if c.ID == id || c.Group() == id {
-				found = true
-			}
-		}
-		if !found {
-			var known []string
-			for _, c := range all {
-				known = append(known, c.ID)
-			}
-			return nil, fmt.Errorf("unknown case %q (accepted: %s, or a group letter F R W I S T X A M)", id, strings.Join(known, " "))
-		}
-		want[id] = true
-	}
-	var out []Case
-	for _, c := range all {
-		if want[c.ID] || want[c.Group()] {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// RunAll runs the selected cases one after another (never in parallel: the
-// timing bounds assume the target has the machine to itself) and returns
-// every result, in catalogue order. Unless opts.NoStartCheck, it first
-// starts the target once (CheckStart): if that fails, no case runs and
-// the error is the *target.StartError. When ctx is cancelled the case then
-// running is Interrupted and every case after it NotRun (all of them when
-// the check was interrupted), with a nil error: an interrupted run never
-// looks like a pass, nor like a failure.
-func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) {
-	cases, err := Select(opts.Cases)
-	if err != nil {
-		return nil, err
+// RunAll runs cases one after another, in their order (never in
+// parallel: the timing bounds assume the target has the machine to
+// itself), and returns every result, in that order; no cases is an
+// error. Unless opts.NoStartCheck, it first starts the target once
+// (CheckStart): if that fails, no case runs and the error is the
+// *target.StartError. When ctx is cancelled the case then running is
+// Interrupted and every case after it NotRun (all of them when the check
+// was interrupted), with a nil error: an interrupted run never looks like
+// a pass, nor like a failure.
+func RunAll(ctx context.Context, target Target, cases []Case, opts Options) ([]Result, error) {
+	if len(cases) == 0 {
+		return nil, errNoCases
 	}
 	if !opts.NoStartCheck {
 		if err := CheckStart(ctx, target, opts.StartTimeout); err != nil && ctx.Err() == nil {
@@ -420,6 +374,9 @@ func RunAll(ctx context.Context, target Target, opts Options) ([]Result, error) 
 	}
 	return results, nil
 }
+
+// errNoCases is a run given no case to run.
+var errNoCases = errors.New("no case to run")
 
 // notRun is the result of a case an interrupted run did not reach.
 func notRun(cs Case) Result {
@@ -585,7 +542,7 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 		res.AtStop = c.final.AtStop
 	}
 	if res.Verdict == Fail && c.final != nil && c.final.Stats != nil {
-		res.Evidence = append(res.Evidence, "final counters: "+counterLine(c.final.Stats.Counters))
+		res.Evidence = append(res.Evidence, "final counters: "+CounterLine(c.final.Stats.Counters))
 	}
 	c.mu.Unlock()
 	res.Duration = time.Since(start)
@@ -595,22 +552,21 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 	}
 }
 
-// Run runs the catalogue (or the cases opts name) against target as
-// subtests of t, one per case: a failure fails the subtest with its
-// evidence, a skip skips it with the reason, and an inconclusive case
-// skips it with "INCONCLUSIVE: " and the reason (it proved nothing), or
-// fails it with Options.Strict. Unless Options.NoStartCheck, the target is
-// started once first (CheckStart): a target that cannot start fails t
-// once, saying why, and no subtest runs.
-func Run(t *testing.T, target Target, opts ...Options) {
+// Run runs cases against target as subtests of t, one per case, in
+// their order: a failure fails the subtest with its evidence, a skip
+// skips it with the reason, and an inconclusive case skips it with
+// "INCONCLUSIVE: " and the reason (it proved nothing), or fails it with
+// Options.Strict. No cases fails t. Unless Options.NoStartCheck, the
+// target is started once first (CheckStart): a target that cannot start
+// fails t once, saying why, and no subtest runs.
+func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
 	t.Helper()
 	var o Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	cases, err := Select(o.Cases)
-	if err != nil {
-		t.Fatal(err)
+	if len(cases) == 0 {
+		t.Fatal(errNoCases)
 	}
 	if !o.NoStartCheck {
 		if err := CheckStart(context.Background(), target, o.StartTimeout); err != nil {

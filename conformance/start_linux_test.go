@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 	"github.com/reactorlab/reactorlab/internal/testbin"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/target"
@@ -95,7 +96,7 @@ func (c *counting) Start(ctx context.Context, s conformance.Setup) (conformance.
 // error, not one failure per case.
 func TestRunAllRefusesOnce(t *testing.T) {
 	counted := &counting{Target: conformance.Command{Argv: []string{"true"}}}
-	results, err := conformance.RunAll(context.Background(), counted, conformance.Options{Cases: []string{"F", "R"}})
+	results, err := conformance.RunAll(context.Background(), counted, selected(t, "F", "R"), conformance.Options{})
 	var se *target.StartError
 	if !errors.As(err, &se) || se.Cause != target.StartExited || len(results) != 0 || counted.starts.Load() != 1 {
 		t.Fatalf("results %v, err %v, %d starts; want no result, a StartError (exited), one start", results, err, counted.starts.Load())
@@ -160,7 +161,7 @@ func (h *hangingInstance) Stop() (conformance.Final, error) {
 func TestCaseTimeoutBounds(t *testing.T) {
 	t.Parallel() // its targets are a child process and a listener that runs no reactor; see TestMain
 	sleep := sleepArg(2)
-	f1, _ := conformance.Lookup("F1")
+	f1, _ := cases.Lookup("F1")
 	const timeout = time.Second
 	for _, tc := range []struct {
 		name   string
@@ -208,8 +209,8 @@ func TestInterruptedRun(t *testing.T) {
 
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	results, err := conformance.RunAll(ctx, conformance.InProcess{Design: reactors.LT}, conformance.Options{
-		Cases: []string{"F1", "F2", "F3"}, Progress: func(conformance.Result) { cancel() }})
+	results, err := conformance.RunAll(ctx, conformance.InProcess{Design: reactors.LT}, selected(t, "F1", "F2", "F3"), conformance.Options{
+		Progress: func(conformance.Result) { cancel() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,4 +243,15 @@ func processesWithArgs(argv ...string) []string {
 		}
 	}
 	return pids
+}
+
+// selected is the catalogue's cases named by ids (case ids or group
+// letters), or fails t.
+func selected(t *testing.T, ids ...string) []conformance.Case {
+	t.Helper()
+	cs, err := cases.Select(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

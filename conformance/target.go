@@ -96,20 +96,29 @@ type Final struct {
 	// and never charged to the case's claim, which was tested before it.
 	AtStop string
 	// Lingered: the instance was still running when it was stopped after
-	// a case's own SIGTERM (terminable) and the grace period, and was
+	// a case's own SIGTERM (Terminable) and the grace period, and was
 	// killed. That alone leaves Clean true: the stop-contract case that
 	// sent the signal judges how the instance answered it (X4).
 	Lingered bool
 }
 
-// terminable is an instance the stop-contract cases can send SIGTERM to
-// and watch: a process target.
-type terminable interface {
+// Terminable is an instance the stop-contract cases can send SIGTERM to
+// and watch: a process target's (Process, Command). A case that needs
+// the stop contract (NeedStopContract) runs only on one.
+type Terminable interface {
 	// Terminate sends SIGTERM now and returns; Stop afterwards ends what
 	// is left (SIGKILL once the grace period has passed since Terminate).
 	Terminate() error
 	// Exited is closed once the process has exited.
 	Exited() <-chan struct{}
+}
+
+// ProcessGroup is an instance that runs as processes of its own: a
+// process target's (Process, Command).
+type ProcessGroup interface {
+	// Group lists the living processes of the instance's process group,
+	// the leader first (while it lives).
+	Group() ([]int, error)
 }
 
 // ErrUnsupported marks what a target cannot provide; cases that need it

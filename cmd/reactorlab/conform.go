@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/designs"
@@ -150,7 +151,7 @@ func conform(args []string, stdout, stderr io.Writer) int {
 		printCatalogue(stdout)
 		return cli.ExitOK
 	}
-	selected, err := conformance.Select(f.cases)
+	selected, err := cases.Select(f.cases)
 	if err != nil {
 		return c.Usagef(stderr, "--case: %v", err)
 	}
@@ -208,7 +209,7 @@ func runConform(ctx context.Context, target conformance.Target, selected []confo
 	}
 	fmt.Fprintf(stderr, "reactorlab conform: %s started and listening (checked in %v); %s\n",
 		target.Name(), time.Since(t0).Round(time.Millisecond), countOf(len(selected), "case"))
-	results, err := conformance.RunAll(ctx, target, conformance.Options{Cases: f.cases, Timeout: f.timeout,
+	results, err := conformance.RunAll(ctx, target, selected, conformance.Options{Timeout: f.timeout,
 		StartTimeout: f.startTimeout, NoStartCheck: true, Stop: f.stopContract(), StopGrace: f.stopGrace,
 		Progress: func(r conformance.Result) {
 			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
@@ -294,7 +295,7 @@ func withoutFlag(args []string, name string) []string {
 
 func printCatalogue(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range conformance.Catalogue() {
+	for _, c := range cases.Catalogue() {
 		fmt.Fprintf(tw, "%s\t%s\n", c.ID, c.Title)
 		fmt.Fprintf(tw, "\tclaim: %s\n", c.Claim)
 		fmt.Fprintf(tw, "\tbound: %s\n", c.Bound)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/internal/cli"
 )
@@ -62,7 +63,7 @@ func TestConformList(t *testing.T) {
 	if code := run([]string{"conform", "--list"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	for _, c := range conformance.Catalogue() {
+	for _, c := range cases.Catalogue() {
 		if !strings.Contains(stdout.String(), c.ID+"  "+c.Title) {
 			t.Errorf("--list lacks %s %q:\n%s", c.ID, c.Title, stdout.String())
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/internal/testbin"
 	"github.com/reactorlab/reactorlab/reactors"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 // registry names the case: the catalogue's Mutants come from there) or an
 // examples/echo bug; and its wire faults parse.
 func TestCatalogueMatchesFaults(t *testing.T) {
-	for _, c := range conformance.Catalogue() {
+	for _, c := range cases.Catalogue() {
 		if len(c.Mutants) == 0 && len(c.BlackBoxBugs) == 0 {
 			t.Errorf("%s has no mutant (nor examples/echo bug) that must fail it", c.ID)
 		}
@@ -43,9 +44,9 @@ func TestCatalogueMatchesFaults(t *testing.T) {
 // design, and each case it names is in the catalogue. A new mutant cannot
 // skip TestEveryMutantIsCaught.
 func TestEveryMutantHasConformanceRows(t *testing.T) {
-	cases := map[string]conformance.Case{}
-	for _, c := range conformance.Catalogue() {
-		cases[c.ID] = c
+	catalogue := map[string]conformance.Case{}
+	for _, c := range cases.Catalogue() {
+		catalogue[c.ID] = c
 	}
 	rows := map[string]int{}
 	for _, f := range faults.Reactors() {
@@ -60,7 +61,7 @@ func TestEveryMutantHasConformanceRows(t *testing.T) {
 			t.Errorf("mutant %s has no row in the mutation table (no design with cases among faults.Reactors)", m.Name)
 		}
 		for _, id := range m.Cases {
-			if _, ok := cases[id]; !ok {
+			if _, ok := catalogue[id]; !ok {
 				t.Errorf("mutant %s names case %s, which is not in the catalogue", m.Name, id)
 			}
 		}
@@ -170,9 +171,13 @@ func runShard(t *testing.T, shard string) {
 				default:
 					targets = []conformance.Target{inProcess}
 				}
+				selected, err := cases.Select(want)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var row []string
 				for _, target := range targets {
-					results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: want})
+					results, err := conformance.RunAll(context.Background(), target, selected, conformance.Options{})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -47,6 +47,7 @@ import (
 	"strings"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 )
 
 // Expect is one case's true verdict on a peer and why it is true. Where
@@ -146,7 +147,7 @@ func parse(r io.Reader, path string) (Peer, error) {
 		return p, fmt.Errorf("%s: name and run are required", path)
 	}
 	var missing []string
-	for _, cs := range conformance.Catalogue() {
+	for _, cs := range cases.Catalogue() {
 		if _, ok := p.Truth[cs.ID]; !ok {
 			missing = append(missing, cs.ID)
 		}
@@ -183,7 +184,7 @@ func setHeader(p *Peer, key, value string, bad badLine) error {
 	case "runs":
 		p.Runs = strings.Fields(value)
 		for _, id := range p.Runs {
-			if _, ok := conformance.Lookup(id); !ok {
+			if _, ok := cases.Lookup(id); !ok {
 				return bad("runs: unknown case %q", id)
 			}
 		}
@@ -206,7 +207,7 @@ func addCase(p *Peer, text string, bad badLine) error {
 		return bad("%q: want a header line KEY: VALUE or a case line ID VERDICT WHY", text)
 	}
 	id := f[0]
-	if _, ok := conformance.Lookup(id); !ok {
+	if _, ok := cases.Lookup(id); !ok {
 		return bad("unknown case %q", id)
 	}
 	var verdicts []conformance.Verdict

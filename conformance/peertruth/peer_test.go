@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 )
 
 func truthLines(except string) string {
 	var b strings.Builder
-	for _, cs := range conformance.Catalogue() {
+	for _, cs := range cases.Catalogue() {
 		if cs.ID != except {
 			b.WriteString(cs.ID + " pass  it echoes\n")
 		}

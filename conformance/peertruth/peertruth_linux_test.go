@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
 	"github.com/reactorlab/reactorlab/conformance/peertruth"
 )
 
@@ -82,17 +83,21 @@ func TestPeersTruth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cases := p.Runs
+			ids := p.Runs
 			switch {
 			case onlyCases != nil:
-				cases = onlyCases
+				ids = onlyCases
 			case full:
-				cases = nil
+				ids = nil
 			}
 			if testing.Short() && onlyCases == nil {
-				cases = []string{"R1"} // the peer builds, starts and is judged: the truths run without -short
+				ids = []string{"R1"} // the peer builds, starts and is judged: the truths run without -short
 			}
-			results, err := conformance.RunAll(context.Background(), target, conformance.Options{Cases: cases, Stop: p.Stop})
+			selected, err := cases.Select(ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := conformance.RunAll(context.Background(), target, selected, conformance.Options{Stop: p.Stop})
 			if err != nil {
 				t.Fatal(err)
 			}

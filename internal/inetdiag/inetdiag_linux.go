@@ -31,6 +31,29 @@ func Dump(family uint8, states uint32, lport, rport uint16) ([]Socket, error) {
 	return DumpOn(fd, family, states, lport, rport)
 }
 
+// ListeningInodes returns the inodes of the TCP sockets listening on
+// port, on any address, IPv4 or IPv6 (a dual-stack server listens on
+// [::]): the inodes a descriptor table names ("socket:[N]") and an epoll
+// item's Ino carries. It is an error when no socket listens on port.
+func ListeningInodes(port uint16) (map[uint64]bool, error) {
+	out := map[uint64]bool{}
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := Dump(fam, 1<<Listen, port, 0)
+		if err != nil {
+			return nil, fmt.Errorf("reading the kernel's TCP tables: %w", err)
+		}
+		for _, s := range socks {
+			if s.Inode != 0 {
+				out[uint64(s.Inode)] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no socket listening on port %d in the kernel's TCP tables", port)
+	}
+	return out, nil
+}
+
 // DumpOn is Dump on fd, a NETLINK_SOCK_DIAG socket of the caller's: it
 // reads the network namespace fd was opened in, from any thread (a
 // sampler that opened it in a server's namespace). fd's receive timeout,

@@ -22,6 +22,22 @@ type Fd struct {
 // instance.
 const EpollTarget = "anon_inode:[eventpoll]"
 
+// SocketInode is the inode of the socket f refers to, from its link's
+// target "socket:[N]" (the inode inet_diag and an epoll item's Ino name);
+// false when f is no socket.
+func (f Fd) SocketInode() (uint64, bool) {
+	n, ok := strings.CutPrefix(f.Target, "socket:[")
+	if !ok {
+		return 0, false
+	}
+	n, ok = strings.CutSuffix(n, "]")
+	if !ok {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(n, 10, 64)
+	return ino, err == nil
+}
+
 // FdPath is /proc/PID/fd/FD, the link to descriptor fd of process pid.
 func FdPath(pid, fd int) string { return Dir(pid) + "/fd/" + strconv.Itoa(fd) }
 

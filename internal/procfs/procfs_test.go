@@ -224,3 +224,16 @@ func TestSysctlPath(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestSocketInode: a socket's link target gives its inode; any other
+// target, or a malformed one, is no socket.
+func TestSocketInode(t *testing.T) {
+	if ino, ok := (Fd{Target: "socket:[123456]"}).SocketInode(); !ok || ino != 123456 {
+		t.Errorf("socket:[123456] = %d, %v; want 123456, true", ino, ok)
+	}
+	for _, target := range []string{EpollTarget, "/dev/null", "socket:[12", "socket:[x]", "pipe:[7]", ""} {
+		if ino, ok := (Fd{Target: target}).SocketInode(); ok {
+			t.Errorf("%q = %d, true; want no socket", target, ino)
+		}
+	}
+}

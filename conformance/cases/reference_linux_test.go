@@ -1,0 +1,138 @@
+//go:build linux
+
+package cases_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/conformance/cases"
+	"github.com/reactorlab/reactorlab/internal/testbin"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
+)
+
+// TestInProcessReference runs the whole catalogue on every one-loop
+// design, and on the multi-loop designs all but the cases that measure
+// one loop's own scheduling and fd reuse (oneLoopPaths): their loops run
+// lt's policy, which lt is held to in full; what they add — their
+// listeners, the handoff, several loops, STOP across them, stale results
+// across them — is the rest of the catalogue and the M group. mainsub
+// keeps S2: its control connections are on the acceptor, not a data loop.
+// With -short, every design without slowPaths, and without halfSecondPaths
+// but on lt and mainsub.
+func TestInProcessReference(t *testing.T) {
+	t.Parallel() // beside the other runs of whole catalogues: see TestMain
+	for _, d := range designs.Names() {
+		t.Run(string(d), func(t *testing.T) {
+			var ids []string
+			switch d {
+			case reactors.ReusePort, reactors.SharedListener:
+				ids = allBut(oneLoopPaths)
+			case reactors.MainSub:
+				ids = allBut(slices.DeleteFunc(slices.Clone(oneLoopPaths), func(id string) bool { return id == "S2" }))
+			}
+			ids = shortTier(ids)
+			if testing.Short() && d != reactors.LT && d != reactors.MainSub {
+				ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(halfSecondPaths, id) })
+			}
+			conformance.Run(t, conformance.InProcess{Design: d}, mustSelect(t, ids), conformance.Options{Strict: true})
+		})
+	}
+}
+
+// oneLoopPaths are the cases whose claim is about one loop's scheduling
+// (S1, S2, T1, A1, W4, W5) or its own fd reuse (I1): about 16 s of the
+// 24–27 s a design takes.
+var oneLoopPaths = []string{"S1", "S2", "T1", "A1", "W4", "W5", "I1"}
+
+// halfSecondPaths are the cases of half a second or more in process (per
+// design, on average: W3 0.7 s, M4 0.7, W2 0.6, W1 0.5, F1 0.4, M2 0.3):
+// with -short they run on lt and mainsub alone (one loop, and several),
+// so that every design still runs the rest of the catalogue.
+var halfSecondPaths = []string{"W3", "M4", "W2", "W1", "F1", "M2"}
+
+// slowPaths are the cases that take a second or more on lt (I1 4.5 s, A1
+// 3.5 s, the rest 1–1.6 s): left out with -short, the tier a person runs
+// while changing code, so that each design still runs once, on the rest.
+var slowPaths = []string{"I1", "A1", "W4", "W5", "S1", "S2", "T1", "I2", "X1"}
+
+// shortTier is ids (nil: the whole catalogue) as the test runs them:
+// with -short, without slowPaths.
+func shortTier(ids []string) []string {
+	if !testing.Short() {
+		return ids
+	}
+	if ids == nil {
+		return allBut(slowPaths)
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(slowPaths, id) })
+}
+
+// mustSelect is the catalogue's cases named by ids (nil: all of them),
+// or fails t.
+func mustSelect(t *testing.T, ids []string) []conformance.Case {
+	t.Helper()
+	selected, err := cases.Select(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return selected
+}
+
+// allBut is every case id of the catalogue but those in ids.
+func allBut(ids []string) []string {
+	var out []string
+	for _, c := range cases.Catalogue() {
+		if !slices.Contains(ids, c.ID) {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// processPaths are the cases whose path differs, design by design, for a
+// reference reactor run as a process (reactorlab serve) from the same
+// reactor in-process: the accept path at a descriptor limit of its own
+// (R4), its sockets (I2), its final statistics arriving with its exit
+// (X1, X2), and, for a design with several loops, the serve child's loop
+// flags, its threads in /proc (M4) and every loop's stop (the M group;
+// M5 on prio-thread too). What a process adds whatever the design — its
+// CPU and memory measured from /proc (W1, W2), the rest of the
+// catalogue through the same socket — lt runs in full, and
+// TestInProcessReference runs the whole catalogue on every design.
+func processPaths(d reactors.Design) []string {
+	ids := []string{"R4", "I2", "X1", "X2"}
+	switch d {
+	case reactors.MainSub, reactors.ReusePort, reactors.SharedListener:
+		ids = append(ids, "M")
+	case reactors.PrioThread:
+		ids = append(ids, "M5")
+	}
+	return ids
+}
+
+// TestProcessReference runs the whole catalogue on lt as a process, and
+// processPaths on every other design: the suite's time goes to what the
+// process adds, not to repeating TestInProcessReference (the whole
+// catalogue on all eight designs as processes would take ~170 s, against
+// CI's 8 minutes for all of go test ./...). With -short, lt alone, without
+// slowPaths.
+func TestProcessReference(t *testing.T) {
+	t.Parallel() // beside the other runs of whole catalogues: see TestMain
+	exe := testbin.Path(t, "cmd/reactorlab")
+	for _, d := range designs.Names() {
+		t.Run(string(d), func(t *testing.T) {
+			if testing.Short() && d != reactors.LT {
+				t.Skip("-short: lt alone as a process (TestInProcessReference runs every design)")
+			}
+			var ids []string
+			if d != reactors.LT {
+				ids = processPaths(d)
+			}
+			ids = shortTier(ids)
+			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), conformance.Options{Strict: true})
+		})
+	}
+}

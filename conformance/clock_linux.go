@@ -1,8 +1,0 @@
-//go:build linux
-
-package conformance
-
-import "github.com/reactorlab/reactorlab/reactors/timers"
-
-// monoNow is CLOCK_MONOTONIC in ns, the clock frames' send times use.
-func monoNow() uint64 { return uint64(timers.Now()) }

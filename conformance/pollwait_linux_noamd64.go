@@ -1,7 +1,0 @@
-//go:build linux && !amd64
-
-package conformance
-
-// legacyPollSyscalls is empty: the newer architectures have only ppoll
-// and pselect6 (386 and arm have poll and select too, not looked for).
-var legacyPollSyscalls = map[int]pollShape{}
