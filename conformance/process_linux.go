@@ -188,14 +188,21 @@ func (t Command) Start(ctx context.Context, setup Setup) (Instance, error) {
 const portAttempts = 3
 
 // portTaken reports whether err, a failed start of a target given addrs,
-// shows that one of those addresses was taken by another process: the
-// target exited before it listened, and either its stderr says its bind
+// shows that one of those addresses was taken by another process: an
+// address accepted on another process's listener (proc.ErrAddrTaken), or
+// the target exited before it listened, and either its stderr says its bind
 // failed with EADDRINUSE (in the words of libc, Go, the JVM, Erlang,
 // Python or Node) or the address is bound by someone now. A target that
 // exits for any other reason is its own failure.
 func portTaken(err error, addrs ...string) bool {
 	var pe *proc.StartError
-	if !errors.As(err, &pe) || !errors.Is(pe.Err, proc.ErrExited) {
+	if !errors.As(err, &pe) {
+		return false
+	}
+	if errors.Is(pe.Err, proc.ErrAddrTaken) {
+		return true
+	}
+	if !errors.Is(pe.Err, proc.ErrExited) {
 		return false
 	}
 	said := strings.ToLower(pe.Exit.StderrTail)

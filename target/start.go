@@ -12,9 +12,10 @@ import (
 // StartCause says why a target could not be started.
 type StartCause string
 
-// The causes of a StartError. The first three are a process's, classified
+// The causes of a StartError. The first four are a process's, classified
 // by the launcher (harness/proc, StartError.Cause there) from how it
-// ended; StartFailed is any other failure to start.
+// ended or what held its address; StartFailed is any other failure to
+// start.
 const (
 	// StartMissing: the program is not there or cannot be executed: it
 	// exited with status 127 or 126, as a shell does for a command not
@@ -27,6 +28,11 @@ const (
 	// StartNoListener: it ran, but an address did not accept within the
 	// start's bound; it has been killed.
 	StartNoListener StartCause = "no listener"
+	// StartAddrTaken: it ran, but an address it was to serve accepted on
+	// a listener held by another process, not by any of its own: the
+	// port was taken before it could bind it, the environment's doing,
+	// not the target's. It has been killed.
+	StartAddrTaken StartCause = "address taken"
 	// StartFailed: the start failed another way, which Detail gives (an
 	// in-process reactor refusing its configuration, no free port).
 	StartFailed StartCause = "failed"
@@ -47,7 +53,7 @@ const StderrLines = 20
 // every field but Err, with Timeout in seconds ("timeout_s", left out
 // when 0); what was written before reads back the same.
 type StartError struct {
-	// Cause is why it did not start; any value but the four is read as
+	// Cause is why it did not start; any value but the five is read as
 	// StartFailed.
 	Cause StartCause `json:"cause"`
 	// Target names what was started as its user named it (Spec.String:
@@ -112,6 +118,8 @@ func (e *StartError) Error() string {
 			within = fmt.Sprintf("within %v", e.Timeout)
 		}
 		msg = fmt.Sprintf("%s: nothing accepted connections on %s %s (the program was running; it has been killed)", target, addrsText(e.Addrs), within)
+	case StartAddrTaken:
+		msg = fmt.Sprintf("%s: another process held %s, so the program could not serve it (it was running; it has been killed)", target, addrsText(e.Addrs))
 	default:
 		msg = target + ": did not start"
 		if e.Detail != "" {

@@ -68,9 +68,9 @@ func TestTerminate(t *testing.T) {
 func TestTerminateThenStopKills(t *testing.T) {
 	noLeaks(t)
 	p := mustStart(t, Spec{
-		Argv:  []string{"sh", "-c", `trap "" TERM; echo trapped >&2; sleep 60`},
-		Addr:  heldAddr(t),
-		Grace: 400 * time.Millisecond,
+		Argv:     []string{"sh", "-c", `trap "" TERM; echo trapped >&2; sleep 60`},
+		NoListen: true,
+		Grace:    400 * time.Millisecond,
 	})
 	awaitTrapped(t, p)
 	if err := p.Terminate(); err != nil {

@@ -109,10 +109,17 @@ var ErrExited = errors.New("process exited")
 // Spec.Ready; the error from Start wraps it and context.DeadlineExceeded.
 var ErrNotReady = errors.New("target not ready")
 
+// ErrAddrTaken reports that an address accepted a connection on a
+// listener held by another process, not by any of the target's group:
+// someone took the port before the target could bind it. That is the
+// environment's doing; a caller that chose the address may choose another.
+var ErrAddrTaken = errors.New("address taken by another process")
+
 // StartError is Start's error for a process that was started but never
 // became ready: it exited first (Err wraps ErrExited), an address did not
 // accept within Spec.Ready (Err wraps ErrNotReady and
-// context.DeadlineExceeded), or Start's context ended (Err wraps its
+// context.DeadlineExceeded), an address was held by another process (Err
+// wraps ErrAddrTaken), or Start's context ended (Err wraps its
 // error). When Start returns it, the process and every process of its
 // group have been killed and reaped: Exit says how the process ended and
 // holds what it printed, its stderr tail included. Its text is the
@@ -145,7 +152,8 @@ func (e *StartError) Unwrap() error { return e.Err }
 // Cause classifies the failure: target.StartMissing or
 // target.StartExited when the process exited first (by its status),
 // target.StartNoListener when an address did not accept within
-// Spec.Ready, and "" when Start's context ended first: not the process's
+// Spec.Ready, target.StartAddrTaken when another process held one, and
+// "" when Start's context ended first: not the process's
 // failure but the caller's bound, which the caller judges.
 func (e *StartError) Cause() target.StartCause {
 	switch {
@@ -155,6 +163,8 @@ func (e *StartError) Cause() target.StartCause {
 		return target.StartExited
 	case errors.Is(e.Err, ErrNotReady):
 		return target.StartNoListener
+	case errors.Is(e.Err, ErrAddrTaken):
+		return target.StartAddrTaken
 	}
 	return ""
 }
@@ -162,7 +172,8 @@ func (e *StartError) Cause() target.StartCause {
 // StartFailure is e as the start failure of the target named name (its
 // Spec.String), whose addresses were waited for ready: Cause's cause, the
 // exit (text and code) for target.StartMissing and target.StartExited,
-// code -1 and the wait for target.StartNoListener, the addresses and the
+// code -1 and the wait for target.StartNoListener, code -1 for
+// target.StartAddrTaken, the addresses and the
 // whole stderr tail Exit kept, trimmed. When Cause is "" (Start's context
 // ended) so is its Cause, and Detail is Err's text: the caller judges
 // that, and names its cause. Err is left nil: the failure stands for e,
@@ -175,6 +186,8 @@ func (e *StartError) StartFailure(name string, ready time.Duration) *target.Star
 		f.Exit = e.Exit.String()
 	case target.StartNoListener:
 		f.Code, f.Timeout = -1, ready
+	case target.StartAddrTaken:
+		f.Code = -1
 	default:
 		f.Detail = e.Err.Error()
 	}

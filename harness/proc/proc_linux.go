@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/inetdiag"
 	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
@@ -452,7 +454,8 @@ func (p *Process) copy(r *os.File, w io.Writer) {
 
 // waitReady dials each address in turn until it accepts, retrying with a
 // short backoff. It returns ErrExited as soon as the process exits, even in
-// the middle of a dial.
+// the middle of a dial, and ErrAddrTaken when an address accepts on a
+// listener the kernel shows held by no process of the target's group.
 func (p *Process) waitReady(ctx context.Context, ready time.Duration, addrs []string) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, ready)
@@ -479,6 +482,9 @@ func (p *Process) waitReady(ctx context.Context, ready time.Duration, addrs []st
 			c, err := d.DialContext(ctx, "tcp", addr)
 			if err == nil {
 				c.Close()
+				if p.listenerElsewhere(addr) {
+					return fmt.Errorf("%w: %s accepts, but no process of the target's group holds a socket listening on it", ErrAddrTaken, addr)
+				}
 				break
 			}
 			t := time.NewTimer(backoff)
@@ -504,4 +510,44 @@ func (p *Process) waitReady(ctx context.Context, ready time.Duration, addrs []st
 		}
 	}
 	return nil
+}
+
+// listenerElsewhere reports whether addr's port is, on positive evidence,
+// held by a process outside the target's group: the kernel's TCP tables
+// (inet_diag, in the calling thread's network namespace, the one the dial
+// went out in) show sockets listening on the port, and no descriptor of
+// the group's processes refers to any of them. A dial that was accepted
+// then reached another process, which bound the port before the target
+// could. It is false whenever that cannot be read (the tables, the group,
+// a descriptor table this process may not read): the accepted dial alone
+// is then the evidence of readiness.
+func (p *Process) listenerElsewhere(addr string) bool {
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return false
+	}
+	listeners, err := inetdiag.ListeningInodes(uint16(port))
+	if err != nil {
+		return false
+	}
+	group, err := groupPids(p.pid)
+	if err != nil || len(group) == 0 {
+		return false
+	}
+	for _, pid := range group {
+		fds, err := procfs.ReadFds(pid)
+		if err != nil {
+			return false
+		}
+		for _, f := range fds {
+			if ino, ok := f.SocketInode(); ok && listeners[ino] {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -166,15 +166,3 @@ func mustStop(t *testing.T, p *Process) Exit {
 	}
 	return e
 }
-
-// heldAddr listens on a loopback port until the test ends, so that Start
-// finds the address accepting whatever the target does, and returns it.
-func heldAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	return ln.Addr().String()
-}

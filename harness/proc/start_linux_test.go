@@ -5,6 +5,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -198,8 +199,8 @@ func TestStartCancelled(t *testing.T) {
 func TestOutputCaps(t *testing.T) {
 	noLeaks(t)
 	p := mustStart(t, Spec{
-		Argv: []string{"sh", "-c", `head -c 17000000 /dev/zero; seq 1 5000 >&2`},
-		Addr: heldAddr(t),
+		Argv:     []string{"sh", "-c", `head -c 17000000 /dev/zero; seq 1 5000 >&2`},
+		NoListen: true,
 	})
 	<-p.Done()
 	e := mustStop(t, p)
@@ -211,5 +212,49 @@ func TestOutputCaps(t *testing.T) {
 	}
 	if len(e.StderrTail) != StderrTailSize || !strings.HasSuffix(e.StderrTail, "\n4999\n5000\n") {
 		t.Errorf("stderr tail %d bytes ending %q", len(e.StderrTail), e.StderrTail[max(0, len(e.StderrTail)-20):])
+	}
+}
+
+// An address another process already listens on is not the target's
+// readiness, though a dial to it is accepted: Start refuses it at once
+// with ErrAddrTaken (cause target.StartAddrTaken), not after its bound as
+// a target that never listens, and never returns a process "ready" on
+// someone else's listener. Here the other process is this test, and the
+// target waits before it binds (and then fails to), so the first accepted
+// dial is the other's.
+func TestStartRefusesAnAddressAnotherProcessHolds(t *testing.T) {
+	noLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t0 := time.Now()
+	p, err := Start(context.Background(), Spec{Argv: []string{"sh", "-c", `sleep 0.3; exec "$0" --listen {addr}`, echoBin},
+		Addr: ln.Addr().String(), Ready: 10 * time.Second})
+	el := time.Since(t0)
+	if err == nil {
+		mustStop(t, p)
+		t.Fatalf("started %v on an address this test holds", ln.Addr())
+	}
+	var se *StartError
+	if !errors.As(err, &se) || !errors.Is(err, ErrAddrTaken) || se.Cause() != target.StartAddrTaken {
+		t.Fatalf("err %v, want a *StartError wrapping ErrAddrTaken", err)
+	}
+	if el > 5*time.Second {
+		t.Errorf("refused after %v: not at once, but as a target that never listens", el)
+	}
+	f := se.StartFailure("cmd:echo", 10*time.Second)
+	if msg := f.Error(); !strings.Contains(msg, "another process held "+ln.Addr().String()) {
+		t.Errorf("the start failure reads %q; want it to say another process held the address", msg)
 	}
 }

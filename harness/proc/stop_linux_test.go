@@ -34,14 +34,14 @@ func TestStopGraceful(t *testing.T) {
 	}
 }
 
-// A target that ignores SIGTERM is killed after Grace. The test holds the
-// listening socket itself, so Start finds the address accepting.
+// A target that ignores SIGTERM is killed after Grace. It serves nothing
+// (NoListen), so Start returns once it runs.
 func TestStopKillsAfterGrace(t *testing.T) {
 	noLeaks(t)
 	p := mustStart(t, Spec{
-		Argv:  []string{"sh", "-c", `trap "" TERM; echo trapped >&2; sleep 60; echo done`},
-		Addr:  heldAddr(t),
-		Grace: 200 * time.Millisecond,
+		Argv:     []string{"sh", "-c", `trap "" TERM; echo trapped >&2; sleep 60; echo done`},
+		NoListen: true,
+		Grace:    200 * time.Millisecond,
 	})
 	awaitTrapped(t, p)
 	t0 := time.Now()
