@@ -272,7 +272,7 @@ func threadCPUs() ([]string, error) {
 // own network namespace (the main thread's, which never changes) and the
 // masks its threads have.
 func childBaseline() (ChildAudit, error) {
-	n, err := os.Readlink("/proc/self/ns/net")
+	n, err := procfs.Namespace(procfs.Self, "net")
 	if err != nil {
 		return ChildAudit{}, err
 	}

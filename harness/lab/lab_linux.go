@@ -20,6 +20,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/internal/cli"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,11 +159,11 @@ func Required() (required bool, why string) {
 	if os.Geteuid() != 0 {
 		return false, ""
 	}
-	b, err := os.ReadFile("/proc/self/uid_map")
+	m, err := procfs.ReadUIDMap(procfs.Self)
 	if err != nil {
 		return false, ""
 	}
-	if f := strings.Fields(string(b)); len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295" {
+	if len(m) == 1 && m[0] == [3]string{"0", "0", "4294967295"} {
 		return true, "root in the initial user namespace"
 	}
 	return false, ""
@@ -413,7 +414,7 @@ func startLocked(cmd *exec.Cmd) (release func(), err error) {
 func ownNamespaces() (map[string]string, error) {
 	m := map[string]string{}
 	for _, k := range []string{"net", "pid", "mnt", "user"} {
-		l, err := os.Readlink("/proc/self/ns/" + k)
+		l, err := procfs.Namespace(procfs.Self, k)
 		if err != nil {
 			return nil, fmt.Errorf("read own namespaces: %w", err)
 		}
@@ -427,7 +428,7 @@ func ownNamespaces() (map[string]string, error) {
 func childNamespaces(pid int, parent map[string]string) []string {
 	var out []string
 	for _, k := range []string{"net", "pid", "mnt", "user"} {
-		l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, k))
+		l, err := procfs.Namespace(pid, k)
 		if err == nil && l != parent[k] {
 			out = append(out, l)
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -156,7 +157,7 @@ func checkLabChild(parent map[string]string) error {
 		return fmt.Errorf("pid %d: the lab role runs only as PID 1 of a new PID namespace, started by lab.Run", os.Getpid())
 	}
 	for _, k := range []string{"mnt", "pid"} {
-		own, err := os.Readlink("/proc/self/ns/" + k)
+		own, err := procfs.Namespace(procfs.Self, k)
 		if err != nil {
 			return err
 		}

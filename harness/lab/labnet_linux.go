@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/reactorlab/reactorlab/harness/proc"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -75,7 +76,7 @@ func setupLab(req labRequest) (*lab, *setupError) {
 		l.control = net.JoinHostPort(ServerIP, strconv.Itoa(ControlPort))
 	}
 	for _, k := range []string{"net", "pid", "mnt", "user"} {
-		own, err := os.Readlink("/proc/self/ns/" + k)
+		own, err := procfs.Namespace(procfs.Self, k)
 		if err != nil {
 			return nil, &setupError{step: "read the lab's namespaces", err: err}
 		}

@@ -156,11 +156,6 @@ func checkSysctl(k, v string) error {
 	return nil
 }
 
-// sysctlPath is the /proc/sys file of a checked key.
-func sysctlPath(k string) string {
-	return "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
-}
-
 // CheckServerCPU refuses a server CPU cap (harness.CellSpec.ServerCPU,
 // Spec.ServerCPU, in CPUs) outside proc.MinCPUShare..proc.MaxCPUShare,
 // 0 (no cap) aside: NaN and infinities too. The error says what is

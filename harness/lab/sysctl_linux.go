@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/reactorlab/reactorlab/internal/procfs"
 )
 
 // setSysctls writes each sysctl through the calling thread's /proc/sys and
@@ -16,7 +18,7 @@ import (
 func setSysctls(m map[string]string) (map[string]string, error) {
 	got := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p := sysctlPath(k)
+		p := procfs.SysctlPath(k)
 		if err := writeSysctl(p, m[k]); err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", k, m[k], err)
 		}
@@ -52,7 +54,7 @@ func writeSysctl(path, v string) error {
 func readSysctls(m map[string]string) map[string]string {
 	got := map[string]string{}
 	for k := range m {
-		b, err := os.ReadFile(sysctlPath(k))
+		b, err := os.ReadFile(procfs.SysctlPath(k))
 		if err != nil {
 			got[k] = "unreadable: " + err.Error()
 			continue

@@ -5,9 +5,10 @@
 // (memory, threads, CPU mask, context switches), schedstat (run time,
 // run-queue wait, timeslices), syscall (the call a thread is blocked in),
 // the descriptor table and a descriptor's fdinfo (an epoll instance's
-// items), the limits file, the system's /proc/stat CPU lines and the
-// network namespace's /proc/net/netstat counters, and kcmp(2) of two
-// descriptors.
+// items), the limits file, the command line, the namespace links and
+// the uid map, the system's /proc/stat CPU lines, /proc/cpuinfo's model,
+// the sysctls of /proc/sys and the network namespace's /proc/net/netstat
+// counters, and kcmp(2) of two descriptors.
 //
 // Each file has a parser, which takes the file's bytes and refuses
 // anything it cannot read whole with a *FormatError naming the file and

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -98,5 +99,23 @@ func TestReadCmdlineAndSysctl(t *testing.T) {
 	v, err := ReadSysctl("kernel.pid_max")
 	if err != nil || v == "" || v[len(v)-1] == '\n' {
 		t.Errorf("ReadSysctl(kernel.pid_max) = %q, %v", v, err)
+	}
+}
+
+// This process's namespace links and uid map read as the kernel writes
+// them.
+func TestNamespaceAndUIDMap(t *testing.T) {
+	for _, k := range []string{"net", "pid", "mnt", "user"} {
+		l, err := Namespace(Self, k)
+		if err != nil || !strings.HasPrefix(l, k+":[") {
+			t.Errorf("Namespace(Self, %s) = %q, %v", k, l, err)
+		}
+		if own, err := Namespace(os.Getpid(), k); err != nil || own != l {
+			t.Errorf("Namespace(pid, %s) = %q, %v; want %q", k, own, err, l)
+		}
+	}
+	m, err := ReadUIDMap(Self)
+	if err != nil || len(m) == 0 {
+		t.Errorf("ReadUIDMap(Self) = %v, %v", m, err)
 	}
 }

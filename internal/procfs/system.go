@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 )
@@ -57,4 +58,31 @@ func ReadCPUModel() (string, error) {
 		return "", err
 	}
 	return ParseCPUModel(b), nil
+}
+
+// Namespace is the link of process pid's namespace of a kind ("net",
+// "pid", "mnt", "user": the names of /proc/PID/ns), "net:[4026531840]":
+// two processes, or a process at two moments, are in the same namespace
+// exactly when their links are equal.
+func Namespace(pid int, kind string) (string, error) {
+	return os.Readlink(Dir(pid) + "/ns/" + kind)
+}
+
+// ReadUIDMap is process pid's /proc/PID/uid_map, one line per mapping of
+// three fields (first ID inside, first ID outside, count), as the kernel
+// writes it.
+func ReadUIDMap(pid int) ([][3]string, error) {
+	b, err := os.ReadFile(Dir(pid) + "/uid_map")
+	if err != nil {
+		return nil, err
+	}
+	var out [][3]string
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, bad("uid_map", fmt.Sprintf("line %d", i+1), "%d fields, want 3", len(f))
+		}
+		out = append(out, [3]string{f[0], f[1], f[2]})
+	}
+	return out, nil
 }
