@@ -21,7 +21,7 @@ import (
 // GOMAXPROCS so every loop thread and the suite's clients have a P (Stop
 // restores it): run one in-process instance at a time.
 type InProcess struct {
-	Design reactors.Design
+	Design reactors.DesignName
 	// Config is the base configuration (zero value: reactors.DefaultConfig);
 	// its Faults make the target a mutant. Listen addresses are always
 	// 127.0.0.1:0.
@@ -31,7 +31,7 @@ type InProcess struct {
 // Name is the design, with its faults if any ("lt", "et+no-drain").
 func (t InProcess) Name() string { return refName(t.Design, t.Config) }
 
-func refName(d reactors.Design, cfg *reactors.Config) string {
+func refName(d reactors.DesignName, cfg *reactors.Config) string {
 	name := string(d)
 	if cfg != nil {
 		for _, f := range cfg.Faults.Specs() {
@@ -42,7 +42,7 @@ func refName(d reactors.Design, cfg *reactors.Config) string {
 }
 
 // config is the case's configuration of a reference target.
-func refConfig(design reactors.Design, base *reactors.Config, setup Setup) reactors.Config {
+func refConfig(design reactors.DesignName, base *reactors.Config, setup Setup) reactors.Config {
 	cfg := reactors.DefaultConfig()
 	if base != nil {
 		cfg = *base

@@ -26,7 +26,7 @@ import (
 // serve`): its CPU, memory and descriptors are its own, a descriptor
 // limit can be set, and its final statistics arrive when it stops.
 type Process struct {
-	Design reactors.Design
+	Design reactors.DesignName
 	// Config is the base configuration (nil: reactors.DefaultConfig); its
 	// Faults make the target a mutant.
 	Config *reactors.Config

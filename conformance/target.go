@@ -29,7 +29,7 @@ type Setup struct {
 	// Tweak adjusts a reference reactor's configuration for the case
 	// (offload workers, timers, budgets). Black-box targets ignore it: the
 	// case's claim does not depend on it, only its bound or its reach does.
-	Tweak func(d reactors.Design, cfg *reactors.Config)
+	Tweak func(d reactors.DesignName, cfg *reactors.Config)
 	// FdLimit, when positive, is the RLIMIT_NOFILE of the instance's
 	// process. Only process targets can honour it.
 	FdLimit uint64
@@ -58,7 +58,7 @@ type Instance interface {
 
 // Reference is the design and configuration of a reference reactor target.
 type Reference struct {
-	Design reactors.Design
+	Design reactors.DesignName
 	Config reactors.Config
 }
 

@@ -16,10 +16,10 @@ type ReactorFault interface {
 	// AppliesTo reports whether the suite must catch the fault on design
 	// d (where it changes nothing observable, or only by chance, it does
 	// not apply; the registry entry's Scope says why).
-	AppliesTo(d reactors.Design) bool
+	AppliesTo(d reactors.DesignName) bool
 	// CasesFor lists the cases that must fail on design d (nil when the
 	// fault does not apply); Cases is their union over the designs.
-	CasesFor(d reactors.Design) []string
+	CasesFor(d reactors.DesignName) []string
 	// Switch turns the fault on in f.
 	Switch(f *reactors.Faults)
 	// Spec is the form reactors.ParseFault and ParseReactor accept.
@@ -42,8 +42,8 @@ type Mutant struct {
 func (m Mutant) Name() string                        { return m.entry.Name }
 func (m Mutant) Kind() Kind                          { return Reactor }
 func (m Mutant) Cases() []string                     { return slices.Clone(m.entry.Cases) }
-func (m Mutant) AppliesTo(d reactors.Design) bool    { return m.entry.Name != "" && m.entry.AppliesTo(d) }
-func (m Mutant) CasesFor(d reactors.Design) []string { return m.entry.CasesFor(d) }
+func (m Mutant) AppliesTo(d reactors.DesignName) bool    { return m.entry.Name != "" && m.entry.AppliesTo(d) }
+func (m Mutant) CasesFor(d reactors.DesignName) []string { return m.entry.CasesFor(d) }
 func (m Mutant) Switch(f *reactors.Faults)           { m.entry.Switch(f, m.param) }
 func (m Mutant) Spec() string                        { return m.entry.Spec(m.param) }
 

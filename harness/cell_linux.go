@@ -90,7 +90,7 @@ type CellSpec struct {
 }
 
 // design is the reference design the cell runs; "" for a command.
-func (cell CellSpec) design() reactors.Design { return reactors.Design(cell.Target.Design()) }
+func (cell CellSpec) design() reactors.DesignName { return reactors.DesignName(cell.Target.Design()) }
 
 type plainCell CellSpec
 

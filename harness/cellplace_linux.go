@@ -209,7 +209,7 @@ func loopProblems(name string, p *lab.ProcResult, pins []loopPin) ([]string, map
 // control listener goes to it too), Layout.ControlLoop control, any other
 // loop "loop"; every loop of a shared epoll set "worker". Nil when the
 // design is unknown.
-func loopRoles(d reactors.Design, cfg reactors.Config) []string {
+func loopRoles(d reactors.DesignName, cfg reactors.Config) []string {
 	bp, err := designs.Lookup(d)
 	if err != nil {
 		return nil

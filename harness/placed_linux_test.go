@@ -43,7 +43,7 @@ func TestPlaceSide(t *testing.T) {
 		t.Errorf("an unpinned side: %+v; want nothing verified", side)
 	}
 	for _, tc := range []struct {
-		d     reactors.Design
+		d     reactors.DesignName
 		want  []string
 		tweak func(*reactors.Config)
 	}{

@@ -25,7 +25,7 @@ const childEnv = "LOADGEN_TEST_REACTOR"
 
 func TestMain(m *testing.M) {
 	if design := os.Getenv(childEnv); design != "" {
-		os.Exit(serveChild(reactors.Design(design)))
+		os.Exit(serveChild(reactors.DesignName(design)))
 	}
 	if cfg := os.Getenv(generatorEnv); cfg != "" {
 		os.Exit(generatorChild(cfg))
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // serveChild runs a reference reactor on two free loopback ports, prints
 // "data=ADDR control=ADDR" on stdout, and exits when the reactor stops (a
 // STOP frame) or when stdin reaches EOF (the parent is done or gone).
-func serveChild(design reactors.Design) int {
+func serveChild(design reactors.DesignName) int {
 	ensureProcs()
 	cfg := reactors.DefaultConfig()
 	cfg.Listen, cfg.ControlListen = "127.0.0.1:0", "127.0.0.1:0"
@@ -80,14 +80,14 @@ func (c *child) Exited() <-chan struct{} { return c.done }
 
 // startReactor starts design in a child process and stops it at the end of
 // the test.
-func startReactor(t testing.TB, design reactors.Design) *child {
+func startReactor(t testing.TB, design reactors.DesignName) *child {
 	t.Helper()
 	return startReactorOn(t, design, -1)
 }
 
 // startReactorOn is startReactor with every thread of the child on CPU cpu
 // (cpu < 0: anywhere).
-func startReactorOn(t testing.TB, design reactors.Design, cpu int) *child {
+func startReactorOn(t testing.TB, design reactors.DesignName, cpu int) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+string(design))

@@ -351,7 +351,7 @@ func kindName(n *yaml.Node) string {
 }
 
 // design is the reference design s runs; "" for a command.
-func (s *Settings) design() reactors.Design { return reactors.Design(s.Target.Design()) }
+func (s *Settings) design() reactors.DesignName { return reactors.DesignName(s.Target.Design()) }
 
 // decodeTarget decodes a mapping {cmd: '...'}, the YAML form of a
 // black-box target, into s.Target, a command.

@@ -92,7 +92,7 @@ func TestCheckTargetsNamesTheLine(t *testing.T) {
 // (roles.CheckServe, roles.CheckLoad: what those roles print, less
 // the flag's dashes) or, for a callback cost, cost.Parse's.
 func TestRefusesWhatTheChildWould(t *testing.T) {
-	serve := func(d reactors.Design, set func(*reactors.Config)) string {
+	serve := func(d reactors.DesignName, set func(*reactors.Config)) string {
 		cfg := reactors.DefaultConfig()
 		set(&cfg)
 		err := roles.CheckServe(d, cfg)

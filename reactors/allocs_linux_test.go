@@ -25,7 +25,7 @@ import (
 func TestNoAllocationsPerEchoedFrame(t *testing.T) {
 	type variant struct {
 		name   string
-		design reactors.Design
+		design reactors.DesignName
 		cfg    func(*reactors.Config)
 	}
 	var variants []variant

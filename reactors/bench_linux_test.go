@@ -39,12 +39,12 @@ func BenchmarkEcho64(b *testing.B) {
 func BenchmarkEcho64Offload(b *testing.B) {
 	cfg := reactors.DefaultConfig()
 	cfg.Workers = 2
-	for _, d := range []reactors.Design{reactors.LT, reactors.ET} {
+	for _, d := range []reactors.DesignName{reactors.LT, reactors.ET} {
 		b.Run(string(d), func(b *testing.B) { benchEcho(b, d, cfg) })
 	}
 }
 
-func benchEcho(b *testing.B, design reactors.Design, cfg reactors.Config) {
+func benchEcho(b *testing.B, design reactors.DesignName, cfg reactors.Config) {
 	r := startBench(b, design, cfg)
 	ec := dialEcho(b, r, 4)
 	if err := ec.pump(20000); err != nil { // warm-up: buffers, slots, pools
@@ -171,7 +171,7 @@ func BenchmarkEcho64Wait(b *testing.B) {
 // loop goes idle between frames, so how it waits is most of the cost.
 func BenchmarkPingPong64(b *testing.B) {
 	for _, w := range []reactors.WaitMode{reactors.WaitPollFirst, reactors.WaitBlock} {
-		for _, d := range []reactors.Design{reactors.LT, reactors.ET} {
+		for _, d := range []reactors.DesignName{reactors.LT, reactors.ET} {
 			cfg := reactors.DefaultConfig()
 			cfg.Wait = w
 			b.Run(string(d)+"/"+string(w), func(b *testing.B) { benchPingPong(b, d, cfg) })
@@ -179,7 +179,7 @@ func BenchmarkPingPong64(b *testing.B) {
 	}
 }
 
-func benchPingPong(b *testing.B, design reactors.Design, cfg reactors.Config) {
+func benchPingPong(b *testing.B, design reactors.DesignName, cfg reactors.Config) {
 	r := startBench(b, design, cfg)
 	c, err := net.Dial("tcp", r.Addr().String())
 	if err != nil {
@@ -217,7 +217,7 @@ func benchPingPong(b *testing.B, design reactors.Design, cfg reactors.Config) {
 // load generator: left to the scheduler, the loop and the client's eight
 // goroutines share both CPUs and the figures are bimodal (2.2M against
 // 3.0M frames/s for lt from one run to the next).
-func startBench(tb testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
+func startBench(tb testing.TB, design reactors.DesignName, cfg reactors.Config) *reactors.Reactor {
 	r, err := designs.New(design, cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -10,30 +10,32 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/cost"
 )
 
-// Design names a reference reactor design. The zero value is not a design.
-// The registry (package reactors/designs: Names, Parse) lists the designs
-// there are; the constants below name the five reference designs for code
-// that must refer to one (the mutant table, tests).
-type Design string
+// DesignName names a reference reactor design (a Design's Name). The zero
+// value is not a design. The registry (package reactors/designs: Names,
+// Parse) lists the designs there are; the constants below name the eight
+// reference designs for code that must refer to one (the mutant table,
+// tests).
+type DesignName string
 
 // The reference designs' names. Each design is a package of its own
-// (reactors/lt, et, oneshot, prio, priothread) that documents it.
+// (reactors/lt, et, oneshot, prio, priothread, mainsub, reuseport, shared)
+// that documents it.
 const (
-	LT         Design = "lt"
-	ET         Design = "et"
-	OneShot    Design = "oneshot"
-	Prio       Design = "prio"
-	PrioThread Design = "prio-thread"
+	LT         DesignName = "lt"
+	ET         DesignName = "et"
+	OneShot    DesignName = "oneshot"
+	Prio       DesignName = "prio"
+	PrioThread DesignName = "prio-thread"
 	// MainSub is one acceptor loop handing each accepted connection to one
 	// of Config.Loops sub-loops through that loop's ingress.
-	MainSub Design = "mainsub"
+	MainSub DesignName = "mainsub"
 	// ReusePort is Config.Loops loops, each with its own SO_REUSEPORT
 	// listener on the data address (the kernel's flow hash picks the loop).
-	ReusePort Design = "reuseport"
+	ReusePort DesignName = "reuseport"
 	// SharedListener is Config.Loops loops with one data listener in every
 	// loop's epoll set, registered EPOLLEXCLUSIVE unless Config.Exclusive
 	// is "off".
-	SharedListener Design = "shared"
+	SharedListener DesignName = "shared"
 )
 
 // TimerMode selects how the owner loop wakes for timers.
@@ -263,7 +265,7 @@ func rangeErr(field string, v any, accepted string) error {
 // Validate reports the first field outside its accepted range (the
 // callback cost included, as cost.Parse reads it), naming it by its
 // reactorlab serve flag name. It does not know the design: the design's
-// Blueprint.Check adds what depends on it (designs.ValidateFor does both).
+// Design.Check adds what depends on it (designs.ValidateFor does both).
 func (c Config) Validate() error {
 	for _, check := range []func() error{c.validateCounts, c.validateOutQueue, c.validateModes, c.validateDurations, c.validateAddrs} {
 		if err := check(); err != nil {

@@ -24,7 +24,7 @@ import (
 
 // Callbacks offloaded to a pool come back through ingress in order.
 func TestOffloadEchoInOrder(t *testing.T) {
-	for _, d := range []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread} {
+	for _, d := range []reactors.DesignName{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread} {
 		t.Run(string(d), func(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.Workers = 2

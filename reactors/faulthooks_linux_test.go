@@ -31,7 +31,7 @@ type faultHook struct {
 	variant string
 	// designs are the designs it runs on, each one the mutant applies to
 	// (nil: all of those).
-	designs []reactors.Design
+	designs []reactors.DesignName
 	// param is the mutant's parameter (0: its default).
 	param int
 	// setup tweaks the configuration, for the correct reactor and the
@@ -43,7 +43,7 @@ type faultHook struct {
 	// isolated replaces detect: it runs in a child process
 	// (TestFaultHookChild), where it may lower the descriptor limit, and
 	// builds and stops its own reactor there.
-	isolated func(t testing.TB, design reactors.Design, cfg reactors.Config) error
+	isolated func(t testing.TB, design reactors.DesignName, cfg reactors.Config) error
 }
 
 // The designs a detector runs on where not all the mutant applies to.
@@ -52,17 +52,17 @@ type faultHook struct {
 // it differ (ET's ready queue, ONESHOT's workers and rearm, prio's control
 // bucket, prio-thread's second loop), on all of them where that is cheap.
 var (
-	lt = []reactors.Design{reactors.LT}
+	lt = []reactors.DesignName{reactors.LT}
 	// ET and prio accept exactly as LT does (one loop, a level-triggered
 	// listener); ONESHOT rearms its listener, prio-thread has two loops.
-	acceptPaths = []reactors.Design{reactors.LT, reactors.OneShot, reactors.PrioThread}
+	acceptPaths = []reactors.DesignName{reactors.LT, reactors.OneShot, reactors.PrioThread}
 	// One loop without and with a ready queue, and worker threads.
-	writePaths   = []reactors.Design{reactors.LT, reactors.ET, reactors.OneShot}
-	ltAndOneShot = []reactors.Design{reactors.LT, reactors.OneShot}
+	writePaths   = []reactors.DesignName{reactors.LT, reactors.ET, reactors.OneShot}
+	ltAndOneShot = []reactors.DesignName{reactors.LT, reactors.OneShot}
 	// One loop, and a control loop beside the data loop.
-	ltAndPrioThread = []reactors.Design{reactors.LT, reactors.PrioThread}
+	ltAndPrioThread = []reactors.DesignName{reactors.LT, reactors.PrioThread}
 	// Every design but ONESHOT, whose stop is seen on another path.
-	oneLoopStops = []reactors.Design{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread}
+	oneLoopStops = []reactors.DesignName{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread}
 )
 
 // faultHooks holds the detectors of every registry entry, by mutant name
@@ -83,11 +83,11 @@ var faultHooks = map[string][]faultHook{
 	"no-emfile-shed":     {{designs: ltAndOneShot, setup: deadlineTimers, isolated: detectEMFILEBusyLoop}},
 	"leak-pending": {
 		{designs: lt, setup: smallOutQueueSlowOffload, detect: detectLeakPending},
-		{designs: []reactors.Design{reactors.OneShot}, setup: smallOutQueue, detect: detectLeakPending},
+		{designs: []reactors.DesignName{reactors.OneShot}, setup: smallOutQueue, detect: detectLeakPending},
 	},
 	"silent-after-stop": {
 		{designs: oneLoopStops, detect: detectSilentAfterStop},
-		{designs: []reactors.Design{reactors.OneShot}, setup: stopDuringCallback, detect: detectSilentAfterStopBusy},
+		{designs: []reactors.DesignName{reactors.OneShot}, setup: stopDuringCallback, detect: detectSilentAfterStopBusy},
 	},
 	"stop-when-idle": {{designs: ltAndPrioThread, setup: costlyFrames, detect: detectStopUnderLoad}},
 	// EOF is read on the path every design shares, but each reaches it
@@ -101,17 +101,17 @@ var faultHooks = map[string][]faultHook{
 	// serves everyone else while one spins (its registry entry's Scope).
 	"flush-spin-at-eof":      {{detect: detectFlushSpinAtEOF}},
 	"block-on-full-write":    {{detect: detectBlockOnFullWrite}},
-	"admission-ignored":      {{designs: []reactors.Design{reactors.LT, reactors.ET}, setup: admissionLimit, detect: detectIgnoredAdmission}},
+	"admission-ignored":      {{designs: []reactors.DesignName{reactors.LT, reactors.ET}, setup: admissionLimit, detect: detectIgnoredAdmission}},
 	"handoff-drop-when-full": {{setup: tinySubLoopIngress, detect: detectLostHandoff}},
 	"serve-on-two-loops":     {{setup: twoLoops, detect: detectTwoLoopsOnOneSocket}},
 	// mainsub deals the old and the new connection to different sub-loops
 	// every time; reuseport's flow hash does half the time (conformance M3
 	// retries until it does).
-	"fd-identity-across-loops": {{designs: []reactors.Design{reactors.MainSub}, setup: twoLoopsSlowOffload, detect: detectStaleResult}},
+	"fd-identity-across-loops": {{designs: []reactors.DesignName{reactors.MainSub}, setup: twoLoopsSlowOffload, detect: detectStaleResult}},
 	"no-accept-coordination":   {{setup: fourIdleLoops, detect: detectHerd}},
 	"stop-wakes-one-loop": {
-		{designs: []reactors.Design{reactors.MainSub, reactors.ReusePort, reactors.SharedListener}, setup: fourIdleLoops, detect: detectStopNotSeen},
-		{designs: []reactors.Design{reactors.PrioThread}, setup: deadlineTimers, detect: detectStopNotSeen},
+		{designs: []reactors.DesignName{reactors.MainSub, reactors.ReusePort, reactors.SharedListener}, setup: fourIdleLoops, detect: detectStopNotSeen},
+		{designs: []reactors.DesignName{reactors.PrioThread}, setup: deadlineTimers, detect: detectStopNotSeen},
 	},
 }
 
@@ -119,7 +119,7 @@ var faultHooks = map[string][]faultHook{
 // run on one design against the correct reactor and against the mutant.
 type faultHookCase struct {
 	name   string // mutant[/variant]/design
-	design reactors.Design
+	design reactors.DesignName
 	mutant reactors.Mutant
 	faultHook
 }
@@ -159,11 +159,11 @@ func faultHookCases() []faultHookCase {
 
 // hookDesigns are the designs h runs on: its own, or every design m
 // applies to.
-func hookDesigns(m reactors.Mutant, h faultHook) []reactors.Design {
+func hookDesigns(m reactors.Mutant, h faultHook) []reactors.DesignName {
 	if h.designs != nil {
 		return h.designs
 	}
-	return slices.DeleteFunc(designs.Names(), func(d reactors.Design) bool { return !m.AppliesTo(d) })
+	return slices.DeleteFunc(designs.Names(), func(d reactors.DesignName) bool { return !m.AppliesTo(d) })
 }
 
 // Every registry entry has a detector, every detector belongs to an entry
@@ -243,7 +243,7 @@ func (tc faultHookCase) run(t *testing.T, mutant bool) error {
 
 // newUnstarted builds a reactor without starting it, and makes sure it is
 // stopped (or closed, if it never started) when the test ends.
-func newUnstarted(t testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
+func newUnstarted(t testing.TB, design reactors.DesignName, cfg reactors.Config) *reactors.Reactor {
 	t.Helper()
 	r, err := designs.New(design, cfg)
 	if err != nil {

@@ -306,7 +306,7 @@ func detectAcceptStorm(r *reactors.Reactor) error {
 // at a reactor that can hold about 45. Once accept has failed with EMFILE
 // the loop must go idle (deadline timers: no epoll_wait at all) instead of
 // spinning on a listener that stays readable.
-func detectEMFILEBusyLoop(t testing.TB, design reactors.Design, cfg reactors.Config) error {
+func detectEMFILEBusyLoop(t testing.TB, design reactors.DesignName, cfg reactors.Config) error {
 	// Start the runtime's own poller while descriptors are still available.
 	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		l.Close()

@@ -349,7 +349,7 @@ func detectBlockOnFullWrite(r *reactors.Reactor) error {
 // for a half-closed peer that neither reads nor goes away, so a test can
 // always end it: Stop returns (the spin checks for a requested stop).
 func TestFlushSpinAtEOFStops(t *testing.T) {
-	for _, d := range []reactors.Design{reactors.LT, reactors.PrioThread} {
+	for _, d := range []reactors.DesignName{reactors.LT, reactors.PrioThread} {
 		t.Run(string(d), func(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.Faults.FlushSpinAtEOF = true

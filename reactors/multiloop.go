@@ -59,7 +59,7 @@ func (c Config) DataLoops() int {
 // CheckOneLoop is the Check of the one-loop designs' multi-loop fields:
 // it refuses Loops above 1, an assignment and a non-default Exclusive,
 // naming the field and the designs that take it.
-func CheckOneLoop(d Design, cfg Config) error {
+func CheckOneLoop(d DesignName, cfg Config) error {
 	switch {
 	case cfg.Loops > 1:
 		return fmt.Errorf("%w: loops = %d: %s runs one data loop (several: %s, %s, %s)", ErrConfig, cfg.Loops, d, MainSub, ReusePort, SharedListener)

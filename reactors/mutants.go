@@ -141,13 +141,13 @@ type Mutant struct {
 	Default int
 	// Designs are the designs the conformance suite must catch it on, in
 	// the registry's order (designs.Names); nil means every design.
-	Designs []Design
+	Designs []DesignName
 	// Cases are the conformance cases that must fail on each design in
 	// Designs, apart from Holds.
 	Cases []string
 	// Holds lists, per design, the cases of Cases that the mutant leaves
 	// standing there by design (Scope says why).
-	Holds map[Design][]string
+	Holds map[DesignName][]string
 	// Doc is its one-line description.
 	Doc string
 	// Scope says why the mutant is not caught everywhere (designs left out
@@ -202,14 +202,14 @@ func (m Mutant) Value(f Faults) int {
 
 // AppliesTo reports whether the conformance suite must catch the mutant
 // on design d.
-func (m Mutant) AppliesTo(d Design) bool {
+func (m Mutant) AppliesTo(d DesignName) bool {
 	return m.Designs == nil || slices.Contains(m.Designs, d)
 }
 
 // CasesFor lists the cases that must fail on design d: Cases less d's
 // Holds, or nil when the mutant does not apply to d. The slice is the
 // caller's.
-func (m Mutant) CasesFor(d Design) []string {
+func (m Mutant) CasesFor(d DesignName) []string {
 	if !m.AppliesTo(d) {
 		return nil
 	}
@@ -245,15 +245,15 @@ func (m Mutant) parse(params string, f *Faults) error {
 // with a loop that serves sources one turn at a time (not ONESHOT, whose
 // worker threads share the sources).
 var (
-	pooledDesigns    = []Design{LT, ET, Prio, PrioThread}
-	levelTrigDesigns = []Design{LT, OneShot, Prio, PrioThread}
-	turnDesigns      = []Design{LT, ET, Prio, PrioThread}
+	pooledDesigns    = []DesignName{LT, ET, Prio, PrioThread}
+	levelTrigDesigns = []DesignName{LT, OneShot, Prio, PrioThread}
+	turnDesigns      = []DesignName{LT, ET, Prio, PrioThread}
 	// oneLoopDesigns: the mutants whose hook is in the loop every design
 	// shares are held to account on the designs whose policies differ
 	// (the first five); the multi-loop designs run lt's policy on each of
 	// their loops, so there they would repeat lt's rows (see multiLoopScope).
-	oneLoopDesigns = []Design{LT, ET, OneShot, Prio, PrioThread}
-	multiLoop      = []Design{MainSub, ReusePort, SharedListener}
+	oneLoopDesigns = []DesignName{LT, ET, OneShot, Prio, PrioThread}
+	multiLoop      = []DesignName{MainSub, ReusePort, SharedListener}
 )
 
 // multiLoopScope is the Scope of a shared-loop mutant not run on the
@@ -267,12 +267,12 @@ const multiLoopScope = "not run on mainsub, reuseport and shared: their loops ru
 var Mutants = []Mutant{{
 	Name: "missed-rearm", Hook: "MissedRearmEvery", Param: "every", Default: 7,
 	count:   func(f *Faults) *int { return &f.MissedRearmEvery },
-	Designs: []Design{OneShot}, Cases: []string{"R2"},
+	Designs: []DesignName{OneShot}, Cases: []string{"R2"},
 	Doc:   "ONESHOT skips the rearm every N-th turn (default 7): the source never reports again and its connection stalls",
 	Scope: "only ONESHOT rearms a source",
 }, {
 	Name: "no-drain", Hook: "NoDrain", flag: func(f *Faults) *bool { return &f.NoDrain },
-	Designs: []Design{ET}, Cases: []string{"F2", "R1"},
+	Designs: []DesignName{ET}, Cases: []string{"F2", "R1"},
 	Doc:   "ET reads once per edge and never requeues: work left after a budget waits for an edge that never comes",
 	Scope: "only ET depends on its ready queue to serve what is left after a budget",
 }, {
@@ -287,7 +287,7 @@ var Mutants = []Mutant{{
 	Scope: "under ET an EPOLLOUT fires once: harmless",
 }, {
 	Name: "no-budget", Hook: "NoBudget", flag: func(f *Faults) *bool { return &f.NoBudget },
-	Designs: turnDesigns, Cases: []string{"S1", "S2", "T1"}, Holds: map[Design][]string{PrioThread: {"S2"}},
+	Designs: turnDesigns, Cases: []string{"S1", "S2", "T1"}, Holds: map[DesignName][]string{PrioThread: {"S2"}},
 	Doc: "a source is served until EAGAIN or backpressure, ignoring the count, byte and time budgets: one hot source holds the loop for seconds",
 	Scope: "where control has a thread of its own (prio-thread), a PING is read at once, so S2 holds there. " +
 		"Under oneshot any idle worker thread serves the light sources, the control connection and its timers between two hot turns, " +
@@ -326,7 +326,7 @@ var Mutants = []Mutant{{
 	Scope: multiLoopScope,
 }, {
 	Name: "accept-once-et", Hook: "AcceptOnceET", flag: func(f *Faults) *bool { return &f.AcceptOnceET },
-	Designs: []Design{LT, ET, OneShot, Prio, PrioThread, MainSub, SharedListener}, Cases: []string{"R3"},
+	Designs: []DesignName{LT, ET, OneShot, Prio, PrioThread, MainSub, SharedListener}, Cases: []string{"R3"},
 	Doc: "listeners are registered edge-triggered and accept one connection per event: a storm leaves connections in the backlog",
 	Scope: "not run on reuseport: each of its loops accepts from a listener of its own on lt's path (caught there), and the 5 s R3 waits " +
 		"out per row is kept for the accept paths that differ (mainsub's acceptor, shared's listener in every set)",
@@ -374,14 +374,14 @@ var Mutants = []Mutant{{
 		"Under prio-thread the data loop, which every data connection shares, freezes (its control loop does not)",
 }, {
 	Name: "admission-ignored", Hook: "AdmissionIgnored", flag: func(f *Faults) *bool { return &f.AdmissionIgnored },
-	Designs: []Design{LT, ET}, Cases: []string{"A1"},
+	Designs: []DesignName{LT, ET}, Cases: []string{"A1"},
 	Doc: "the admission limit engages past saturation but never refuses a frame: at 2× overload every DATA frame is served " +
 		"and a flat loop's control connection waits a whole round of them",
 	Scope: "prio serves its control bucket first every round and prio-thread serves control on its own loop, so their control latency " +
 		"is bounded without admission; under oneshot any idle worker thread serves the control connection. There the case holds either way.",
 }, {
 	Name: "handoff-drop-when-full", Hook: "HandoffDropWhenFull", flag: func(f *Faults) *bool { return &f.HandoffDropWhenFull },
-	Designs: []Design{MainSub}, Cases: []string{"M1"},
+	Designs: []DesignName{MainSub}, Cases: []string{"M1"},
 	Doc:   "the acceptor closes an accepted connection when the chosen sub-loop's ingress is full, instead of trying the others and keeping it",
 	Scope: "only mainsub hands connections over",
 }, {
@@ -391,18 +391,18 @@ var Mutants = []Mutant{{
 	Scope: "needs two data loops",
 }, {
 	Name: "fd-identity-across-loops", Hook: "FdIdentityAcrossLoops", flag: func(f *Faults) *bool { return &f.FdIdentityAcrossLoops },
-	Designs: []Design{MainSub, ReusePort}, Cases: []string{"M3"},
+	Designs: []DesignName{MainSub, ReusePort}, Cases: []string{"M3"},
 	Doc: "an offloaded result goes to whichever loop registered its fd number last and to whoever holds that number there, ignoring generations",
 	Scope: "needs the fd reused on another loop: mainsub deals new connections round-robin and reuseport's flow hash spreads them; " +
 		"shared's exclusive wakeups mostly go to the loop that accepted last, so the case's precondition is rarely met there",
 }, {
 	Name: "no-accept-coordination", Hook: "NoAcceptCoordination", flag: func(f *Faults) *bool { return &f.NoAcceptCoordination },
-	Designs: []Design{MainSub, SharedListener}, Cases: []string{"M4"},
+	Designs: []DesignName{MainSub, SharedListener}, Cases: []string{"M4"},
 	Doc:   "every loop waits on the data listener with nothing to pick one (no EPOLLEXCLUSIVE; mainsub's sub-loops watch the acceptor's listener, tidwall/evio #73)",
 	Scope: "reuseport's loops each have a listener of their own: there is nothing to coordinate",
 }, {
 	Name: "stop-wakes-one-loop", Hook: "StopWakesOneLoop", flag: func(f *Faults) *bool { return &f.StopWakesOneLoop },
-	Designs: []Design{PrioThread, MainSub, ReusePort, SharedListener}, Cases: []string{"M5"},
+	Designs: []DesignName{PrioThread, MainSub, ReusePort, SharedListener}, Cases: []string{"M5"},
 	Doc:   "a STOP frame wakes only the loop that read it: an idle loop never sees the stop and STOP_ACK never comes",
 	Scope: "needs a second loop with an epoll set of its own (oneshot's workers share one and a level-triggered stop eventfd)",
 }}

@@ -21,9 +21,9 @@ import (
 // sources a round consumes in what order.
 //
 // A design's package implements Policy on a type of its own; the registry
-// (package reactors/designs) maps each Design name to one.
+// (package reactors/designs) maps each DesignName to one.
 type Policy interface {
-	Blueprint
+	Design
 	// Layout is how many loops the reactor runs and how they share epoll
 	// fds. cfg has passed Config.Validate and Check.
 	Layout(cfg *Config) Layout

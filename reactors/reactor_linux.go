@@ -24,7 +24,7 @@ import (
 // loop threads after Start, stops on a STOP frame or Stop, and reports its
 // final statistics from Wait. All methods are safe for concurrent use.
 type Reactor struct {
-	design Design
+	design DesignName
 	policy Policy
 	layout Layout
 	cfg    Config
@@ -366,7 +366,7 @@ func (r *Reactor) buildLoops() error {
 }
 
 // Design reports which reference design r runs.
-func (r *Reactor) Design() Design { return r.design }
+func (r *Reactor) Design() DesignName { return r.design }
 
 // Loops is the number of loop threads r runs (its design's Layout.Loops),
 // known from New on: each needs a P of its own once started.

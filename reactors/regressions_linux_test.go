@@ -51,7 +51,7 @@ func regWrite(t *testing.T, c *reactortest.Client, b []byte) {
 // nor re-armed; under ET no new edge comes, so the buffered frames stalled.
 // Fix: serveInput reports work left when it stops on a paused out-queue.
 func TestRegressionETPauseDrainSameTurn(t *testing.T) {
-	for _, d := range []reactors.Design{reactors.LT, reactors.ET} {
+	for _, d := range []reactors.DesignName{reactors.LT, reactors.ET} {
 		t.Run(string(d), func(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.ControlListen = ""
@@ -336,7 +336,7 @@ func TestRegressionPoolWaitRetry(t *testing.T) {
 	})
 	// Control case (passed before the fix too): one source waiting on its own
 	// loop's tasks, at several queue depths.
-	for _, d := range []reactors.Design{reactors.LT, reactors.ET, reactors.PrioThread} {
+	for _, d := range []reactors.DesignName{reactors.LT, reactors.ET, reactors.PrioThread} {
 		t.Run("single-source/"+string(d), func(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.Workers, cfg.WorkerQueue, cfg.Callback = 1, 1, "10ms"

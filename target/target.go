@@ -31,7 +31,7 @@ type Spec struct {
 }
 
 // Design is the target that is the reference design named name (a
-// string, or the registry's own name type, reactors.Design); "" is no
+// string, or the registry's own name type, reactors.DesignName); "" is no
 // target. It does not check the name against the registry: Parse does.
 func Design[D ~string](name D) Spec { return Spec{design: string(name)} }
 

@@ -48,7 +48,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestSpecString(t *testing.T) {
-	type name string // a registry's own name type, as reactors.Design is
+	type name string // a registry's own name type, as reactors.DesignName is
 	for _, tc := range []struct {
 		s                   Spec
 		want                string

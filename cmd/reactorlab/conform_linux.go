@@ -38,7 +38,7 @@ func conformTarget(spec string, faultSpecs []string, inProcess bool, grace time.
 		// direct child: its exit status is its own.
 		return conformance.Command{Argv: harness.ShellArgv(t.Command()), Grace: grace, Label: t.Command()}, nil
 	}
-	design := reactors.Design(t.Design())
+	design := reactors.DesignName(t.Design())
 	cfg := reactors.DefaultConfig()
 	for _, f := range faultSpecs {
 		if err := reactors.ParseFault(f, &cfg.Faults); err != nil {

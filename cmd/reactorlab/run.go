@@ -176,7 +176,7 @@ func (f *runFlags) cellSpec(set map[string]bool) (harness.CellSpec, error) {
 	// What the serve child and the load generator would refuse, refused
 	// here first, in their words.
 	if cell.Target.IsDesign() {
-		if err := roles.CheckServe(reactors.Design(cell.Target.Design()), cell.Config); err != nil {
+		if err := roles.CheckServe(reactors.DesignName(cell.Target.Design()), cell.Config); err != nil {
 			return cell, err
 		}
 	}

@@ -57,7 +57,7 @@ func a1Case() conformance.Case {
 // round, and turns long enough (64 frames, 20 ms, a clock read every 4
 // frames) that an unlimited loop's round at 2× overload lasts about a
 // second.
-func admissionTweak(_ reactors.Design, cfg *reactors.Config) {
+func admissionTweak(_ reactors.DesignName, cfg *reactors.Config) {
 	cfg.Callback = fmt.Sprintf("fixed:%v", admCost)
 	cfg.Admission = fmt.Sprintf("token-bucket:%d/%d", admRate, admBurst)
 	cfg.AdmissionAfter = 1

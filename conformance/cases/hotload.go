@@ -28,7 +28,7 @@ const (
 // hotTweak is the reference configuration of the hot-load cases: the
 // frame cost, and a clock read every 4 frames so the time budget ends a
 // turn within 1 ms + 4 frames (the default, 16, would allow 3.2 ms).
-func hotTweak(_ reactors.Design, cfg *reactors.Config) {
+func hotTweak(_ reactors.DesignName, cfg *reactors.Config) {
 	cfg.Callback = fmt.Sprintf("fixed:%v", hotCost)
 	cfg.Budgets.ClockEvery = 4
 }

@@ -38,7 +38,7 @@ const (
 
 // m1Tweak gives a design that hands connections over two sub-loops with
 // tiny ingresses, so the storm finds them full.
-func m1Tweak(d reactors.Design, cfg *reactors.Config) {
+func m1Tweak(d reactors.DesignName, cfg *reactors.Config) {
 	if withLoops(d, cfg, m1SubLoops) && d == reactors.MainSub {
 		cfg.IngressCap = m1IngressCap
 	}

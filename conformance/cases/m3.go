@@ -51,7 +51,7 @@ func m3Case() conformance.Case {
 
 // m3Tweak gives a multi-loop design two data loops and a design that
 // takes a pool one worker, and makes each callback cost m3Callback.
-func m3Tweak(d reactors.Design, cfg *reactors.Config) {
+func m3Tweak(d reactors.DesignName, cfg *reactors.Config) {
 	withLoops(d, cfg, 2)
 	withPool(d, cfg, 1)
 	cfg.Callback = "fixed:" + m3Callback.String()

@@ -116,7 +116,7 @@ func m4Case() conformance.Case {
 
 // m4Tweak gives a multi-loop design m4Loops data loops, and every design
 // deadline timers (no periodic tick): every wakeup is then an event's.
-func m4Tweak(d reactors.Design, cfg *reactors.Config) {
+func m4Tweak(d reactors.DesignName, cfg *reactors.Config) {
 	withLoops(d, cfg, m4Loops)
 	cfg.Timer = reactors.TimerDeadline
 }

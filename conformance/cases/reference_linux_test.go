@@ -102,7 +102,7 @@ func allBut(ids []string) []string {
 // CPU and memory measured from /proc (W1, W2), the rest of the
 // catalogue through the same socket — lt runs in full, and
 // TestInProcessReference runs the whole catalogue on every design.
-func processPaths(d reactors.Design) []string {
+func processPaths(d reactors.DesignName) []string {
 	ids := []string{"R4", "I2", "X1", "X2"}
 	switch d {
 	case reactors.MainSub, reactors.ReusePort, reactors.SharedListener:

@@ -16,7 +16,7 @@ func s3Case() conformance.Case {
 		Claim: fmt.Sprintf("with callbacks on worker threads and the ingress budget at %d, every result of R1's %d-frame burst comes back though the loop sleeps between eventfd wakeups (no periodic tick to paper over a lost one)", s3Ingress, r1Frames),
 		Bound: fmt.Sprintf("each echo within %v of the previous one", echoBound),
 		Needs: conformance.NeedReference,
-		Setup: conformance.Setup{Tweak: func(d reactors.Design, cfg *reactors.Config) {
+		Setup: conformance.Setup{Tweak: func(d reactors.DesignName, cfg *reactors.Config) {
 			withPool(d, cfg, 2)
 			cfg.Timer = reactors.TimerDeadline
 			cfg.Budgets.Ingress = s3Ingress

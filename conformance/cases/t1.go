@@ -17,7 +17,7 @@ func t1Case() conformance.Case {
 		Claim: fmt.Sprintf("a %v application timer on every loop fires late by at most the bound while %d hot connections saturate the reactor", t1Timer, hotConns),
 		Bound: "timer lateness p99 ≤ the S1 bound (no light source) and max ≤ twice it: due timers run once per round, and a round is bounded by the budgets",
 		Needs: conformance.NeedReference | conformance.NeedStats,
-		Setup: conformance.Setup{Tweak: func(d reactors.Design, cfg *reactors.Config) {
+		Setup: conformance.Setup{Tweak: func(d reactors.DesignName, cfg *reactors.Config) {
 			hotTweak(d, cfg)
 			cfg.AppTimer = t1Timer
 		}},

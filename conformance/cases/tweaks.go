@@ -9,8 +9,8 @@ import (
 // a cost, so results are in flight when their connection goes away.
 // A design that takes no pool (oneshot: its worker threads run callbacks
 // themselves) gets the cost only.
-func offloaded(cost string) func(reactors.Design, *reactors.Config) {
-	return func(d reactors.Design, cfg *reactors.Config) {
+func offloaded(cost string) func(reactors.DesignName, *reactors.Config) {
+	return func(d reactors.DesignName, cfg *reactors.Config) {
 		withPool(d, cfg, 2)
 		cfg.Callback = cost
 	}
@@ -18,7 +18,7 @@ func offloaded(cost string) func(reactors.Design, *reactors.Config) {
 
 // withPool gives cfg an offload pool of n workers if design d takes one
 // (its Check accepts it); otherwise cfg is left as it is.
-func withPool(d reactors.Design, cfg *reactors.Config, n int) {
+func withPool(d reactors.DesignName, cfg *reactors.Config, n int) {
 	b, err := designs.Lookup(d)
 	if err != nil {
 		return
@@ -32,7 +32,7 @@ func withPool(d reactors.Design, cfg *reactors.Config, n int) {
 
 // takes reports whether design d accepts cfg as tweak changes it (its
 // Check): a tweak for one kind of design leaves the others as they are.
-func takes(d reactors.Design, cfg reactors.Config, tweak func(*reactors.Config)) (reactors.Config, bool) {
+func takes(d reactors.DesignName, cfg reactors.Config, tweak func(*reactors.Config)) (reactors.Config, bool) {
 	b, err := designs.Lookup(d)
 	if err != nil {
 		return cfg, false
@@ -43,7 +43,7 @@ func takes(d reactors.Design, cfg reactors.Config, tweak func(*reactors.Config))
 
 // withLoops gives cfg n data loops if design d runs several; a one-loop
 // design is left as it is.
-func withLoops(d reactors.Design, cfg *reactors.Config, n int) bool {
+func withLoops(d reactors.DesignName, cfg *reactors.Config, n int) bool {
 	next, ok := takes(d, *cfg, func(c *reactors.Config) { c.Loops = n })
 	if ok {
 		*cfg = next
@@ -53,4 +53,4 @@ func withLoops(d reactors.Design, cfg *reactors.Config, n int) bool {
 
 // twoDataLoops gives a multi-loop design two data loops, whatever the
 // machine's CPU count (the default is one a CPU).
-func twoDataLoops(d reactors.Design, cfg *reactors.Config) { withLoops(d, cfg, 2) }
+func twoDataLoops(d reactors.DesignName, cfg *reactors.Config) { withLoops(d, cfg, 2) }

@@ -26,7 +26,7 @@ func (e *checkError) Unwrap() error { return e.err }
 // ("--budget-input = 0 (accepted: 1..1048576)"). The error wraps
 // reactors.ErrConfig. ServeMain prints exactly this message, so a caller
 // that checks first refuses with the message the child would give.
-func CheckServe(design reactors.Design, cfg reactors.Config) error {
+func CheckServe(design reactors.DesignName, cfg reactors.Config) error {
 	err := designs.ValidateFor(design, cfg)
 	if err == nil {
 		return nil

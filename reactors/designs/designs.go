@@ -1,5 +1,5 @@
 // Package designs is the registry of the reference reactor designs: it maps
-// a reactors.Design name to the package that implements it, so that a
+// a reactors.DesignName to the package that implements it, so that a
 // caller holding a name (a flag, a matrix spec) can check a configuration
 // against that design and build it. Adding a design is one package under
 // reactors/ and one line in All.
@@ -22,12 +22,12 @@ import (
 
 // All is every reference design, in the order help texts and tables list
 // them. Names must be unique (a test checks).
-var All = []reactors.Blueprint{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{},
+var All = []reactors.Design{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{},
 	mainsub.Design{}, reuseport.Design{}, shared.Design{}}
 
 // Names is the name of every design in All, in its order.
-func Names() []reactors.Design {
-	names := make([]reactors.Design, len(All))
+func Names() []reactors.DesignName {
+	names := make([]reactors.DesignName, len(All))
 	for i, b := range All {
 		names[i] = b.Name()
 	}
@@ -44,7 +44,7 @@ func NameList() string {
 }
 
 // Parse maps a name to its Design; the error lists the accepted names.
-func Parse(s string) (reactors.Design, error) {
+func Parse(s string) (reactors.DesignName, error) {
 	for _, b := range All {
 		if string(b.Name()) == s {
 			return b.Name(), nil
@@ -55,7 +55,7 @@ func Parse(s string) (reactors.Design, error) {
 
 // Lookup returns the design named design; the error (wrapping
 // reactors.ErrConfig) lists the accepted names.
-func Lookup(design reactors.Design) (reactors.Blueprint, error) {
+func Lookup(design reactors.DesignName) (reactors.Design, error) {
 	for _, b := range All {
 		if b.Name() == design {
 			return b, nil
@@ -72,7 +72,7 @@ func Lookup(design reactors.Design) (reactors.Blueprint, error) {
 // New returns exactly these errors, so a caller that checks first
 // (reactorlab run, before it starts a serve child) gives the same message
 // the child would.
-func ValidateFor(design reactors.Design, cfg reactors.Config) error {
+func ValidateFor(design reactors.DesignName, cfg reactors.Config) error {
 	b, err := Lookup(design)
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 // of its own, Parse and Lookup find it, and an unknown name is refused with
 // the list of names.
 func TestRegistryNamesAreUniqueAndParse(t *testing.T) {
-	seen := map[reactors.Design]bool{}
+	seen := map[reactors.DesignName]bool{}
 	for _, d := range designs.Names() {
 		if d == "" || seen[d] {
 			t.Errorf("design name %q is empty or registered twice", d)

@@ -11,7 +11,7 @@ import (
 // New validates cfg for design (ValidateFor, whose errors it returns) and
 // returns an unstarted reactor of that design: call Start to serve, and
 // Stop or a STOP frame to end it.
-func New(design reactors.Design, cfg reactors.Config) (*reactors.Reactor, error) {
+func New(design reactors.DesignName, cfg reactors.Config) (*reactors.Reactor, error) {
 	b, err := Lookup(design)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import "github.com/reactorlab/reactorlab/reactors"
 type Design struct{}
 
 // Name is reactors.ET.
-func (Design) Name() reactors.Design { return reactors.ET }
+func (Design) Name() reactors.DesignName { return reactors.ET }
 
 // Check refuses the multi-loop fields (reactors.CheckOneLoop): et runs one loop.
 func (Design) Check(cfg reactors.Config) error { return reactors.CheckOneLoop(reactors.ET, cfg) }

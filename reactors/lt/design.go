@@ -7,7 +7,7 @@ import "github.com/reactorlab/reactorlab/reactors"
 type Design struct{}
 
 // Name is reactors.LT.
-func (Design) Name() reactors.Design { return reactors.LT }
+func (Design) Name() reactors.DesignName { return reactors.LT }
 
 // Check refuses the multi-loop fields (reactors.CheckOneLoop): lt runs one loop.
 func (Design) Check(cfg reactors.Config) error { return reactors.CheckOneLoop(reactors.LT, cfg) }

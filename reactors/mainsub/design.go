@@ -10,7 +10,7 @@ import (
 type Design struct{}
 
 // Name is reactors.MainSub.
-func (Design) Name() reactors.Design { return reactors.MainSub }
+func (Design) Name() reactors.DesignName { return reactors.MainSub }
 
 // Check refuses more than 255 sub-loops (with the acceptor, a layout has
 // at most 256 loops) and exclusive = off (it has no shared listener).

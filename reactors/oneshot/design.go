@@ -10,7 +10,7 @@ import (
 type Design struct{}
 
 // Name is reactors.OneShot.
-func (Design) Name() reactors.Design { return reactors.OneShot }
+func (Design) Name() reactors.DesignName { return reactors.OneShot }
 
 // Check refuses an offload pool: the design's workers are the pool.
 func (Design) Check(cfg reactors.Config) error {

@@ -6,7 +6,7 @@ import "github.com/reactorlab/reactorlab/reactors"
 type Design struct{}
 
 // Name is reactors.Prio.
-func (Design) Name() reactors.Design { return reactors.Prio }
+func (Design) Name() reactors.DesignName { return reactors.Prio }
 
 // Check refuses the multi-loop fields (reactors.CheckOneLoop): prio runs one loop.
 func (Design) Check(cfg reactors.Config) error { return reactors.CheckOneLoop(reactors.Prio, cfg) }

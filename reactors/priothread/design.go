@@ -11,7 +11,7 @@ import (
 type Design struct{}
 
 // Name is reactors.PrioThread.
-func (Design) Name() reactors.Design { return reactors.PrioThread }
+func (Design) Name() reactors.DesignName { return reactors.PrioThread }
 
 // Check refuses a configuration without a control address: the control
 // loop would have nothing to serve.

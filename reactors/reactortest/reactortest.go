@@ -65,7 +65,7 @@ func CheckNoLeaks(t testing.TB, before Leaks) {
 
 // Start builds and starts a reactor and makes sure it is stopped when the
 // test ends.
-func Start(t testing.TB, design reactors.Design, cfg reactors.Config) *reactors.Reactor {
+func Start(t testing.TB, design reactors.DesignName, cfg reactors.Config) *reactors.Reactor {
 	t.Helper()
 	r, err := designs.New(design, cfg)
 	if err != nil {

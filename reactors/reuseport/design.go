@@ -10,7 +10,7 @@ import (
 type Design struct{}
 
 // Name is reactors.ReusePort.
-func (Design) Name() reactors.Design { return reactors.ReusePort }
+func (Design) Name() reactors.DesignName { return reactors.ReusePort }
 
 // Check refuses an assignment (the kernel's flow hash assigns) and
 // exclusive = off (no listener is shared).

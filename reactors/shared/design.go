@@ -10,7 +10,7 @@ import (
 type Design struct{}
 
 // Name is reactors.SharedListener.
-func (Design) Name() reactors.Design { return reactors.SharedListener }
+func (Design) Name() reactors.DesignName { return reactors.SharedListener }
 
 // Check refuses an assignment: whichever loop accepts a connection keeps
 // it.
