@@ -39,13 +39,15 @@ type Mutant struct {
 
 // Name, Kind, Cases, AppliesTo, CasesFor, Switch and Spec implement
 // ReactorFault from the registry entry.
-func (m Mutant) Name() string                        { return m.entry.Name }
-func (m Mutant) Kind() Kind                          { return Reactor }
-func (m Mutant) Cases() []string                     { return slices.Clone(m.entry.Cases) }
-func (m Mutant) AppliesTo(d reactors.DesignName) bool    { return m.entry.Name != "" && m.entry.AppliesTo(d) }
+func (m Mutant) Name() string    { return m.entry.Name }
+func (m Mutant) Kind() Kind      { return Reactor }
+func (m Mutant) Cases() []string { return slices.Clone(m.entry.Cases) }
+func (m Mutant) AppliesTo(d reactors.DesignName) bool {
+	return m.entry.Name != "" && m.entry.AppliesTo(d)
+}
 func (m Mutant) CasesFor(d reactors.DesignName) []string { return m.entry.CasesFor(d) }
-func (m Mutant) Switch(f *reactors.Faults)           { m.entry.Switch(f, m.param) }
-func (m Mutant) Spec() string                        { return m.entry.Spec(m.param) }
+func (m Mutant) Switch(f *reactors.Faults)               { m.entry.Switch(f, m.param) }
+func (m Mutant) Spec() string                            { return m.entry.Spec(m.param) }
 
 // Doc is the mutant's one-line description, Scope why it is not caught
 // everywhere (empty when it is): both the registry entry's.

@@ -271,7 +271,7 @@ func Summarize(h *hdrhistogram.Histogram) HistSummary {
 // ledger, and (once the reactor has stopped, or when requested with
 // histograms) the merged HDR histograms.
 type Stats struct {
-	Design     DesignName                 `json:"reactor"`
+	Design     DesignName             `json:"reactor"`
 	Loops      int                    `json:"loops"`
 	Counters   Counters               `json:"counters"`
 	Ledger     Ledger                 `json:"ledger"`
