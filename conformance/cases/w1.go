@@ -83,26 +83,7 @@ func runW1(c *conformance.C) {
 	}
 	link := dialQuiet(c, "slow consumer", inst.Addr())
 	socks, qerr := pinQueues(link.Conn())
-	var sent uint64
-	frame := make([]byte, 0, size+wire.HeaderSize)
-	for {
-		payload := make([]byte, size)
-		fill(payload, 1, sent)
-		frame = wire.AppendFrame(frame[:0], wire.KindData, 0, 1, sent, 0, payload)
-		link.Conn().SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
-		if _, err := link.Conn().Write(frame); err != nil {
-			if isTimeout(err) {
-				break // the kernel buffers are full: the server stopped reading
-			}
-			c.Fatalf("write frame %d: %v", sent, err)
-		}
-		sent++
-		if sent*size > giveUp {
-			c.Evidencef("sent %d frames of %d B without reading any echo", sent, size)
-			c.Fatalf("wrote %d MiB without blocking: the server never stopped reading", sent*size>>20)
-		}
-	}
-	link.Conn().SetWriteDeadline(time.Time{})
+	sent := writeUntilBlocked(c, link.Conn(), size, giveUp)
 	u2 := usage(c)
 	c.Logf("client blocked after %d frames (%d MiB)", sent, sent*size>>20)
 	// The server stopped reading: its receive queue holds bytes and does
@@ -152,19 +133,54 @@ func runW1(c *conformance.C) {
 		c.Skipf("no way to observe this target's memory")
 	}
 	// Resume: every echo, in order.
-	conn := link.Conn()
+	readEveryEcho(c, link.Conn(), sent, size)
+	if noBaseline != nil && u2.RSS >= 0 {
+		c.Inconclusivef("the server stopped reading the slow consumer and every echo came back, but its memory was not judged: what it does for a client that reads could not be measured (%v), so the slow consumer's share cannot be told", noBaseline)
+	}
+}
+
+// writeUntilBlocked writes DATA frames of size bytes (token 1, seq from
+// 0) to conn, reading nothing, until a write blocks for 300 ms: the
+// kernel's buffers are full because the server stopped reading. It
+// returns how many frames were written whole; past giveUp bytes it fails
+// the case: the server never stopped reading.
+func writeUntilBlocked(c *conformance.C, conn net.Conn, size, giveUp uint64) uint64 {
+	var sent uint64
+	frame := make([]byte, 0, size+wire.HeaderSize)
+	for {
+		payload := make([]byte, size)
+		fill(payload, 1, sent)
+		frame = wire.AppendFrame(frame[:0], wire.KindData, 0, 1, sent, 0, payload)
+		conn.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := conn.Write(frame); err != nil {
+			if isTimeout(err) {
+				break // the kernel buffers are full: the server stopped reading
+			}
+			c.Fatalf("write frame %d: %v", sent, err)
+		}
+		sent++
+		if sent*size > giveUp {
+			c.Evidencef("sent %d frames of %d B without reading any echo", sent, size)
+			c.Fatalf("wrote %d MiB without blocking: the server never stopped reading", sent*size>>20)
+		}
+	}
+	conn.SetWriteDeadline(time.Time{})
+	return sent
+}
+
+// readEveryEcho reads the echoes of the sent frames writeUntilBlocked
+// wrote, each within echoBound, and fails the case on the first that is
+// missing, out of order or altered.
+func readEveryEcho(c *conformance.C, conn net.Conn, sent, size uint64) {
 	for seq := uint64(0); seq < sent; seq++ {
 		conn.SetReadDeadline(time.Now().Add(echoBound))
 		g, err := readFrame(conn)
 		if err != nil {
 			c.Fatalf("after resuming: echo %d of %d: %v", seq, sent, err)
 		}
-		if why := checkEcho(g, 1, seq, size); why != "" {
+		if why := checkEcho(g, 1, seq, int(size)); why != "" {
 			c.Fatalf("after resuming: echo %d: %s", seq, why)
 		}
-	}
-	if noBaseline != nil && u2.RSS >= 0 {
-		c.Inconclusivef("the server stopped reading the slow consumer and every echo came back, but its memory was not judged: what it does for a client that reads could not be measured (%v), so the slow consumer's share cannot be told", noBaseline)
 	}
 }
 
