@@ -94,6 +94,7 @@ func absDiff(a, b uint64) uint64 {
 // returns a valid Result whose churn connections were every one opened
 // and refused.
 func TestChurnRefused(t *testing.T) {
+	t.Parallel() // its own port; counts decide, not timings
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +117,7 @@ func TestChurnRefused(t *testing.T) {
 // and closes without an answer, and one that answers with a byte changed,
 // make the run invalid, each counted where it belongs.
 func TestChurnFaultsFail(t *testing.T) {
+	t.Parallel() // its own servers; counts decide, not timings
 	closer := serveEach(t, func(c net.Conn) {
 		b := make([]byte, 64) // the whole frame (default payload)
 		io.ReadFull(c, b)
