@@ -293,8 +293,14 @@ func TestLoopSelfCheckNamesTheLoop(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	r := startReactorOn(t, reactors.LT, cpus[0])
 	var once sync.Once
+	// The starvation begins 700 ms into the run and lasts 300 ms; the run
+	// goes on to 1.7 s, to 1.2 s with -short, a fifth of a second past it.
+	duration := 1500 * time.Millisecond
+	if testing.Short() {
+		duration = time.Second
+	}
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Steady: 2, Rate: 2000, Loops: 2, LoopCPUs: cpus,
-		Warmup: 200 * time.Millisecond, Duration: 1500 * time.Millisecond, Interval: 100 * time.Millisecond,
+		Warmup: 200 * time.Millisecond, Duration: duration, Interval: 100 * time.Millisecond,
 		Progress: func(p loadgen.Progress) {
 			if p.Elapsed > 700*time.Millisecond {
 				once.Do(func() { go hold() })
