@@ -33,7 +33,7 @@ import (
 //
 //   - below: the histogram's precision (3 significant digits: 1 ms at 1 s),
 //     the schedule's granularity (p99 is the 100th of D·2000 = 10000 values
-//     at D = 5 s, the 60th of 6000 at 3 s, one every 0.5 ms) and SIGSTOP's
+//     at D = 5 s, the 40th of 4000 at 2 s, one every 0.5 ms) and SIGSTOP's
 //     delivery after kill returns (µs): lowMargin = 5 ms;
 //   - above: δ, the time from SIGCONT to the answers of the top 1% frames:
 //     the resumed target waiting for a CPU (a few ms, tens on a loaded VM);
@@ -52,11 +52,11 @@ import (
 // the schedule through the stall, and the merged histogram holds every
 // loop's frames.
 //
-// The run is 5 s, the stall beginning 2 s in; with -short, 3 s and 1 s in:
-// the same stall, the same margins, and still a second of schedule before
-// and after it, so the p99 still falls inside the stall (S/D a third, not a
-// fifth) while the uncorrected p99 still sees only one window of it (16
-// frames of the top 60).
+// The run is 5 s, the stall beginning 2 s in; with -short, 2 s and 0.5 s
+// in: the same stall, the same margins, and half a second of schedule
+// before and after it, so the p99 still falls inside the stall (S/D a half,
+// not a fifth) while the uncorrected p99 still sees only one window of it
+// (16 frames of the top 40).
 func TestCoordinatedOmission(t *testing.T) {
 	for _, loops := range []int{1, 2} {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
@@ -76,7 +76,7 @@ func testCoordinatedOmission(t *testing.T, loops int) {
 	)
 	duration, stallAt := 5*time.Second, 2*time.Second
 	if testing.Short() {
-		duration, stallAt = 3*time.Second, time.Second
+		duration, stallAt = 2*time.Second, 500*time.Millisecond
 	}
 	r := startReactor(t, reactors.LT)
 	var once sync.Once
