@@ -29,14 +29,21 @@ import (
 // the order of one loop; the run's recorder is the merge of the loops'
 // (every class's total), and its interval log, written and read back, has
 // for every tag and interval the merge of the loops' logs' lines; the
-// progress reports are sums over the loops.
+// progress reports are sums over the loops. Every check is an equality of
+// counts or histograms, which a shorter run makes no easier: with -short
+// the measured part is 400 ms instead of a second.
 func TestLoopsAddUp(t *testing.T) {
+	t.Parallel() // its own reactor; equalities of counts decide, not timings
 	r := startReactor(t, reactors.LT)
 	var mu sync.Mutex
 	var reports []loadgen.Progress
+	duration := time.Second
+	if testing.Short() {
+		duration = 400 * time.Millisecond
+	}
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 3, InFlight: 4, Steady: 2, Rate: 2000,
 		ControlEvery: 10 * time.Millisecond, Control: 2, Loops: 3,
-		Warmup: 200 * time.Millisecond, Duration: time.Second, Interval: 100 * time.Millisecond,
+		Warmup: 200 * time.Millisecond, Duration: duration, Interval: 100 * time.Millisecond,
 		Progress: func(p loadgen.Progress) {
 			mu.Lock()
 			reports = append(reports, p)
@@ -103,7 +110,7 @@ func TestLoopsAddUp(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(reports) < 3 {
-		t.Fatalf("%d progress reports in a 1.2 s run at 100 ms intervals", len(reports))
+		t.Fatalf("%d progress reports in a %v run at %v intervals", len(reports), cfg.Warmup+cfg.Duration, cfg.Interval)
 	}
 	last := reports[len(reports)-1]
 	if last.Sent > res.Totals.Sent || last.Sent < res.Totals.Sent/3 || last.ControlSent == 0 {
@@ -181,6 +188,7 @@ func addAccounting(a, b loadgen.Accounting) loadgen.Accounting {
 // /proc/self/task while the run goes on, that each loop's thread had
 // exactly its CPU; a CPU the process may not use is refused naming it.
 func TestLoopsPinned(t *testing.T) {
+	t.Parallel() // its own reactor; the masks it reads are its own loops'
 	cpus := firstAllowedCPUs(t, 2)
 	if len(cpus) < 2 {
 		t.Logf("one CPU allowed (%v): both loops are pinned to it", cpus)
@@ -285,8 +293,14 @@ func TestLoopSelfCheckNamesTheLoop(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	r := startReactorOn(t, reactors.LT, cpus[0])
 	var once sync.Once
+	// The starvation begins 700 ms into the run and lasts 300 ms; the run
+	// goes on to 1.7 s, to 1.2 s with -short, a fifth of a second past it.
+	duration := 1500 * time.Millisecond
+	if testing.Short() {
+		duration = time.Second
+	}
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Steady: 2, Rate: 2000, Loops: 2, LoopCPUs: cpus,
-		Warmup: 200 * time.Millisecond, Duration: 1500 * time.Millisecond, Interval: 100 * time.Millisecond,
+		Warmup: 200 * time.Millisecond, Duration: duration, Interval: 100 * time.Millisecond,
 		Progress: func(p loadgen.Progress) {
 			if p.Elapsed > 700*time.Millisecond {
 				once.Do(func() { go hold() })

@@ -165,7 +165,10 @@ func checkLTFiles(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
 // left unanswered on them is unanswered, not lost).
 func TestStopProbeLT(t *testing.T) {
 	for _, loops := range []int{1, 3} {
-		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) { testStopProbeLT(t, loops) })
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			t.Parallel() // its own reactor; its bounds on the run's end are seconds wide
+			testStopProbeLT(t, loops)
+		})
 	}
 }
 

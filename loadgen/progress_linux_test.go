@@ -14,6 +14,7 @@ import (
 // progress report shows no data frame and a rate of 0 (the summary's
 // figures), and the PINGs under their own counts.
 func TestProgressControlOnly(t *testing.T) {
+	t.Parallel() // its own reactor; counts decide, not timings
 	r := startReactor(t, reactors.LT)
 	var mu sync.Mutex
 	var reports []loadgen.Progress

@@ -83,6 +83,7 @@ func ticks(d, every time.Duration) uint64 { return uint64(d / every) }
 // every byte sent is answered and measured, each data connection carries
 // its share, the data frames are all echoed, and the run is valid.
 func TestUrgentAnswered(t *testing.T) {
+	t.Parallel() // its own server; counts decide, not timings
 	const every, d = 10 * time.Millisecond, 600 * time.Millisecond
 	addr := startUrgentServer(t, promptAnswer)
 	res := urgentRun(t, loadgen.Config{DataAddr: addr, Hot: 2, InFlight: 4, UrgentEvery: every, Duration: d, Drain: 500 * time.Millisecond})
@@ -135,6 +136,7 @@ func startReadEcho(t *testing.T) string {
 // and skips every tick after it; the run ends on time, invalid for the
 // unanswered bytes only: the frame stream is intact.
 func TestUrgentNeverAnswered(t *testing.T) {
+	t.Parallel() // its own server; counts decide, not timings
 	const every, d = 10 * time.Millisecond, 400 * time.Millisecond
 	addr := startReadEcho(t)
 	res := urgentRun(t, loadgen.Config{DataAddr: addr, Hot: 1, InFlight: 4, Steady: 1, Rate: 1000,
@@ -157,6 +159,7 @@ func TestUrgentNeverAnswered(t *testing.T) {
 // another value: every answer is counted as mismatched, none measured,
 // and the run is invalid saying so; the data class is untouched.
 func TestUrgentWrongByte(t *testing.T) {
+	t.Parallel() // its own server; counts decide, not timings
 	addr := startUrgentServer(t, func(_ int, b byte) (byte, time.Duration, bool) { return ^b, 0, true })
 	res := urgentRun(t, loadgen.Config{DataAddr: addr, Hot: 1, InFlight: 4, UrgentEvery: 10 * time.Millisecond,
 		Duration: 300 * time.Millisecond, Drain: time.Second})
@@ -181,6 +184,7 @@ func TestUrgentWrongByte(t *testing.T) {
 // TestUrgentOff: without urgent-every there is no urgent class, outcome
 // or connection share, and the JSON form has no trace of it.
 func TestUrgentOff(t *testing.T) {
+	t.Parallel() // its own server; counts decide, not timings
 	addr := startByteEcho(t)
 	res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: addr, Hot: 1, InFlight: 1, Duration: 100 * time.Millisecond})
 	if err != nil {
@@ -221,14 +225,20 @@ func TestUrgentOff(t *testing.T) {
 // 5, when no round trip took less than P). Skips: at least the ticks
 // intended while the byte was held, H/P − 1; a loaded machine skips more
 // (any answer later than P skips a tick), never fewer.
+//
+// The run is 2 s; with -short 1.2 s, which still leaves 200 ms of ticks
+// after the held answer (about 1 s in) for the catch-up, a few ms.
 func TestUrgentCoordinatedOmission(t *testing.T) {
 	const (
 		every   = 10 * time.Millisecond
 		stall   = 500 * time.Millisecond
 		held    = 50 // the 51st urgent byte, intended at 0.5 s
-		d       = 2 * time.Second
 		maxHigh = 60 * time.Millisecond
 	)
+	d := 2 * time.Second
+	if testing.Short() {
+		d = 1200 * time.Millisecond
+	}
 	type span struct{ read, sent time.Time }
 	hold := make(chan span, 1)
 	addr := startObservedUrgentServer(t, func(n int, b byte) (byte, time.Duration, bool) {

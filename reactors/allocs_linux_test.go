@@ -60,13 +60,19 @@ func TestNoAllocationsPerEchoedFrame(t *testing.T) {
 			// Three trials, judged on the least: an allocation per frame or
 			// per turn shows in every trial, while the runtime's own
 			// occasional burst (128 objects in 4 of 140 trials on a loaded
-			// machine) does not repeat.
+			// machine) does not repeat. The least is within the slack as
+			// soon as one trial is, so -short stops at the first such trial:
+			// the same verdict, with the repetition only where a trial shows
+			// allocations.
 			const small, big = 5000, 50000 // per connection
 			frames := (big - small) * len(ec.conns)
 			var trials []int64
 			for range 3 {
 				a, b := allocs(small), allocs(big)
 				trials = append(trials, int64(b)-int64(a))
+				if testing.Short() && trials[len(trials)-1] <= 64 {
+					break
+				}
 			}
 			extra := slices.Min(trials)
 			t.Logf("extra allocations for %d more frames, three trials: %v (least %.6f per frame)", frames, trials, float64(extra)/float64(frames))

@@ -24,6 +24,7 @@ import (
 // new connection is refused. Every design with its own epoll set per loop
 // (oneshot's shared set is not swept: its stop stays STOP's).
 func TestDrainAnswersWhatItReadThenFIN(t *testing.T) {
+	t.Parallel() // reactors and connections of its own; what it judges is bytes, not timings
 	for _, d := range designs.Names() {
 		if d == reactors.OneShot {
 			continue

@@ -23,9 +23,17 @@ import (
 )
 
 // Callbacks offloaded to a pool come back through ingress in order.
+//
+// With -short on prio alone: the pool, ingress and the pool-wait path are
+// the shared loop's, and TestRegressionPoolWaitRetry runs them in order on
+// lt, et and prio-thread in -short too; prio is the design no other -short
+// test offloads on.
 func TestOffloadEchoInOrder(t *testing.T) {
 	for _, d := range []reactors.DesignName{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread} {
 		t.Run(string(d), func(t *testing.T) {
+			if testing.Short() && d != reactors.Prio {
+				t.Skip("-short: prio alone (TestRegressionPoolWaitRetry offloads on this design)")
+			}
 			cfg := reactors.DefaultConfig()
 			cfg.Workers = 2
 			cfg.Callback = "uniform:0us-10us"

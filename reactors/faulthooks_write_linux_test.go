@@ -349,6 +349,7 @@ func detectBlockOnFullWrite(r *reactors.Reactor) error {
 // for a half-closed peer that neither reads nor goes away, so a test can
 // always end it: Stop returns (the spin checks for a requested stop).
 func TestFlushSpinAtEOFStops(t *testing.T) {
+	t.Parallel() // reactors of its own; a neighbour cannot answer the PING its spinning mutant holds
 	for _, d := range []reactors.DesignName{reactors.LT, reactors.PrioThread} {
 		t.Run(string(d), func(t *testing.T) {
 			cfg := reactors.DefaultConfig()

@@ -144,8 +144,12 @@ func TestRegressionOneShotUnpauseDoubleOwner(t *testing.T) {
 	r := reactortest.Start(t, reactors.OneShot, cfg)
 	// Measurement window: four connections that write fast and read slowly
 	// pause and unpause on back-pressure thousands of times in a second;
-	// the pre-fix tree failed well inside it.
-	const window = time.Second
+	// the pre-fix tree failed well inside it. -short gives the race 300 ms
+	// (hundreds of unpauses), the full tier the second.
+	window := time.Second
+	if testing.Short() {
+		window = 300 * time.Millisecond
+	}
 	end := time.Now().Add(window)
 	var wg sync.WaitGroup
 	for k := 0; k < 4; k++ {
@@ -231,7 +235,11 @@ func TestRegressionStopObservationNotIdleTime(t *testing.T) {
 	ctl := regDial(t, r.ControlAddr().String())
 	// Idle window: the loop is blocked for at least `idle` before the STOP
 	// (Settled sees no epoll_wait for that long); the defect reports ≥ idle.
-	const idle = 500 * time.Millisecond
+	// 500 ms; 200 ms with -short, against a bound of half of it all the same.
+	idle := 500 * time.Millisecond
+	if testing.Short() {
+		idle = 200 * time.Millisecond
+	}
 	if !reactortest.Settled(r, idle, 10*time.Second) {
 		t.Fatal("the reactor never went idle")
 	}
@@ -260,6 +268,9 @@ func TestRegressionQuiescedErrHupSpin(t *testing.T) {
 	cfg.ControlListen = ""
 	cfg.OutHigh, cfg.OutLow, cfg.OutCap = 64<<10, 16<<10, 8<<20
 	cfg.StopGrace = 500 * time.Millisecond // the spin window
+	if testing.Short() {
+		cfg.StopGrace = 200 * time.Millisecond // a defect's 200 events and more, against the bound of 10
+	}
 	r := reactortest.Start(t, reactors.LT, cfg)
 	// slow never reads: its out-queue stays non-empty, so the reactor runs
 	// the whole grace after quiescing.
@@ -293,7 +304,8 @@ func TestRegressionQuiescedErrHupSpin(t *testing.T) {
 	slow.Close()
 	// Correct: one ERR/HUP event, then the source is closed (2 allows for a
 	// HUP on slow as the reactor closes). The defect reports one per round,
-	// a round per millisecond or faster for the whole grace: ≥ 500.
+	// a round per millisecond or faster for the whole grace: ≥ 500 (≥ 200
+	// with -short).
 	if n := st.Counters.EventsErr; n > 10 {
 		t.Errorf("%d ERR/HUP events in the stop grace (rounds %d): the loop spun on a reset connection", n, st.Counters.Rounds)
 	}

@@ -23,6 +23,7 @@ import (
 // between them) comes back whole and in order: the byte never enters it.
 // With urgent data off, the same byte gets no answer.
 func TestUrgentAnswered(t *testing.T) {
+	t.Parallel() // reactors of its own; its waits are bounds of seconds, and no neighbour answers urgent data
 	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
 			cfg := reactors.DefaultConfig()

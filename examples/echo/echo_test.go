@@ -224,6 +224,7 @@ func losesEchoesAfterHalfClose(t *testing.T, addr string) (bool, string) {
 // switch on, the same serve loses them. (The command serves without a
 // bug through echo, not queued: this is where its correct half runs.)
 func TestQueuedAtEOF(t *testing.T) {
+	t.Parallel() // its own listener and client
 	for _, freeAtEOF := range []bool{false, true} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -450,6 +451,7 @@ func TestSockbuf(t *testing.T) {
 // dialled, the plain echo waits and keeps serving once connections close;
 // with --bug exit-on-emfile it exits (code 1), as gnet v2.9.7 does.
 func TestExitOnEMFILE(t *testing.T) {
+	t.Parallel() // its own servers; the descriptor limit is theirs, not this process's
 	for _, bug := range []bool{false, true} {
 		args := []string{bin, "--lifetime", "1m"}
 		if bug {
@@ -499,8 +501,13 @@ func TestExitOnEMFILE(t *testing.T) {
 	}
 }
 
-// The plain echo shows no symptom; each bug shows its own.
+// The plain echo shows no symptom; each bug shows its own. Each symptom
+// is measured on processes of its own (their CPU, memory, descriptors and
+// echoes), so the bugs run side by side, and beside this package's other
+// parallel tests: a neighbour can only take CPU from busy-idle's spinning
+// server, which needs a tenth of a CPU to show.
 func TestBugs(t *testing.T) {
+	t.Parallel()
 	symptoms := map[string]symptom{
 		"busy-idle":       burnsIdle,
 		"no-backpressure": growsUnderSlowConsumer,
@@ -538,6 +545,7 @@ func TestBugs(t *testing.T) {
 			continue
 		}
 		t.Run(bug, func(t *testing.T) {
+			t.Parallel()
 			if got, what := shows(t, start(t)); got {
 				t.Errorf("plain echo shows the symptom: %s", what)
 			} else {

@@ -51,9 +51,15 @@ func TestStuckProcessesAreStopped(t *testing.T) {
 }
 
 // A server that exits by itself mid-run is a crash, unless the spec says
-// it may (it obeys a STOP) and its status is 0.
+// it may (it obeys a STOP) and its status is 0. The server exits 10 ms
+// after it starts, while the client holds the run 300 ms (100 ms with
+// -short, still ten times that).
 func TestServerExitsByItself(t *testing.T) {
 	noGoroutineLeak(t)
+	hold := "300ms"
+	if testing.Short() {
+		hold = "100ms"
+	}
 	for _, c := range []struct {
 		mayExit bool
 		code    string
@@ -61,7 +67,7 @@ func TestServerExitsByItself(t *testing.T) {
 	}{{false, "0", false}, {true, "0", true}, {true, "4", false}} {
 		spec := echoSpec(ModeLoopback, Unpinned)
 		spec.Server.Argv = []string{"@test-echo", "--exit-after", "10ms", "--exit-code", c.code}
-		spec.Client.Argv = []string{"@test-client", "--hold", "300ms", "{addr}"}
+		spec.Client.Argv = []string{"@test-client", "--hold", hold, "{addr}"}
 		spec.ServerMayExit = c.mayExit
 		res := mustRun(t, spec)
 		if res.Valid != c.valid || !res.Server.SelfExit {

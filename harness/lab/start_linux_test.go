@@ -16,9 +16,11 @@ import (
 
 // A server that cannot be started is one of three causes, each with the
 // server's stderr tail, in the result and in Run's error, within Ready
-// (plus the lab's start and stop), in the lab and on loopback.
+// (plus the lab's start and stop), in the lab and on loopback. A server
+// that never listens takes the whole of Ready to fail: 500 ms, 200 ms with
+// -short (the same wait, shorter).
 func TestStartFailureCauses(t *testing.T) {
-	const ready = 500 * time.Millisecond
+	const fullReady = 500 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
 		argv   []string
@@ -36,6 +38,10 @@ func TestStartFailureCauses(t *testing.T) {
 	} {
 		for _, mode := range []Mode{ModeLoopback, ModeAuto} {
 			t.Run(tc.name+" "+string(mode), func(t *testing.T) {
+				ready := fullReady
+				if testing.Short() && tc.cause == target.StartNoListener {
+					ready = 200 * time.Millisecond
+				}
 				spec := echoSpec(mode, Unpinned)
 				spec.Server.Argv = tc.argv
 				spec.Ready = ready
@@ -61,7 +67,7 @@ func TestStartFailureCauses(t *testing.T) {
 				if tc.stderr == "" && !strings.HasSuffix(msg, "; it wrote nothing on stderr") || tc.stderr != "" && !strings.Contains(msg, "; its stderr ends:\n    ") {
 					t.Errorf("error %q does not end with the server's stderr", msg)
 				}
-				if tc.cause == target.StartNoListener && (sf.Timeout != ready || !strings.Contains(msg, "within 500ms")) {
+				if tc.cause == target.StartNoListener && (sf.Timeout != ready || !strings.Contains(msg, "within "+ready.String())) {
 					t.Errorf("timeout %v, error %q: want %v", sf.Timeout, msg, ready)
 				}
 				raw, err := json.Marshal(sf)

@@ -23,14 +23,20 @@ func TestEndToEnd(t *testing.T) {
 // The NoDrain mutant (one read per edge, never requeued) must stall.
 func TestBudgetCutSourceIsServedWithoutANewEdge(t *testing.T) {
 	const burst = 200
+	// 1 s without an echo is a stall (300 ms with -short, the wait the
+	// mutant's run takes in full): a turn of 2 frames takes µs, and the
+	// mutant's stall lasts for ever.
+	stall := time.Second
+	if testing.Short() {
+		stall = 300 * time.Millisecond
+	}
 	run := func(t *testing.T, noDrain bool) (int, reactors.Counters) {
 		cfg := reactors.DefaultConfig()
 		cfg.Budgets.Input = 2
 		cfg.Faults.NoDrain = noDrain
 		r := reactortest.Start(t, reactors.ET, cfg)
 		c := reactortest.DialBurst(t, r, burst)
-		// 1 s without an echo is a stall: a turn of 2 frames takes µs.
-		got, _ := c.RecvCount(burst, time.Second)
+		got, _ := c.RecvCount(burst, stall)
 		return got, reactortest.SettledCounters(r, uint64(got), 5*time.Second)
 	}
 	got, st := run(t, false)

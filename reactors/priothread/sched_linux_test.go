@@ -82,12 +82,22 @@ func TestRTHoldBoundsABusyControlLoop(t *testing.T) {
 	// epoll_wait must find a P, or the Go scheduler, not the hold, decides
 	// when the data loop runs.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
-	unguarded, unguardedHold := busyControlWorst(t, time.Second)
+	// The unguarded flood must outlast its first stretch (1 s) and the rest
+	// that follows it (as long again), or Settled may read the counters
+	// before the loop publishes that stretch: 2.5 s in both tiers. The
+	// guarded loop rests every few ms, so with -short 1 s of flood holds
+	// hundreds of its stretches, and a broken guard shows in the first (a
+	// stretch of about the second the unguarded run shows).
+	unguarded, unguardedHold := busyControlWorst(t, time.Second, 2500*time.Millisecond)
 	t.Logf("rt-hold 1s: worst data round trip %v, longest stretch %v", unguarded, unguardedHold)
 	if unguardedHold < 500*time.Millisecond {
 		t.Fatalf("with rt-hold 1s the control loop ran %v at most without a pause: the flood did not keep it busy, so a guarded run would prove nothing", unguardedHold)
 	}
-	guarded, guardedHold := busyControlWorst(t, 2*time.Millisecond)
+	guardedFlood := 2500 * time.Millisecond
+	if testing.Short() {
+		guardedFlood = time.Second
+	}
+	guarded, guardedHold := busyControlWorst(t, 2*time.Millisecond, guardedFlood)
 	t.Logf("rt-hold 2ms: worst data round trip %v, longest stretch %v", guarded, guardedHold)
 	if guardedHold > 250*time.Millisecond {
 		t.Errorf("with rt-hold 2ms the control loop ran %v without a pause (bound 250ms)", guardedHold)
@@ -99,10 +109,10 @@ func TestRTHoldBoundsABusyControlLoop(t *testing.T) {
 
 // busyControlWorst runs prio-thread with the control loop in fifo:1 and
 // RTHold hold, both loop threads on one CPU, floods the control address
-// for 2.5 s, and returns the worst data round trip seen meanwhile and the
+// for flood, and returns the worst data round trip seen meanwhile and the
 // longest stretch the control loop reports once the flood has ended (so a
 // stretch that never paused during it is counted too).
-func busyControlWorst(t *testing.T, hold time.Duration) (worst, longest time.Duration) {
+func busyControlWorst(t *testing.T, hold, flood time.Duration) (worst, longest time.Duration) {
 	cfg := reactors.DefaultConfig()
 	cfg.Callback = "100us"
 	cfg.RTHold = hold
@@ -127,7 +137,7 @@ func busyControlWorst(t *testing.T, hold time.Duration) (worst, longest time.Dur
 		t.Fatal(err)
 	}
 	defer data.Close()
-	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); {
+	for end := time.Now().Add(flood); time.Now().Before(end); {
 		start := time.Now()
 		if err := data.Send(wire.KindData, 1, 1, make([]byte, 16)); err != nil {
 			t.Fatal(err)

@@ -17,9 +17,16 @@ import (
 // exclusive on and off, inline and offloaded: every frame echoed, the
 // ledger balanced, nothing leaked (the listener closed once, by the last
 // loop to let go of it).
+//
+// With -short exclusive on (the default) runs offloaded and off inline:
+// both registrations and both callback paths run (the default inline is
+// what the reactors package's per-design tests run).
 func TestEndToEnd(t *testing.T) {
 	for _, excl := range []string{"on", "off"} {
 		for _, workers := range []int{0, 2} {
+			if testing.Short() && (excl == "on") != (workers == 2) {
+				continue
+			}
 			cfg := reactors.DefaultConfig()
 			cfg.Loops, cfg.Exclusive, cfg.Workers = 3, excl, workers
 			st := reactortest.EndToEnd(t, shared.New, cfg)
