@@ -218,6 +218,11 @@ type Config struct {
 	Stats StatsMode
 	// Faults turns the reactor into a mutant; zero value is correct.
 	Faults Faults
+
+	// beforeInbandRead, nil outside tests, is called with the fd right
+	// before each in-band read of a data connection while urgent data is
+	// on (set through export_linux_test.go).
+	beforeInbandRead func(fd int)
 }
 
 // DefaultConfig returns the defaults documented on each field.

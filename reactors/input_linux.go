@@ -88,7 +88,7 @@ func (l *Loop) serveInput(s *Source) (more, buffered bool) {
 			// behind the data raised its edge before this read (EPOLLRDHUP
 			// said so): then read on to the 0. With urgent data on, a read
 			// also stops short at the urgent mark, with data behind it: read
-			// on to EAGAIN.
+			// on until the poll before a read reports no in-band data.
 			return false, false
 		}
 		var ok bool
@@ -183,24 +183,33 @@ func compactIn(s *Source) {
 
 // readMore reads once into the room left in s's input buffer (at most the
 // bytes the turn may still read). ok is false when the turn is over:
-// EAGAIN, an error (s closed) or EOF (s closing, or closed by the FreeAtEOF
-// mutant). drained says the read returned less than asked: the socket is
-// empty now.
+// EAGAIN (or, with urgent data on, no in-band data past an urgent mark,
+// so no read is made), an error (s closed) or EOF (s closing, or closed by
+// the FreeAtEOF mutant). drained says the read returned less than asked:
+// the socket is empty now.
 func (l *Loop) readMore(s *Source, spent *turnSpent) (drained, ok bool) {
 	room := s.in[len(s.in):cap(s.in)]
 	if left := l.cfg.Budgets.Bytes - spent.bytes; !spent.unbounded && len(room) > left {
 		room = room[:left]
 	}
+	n, e := -1, unix.EAGAIN
+	readable := true
 	if l.urgent && !s.control {
-		// An in-band read that starts at the urgent mark skips the urgent
-		// byte and, once past it, the kernel forgets it: recv(MSG_OOB)
-		// then says EINVAL. So the byte is taken first, whenever it came.
-		if l.serveUrgent(s); s.state == stateClosed {
+		// An in-band read that starts at an unread urgent mark skips the
+		// urgent byte and, once past it, the kernel forgets it: recv(MSG_OOB)
+		// then says EINVAL. So no read starts unless in-band data stands
+		// ahead of any unread mark (urgent_linux.go).
+		if readable = l.urgentReadable(s); s.state == stateClosed {
 			return false, false
 		}
+		if readable && l.cfg.beforeInbandRead != nil {
+			l.cfg.beforeInbandRead(s.fd)
+		}
 	}
-	n, e := rawRead(s.fd, room)
-	spent.reads++
+	if readable {
+		n, e = rawRead(s.fd, room)
+		spent.reads++
+	}
 	if s.urgentPastMark && (e == unix.EAGAIN || e == 0 && n < len(room) || atUrgentMark(s.fd)) {
 		// The in-band reads have reached the urgent byte's mark: the
 		// answer may go (urgent_linux.go). Every read while it waits is

@@ -28,10 +28,17 @@ import (
 // empty), and one that starts at the mark skips the byte, after which the
 // kernel forgets it (recv(MSG_OOB) says EINVAL). So a client keeps one
 // urgent byte outstanding at a time, and takes it before reading in-band
-// past it; with urgent data on, the loop tries recv(MSG_OOB) before
-// every in-band read of a data connection (one more syscall per read: the
-// byte may have come after the event that started the turn), and a turn
-// reads until EAGAIN.
+// past it. With urgent data on, the loop polls a data connection before
+// each in-band read (one more syscall per read: the byte may come at any
+// moment, after the event that started the turn too), takes an urgent byte
+// the poll reports, and reads in-band only while the poll reports in-band
+// data: none is reported when the only byte queued is the urgent one, read
+// or not, or the mark of one already read (tcp_poll asks for a byte past
+// the mark). An urgent byte that lands after that poll can only land
+// behind the data it reported, where the read stops at its mark; a read
+// made on an empty socket would start at the mark of a byte landing just
+// before it. A turn reads until the poll reports nothing to read (the
+// next byte to arrive raises a new event).
 
 // serveUrgent reads s's urgent byte, if one is there, and answers it.
 // EINVAL (no urgent byte, or already read) and EAGAIN (the mark has
@@ -55,6 +62,26 @@ func (l *Loop) serveUrgent(s *Source) {
 		return
 	}
 	s.urgentPastMark = true // answered by the read that reaches the mark
+}
+
+// urgentReadable takes s's urgent byte while poll(2) reports one unread
+// (POLLPRI), and reports whether an in-band read may start: poll reports
+// in-band data past any urgent mark (POLLIN), an error or a hang-up. A
+// failed poll reports true, leaving the read to say what is wrong.
+func (l *Loop) urgentReadable(s *Source) bool {
+	for range 3 { // an urgent byte taken ends POLLPRI; bounded all the same
+		fds := [1]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLPRI}}
+		if _, err := unix.Ppoll(fds[:], &unix.Timespec{}, nil); err != nil {
+			return true
+		}
+		if fds[0].Revents&unix.POLLPRI == 0 {
+			return fds[0].Revents&(unix.POLLIN|unix.POLLERR|unix.POLLHUP) != 0
+		}
+		if l.serveUrgent(s); s.state == stateClosed {
+			return false
+		}
+	}
+	return true
 }
 
 // atUrgentMark reports whether the in-band reads of fd stand at its urgent

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,15 +60,108 @@ func TestUrgentAnswered(t *testing.T) {
 	})
 }
 
+// TestUrgentLandingBeforeARead: an urgent byte that lands on a data
+// connection with nothing in-band queued ahead of it, after the loop last
+// looked for urgent data and right before an in-band read, is answered.
+// An in-band read that starts at an unread urgent mark skips the byte and
+// the kernel forgets it, so the loop must not make that read. The seam
+// runs before every in-band read; the first time it finds the socket's
+// in-band queue empty once the first frame is in, the client sends the
+// urgent byte and the second frame from there, and the read waits until
+// the byte has arrived. A loop that never reads with its queue empty never
+// offers that moment: the client then sends both once the first echo is
+// back.
+func TestUrgentLandingBeforeARead(t *testing.T) {
+	t.Parallel() // reactors of its own; its waits are bounds of seconds
+	for _, d := range []reactors.DesignName{reactors.LT, reactors.ET} {
+		t.Run(string(d), func(t *testing.T) {
+			const b = 'u'
+			frames := urgentFrames(0)
+			const (
+				unarmed int32 = iota
+				armed
+				sentAtRead // the seam sent the byte right before a read
+				sentByTest
+			)
+			var state atomic.Int32
+			var seamErr atomic.Value
+			var conn atomic.Pointer[net.TCPConn]
+			cfg := reactors.DefaultConfig()
+			cfg.Urgent = reactors.UrgentOOB
+			reactors.SetBeforeInbandRead(&cfg, func(fd int) {
+				if state.Load() != armed {
+					return
+				}
+				if inq, err := unix.IoctlGetInt(fd, unix.SIOCINQ); err != nil || inq != 0 {
+					return
+				}
+				if !state.CompareAndSwap(armed, sentAtRead) {
+					return
+				}
+				c := conn.Load()
+				raw, err := c.SyscallConn()
+				if err == nil {
+					err = sendUrgentThen(c, raw, b, frames[1])
+				}
+				if err != nil {
+					seamErr.Store(err)
+					return
+				}
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+				if _, err := unix.Poll(fds, 1000); err != nil || fds[0].Revents&unix.POLLPRI == 0 {
+					seamErr.Store(fmt.Errorf("urgent byte not at the server within 1 s (poll %v, revents %#x)", err, fds[0].Revents))
+				}
+			})
+			r := reactortest.Start(t, d, cfg)
+			nc, err := net.Dial("tcp", r.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			c := nc.(*net.TCPConn)
+			conn.Store(c)
+			raw, err := c.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			state.Store(armed)
+			if _, err := c.Write(frames[0]); err != nil {
+				t.Fatal(err)
+			}
+			// The first echo's arrival says the loop is past the first frame.
+			for deadline := time.Now().Add(2 * time.Second); state.Load() == armed && time.Now().Before(deadline); {
+				if _, in, err := pollUrgent(raw); err != nil {
+					t.Fatal(err)
+				} else if in {
+					break
+				}
+			}
+			if state.CompareAndSwap(armed, sentByTest) {
+				if err := sendUrgentThen(c, raw, b, frames[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = awaitUrgentAndEchoes(c, raw, b, frames)
+			if e, _ := seamErr.Load().(error); e != nil {
+				t.Fatal(e)
+			}
+			how := "sent right before an in-band read on an empty queue"
+			if state.Load() == sentByTest {
+				how = "no in-band read started on an empty queue; sent after the first echo"
+			}
+			if err != nil {
+				t.Fatalf("urgent byte %s: %v", how, err)
+			}
+			t.Logf("urgent byte %s: answered", how)
+		})
+	}
+}
+
 // urgentRoundTrip writes a DATA frame, the urgent byte b, and another
 // frame, then waits up to 2 s for the urgent answer and both echoes, and
 // checks all three.
 func urgentRoundTrip(c *net.TCPConn, b byte, seq uint64) error {
-	payload := make([]byte, 100)
-	frames := [2][]byte{}
-	for i := range frames {
-		frames[i] = wire.AppendFrame(nil, wire.KindData, 0, 1, 2*seq+uint64(i), 0, payload)
-	}
+	frames := urgentFrames(seq)
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return err
@@ -74,6 +169,25 @@ func urgentRoundTrip(c *net.TCPConn, b byte, seq uint64) error {
 	if _, err := c.Write(frames[0]); err != nil {
 		return err
 	}
+	if err := sendUrgentThen(c, raw, b, frames[1]); err != nil {
+		return err
+	}
+	return awaitUrgentAndEchoes(c, raw, b, frames)
+}
+
+// urgentFrames are the two DATA frames of round trip seq, sent before and
+// after its urgent byte.
+func urgentFrames(seq uint64) [2][]byte {
+	payload := make([]byte, 100)
+	frames := [2][]byte{}
+	for i := range frames {
+		frames[i] = wire.AppendFrame(nil, wire.KindData, 0, 1, 2*seq+uint64(i), 0, payload)
+	}
+	return frames
+}
+
+// sendUrgentThen sends the urgent byte b (MSG_OOB), then the frame after.
+func sendUrgentThen(c *net.TCPConn, raw syscall.RawConn, b byte, after []byte) error {
 	var sendErr error
 	if err := raw.Write(func(fd uintptr) bool {
 		sendErr = unix.Sendto(int(fd), []byte{b}, unix.MSG_OOB, nil)
@@ -81,9 +195,13 @@ func urgentRoundTrip(c *net.TCPConn, b byte, seq uint64) error {
 	}); err != nil || sendErr != nil {
 		return fmt.Errorf("send MSG_OOB: %v %v", err, sendErr)
 	}
-	if _, err := c.Write(frames[1]); err != nil {
-		return err
-	}
+	_, err := c.Write(after)
+	return err
+}
+
+// awaitUrgentAndEchoes waits up to 2 s for the answer to the urgent byte b
+// and the echoes of both frames, and checks all three.
+func awaitUrgentAndEchoes(c *net.TCPConn, raw syscall.RawConn, b byte, frames [2][]byte) error {
 	want := append(append([]byte(nil), frames[0]...), frames[1]...)
 	got := make([]byte, 0, len(want))
 	gotUrgent := false
