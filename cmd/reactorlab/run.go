@@ -277,8 +277,9 @@ func (f *runFlags) splitFaults(cell *harness.CellSpec) error {
 // result; it returns the exit code.
 func (f *runFlags) measure(c *cli.Command, cell harness.CellSpec, stdout, stderr io.Writer) int {
 	// The first SIGINT or SIGTERM winds the run down: the load generator
-	// stops and reports what it measured. A second one ends this process
-	// (and with it the lab) at once.
+	// stops and reports what it measured. Another one a second later or
+	// more ends this process (and with it the lab) at once; one sooner is
+	// the same signal delivered twice (duplicateWithin).
 	intr := onInterrupt()
 	defer intr.stop()
 	cell.Interrupt = intr.c

@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -108,13 +110,92 @@ func TestFootprintJSON(t *testing.T) {
 }
 
 // TestRunInterrupted: SIGINT during a run winds it down: the summary of
-// what was measured is printed and written, and the exit status is 130.
+// what was measured is printed and written, and the exit status is 130;
+// the same SIGINT delivered twice in a row (GNU timeout signals the child,
+// then its process group) changes nothing. A second SIGINT a second or
+// more later ends the run at once, reporting nothing.
 func TestRunInterrupted(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cell")
-	cmd := exec.Command(os.Args[0])
+	for _, tc := range []struct {
+		name  string
+		again time.Duration // 0: one SIGINT
+	}{{"once", 0}, {"twice at once", 5 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) { runInterrupted(t, tc.again) })
+	}
+}
+
+// interruptChildEnv makes the test binary play interruptChild.
+const interruptChildEnv = "REACTORLAB_TEST_INTERRUPT_CHILD"
+
+// interruptChild is a run's interrupt handling alone: it says "ready",
+// says "interrupted" at the first SIGINT, and exits 0 2 s later unless a
+// later SIGINT ends it first.
+func interruptChild() int {
+	i := onInterrupt()
+	defer i.stop()
+	fmt.Println("ready")
+	<-i.c
+	fmt.Println("interrupted")
+	time.Sleep(2 * time.Second)
+	return 0
+}
+
+// TestInterruptAskedAgain: after the first SIGINT, another within
+// duplicateWithin changes nothing (the process winds down and exits 0),
+// and one later than that ends the process at once by SIGINT.
+func TestInterruptAskedAgain(t *testing.T) {
+	t.Parallel() // a process of its own
+	for _, tc := range []struct {
+		name   string
+		again  time.Duration
+		killed bool
+	}{{"twice at once", 5 * time.Millisecond, false}, {"asked again", duplicateWithin + 200*time.Millisecond, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), interruptChildEnv+"=1")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			sc := bufio.NewScanner(out)
+			if !sc.Scan() || sc.Text() != "ready" {
+				t.Fatalf("child said %q, want ready", sc.Text())
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			if !sc.Scan() || sc.Text() != "interrupted" {
+				t.Fatalf("child said %q, want interrupted", sc.Text())
+			}
+			time.Sleep(tc.again)
+			t0 := time.Now()
+			cmd.Process.Signal(syscall.SIGINT)
+			for sc.Scan() {
+			}
+			err = cmd.Wait()
+			el := time.Since(t0)
+			var ee *exec.ExitError
+			killed := errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGINT
+			if killed != tc.killed {
+				t.Errorf("second SIGINT %v after the first: ended by it %v (%v), want %v", tc.again, killed, err, tc.killed)
+			}
+			if tc.killed && el > time.Second {
+				t.Errorf("ended %v after the second SIGINT: not at once", el)
+			}
+		})
+	}
+}
+
+// startInterruptibleRun starts a 30-s run of lt on loopback as a child
+// process and returns once it reports it is measuring.
+func startInterruptibleRun(t *testing.T) (cmd *exec.Cmd, dir string, stdout *bytes.Buffer, errText *strings.Builder, copied chan struct{}) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "cell")
+	cmd = exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childArgsEnv+"=run --reactor lt --hot 1 --inflight 4 --duration 30s --warmup 0s --interval 200ms --lab off --out "+dir)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	stdout = new(bytes.Buffer)
+	cmd.Stdout = stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +205,8 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	measuring := make(chan struct{})
-	var errText strings.Builder
-	copied := make(chan struct{})
+	errText = new(strings.Builder)
+	copied = make(chan struct{})
 	go func() {
 		defer close(copied)
 		sc := bufio.NewScanner(stderr)
@@ -143,8 +224,19 @@ func TestRunInterrupted(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no progress line in 20 s")
 	}
+	return cmd, dir, stdout, errText, copied
+}
+
+// runInterrupted sends SIGINT to a run, and again after again (0: once),
+// and checks that it wound down and reported.
+func runInterrupted(t *testing.T, again time.Duration) {
+	cmd, dir, stdout, errText, copied := startInterruptibleRun(t)
 	t0 := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
+	if again > 0 {
+		time.Sleep(again)
+		cmd.Process.Signal(syscall.SIGINT)
+	}
 	code := waitExit(t, cmd)
 	<-copied
 	if el := time.Since(t0); el > 10*time.Second {

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(childArgsEnv); args != "" {
 		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
 	}
+	if os.Getenv(interruptChildEnv) == "1" {
+		os.Exit(interruptChild())
+	}
 	if os.Getenv(asMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
