@@ -36,7 +36,9 @@
 // establish what its claim needs (the descriptor limit in force in the
 // serving process, its table full, echoes queued in the server's own
 // buffers) is Inconclusive, with the reason and the evidence: never
-// passed either.
+// passed either. One whose precondition the server's design was seen never
+// to offer (two signals on every try: Result.ByDesign) is Inconclusive
+// the same every run, and Options.Strict does not fail it.
 //
 // Preconditions are measured, not assumed. A process target is started
 // through a launcher that sets its descriptor limit between fork and exec

@@ -43,8 +43,12 @@ type Summary struct {
 	Fail         int `json:"fail"`
 	Skip         int `json:"skip"`
 	Inconclusive int `json:"inconclusive"`
-	Interrupted  int `json:"interrupted"`
-	NotRun       int `json:"not_run"`
+	// ByDesign counts the inconclusive results whose precondition the
+	// server's design never offers (Result.ByDesign): part of
+	// Inconclusive, never more than it.
+	ByDesign    int `json:"inconclusive_by_design"`
+	Interrupted int `json:"interrupted"`
+	NotRun      int `json:"not_run"`
 	// StopFindings counts the results whose instance ended badly once it
 	// was signalled to stop (Result.AtStop), whatever their verdicts.
 	StopFindings int `json:"stop_findings"`
@@ -67,6 +71,9 @@ func Summarize(results []Result) Summary {
 			s.Skip++
 		case Inconclusive:
 			s.Inconclusive++
+			if r.ByDesign {
+				s.ByDesign++
+			}
 		case Interrupted:
 			s.Interrupted++
 		case NotRun:
@@ -101,6 +108,9 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 		if r.Cause != "" {
 			verdict += " (" + string(r.Cause) + ")"
 		}
+		if r.ByDesign {
+			verdict += " (the server's design)"
+		}
 		fmt.Fprintf(w, "\n%s %s: %s", r.ID, verdict, r.Title)
 		if r.Reason != "" {
 			fmt.Fprintf(w, ": %s", r.Reason)
@@ -122,7 +132,12 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 	}
 	s := Summarize(results)
 	line := fmt.Sprintf("%d passed, %d failed, %d skipped", s.Pass, s.Fail, s.Skip)
-	if s.Inconclusive > 0 {
+	switch {
+	case s.ByDesign == s.Inconclusive && s.Inconclusive > 0:
+		line += fmt.Sprintf(", %d inconclusive (a precondition the server's design never offers: see above)", s.Inconclusive)
+	case s.ByDesign > 0:
+		line += fmt.Sprintf(", %d inconclusive (a precondition could not be established; in %d of them the server's design never offers it: see above)", s.Inconclusive, s.ByDesign)
+	case s.Inconclusive > 0:
 		line += fmt.Sprintf(", %d inconclusive (a precondition could not be established: see above)", s.Inconclusive)
 	}
 	if s.StopFindings > 0 {
@@ -201,8 +216,10 @@ type junitMessage struct {
 // case, classname "conformance.<target>"), for CI systems. JUnit has no
 // verdict between pass and fail: an inconclusive case is written as
 // skipped, its message beginning "inconclusive: ", with a property
-// verdict=inconclusive, and the suite's inconclusive attribute counts them
-// (they are also in its skipped count, as JUnit readers expect).
+// verdict=inconclusive (and by_design=true, its message beginning
+// "inconclusive (the server's design): ", when Result.ByDesign), and the
+// suite's inconclusive attribute counts them (they are also in its skipped
+// count, as JUnit readers expect).
 //
 // An interrupted run is neither: the suite has a property interrupted=true
 // and the attributes interrupted (the case that was running: 0 or 1) and
@@ -226,6 +243,10 @@ func WriteJUnit(w io.Writer, target string, results []Result) error {
 		case Inconclusive:
 			jc.Skipped = &junitMessage{Message: "inconclusive: " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
 			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(Inconclusive)}}}
+			if r.ByDesign {
+				jc.Skipped.Message = "inconclusive (the server's design): " + r.Reason
+				jc.Properties.Property = append(jc.Properties.Property, junitProperty{Name: "by_design", Value: "true"})
+			}
 		case Interrupted:
 			jc.Skipped = &junitMessage{Message: "interrupted: " + r.Reason, Body: strings.Join(r.Evidence, "\n")}
 			jc.Properties = &junitProperties{Property: []junitProperty{{Name: "verdict", Value: string(Interrupted)}}}

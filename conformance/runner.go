@@ -64,6 +64,13 @@ type Result struct {
 	// (Summary.StopFindings) and never part of the verdict, which judges
 	// the case's claim alone.
 	AtStop string `json:"at_stop,omitempty"`
+	// ByDesign marks an inconclusive case whose precondition the server
+	// was seen, with positive evidence, never to offer: a property of its
+	// design, which gives the same verdict every run (the reason says what
+	// was seen), unlike a precondition this run merely failed to
+	// establish (a client starved of CPU, a draw of timing). Options.Strict
+	// and conform --strict do not fail it. False for every other verdict.
+	ByDesign bool `json:"by_design,omitempty"`
 }
 
 // C is a running case: its instance, its deadline and its findings. Its
@@ -71,9 +78,9 @@ type Result struct {
 // catalogue, package conformance/cases, reaches nothing else of the
 // runner): what the case may read of its run (Context, Instance,
 // Reference, FdLimit, StopGrace), what it records (Logf, Evidencef), how
-// it ends (Errorf, Fatalf, Skipf, Inconclusivef, Failed) and what it
-// leaves to the runner (Cleanup, HangUpOnStop, Stop). Fatalf, Skipf and
-// Inconclusivef end the case (like testing.T, they must be called from
+// it ends (Errorf, Fatalf, Skipf, Inconclusivef, InconclusiveByDesignf,
+// Failed) and what it leaves to the runner (Cleanup, HangUpOnStop, Stop).
+// Fatalf, Skipf, Inconclusivef and InconclusiveByDesignf end the case (like testing.T, they must be called from
 // the case's own goroutine).
 type C struct {
 	ctx  context.Context
@@ -83,6 +90,7 @@ type C struct {
 	verdict  Verdict
 	cause    Cause
 	reason   string
+	byDesign bool
 	evidence []string
 	log      []string
 	final    *Final
@@ -224,6 +232,19 @@ func (c *C) Skipf(format string, args ...any) { c.endAs(Skip, format, args...) }
 // says nothing either way. The reason names what was missing.
 func (c *C) Inconclusivef(format string, args ...any) { c.endAs(Inconclusive, format, args...) }
 
+// InconclusiveByDesignf ends the case as inconclusive (unless it already
+// failed) because the server was seen, with positive evidence, never to
+// offer the precondition its claim needs: its design, not this run's
+// luck (Result.ByDesign). The reason names both signals that show it.
+func (c *C) InconclusiveByDesignf(format string, args ...any) {
+	c.mu.Lock()
+	if c.verdict != Fail {
+		c.byDesign = true
+	}
+	c.mu.Unlock()
+	c.endAs(Inconclusive, format, args...)
+}
+
 // endAs ends the case with verdict v and the reason, unless it already
 // failed (a failure is never undone).
 func (c *C) endAs(v Verdict, format string, args ...any) {
@@ -292,7 +313,10 @@ type Options struct {
 	Progress func(Result)
 	// Strict makes Run fail the subtest of an inconclusive case instead of
 	// skipping it: for a target whose preconditions must hold (this
-	// project's reference reactors, or your own server in CI).
+	// project's reference reactors, or your own server in CI). An
+	// inconclusive case whose precondition the server's design never
+	// offers (Result.ByDesign) is skipped all the same: it is the same
+	// every run, and says so.
 	Strict bool
 	// Stop opts in to a stop contract: the cases that hold a target to it
 	// (X3, X4, X5) run only when it is set, and are skipped otherwise,
@@ -537,6 +561,7 @@ func (c *C) abandon(done <-chan struct{}) {
 func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 	c.mu.Lock()
 	res.Verdict, res.Cause, res.Reason = c.verdict, c.cause, c.reason
+	res.ByDesign = c.byDesign && c.verdict == Inconclusive
 	res.Evidence, res.Log = c.evidence, c.log
 	if c.final != nil {
 		res.AtStop = c.final.AtStop
@@ -547,7 +572,7 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 	c.mu.Unlock()
 	res.Duration = time.Since(start)
 	if interrupted {
-		res.Verdict, res.Cause = Interrupted, ""
+		res.Verdict, res.Cause, res.ByDesign = Interrupted, "", false
 		res.Reason = fmt.Sprintf("the run was interrupted %v into the case: no verdict", res.Duration.Round(time.Millisecond))
 	}
 }
@@ -556,7 +581,8 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 // their order: a failure fails the subtest with its evidence, a skip
 // skips it with the reason, and an inconclusive case skips it with
 // "INCONCLUSIVE: " and the reason (it proved nothing), or fails it with
-// Options.Strict. No cases fails t. Unless Options.NoStartCheck, the
+// Options.Strict unless the server's design never offers the precondition
+// (Result.ByDesign: "INCONCLUSIVE (the server's design): "). No cases fails t. Unless Options.NoStartCheck, the
 // target is started once first (CheckStart): a target that cannot start
 // fails t once, saying why, and no subtest runs.
 func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
@@ -588,11 +614,14 @@ func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
 			case Skip:
 				t.Skip(r.Reason)
 			case Inconclusive:
-				if o.Strict {
+				if o.Strict && !r.ByDesign {
 					t.Errorf("%s %s: INCONCLUSIVE: %s\n%s", cs.ID, cs.Title, r.Reason, strings.Join(r.Evidence, "\n"))
 					return
 				}
 				// Neither a pass nor a failure: the test says so and skips.
+				if r.ByDesign {
+					t.Skip("INCONCLUSIVE (the server's design): " + r.Reason)
+				}
 				t.Skip("INCONCLUSIVE: " + r.Reason)
 			case Fail:
 				t.Errorf("%s %s: %s\n%s", cs.ID, cs.Title, r.Reason, strings.Join(r.Evidence, "\n"))

@@ -68,7 +68,9 @@ nothing is run. Each case then runs alone on a fresh instance. The table
 of verdicts, with every failure's evidence, goes to stdout, or to stderr
 when --json - or --junit - puts that document alone on stdout; progress
 goes to stderr. Exit 0: nothing failed (nor was inconclusive, with
---strict); 1: a case failed, or the target ended badly (a crash, an
+--strict, unless the server's design never offers the case's
+precondition: "inconclusive (the server's design)", the same every
+run); 1: a case failed, or the target ended badly (a crash, an
 exit status other than 0 or 143, a kill after the grace) when it was
 stopped after a case, which is reported apart from that case's verdict;
 2: bad flags, or the target could not be
@@ -110,7 +112,7 @@ func (f *conformFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "bound on each case, the start of its fresh instance included (0: the case's own bound)")
 	fs.DurationVar(&f.startTimeout, "start-timeout", conformance.DefaultStartTimeout, "bound on each start of the target, until it accepts connections: the check before any case, and every case's")
 	fs.BoolVar(&f.verbose, "v", false, "show every case's log and evidence, not only the failures'")
-	fs.BoolVar(&f.strict, "strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails")
+	fs.BoolVar(&f.strict, "strict", false, "exit 1 when a case is inconclusive too (a precondition could not be established), not only when one fails; an inconclusive the server's design explains (the same every run) does not")
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "cmd targets: time between SIGTERM and SIGKILL when stopping the command")
 	fs.BoolVar(&f.control, "control", false, "cmd targets: the command serves a byte echo on the control address in REACTORLAB_CONTROL_LISTEN too (implied when the command has {control}): S2 sends its PINGs there under hot data")
 	fs.StringVar(&f.stop, "stop", "none", "the stop contract to hold the target to (`none|sigterm`): sigterm runs X3, X4, X5 (after SIGTERM: each echo stream a prefix of what was sent, ending in FIN, not RST; every connection closed within --stop-grace; new connections refused); none skips them")
@@ -235,7 +237,8 @@ type conformReport struct {
 
 // report writes the results and returns the exit code they make: 130
 // interrupted, 1 a failure, a target that ended badly when stopped (or,
-// with --strict, an inconclusive case), else 0.
+// with --strict, an inconclusive case the server's design does not
+// explain), else 0.
 func (r conformReport) report(results []conformance.Result) int {
 	if err := conformance.WriteTable(r.human, r.target, results, r.f.verbose); err != nil {
 		return r.c.Errorf(r.stderr, cli.ExitFail, "%v", err)
@@ -255,7 +258,7 @@ func (r conformReport) report(results []conformance.Result) int {
 	switch {
 	case sum.WasInterrupted():
 		return cli.ExitInterrupted
-	case sum.Fail > 0 || sum.StopFindings > 0 || r.f.strict && sum.Inconclusive > 0:
+	case sum.Fail > 0 || sum.StopFindings > 0 || r.f.strict && sum.Inconclusive > sum.ByDesign:
 		return cli.ExitFail
 	}
 	return cli.ExitOK

@@ -203,6 +203,25 @@ func TestConformInconclusive(t *testing.T) {
 	}
 }
 
+// --strict fails an inconclusive case only when the run could not
+// establish its precondition: one the server's design never offers (the
+// example echo writes everything it read before it reads again, so it
+// never holds echoes when it reads a FIN) is reported as such and leaves
+// the exit status 0, the same every run.
+func TestConformStrictSparesTheServersDesign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: I3 fills three connections (6 s)")
+	}
+	t.Parallel() // its target is a process of its own, and it changes no state of this one
+	bin := buildEcho(t)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"conform", "--strict", "--target", "cmd:" + bin, "--case", "I3"}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "I3 inconclusive (the server's design): ") ||
+		!strings.Contains(stdout.String(), "0 passed, 0 failed, 0 skipped, 1 inconclusive (a precondition the server's design never offers") {
+		t.Fatalf("--strict on a design that never holds echoes at a FIN: exit %d, want 0 with I3 inconclusive by design\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
 // A black box with a control address and the stop contract: S2 runs
 // against its control address ({control}, or --control with the
 // environment variable alone), X3-X5 run with --stop sigterm and are

@@ -34,17 +34,23 @@ func runI3(c *conformance.C) {
 	// A connection given up on still owes every byte and EOF.
 	limit, why := fillLimit(c)
 	c.Logf("%s", why)
-	l, finRead, heldAtFIN := halfCloseHolding(c, limit, 1, func(l *loaded) {
+	h := halfCloseHolding(c, limit, 1, func(l *loaded) bool {
 		if err := l.readRest(i3RestBound, frameEcho); err != nil {
 			c.Fatalf("%s, half-closed after sending %d bytes: %v", l.name, l.sent, err)
 		}
+		return true
 	})
+	l := h.l
 	if err := l.readRest(i3RestBound, frameEcho); err != nil {
 		c.Fatalf("%s, half-closed after sending %d bytes: %v", l.name, l.sent, err)
 	}
-	if !finRead || heldAtFIN <= echoThreshold(c) {
-		c.Inconclusivef("every byte came back, but the server was not seen reading the FIN while it held echoes (read it: %v; held then: at least %d bytes): it had nothing left to drop at EOF", finRead, heldAtFIN)
+	if h.finRead && h.held > echoThreshold(c) {
+		return
 	}
+	if h.neverHoldsAtFIN(c, true) {
+		c.InconclusiveByDesignf("every byte came back, then EOF; but %s", h.neverHoldsAtFINReason())
+	}
+	c.Inconclusivef("every byte came back, but the server was not seen reading the FIN while it held echoes (read it: %v; held then: at least %d bytes): it had nothing left to drop at EOF", h.finRead, h.held)
 }
 
 // readRest reads the echo to its end within bound and reports how it

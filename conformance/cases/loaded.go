@@ -56,6 +56,10 @@ type loaded struct {
 	// sample saw the FIN alone in its queue), so the read that passed it
 	// returned the end of the stream to the application.
 	finAlone bool
+	// finWaitHeld is the most the server was seen holding (held) while
+	// the FIN waited alone, unread, in its queue (sockQueues.finAlone):
+	// echoes it had and did not read the end of the stream past.
+	finWaitHeld int64
 	// expect is the stream's frame being compared with what is read.
 	expect    []byte
 	expectSeq uint64
@@ -88,6 +92,9 @@ func (l *loaded) sample() error {
 		return err
 	}
 	l.q = q
+	if l.halfClosed && q.finAlone() {
+		l.finWaitHeld = max(l.finWaitHeld, l.held())
+	}
 	return nil
 }
 

@@ -47,6 +47,51 @@ func readEverything(c *conformance.C, l *loaded, bound time.Duration) bool {
 	})
 }
 
+// topUpToHolding, once the server has read everything sent
+// (readEverything), sends the stream on a frame at a time, reading
+// nothing, while the server reads every frame and holds nothing (it
+// handed its echoes to the kernel, whose send buffer had room), until it
+// is seen holding echoes with nothing left unread, within bound and
+// topUpMost bytes. It returns what it sent and whether that was reached.
+// A server that writes everything it read before it reads again holds
+// echoes only while its write is blocked; filling the room left in its
+// send buffer blocks it, and a FIN sent then reaches a server holding
+// echoes, whatever its design.
+func topUpToHolding(c *conformance.C, l *loaded, bound time.Duration) (extra int64, holding bool) {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) && extra < topUpMost {
+		if err := l.sample(); err != nil {
+			c.Inconclusivef("socket queues: %v", err)
+		}
+		if !l.q.serverOpen() {
+			return extra, false
+		}
+		if l.q.serverUnread == 0 && l.q.clientUnsent == 0 && len(l.pend) == 0 {
+			if l.held() > echoThreshold(c) {
+				return extra, true
+			}
+			sent := l.sent
+			if _, err := l.writeSome(streamFrameSize, 5*time.Millisecond); err != nil {
+				return extra, false
+			}
+			extra += l.sent - sent
+		} else if len(l.pend) > 0 {
+			sent := l.sent
+			if _, err := l.writeSome(len(l.pend), 5*time.Millisecond); err != nil {
+				return extra, false
+			}
+			extra += l.sent - sent
+		}
+		time.Sleep(time.Millisecond) // the server reads what was sent
+	}
+	return extra, false
+}
+
+// topUpMost bounds what topUpToHolding sends: more than a server's send
+// buffer holds at the largest size autotuning gives it (tcp_wmem's third
+// field, 4 MiB by default).
+const topUpMost = 8 << 20
+
 // nudge samples l's queues until reached says it is done (and with what
 // result), within bound (false then): while the server's unread queue
 // moves it lets the server read; while it stands still (the server's
@@ -113,35 +158,83 @@ var halfCloseStimulus = fmt.Sprintf("the client (%d KiB receive buffer) fills as
 // opens a loaded connection (token), fills it, to at most limit, until
 // nothing is left unread (so that a server which has not paused reads
 // the FIN next), shuts down its write side and nudges the server to the
-// FIN. A server
-// that paused reads the FIN only after it has resumed, and what it holds
-// then depends on how much its kernel send buffer, which autotuning
-// sizes, takes at the moment it resumes: a draw the client cannot steer.
-// So while the server read the FIN holding nothing, it tries again on a
-// new connection, at most finAttempts in all, handing each connection
-// given up on to settle first. It does not try again when the fill
+// FIN. A server that paused reads the FIN only after it has resumed, and
+// what it holds then depends on how much its kernel send buffer, which
+// autotuning sizes, takes at the moment it resumes: a draw the client
+// cannot steer. So while the server read the FIN holding nothing, it
+// tries again on a new connection, at most finAttempts in all, handing
+// each connection given up on to settle, which reads every echo owed and
+// reports whether all of it arrived. It does not try again when the fill
 // established neither holding nor a pause, or the FIN was not read within
 // finBound: that is the server's design, and the same every run. Each
-// attempt's evidence is recorded. It returns the last connection, whether
-// its FIN was read and what the server held then.
-func halfCloseHolding(c *conformance.C, limit int64, token uint64, settle func(*loaded)) (l *loaded, finRead bool, held int64) {
+// attempt's evidence is recorded.
+func halfCloseHolding(c *conformance.C, limit int64, token uint64, settle func(*loaded) (delivered bool)) halfClosed {
+	var h halfClosed
 	for attempt := 1; ; attempt++ {
 		name := "half-closed conn"
 		if attempt > 1 {
 			name = fmt.Sprintf("half-closed conn %d", attempt)
 		}
-		l = dialLoaded(c, name, token+uint64(attempt-1))
+		l := dialLoaded(c, name, token+uint64(attempt-1))
 		f := fillLoaded(c, l, limit, holdSome, true)
 		c.Evidencef("%s: before the half-close: %s", name, f.why)
 		if !readEverything(c, l, readAllBound) {
 			c.Evidencef("%s: the server had not read everything sent within %v (%v): its FIN is seen read only once seen alone in its queue", name, readAllBound, l.q)
+		} else if extra, holding := topUpToHolding(c, l, readAllBound); !holding {
+			c.Evidencef("%s: the server had read everything sent but was not seen holding echoes (%d bytes more sent, a frame at a time, within %v; %v): its FIN comes to a server holding nothing", name, extra, readAllBound, l.q)
 		}
 		halfClose(c, l)
-		finRead, held = nudgeToFIN(c, l, finBound)
-		c.Evidencef("%s: the server read the FIN: %v, holding at least %d bytes then (%d of %d bytes back; %v)", name, finRead, held, l.read, l.sent, l.q)
+		finRead, held := nudgeToFIN(c, l, finBound)
+		c.Evidencef("%s: the server read the FIN: %v, holding at least %d bytes then (%d of %d bytes back; %v); while the FIN waited alone in its queue it held at most %d bytes", name, finRead, held, l.read, l.sent, l.q, l.finWaitHeld)
+		h = halfClosed{l: l, finRead: finRead, held: held, attempts: attempt, flushedFirst: h.flushedFirst}
 		if held > echoThreshold(c) || !finRead || !f.established() || attempt == finAttempts {
-			return l, finRead, held
+			return h
 		}
-		settle(l)
+		if settle(l) && h.flushedBeforeFIN(c) {
+			h.flushedFirst++
+		}
 	}
+}
+
+// halfClosed is what halfCloseHolding established: its last connection
+// (l), whether the server read that connection's FIN and what it held
+// then, how many connections it tried, and in how many of those it gave
+// up on the server was seen flushing before it read the FIN.
+type halfClosed struct {
+	l        *loaded
+	finRead  bool
+	held     int64
+	attempts int
+	// flushedFirst counts the connections given up on whose FIN the
+	// server read only once it held nothing, though it had held echoes
+	// while the FIN waited alone in its queue, and which then got every
+	// echo owed (flushedBeforeFIN, settle).
+	flushedFirst int
+}
+
+// flushedBeforeFIN reports whether the server, on h's last connection,
+// held echoes while the FIN waited alone, unread, in its queue, and read
+// the FIN holding none: it let the end of the stream wait until it had
+// handed the kernel everything it had read. With the echoes then all
+// delivered (not dropped at the FIN), that is a server that writes
+// everything before it reads again.
+func (h halfClosed) flushedBeforeFIN(c *conformance.C) bool {
+	return h.finRead && h.held <= echoThreshold(c) && h.l.finWaitHeld > echoThreshold(c)
+}
+
+// neverHoldsAtFIN reports whether every connection halfCloseHolding tried
+// (finAttempts of them) showed the server flushing before it read the FIN
+// (flushedBeforeFIN) and, the last one too, delivering every echo owed
+// (lastDelivered, the case's own reading of it): two signals, on each
+// connection, of a design that never holds echoes when it reads the end
+// of the stream. The precondition of I3 and W4 then never arises on the
+// server, whatever the run's timing.
+func (h halfClosed) neverHoldsAtFIN(c *conformance.C, lastDelivered bool) bool {
+	return h.attempts == finAttempts && h.flushedFirst == finAttempts-1 && h.flushedBeforeFIN(c) && lastDelivered
+}
+
+// neverHoldsAtFINReason is the reason of an inconclusive that
+// neverHoldsAtFIN explains.
+func (h halfClosed) neverHoldsAtFINReason() string {
+	return fmt.Sprintf("on each of %d connections the server held echoes while the client's FIN waited alone in its queue, read the FIN only once it held none, and then delivered every echo owed: it writes everything it has read before it reads again, so it never holds echoes when it reads the end of the stream, and the precondition never arises on its design (the same every run)", h.attempts)
 }
