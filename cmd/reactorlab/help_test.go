@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // TestEveryCommandHasHelpOnStdout: `reactorlab CMD --help` and
 // `reactorlab help CMD` print the same help on stdout, nothing on stderr,
-// exit 0: a synopsis line naming the command, a paragraph, the flags.
+// exit 0: a synopsis line naming the command, a paragraph, the flags
+// (under "flags:", or the command's own headings).
 func TestEveryCommandHasHelpOnStdout(t *testing.T) {
 	for _, c := range subcommands {
 		if c.main == nil {
@@ -33,7 +35,7 @@ func TestEveryCommandHasHelpOnStdout(t *testing.T) {
 			if len(paragraphs) < 2 || strings.HasPrefix(paragraphs[1], "flags:") {
 				t.Errorf("%s --help has no description paragraph after its synopsis:\n%s", c.name, help)
 			}
-			if !strings.Contains(help, "\nflags:\n  --") {
+			if !regexp.MustCompile(`\n[a-z][^\n]*:\n  --`).MatchString(help) {
 				t.Errorf("%s --help lists no flags:\n%s", c.name, help)
 			}
 			if strings.Contains(help, "reactorlab serve\n") && c.name != "serve" {
@@ -151,5 +153,32 @@ func TestVersionNamesTheRevisionTheBuildStamped(t *testing.T) {
 	}
 	if rev := strings.TrimSpace(string(head)); v.Revision != rev || !strings.Contains(string(line), "revision "+rev) {
 		t.Errorf("revision %q (line %q), want git's HEAD %s", v.Revision, line, rev)
+	}
+}
+
+// run's many flags are listed under headings a reader can scan (what to
+// measure, the load, where it runs, the output, the reactor's own), every
+// one under a heading: none is left to "other flags".
+func TestRunHelpIsGrouped(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run --help: exit %d\n%s", code, stderr.String())
+	}
+	help := stdout.String()
+	at := 0
+	for _, h := range []string{"\nwhat to measure:\n", "\nload (the load generator's knobs):\n", "\nwhere it runs:\n", "\noutput:\n", "\nreactor flags (a reference reactor only, as serve takes them):\n"} {
+		i := strings.Index(help[at:], h)
+		if i < 0 {
+			t.Fatalf("run --help lacks heading %q after byte %d:\n%s", h, at, help)
+		}
+		at += i + len(h)
+	}
+	if strings.Contains(help, "\nother flags:\n") {
+		t.Errorf("run --help leaves flags under no heading:\n%s", help[strings.Index(help, "\nother flags:\n"):])
+	}
+	for _, name := range []string{"--duration", "--cpus", "--json", "--budget-bytes", "--fault"} {
+		if n := strings.Count(help, "\n  "+name+" "); n != 1 {
+			t.Errorf("run --help lists %s %d times, want once", name, n)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,13 +79,17 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	// harness sets (runRefusedFlags): run's help does not list them.
 	reactorFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	f.cfg.Flags(reactorFlags)
+	var reactorNames, loadNames []string
 	reactorFlags.VisitAll(func(fl *flag.Flag) {
 		if _, refused := runRefusedFlags[fl.Name]; !refused {
 			fs.Var(fl.Value, fl.Name, fl.Usage)
+			reactorNames = append(reactorNames, fl.Name)
 		}
 	})
 	// The load flags, from loadgen's table of knobs; loadgen-loops's help
 	// adds the default placement here.
+	before := map[string]bool{}
+	fs.VisitAll(func(fl *flag.Flag) { before[fl.Name] = true })
 	for _, k := range loadgen.Knobs {
 		usage := k.Help
 		if k.Name == "loadgen_loops" {
@@ -104,8 +109,27 @@ func newRunCommand() (*cli.Command, *runFlags) {
 	fs.StringVar(&f.out, "out", "", "directory for the run's files, new or without a run in it (default reactorlab-runs/NAME-TIME)")
 	fs.BoolVar(&f.spectrum, "spectrum", false, "also print the detailed percentile spectrum of each latency class")
 	fs.StringVar(&f.json, "json", "", "also write the whole result as JSON to `FILE`; - writes it alone on stdout, and the summary on stderr")
+	fs.VisitAll(func(fl *flag.Flag) {
+		if !before[fl.Name] && !slices.Contains(runPlaceFlags, fl.Name) && !slices.Contains(runOutputFlags, fl.Name) && fl.Name != "fault" {
+			loadNames = append(loadNames, fl.Name)
+		}
+	})
+	c.Groups = []cli.FlagGroup{
+		{Title: "what to measure", Names: []string{"target", "reactor", "fault"}},
+		{Title: "load (the load generator's knobs)", Names: loadNames},
+		{Title: "where it runs", Names: runPlaceFlags},
+		{Title: "output", Names: runOutputFlags},
+		{Title: "reactor flags (a reference reactor only, as serve takes them)", Names: reactorNames},
+	}
 	return c, f
 }
+
+// runPlaceFlags and runOutputFlags are run's own flags about where and
+// how long the cell runs, and about what it writes: headings of its help.
+var (
+	runPlaceFlags  = []string{"cpus", "server-cpu", "lab", "grace", "start-timeout"}
+	runOutputFlags = []string{"out", "spectrum", "json"}
+)
 
 // runRefusedFlags are the reactor flags serve takes and run does not,
 // with why: the harness sets them. run does not define them; given, they

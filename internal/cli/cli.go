@@ -45,6 +45,17 @@ type Command struct {
 	Synopsis    string
 	Description string
 	Flags       *flag.FlagSet
+	// Groups, when set, are the headings help lists the flags under, in
+	// their order (each group's flags sorted by name); a flag in no group
+	// is listed last, under "other flags".
+	Groups []FlagGroup
+}
+
+// FlagGroup is a heading of a command's help and the names of the flags
+// listed under it.
+type FlagGroup struct {
+	Title string
+	Names []string
 }
 
 // New returns a Command with an empty flag set named name. The flag set
@@ -58,7 +69,8 @@ func New(name, synopsis, description string) *Command {
 
 // WriteHelp writes the command's help: "usage:" and the synopsis, the
 // description, and every flag with its value's name, its default and its
-// text.
+// text, under "flags:" or, when the command has Groups, under their
+// headings.
 func (c *Command) WriteHelp(w io.Writer) {
 	lines := strings.Split(strings.TrimSpace(c.Synopsis), "\n")
 	for i, l := range lines {
@@ -76,21 +88,53 @@ func (c *Command) WriteHelp(w io.Writer) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nflags:\n")
+	if len(c.Groups) == 0 {
+		fmt.Fprintf(w, "\nflags:\n")
+		c.Flags.VisitAll(func(f *flag.Flag) { writeFlag(w, f) })
+		return
+	}
+	grouped := map[string]bool{}
+	for _, g := range c.Groups {
+		fmt.Fprintf(w, "\n%s:\n", g.Title)
+		in := map[string]bool{}
+		for _, name := range g.Names {
+			in[name] = true
+		}
+		c.Flags.VisitAll(func(f *flag.Flag) {
+			if in[f.Name] && !grouped[f.Name] {
+				grouped[f.Name] = true
+				writeFlag(w, f)
+			}
+		})
+	}
+	heading := false
 	c.Flags.VisitAll(func(f *flag.Flag) {
-		value, usage := flag.UnquoteUsage(f)
-		head := "  --" + f.Name
-		if value != "" {
-			head += " " + value
+		if grouped[f.Name] {
+			return
 		}
-		if def := defaultText(f); def != "" {
-			usage += " (default " + def + ")"
+		if !heading {
+			fmt.Fprintf(w, "\nother flags:\n")
+			heading = true
 		}
-		fmt.Fprintln(w, head)
-		for _, l := range wrap(usage, 72) {
-			fmt.Fprintf(w, "        %s\n", l)
-		}
+		writeFlag(w, f)
 	})
+}
+
+// writeFlag writes one flag of a command's help: its name and value's
+// name, then its text and default, indented.
+func writeFlag(w io.Writer, f *flag.Flag) {
+	value, usage := flag.UnquoteUsage(f)
+	head := "  --" + f.Name
+	if value != "" {
+		head += " " + value
+	}
+	if def := defaultText(f); def != "" {
+		usage += " (default " + def + ")"
+	}
+	fmt.Fprintln(w, head)
+	for _, l := range wrap(usage, 72) {
+		fmt.Fprintf(w, "        %s\n", l)
+	}
 }
 
 // defaultText is f's default as help shows it, or "" for a zero default.

@@ -95,3 +95,28 @@ func TestParseNoArgsRefusesArguments(t *testing.T) {
 		t.Errorf("with --target: done %v code %d stderr %q", done, code, stderr.String())
 	}
 }
+
+// A command with groups lists its flags under their headings, in the
+// groups' order, each flag once; a flag in no group comes last, under
+// "other flags".
+func TestHelpGroupsFlags(t *testing.T) {
+	c, _, _, _ := newTestCommand()
+	c.Groups = []FlagGroup{{Title: "output", Names: []string{"out", "json"}}, {Title: "load", Names: []string{"hot", "out"}}}
+	var stdout, stderr bytes.Buffer
+	if _, done, code := c.Parse([]string{"--help"}, &stdout, &stderr); !done || code != ExitOK {
+		t.Fatalf("--help: done %v code %d", done, code)
+	}
+	help := stdout.String()
+	order := []string{"\noutput:\n  --json\n", "  --out DIR\n", "\nload:\n  --hot int\n", "\nother flags:\n  --duration duration\n"}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(help[at:], want)
+		if i < 0 {
+			t.Fatalf("help lacks %q after byte %d:\n%s", want, at, help)
+		}
+		at += i + len(want)
+	}
+	if strings.Contains(help, "\nflags:\n") || strings.Count(help, "  --out DIR\n") != 1 {
+		t.Errorf("a grouped help lists a flag twice, or under flags:\n%s", help)
+	}
+}
