@@ -75,8 +75,9 @@ func (t GoServer) Name() string {
 // Start listens, starts Serve and waits, at most until ctx's deadline
 // (StartInstance sets one; a ctx without one waits DefaultStartTimeout),
 // for one byte to come back on a probe connection. A Serve that returns
-// or fails the probe first is stopped, and Start returns an error saying
-// which.
+// or fails the probe first is stopped (its context cancelled, its
+// listener closed), and Start returns, before the deadline, an error
+// saying which, and whether Serve had returned by then.
 func (t GoServer) Start(ctx context.Context, setup Setup) (Instance, error) {
 	if t.Serve == nil {
 		return nil, fmt.Errorf("%s: GoServer.Serve is nil: it must serve a byte echo on the listener it is given", t.Name())
@@ -92,10 +93,24 @@ func (t GoServer) Start(ctx context.Context, setup Setup) (Instance, error) {
 	serveCtx, cancel := context.WithCancel(context.Background())
 	i := &goServer{ln: ln, cancel: cancel, done: make(chan struct{})}
 	go i.serve(serveCtx, t.Serve)
-	if err := i.probe(ctx); err != nil {
-		f, _ := i.Stop()
-		if f.AtStop != "" {
-			err = fmt.Errorf("%w; stopped, %s", err, f.AtStop)
+	// The probe ends a margin before ctx's deadline, and the stop after
+	// a failure waits half of it: the error is then Serve's, not ctx's.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultStartTimeout)
+	}
+	margin := min(100*time.Millisecond, time.Until(deadline)/10)
+	if err := i.probe(deadline.Add(-margin)); err != nil {
+		i.stopping.Store(true)
+		i.cancel()
+		_ = i.ln.Close()
+		select {
+		case <-i.done:
+			if !i.early && i.err != nil && !errors.Is(i.err, context.Canceled) && !errors.Is(i.err, net.ErrClosed) {
+				err = fmt.Errorf("%w; stopped, %s", err, endText(i.err))
+			}
+		case <-time.After(time.Until(deadline) - margin/2):
+			err = fmt.Errorf("%w; stopped, Serve had not returned when the start gave up (its goroutine is left running)", err)
 		}
 		return nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
@@ -130,16 +145,10 @@ func (i *goServer) serve(ctx context.Context, fn func(context.Context, net.Liste
 	i.err = fn(ctx, i.ln)
 }
 
-// probe has one byte echoed on a connection of its own, within ctx's
-// deadline (up to a tenth of a second before it, so that the failure is
-// Serve's and says so) or DefaultStartTimeout, unless Serve returns
-// first. A Serve that returns once it has echoed it is judged at Stop.
-func (i *goServer) probe(ctx context.Context) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(DefaultStartTimeout)
-	}
-	deadline = deadline.Add(-min(100*time.Millisecond, time.Until(deadline)/10))
+// probe has one byte echoed on a connection of its own before deadline,
+// unless Serve returns first. A Serve that returns once it has echoed it
+// is judged at Stop.
+func (i *goServer) probe(deadline time.Time) error {
 	bound := time.Until(deadline).Round(time.Millisecond)
 	conn, err := net.DialTimeout("tcp", i.Addr(), time.Until(deadline))
 	if err != nil {
