@@ -90,12 +90,14 @@ type Final struct {
 	// its error; a GoServer's "Serve returned nil" or its error.
 	Exit string
 	// Clean is false when the instance ended badly during the case: a
-	// reactor error, a process of it that exited before the stop. That is
-	// charged to the case (CauseTarget).
+	// reactor error, a process of it that exited before the stop, a
+	// GoServer's Serve that returned before it. That is charged to the
+	// case (CauseTarget).
 	Clean bool
 	// AtStop, when not empty, says how the instance ended badly once the
 	// stop had signalled it: a crash, an exit status other than 0 or
-	// 128 + SIGTERM, a kill after the grace period (unless Lingered). It is
+	// 128 + SIGTERM, a kill after the grace period (unless Lingered); a
+	// GoServer's Serve that failed, panicked or did not return. It is
 	// a finding of its own, reported with the case's result (Result.AtStop)
 	// and never charged to the case's claim, which was tested before it.
 	AtStop string
