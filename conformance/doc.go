@@ -1,14 +1,17 @@
 // Package conformance runs reactorlab's correctness suite for reactors:
 // it runs a list of cases with stable ids (the catalogue is package
 // conformance/cases) against a reference reactor in this process
-// (InProcess), a reference reactor as a child process (Process), or any
-// server run as a command (Command, a black box that must serve a TCP
+// (InProcess), a reference reactor as a child process (Process), a server
+// of your own written in Go, run in the test's process (GoServer: a
+// function that serves a TCP byte echo on the listener it is given), or
+// any server run as a command (Command, a black box that must serve a TCP
 // byte echo on the address in REACTORLAB_LISTEN), and judges and reports
 // their verdicts.
 //
 // The package holds the case contract (case.go: Case, Needs; runner.go:
 // C, the whole API a case is written against), the targets (target.go,
-// start.go, inprocess_linux.go, process_linux.go, serving_*.go), the
+// start.go, inprocess_linux.go, goserver_linux.go, process_linux.go,
+// serving_*.go), the
 // runner (runner.go: RunAll, Run, RunCase) and the reports (report.go).
 // It takes the cases as data and knows none of them: the catalogue,
 // its shared helpers and the kernel probes only cases use are in
@@ -52,11 +55,25 @@
 // other than 0 or 128 + SIGTERM, a kill after the grace) is a finding of
 // its own (Result.AtStop), never charged to the case that ran before.
 //
-// From any Go test, like nettest.TestConn:
+// From any Go test, like nettest.TestConn, with a server of your own in
+// Go (examples/myloop is a whole module doing this) or a program:
+//
+//	import (
+//		"github.com/reactorlab/reactorlab/conformance"
+//		"github.com/reactorlab/reactorlab/conformance/cases"
+//	)
+//
+//	func TestMyLoop(t *testing.T) {
+//		conformance.Run(t, conformance.GoServer{Label: "myloop", Serve: myloop.Serve}, cases.Catalogue())
+//	}
 //
 //	func TestMyServer(t *testing.T) {
 //		conformance.Run(t, conformance.Command{Argv: []string{"./myserver", "--listen", "{addr}"}}, cases.Catalogue())
 //	}
+//
+// Each case is a subtest named by its id and title
+// ("W2_no_busy_loop_while_idle": go test -run 'TestMyLoop/W2' runs it
+// alone), and the test logs one line counting the verdicts.
 //
 // Each case starts a fresh instance and runs alone (timing bounds assume
 // the target has the machine to itself), under a watchdog that stops the

@@ -585,6 +585,13 @@ func (c *C) collect(res *Result, start time.Time, interrupted bool) {
 // (Result.ByDesign: "INCONCLUSIVE (the server's design): "). No cases fails t. Unless Options.NoStartCheck, the
 // target is started once first (CheckStart): a target that cannot start
 // fails t once, saying why, and no subtest runs.
+//
+// Each subtest is named by SubtestName (the case's id, then its title:
+// "W4_a_half-closed_peer_..."), so -run 'TestX/W4' selects a case by its
+// id. Run marks itself and its subtests as test helpers: what they log
+// and report points at the caller's line, the call of Run. Once every
+// subtest has run, t logs one line counting the verdicts of the cases
+// that ran (SummaryLine).
 func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -600,9 +607,12 @@ func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
 		}
 	}
 	var atStop []string
+	var results []Result
 	for _, cs := range cases {
-		t.Run(cs.ID, func(t *testing.T) {
+		t.Run(SubtestName(cs), func(t *testing.T) {
+			t.Helper()
 			r := runCase(context.Background(), target, cs, o.caseRun())
+			results = append(results, r)
 			for _, l := range r.Log {
 				t.Log(l)
 			}
@@ -632,9 +642,56 @@ func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
 	}
 	if len(atStop) > 0 {
 		t.Run(stopSubtest, func(t *testing.T) {
+			t.Helper()
 			t.Errorf("the target ended badly when it was stopped after %d of the cases (each case's verdict judges its claim alone):\n%s", len(atStop), strings.Join(atStop, "\n"))
 		})
 	}
+	t.Log(SummaryLine(target.Name(), Summarize(results)))
+}
+
+// SubtestName is the name of cs's subtest in Run: its id, an
+// underscore, and its title with every run of characters other than
+// ASCII letters, digits and '-' turned into one underscore (apostrophes
+// dropped): "W4_a_half-closed_peer_that_does_not_read_does_not_freeze_the_others".
+// It starts with the id, so go test's -run, which matches each element
+// of a subtest's name unanchored, selects a case by its id ('TestX/W4';
+// 'TestX/^W4_' selects that id alone where one id is the prefix of
+// another), and it holds no '/' or space, so go test prints it as it is.
+func SubtestName(cs Case) string {
+	var b strings.Builder
+	b.WriteString(cs.ID)
+	sep := true // an underscore is owed before the next kept character
+	for _, r := range cs.Title {
+		switch {
+		case r == '\'' || r == '’':
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-':
+			if sep {
+				b.WriteByte('_')
+				sep = false
+			}
+			b.WriteRune(r)
+		default:
+			sep = true
+		}
+	}
+	return b.String()
+}
+
+// SummaryLine is the line Run logs once its subtests have run:
+// "conformance: 17 passed, 11 skipped, 2 inconclusive, 0 failed on lt",
+// each verdict counted apart, then the runs that ended interrupted or
+// were not run and the stops at which the target ended badly, when there
+// were any.
+func SummaryLine(target string, s Summary) string {
+	line := fmt.Sprintf("conformance: %d passed, %d skipped, %d inconclusive, %d failed", s.Pass, s.Skip, s.Inconclusive, s.Fail)
+	if s.WasInterrupted() {
+		line += fmt.Sprintf(", %d interrupted, %d not run", s.Interrupted, s.NotRun)
+	}
+	line += " on " + target
+	if s.StopFindings > 0 {
+		line += fmt.Sprintf("; the target ended badly when stopped after %d of the cases (subtest %s)", s.StopFindings, stopSubtest)
+	}
+	return line
 }
 
 // stopSubtest names the subtest of Run that fails when the target ended

@@ -51,8 +51,9 @@ type Instance interface {
 	Stats() (reactors.Stats, error)
 	// Usage samples what the server has consumed so far.
 	Usage() (Usage, error)
-	// Stop stops the instance (STOP-less: signal or Reactor.Stop), waits
-	// for it, and returns what it left. Idempotent.
+	// Stop stops the instance (STOP-less: a signal, Reactor.Stop, or a
+	// GoServer's context cancelled), waits for it, and returns what it
+	// left. Idempotent.
 	Stop() (Final, error)
 }
 
@@ -64,12 +65,14 @@ type Reference struct {
 
 // Usage is a server's resource consumption at one moment. CPU is always
 // known: the whole process for process targets, the loop threads for an
-// in-process reactor (whose process is the test's own). RSS and Fds are
-// process-wide and -1 when the instance has no process of its own.
-// RunqWait is how long the same threads were runnable but waited for a CPU
-// (from schedstat; -1 where the kernel has none): CPU + RunqWait is what
-// the server asked for, which on a contended machine can be far more than
-// it got.
+// in-process reactor (whose process is the test's own), the whole test
+// process for a GoServer (an upper bound: its goroutines cannot be told
+// from the test's). RSS and Fds are process-wide and -1 when the instance
+// has no process of its own. RunqWait is how long the same threads were
+// runnable but waited for a CPU (from schedstat; -1 where the kernel has
+// none, or for a GoServer, whose threads run the test too): CPU + RunqWait
+// is what the server asked for, which on a contended machine can be far
+// more than it got.
 type Usage struct {
 	CPU      time.Duration
 	RunqWait time.Duration
@@ -82,16 +85,19 @@ type Usage struct {
 // process ended.
 type Final struct {
 	Stats *reactors.Stats
-	// Exit describes a process target's end: "exit 0", "killed after
-	// SIGTERM grace"; "" for in-process targets.
+	// Exit describes how the instance ended: a process target's "exit 0",
+	// "killed after SIGTERM grace"; an in-process reactor's "stopped" or
+	// its error; a GoServer's "Serve returned nil" or its error.
 	Exit string
 	// Clean is false when the instance ended badly during the case: a
-	// reactor error, a process of it that exited before the stop. That is
-	// charged to the case (CauseTarget).
+	// reactor error, a process of it that exited before the stop, a
+	// GoServer's Serve that returned before it. That is charged to the
+	// case (CauseTarget).
 	Clean bool
 	// AtStop, when not empty, says how the instance ended badly once the
 	// stop had signalled it: a crash, an exit status other than 0 or
-	// 128 + SIGTERM, a kill after the grace period (unless Lingered). It is
+	// 128 + SIGTERM, a kill after the grace period (unless Lingered); a
+	// GoServer's Serve that failed, panicked or did not return. It is
 	// a finding of its own, reported with the case's result (Result.AtStop)
 	// and never charged to the case's claim, which was tested before it.
 	AtStop string
