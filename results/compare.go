@@ -431,6 +431,14 @@ func beyond(better Better, old, new, threshold float64) bool {
 // to judge, and "no regression" would mean nothing.
 func (c *Comparison) NothingCompared() bool { return len(c.Compared) == 0 }
 
+// NothingJudged reports that cells were compared, none regressed, and the
+// gate cannot fire in any of them (CannotFire holds every compared cell):
+// no regression could have been found, so "no regression" would mean
+// nothing.
+func (c *Comparison) NothingJudged() bool {
+	return !c.NothingCompared() && c.Regressions() == 0 && len(c.CannotFire) == len(c.Compared)
+}
+
 // NotComparedCounts counts NotCompared's cell-level entries and its
 // metric-level (OneSided) entries.
 func (c *Comparison) NotComparedCounts() (cells, metrics int) {
