@@ -87,6 +87,7 @@ func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *
 	addCellNotes(a.Cells, &notes)
 	addPowerNote(m.Spec.Repeats, len(m.Cells)-1, a.Alpha, &notes)
 	addRunNotes(m.Cells, runs, &notes)
+	addGateNote(m, &notes)
 	a.Notes = notes.list
 	return a
 }
@@ -293,6 +294,26 @@ func addPowerNote(repeats, factorCells int, alpha float64, ns *notes) {
 			ns.add(fmt.Sprintf("with %d repeats and %d cells the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
 				repeats, factorCells, p, alpha, RepeatsNeeded(factorCells, alpha)))
 		}
+	}
+}
+
+// addGateNote warns where the gate of `reactorlab compare` could not
+// fire in a comparison of this run with another like it: its warning
+// (gateCannotFire, the one compare prints) over the default gate metrics,
+// each cell with the valid runs it has of each (cellValues, as compare
+// counts them) on both sides, at DefaultAlpha.
+func addGateNote(m *Manifest, ns *notes) {
+	var rows []gateRow
+	for _, c := range m.Cells {
+		vals, _, _ := cellValues(m, c.ID)
+		for _, mt := range Metrics {
+			if n := len(vals[mt.Name]); mt.Gate && n > 0 {
+				rows = append(rows, gateRow{Cell: c.ID, OldN: n, NewN: n})
+			}
+		}
+	}
+	if _, note := gateCannotFire(rows, DefaultAlpha); note != "" {
+		ns.add("compared with another run like this one (reactorlab compare, its default metrics): " + note)
 	}
 }
 
