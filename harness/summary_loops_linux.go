@@ -109,7 +109,7 @@ func writeAcceptQueue(b *strings.Builder, q *lab.AcceptQueue, p lab.AcceptQueueP
 	case q.Samples == 0 && q.Error != "":
 		fmt.Fprintf(b, "  %-12s not sampled: %s\n", "Accept queue", q.Error)
 	case !inside:
-		fmt.Fprintf(b, "  %-12s no sample inside the measured period (%d samples)\n", "Accept queue", q.Samples)
+		fmt.Fprintf(b, "  %-12s no sample inside the measured period (%s)\n", "Accept queue", plural(q.Samples, "sample"))
 	default:
 		per := make([]string, len(p.PerListener))
 		for i, v := range p.PerListener {

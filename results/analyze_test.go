@@ -285,7 +285,7 @@ func TestAnalyzeInvalidRunsExcluded(t *testing.T) {
 		{"hot=16", "1 of 4 runs invalid", "frames lost"},
 		{"hot=16", "data_p99", "NaN"},
 		{"1 of 8 runs", "loopback"},
-		{"load generator", "hot=16 (1 runs)"},
+		{"load generator", "hot=16 (1 run)"},
 	} {
 		if !hasNote(a, want...) {
 			t.Errorf("no note with %q in %q", want, a.Notes)

@@ -126,7 +126,7 @@ func writeHeader(p func(string, ...any), m *Manifest) {
 		commit += " (modified)"
 	}
 	p("- tool: reactorlab %s, %s, %s\n", mdText(m.Tool.Version), mdText(commit), mdText(m.Tool.Go))
-	p("- spec: %s from %s, %d repeats, %d cells\n", mdText(m.Spec.Name), mdText(m.Spec.Source), m.Spec.Repeats, len(m.Cells))
+	p("- spec: %s from %s, %s, %s\n", mdText(m.Spec.Name), mdText(m.Spec.Source), figure.Counted(m.Spec.Repeats, "repeat", "repeats"), figure.Counted(len(m.Cells), "cell", "cells"))
 	for _, s := range m.Shards {
 		mc := s.Machine
 		p("- shard %d/%d: %s, kernel %s, %s × %d CPUs (%s/%s); placement %s, mode %s; %s to %s (%s); %s",

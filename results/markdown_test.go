@@ -216,3 +216,30 @@ func TestWriteMarkdownWarnsTheGateCannotFire(t *testing.T) {
 		t.Errorf("the report's notes lack compare's warning %q:\n%s", warning, notes)
 	}
 }
+
+// TestWriteMarkdownCountsInTheSingular: a spec of 1 repeat is "1 repeat",
+// in the header and in the notes, never "1 repeats"; and a count of one
+// run is "1 valid run".
+func TestWriteMarkdownCountsInTheSingular(t *testing.T) {
+	m := synthManifest("once", 1, []synthCell{{"hot", "16"}}, driftingPairs)
+	a := results.Analyze(m, nil)
+	var buf bytes.Buffer
+	if err := results.WriteMarkdown(&buf, m, a); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"- spec: once from embedded:once, 1 repeat, 2 cells\n",
+		"with 1 repeat and 1 cell the smallest adjusted p",
+		"with as few as 1 valid run a side and 2 comparisons",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"1 repeats", "1 cells", "1 valid runs"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the report says %q", bad)
+		}
+	}
+}

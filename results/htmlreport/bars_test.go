@@ -100,3 +100,17 @@ func TestBarsDrawTheTablesRatio(t *testing.T) {
 		t.Errorf("baseline alone: bars %+v, relative %v; want its median %v", bars, relative, base.Median)
 	}
 }
+
+// TestWriteCountsRepeatsInTheSingular: a spec of 1 repeat is "1 repeat
+// per cell".
+func TestWriteCountsRepeatsInTheSingular(t *testing.T) {
+	m, a := driftingRun(t)
+	a.Repeats = 1
+	var b bytes.Buffer
+	if err := Write(&b, m, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if doc := b.String(); !strings.Contains(doc, ", 1 repeat per cell</td>") {
+		t.Errorf("the run's facts do not say \"1 repeat per cell\":\n%s", doc[strings.Index(doc, `<table class="facts">`):][:400])
+	}
+}

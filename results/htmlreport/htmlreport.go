@@ -84,10 +84,11 @@ func Write(w io.Writer, m *results.Manifest, a *results.Analysis, hists map[stri
 
 // view is what the template renders.
 type view struct {
-	Spec      string
-	Source    string
-	SpecText  string
-	Repeats   int
+	Spec     string
+	Source   string
+	SpecText string
+	// Repeats is the spec's repeats per cell, with its noun ("1 repeat").
+	Repeats   string
 	Tool      string
 	Go        string
 	Placement string
@@ -207,7 +208,7 @@ func headerView(m *results.Manifest, a *results.Analysis) *view {
 		Spec:     a.Spec,
 		Source:   m.Spec.Source,
 		SpecText: m.Spec.Text,
-		Repeats:  a.Repeats,
+		Repeats:  figure.Counted(a.Repeats, "repeat", "repeats"),
 		Go:       m.Tool.Go,
 		Method:   a.Method,
 		Notes:    a.Notes,
