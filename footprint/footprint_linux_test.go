@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestMeasureRefuses(t *testing.T) {
 	}{
 		{conformance.InProcess{Design: reactors.LT}, footprint.Options{Conns: 10}, "run a child-process target", ""},
 		{conformance.InProcess{Design: reactors.LT}, footprint.Options{Conns: -1}, "conns -1 out of range", ""},
-		{conformance.Command{Argv: []string{filepath.Join(os.TempDir(), "no-such-server")}}, footprint.Options{Conns: 10}, "starting", target.StartMissing},
+		{conformance.Command{Argv: []string{filepath.Join(os.TempDir(), "no-such-server")}}, footprint.Options{Conns: 10}, "could not be run", target.StartMissing},
 		{conformance.Command{Argv: []string{"sleep", fmt.Sprintf("1000.%d", os.Getpid())}}, footprint.Options{Conns: 10, StartTimeout: 500 * time.Millisecond},
 			"within 500ms", target.StartNoListener},
 	} {
@@ -98,5 +99,61 @@ func TestMeasureRefuses(t *testing.T) {
 		if el := time.Since(t0); el > 2*time.Second {
 			t.Errorf("%s: refused after %v", tc.target.Name(), el)
 		}
+	}
+}
+
+// pipeEcho builds testdata/pipeecho, a byte echo that holds three
+// descriptors per connection (the socket and a pipe pair).
+func pipeEcho(t *testing.T) string {
+	return build(t, t.TempDir(), "pipeecho", "./testdata/pipeecho")
+}
+
+// TestFullDescriptorTableIsNamed: a server that holds three descriptors
+// per connection fills the table footprint sets (200 + 256) after about
+// 150 connections and leaves the next unanswered. The measurement fails
+// soon after, not at its timeout, naming the server's descriptor count and
+// limit as the likely cause and how many descriptors each connection took.
+func TestFullDescriptorTableIsNamed(t *testing.T) {
+	server := pipeEcho(t)
+	const conns, timeout = 200, 60 * time.Second
+	t0 := time.Now()
+	_, err := footprint.Measure(context.Background(), conformance.Command{Argv: []string{server}}, footprint.Options{Conns: conns, Timeout: timeout})
+	elapsed := time.Since(t0)
+	t.Logf("after %v: %v", elapsed, err)
+	if err == nil {
+		t.Fatal("measured a server whose descriptor table cannot hold the connections")
+	}
+	msg := err.Error()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`^connection 1[45]\d of 200 to 127\.0\.0\.1:\d+: no echo after `),
+		regexp.MustCompile(`the server's descriptor table is full: pid \d+ holds 45\d descriptors, its limit \(RLIMIT_NOFILE\) 456: likely the cause`),
+		regexp.MustCompile(`--conns \+ 256 = 456`),
+		regexp.MustCompile(`, 3\.0 a connection`),
+	} {
+		if !want.MatchString(msg) {
+			t.Errorf("the error does not match %s:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "footprint: footprint:") {
+		t.Errorf("a doubled prefix: %s", msg)
+	}
+	if elapsed > 15*time.Second {
+		t.Errorf("failed after %v: it waited for the timeout (%v) rather than stopping at the full table", elapsed, timeout)
+	}
+}
+
+// TestNoEchoAloneNamesNoCause: a server that never answers, its table far
+// from full, fails at the timeout with its descriptor count and limit said,
+// and no cause named: no echo alone is not evidence of a full table.
+func TestNoEchoAloneNamesNoCause(t *testing.T) {
+	server := pipeEcho(t)
+	_, err := footprint.Measure(context.Background(), conformance.Command{Argv: []string{server, "-mute"}}, footprint.Options{Conns: 3, Timeout: 4 * time.Second})
+	if err == nil {
+		t.Fatal("measured a server that never answers")
+	}
+	msg := err.Error()
+	want := regexp.MustCompile(`^connection 1 of 3 to 127\.0\.0\.1:\d+: no echo within \S+ \(0 of \d+ bytes\) \(the server's descriptor table: pid \d+ holds \d+ descriptors, its limit \(RLIMIT_NOFILE\) 259\)$`)
+	if !want.MatchString(msg) || strings.Contains(msg, "likely") {
+		t.Errorf("the error does not match %s, or names a cause:\n%s", want, msg)
 	}
 }

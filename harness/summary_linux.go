@@ -15,6 +15,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
+	"github.com/reactorlab/reactorlab/results/figure"
 	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/results/stats"
 )
@@ -316,7 +317,7 @@ func (r *CellResult) writeVerdict(b *strings.Builder) {
 func describeLoad(c loadgen.Config) string {
 	var parts []string
 	if c.Hot > 0 {
-		hot := fmt.Sprintf("%s × %d in flight", plural(c.Hot, "hot source"), c.InFlight)
+		hot := fmt.Sprintf("%s × %d in flight", figure.Counted(c.Hot, "hot source", "hot sources"), c.InFlight)
 		if c.HotLead > 0 {
 			hot += fmt.Sprintf(" (connected %v before the others)", c.HotLead)
 		}
@@ -327,10 +328,10 @@ func describeLoad(c loadgen.Config) string {
 		if c.Arrivals == loadgen.ArrivalsPoisson {
 			arrivals = fmt.Sprintf(", Poisson arrivals (seed %d)", c.ArrivalSeed)
 		}
-		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all%s (window %d)", plural(c.Steady, "steady source"), c.Rate, arrivals, c.Window))
+		parts = append(parts, fmt.Sprintf("%s at %g frames/s in all%s (window %d)", figure.Counted(c.Steady, "steady source", "steady sources"), c.Rate, arrivals, c.Window))
 	}
 	if c.ControlEvery > 0 {
-		parts = append(parts, fmt.Sprintf("PING every %v on %s", c.ControlEvery, plural(c.Control, "control connection")))
+		parts = append(parts, fmt.Sprintf("PING every %v on %s", c.ControlEvery, figure.Counted(c.Control, "control connection", "control connections")))
 	}
 	if c.ChurnRate > 0 {
 		parts = append(parts, fmt.Sprintf("churn %g connections/s in bursts of %d (at most %d open), each one frame then RST", c.ChurnRate, c.ChurnBurst, c.ChurnMax))
@@ -390,7 +391,7 @@ func describeLoops(side *SidePlaced) string {
 	if n == 0 {
 		return ""
 	}
-	count := plural(n, "loop")
+	count := figure.Counted(n, "loop", "loops")
 	var cpus []int           // in the order first seen
 	byCPU := map[int][]int{} // CPU → indexes into side.Loops
 	for i, l := range side.Loops {
@@ -505,14 +506,6 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%.3gms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.3gs", d.Seconds())
-}
-
-// plural prints "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // groupDigits prints n with thousands separated by commas.

@@ -10,6 +10,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // LoopRates is one server loop's figures as the summary shows them: its
@@ -109,14 +110,14 @@ func writeAcceptQueue(b *strings.Builder, q *lab.AcceptQueue, p lab.AcceptQueueP
 	case q.Samples == 0 && q.Error != "":
 		fmt.Fprintf(b, "  %-12s not sampled: %s\n", "Accept queue", q.Error)
 	case !inside:
-		fmt.Fprintf(b, "  %-12s no sample inside the measured period (%d samples)\n", "Accept queue", q.Samples)
+		fmt.Fprintf(b, "  %-12s no sample inside the measured period (%s)\n", "Accept queue", figure.Counted(q.Samples, "sample", "samples"))
 	default:
 		per := make([]string, len(p.PerListener))
 		for i, v := range p.PerListener {
 			per[i] = groupDigits(uint64(v))
 		}
 		fmt.Fprintf(b, "  %-12s peak %s connections waiting (%s: %s; backlog %d), measured period, sampled every %g ms: a lower bound\n",
-			"Accept queue", groupDigits(uint64(p.Sum)), plural(q.Listeners, "listener"), strings.Join(per, ", "), q.Backlog, q.EveryMs)
+			"Accept queue", groupDigits(uint64(p.Sum)), figure.Counted(q.Listeners, "listener", "listeners"), strings.Join(per, ", "), q.Backlog, q.EveryMs)
 	}
 	if q.Failed > 0 && q.Samples > 0 {
 		fmt.Fprintf(b, "  %-12s   %d of %d readings failed: %s\n", "", q.Failed, q.Failed+q.Samples, q.Error)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/figure"
 	"github.com/reactorlab/reactorlab/results/record"
 	"golang.org/x/sys/unix"
 )
@@ -289,7 +290,7 @@ func (c *conn) verdict() string {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
 	}
-	s := fmt.Sprintf("%s (token %#x, %d connection(s)): %s, of %d sent", c.name, c.firstToken, c.connections, strings.Join(parts, ", "), a.Sent)
+	s := fmt.Sprintf("%s (token %#x, %s): %s, of %d sent", c.name, c.firstToken, figure.Counted(c.connections, "connection", "connections"), strings.Join(parts, ", "), a.Sent)
 	if len(c.evidence) > 0 {
 		s += "; first: " + c.evidence[0]
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // ErrMerge is wrapped by Merge's errors about the shards themselves (as
@@ -197,7 +198,7 @@ func prepareDir(dir string) error {
 	case err != nil:
 		return fmt.Errorf("matrix: %w", err)
 	case len(ents) > 0:
-		return fmt.Errorf("%w: %s holds %d entries (accepted: a new or empty directory)", ErrDirNotEmpty, dir, len(ents))
+		return fmt.Errorf("%w: %s holds %s (accepted: a new or empty directory)", ErrDirNotEmpty, dir, figure.Counted(len(ents), "entry", "entries"))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/reactorlab/reactorlab/harness"
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -167,11 +168,12 @@ func (r *shardRun) logf(format string, args ...any) {
 func (r *shardRun) announce(first int) {
 	opt, plan := r.opt, r.plan
 	if opt.Resume {
-		r.logf("matrix %s, shard %s: resuming: %d of %d runs kept, %d to run, about %s\n",
-			opt.Spec.Name, r.sh, first, len(plan), len(plan)-first, fmtEstimate(estimate(plan[first:])))
+		r.logf("matrix %s, shard %s: resuming: %d of %s kept, %d to run, about %s\n",
+			opt.Spec.Name, r.sh, first, figure.Counted(len(plan), "run", "runs"), len(plan)-first, fmtEstimate(estimate(plan[first:])))
 	} else {
-		r.logf("matrix %s, shard %s: %d runs of %d cells × %d repeats, about %s\n",
-			opt.Spec.Name, r.sh, len(plan), len(r.m.Shards[0].Cells)+1, opt.Spec.Repeats, fmtEstimate(estimate(plan)))
+		r.logf("matrix %s, shard %s: %s of %s × %s, about %s\n",
+			opt.Spec.Name, r.sh, figure.Counted(len(plan), "run", "runs"), figure.Counted(len(r.m.Shards[0].Cells)+1, "cell", "cells"),
+			figure.Counted(opt.Spec.Repeats, "repeat", "repeats"), fmtEstimate(estimate(plan)))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/results/figure"
 	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/results/stats"
 )
@@ -87,6 +88,7 @@ func Analyze(m *Manifest, hists map[string]map[string]*hdrhistogram.Histogram) *
 	addCellNotes(a.Cells, &notes)
 	addPowerNote(m.Spec.Repeats, len(m.Cells)-1, a.Alpha, &notes)
 	addRunNotes(m.Cells, runs, &notes)
+	addGateNote(m, &notes)
 	a.Notes = notes.list
 	return a
 }
@@ -290,9 +292,29 @@ func addCellNotes(cells []CellAnalysis, ns *notes) {
 func addPowerNote(repeats, factorCells int, alpha float64, ns *notes) {
 	if factorCells > 0 {
 		if p := stats.MinPValue(repeats, repeats*factorCells) * float64(factorCells); p > alpha {
-			ns.add(fmt.Sprintf("with %d repeats and %d cells the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
-				repeats, factorCells, p, alpha, RepeatsNeeded(factorCells, alpha)))
+			ns.add(fmt.Sprintf("with %s and %s the smallest adjusted p is %.3g: no verdict can be significant at alpha %g; raise repeats to %d",
+				figure.Counted(repeats, "repeat", "repeats"), figure.Counted(factorCells, "cell", "cells"), p, alpha, RepeatsNeeded(factorCells, alpha)))
 		}
+	}
+}
+
+// addGateNote warns where the gate of `reactorlab compare` could not
+// fire in a comparison of this run with another like it: its warning
+// (gateCannotFire, the one compare prints) over the default gate metrics,
+// each cell with the valid runs it has of each (cellValues, as compare
+// counts them) on both sides, at DefaultAlpha.
+func addGateNote(m *Manifest, ns *notes) {
+	var rows []gateRow
+	for _, c := range m.Cells {
+		vals, _, _ := cellValues(m, c.ID)
+		for _, mt := range Metrics {
+			if n := len(vals[mt.Name]); mt.Gate && n > 0 {
+				rows = append(rows, gateRow{Cell: c.ID, OldN: n, NewN: n})
+			}
+		}
+	}
+	if _, note := gateCannotFire(rows, DefaultAlpha); note != "" {
+		ns.add("compared with another run like this one (reactorlab compare, its default metrics): " + note)
 	}
 }
 
@@ -316,7 +338,7 @@ func addRunNotes(cells []CellInfo, runs []RunRecord, ns *notes) {
 		var parts []string
 		for _, c := range cells {
 			if n := limited[c.ID]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%s (%d runs)", c.ID, n))
+				parts = append(parts, fmt.Sprintf("%s (%s)", c.ID, figure.Counted(n, "run", "runs")))
 			}
 		}
 		ns.add("the load generator was the limit, not the server, in runs of " + strings.Join(parts, ", ") + ": their throughput measures the load generator")
@@ -367,7 +389,7 @@ func methodText(alpha float64, exact, normal int) string {
 	case exact == 0 && normal > 0:
 		how = "p-values from the normal approximation with tie and continuity correction"
 	case exact > 0 && normal > 0:
-		how = fmt.Sprintf("exact p-values from the permutation distribution of the rank sum (%d tests) or, for large samples, the normal approximation with tie and continuity correction (%d tests)", exact, normal)
+		how = fmt.Sprintf("exact p-values from the permutation distribution of the rank sum (%s) or, for large samples, the normal approximation with tie and continuity correction (%s)", figure.Counted(exact, "test", "tests"), figure.Counted(normal, "test", "tests"))
 	}
 	return fmt.Sprintf("Each factor cell's valid runs are compared with all valid baseline runs, pooled "+
 		"(the baseline runs are interleaved with every cell's, so they sample the machine's drift over the whole run, "+

@@ -285,7 +285,7 @@ func TestAnalyzeInvalidRunsExcluded(t *testing.T) {
 		{"hot=16", "1 of 4 runs invalid", "frames lost"},
 		{"hot=16", "data_p99", "NaN"},
 		{"1 of 8 runs", "loopback"},
-		{"load generator", "hot=16 (1 runs)"},
+		{"load generator", "hot=16 (1 run)"},
 	} {
 		if !hasNote(a, want...) {
 			t.Errorf("no note with %q in %q", want, a.Notes)
@@ -375,10 +375,11 @@ func TestAnalyzeIndependentOfOrderAndShards(t *testing.T) {
 }
 
 // TestAnalyzeNoFactors: a spec with only a baseline gives its figures and
-// no comparison.
+// no comparison; its one note is that with 3 runs a compare of it could
+// not fire.
 func TestAnalyzeNoFactors(t *testing.T) {
 	a := results.Analyze(synthManifest("alone", 3, nil, noisy(7, typicalMeans, 0.02, nil)), nil)
-	if len(a.Cells) != 1 || a.Cells[0].ValidRuns != 3 || len(a.Notes) != 0 {
+	if len(a.Cells) != 1 || a.Cells[0].ValidRuns != 3 || len(a.Notes) != 1 || !strings.Contains(a.Notes[0], "THE GATE CANNOT FIRE for every cell") {
 		t.Fatalf("analysis: %+v", a)
 	}
 	if tp := metricOf(t, a, "baseline", results.MetricThroughput); tp.N != 3 || tp.Verdict != "" || tp.BaselineN != 0 {

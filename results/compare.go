@@ -374,45 +374,63 @@ func (c *Comparison) judge(t rowTests) {
 	}
 	adj := stats.HolmAdjust(ps)
 	family := len(tests)
-	var impossible []string
+	gate := make([]gateRow, 0, len(tested))
 	for i, ri := range tested {
 		row := &c.Rows[ri]
 		m, _ := MetricByName(row.Metric)
 		row.P, row.PAdjusted = tests[i].P, adj[i]
 		row.Verdict = verdict(m.Better, tests[i], adj[i], family, c.Alpha)
 		row.Regression = row.Verdict == VerdictWorse && beyond(m.Better, row.OldMedian, row.NewMedian, c.Threshold)
-		if stats.MinPValue(row.OldN, row.NewN)*float64(family) > c.Alpha && !slices.Contains(impossible, row.Cell) {
-			impossible = append(impossible, row.Cell)
-		}
+		gate = append(gate, gateRow{Cell: row.Cell, OldN: row.OldN, NewN: row.NewN})
 	}
-	c.CannotFire = impossible
-	if len(impossible) > 0 {
-		c.Notes = append(c.Notes, c.cannotFireNote(impossible, tested, family))
+	var note string
+	c.CannotFire, note = gateCannotFire(gate, c.Alpha)
+	if note != "" {
+		c.Notes = append(c.Notes, note)
 	}
 }
 
-// cannotFireNote is the warning that no change in the impossible cells
-// can be significant among family comparisons, and how many runs a side
-// would let it be.
-func (c *Comparison) cannotFireNote(impossible []string, tested []int, family int) string {
+// gateRow is one test of the gate: a metric of a cell, with OldN and NewN
+// valid runs a side.
+type gateRow struct {
+	Cell       string
+	OldN, NewN int
+}
+
+// gateCannotFire finds the cells where the gate cannot fire among the
+// tests rows, one Holm family at alpha: a cell with a row whose smallest
+// possible p-value, times the family's size, exceeds alpha. It returns
+// them in the order of rows and the warning that says so and how many
+// runs a side would let them fire ("" when there are none).
+func gateCannotFire(rows []gateRow, alpha float64) (cells []string, note string) {
+	family := len(rows)
+	all := map[string]bool{}
 	smallest := math.MaxInt
-	for _, ri := range tested {
-		smallest = min(smallest, c.Rows[ri].OldN, c.Rows[ri].NewN)
+	for _, r := range rows {
+		all[r.Cell] = true
+		smallest = min(smallest, r.OldN, r.NewN)
+		if stats.MinPValue(r.OldN, r.NewN)*float64(family) > alpha && !slices.Contains(cells, r.Cell) {
+			cells = append(cells, r.Cell)
+		}
+	}
+	if len(cells) == 0 {
+		return nil, ""
 	}
 	need := 0
 	for r := 1; r <= 1000; r++ {
-		if stats.MinPValue(r, r)*float64(family) <= c.Alpha {
+		if stats.MinPValue(r, r)*float64(family) <= alpha {
 			need = r
 			break
 		}
 	}
-	what := fmt.Sprintf("cells %s", strings.Join(impossible, ", "))
-	if len(impossible) == len(uniqueCells(c.Rows, tested)) {
+	what := fmt.Sprintf("cells %s", strings.Join(cells, ", "))
+	if len(cells) == len(all) {
 		what = "every cell"
 	}
-	return fmt.Sprintf("WARNING: THE GATE CANNOT FIRE for %s: with as few as %d valid runs a side and %d comparisons, "+
+	return cells, fmt.Sprintf("WARNING: THE GATE CANNOT FIRE for %s: with as few as %s a side and %s, "+
 		"the smallest possible p-value times %d exceeds alpha %g, so no change there can be significant after Holm's correction; "+
-		"they need at least %d valid runs on each side (or fewer metrics)", what, smallest, family, family, c.Alpha, need)
+		"they need at least %s on each side (or fewer metrics)", what, figure.Counted(smallest, "valid run", "valid runs"),
+		figure.Counted(family, "comparison", "comparisons"), family, alpha, figure.Counted(need, "valid run", "valid runs"))
 }
 
 // beyond reports whether new is beyond old by more than the relative
@@ -430,6 +448,14 @@ func beyond(better Better, old, new, threshold float64) bool {
 // NothingCompared reports that no cell was compared: the gate has nothing
 // to judge, and "no regression" would mean nothing.
 func (c *Comparison) NothingCompared() bool { return len(c.Compared) == 0 }
+
+// NothingJudged reports that cells were compared, none regressed, and the
+// gate cannot fire in any of them (CannotFire holds every compared cell):
+// no regression could have been found, so "no regression" would mean
+// nothing.
+func (c *Comparison) NothingJudged() bool {
+	return !c.NothingCompared() && c.Regressions() == 0 && len(c.CannotFire) == len(c.Compared)
+}
 
 // NotComparedCounts counts NotCompared's cell-level entries and its
 // metric-level (OneSided) entries.
@@ -453,14 +479,6 @@ func (c *Comparison) Regressions() int {
 		}
 	}
 	return n
-}
-
-func uniqueCells(rows []CompareRow, idx []int) map[string]bool {
-	out := map[string]bool{}
-	for _, i := range idx {
-		out[rows[i].Cell] = true
-	}
-	return out
 }
 
 // cellValues are the finite catalogue values of the cell's valid runs, by

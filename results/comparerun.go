@@ -63,6 +63,10 @@ const (
 	OutcomeNothingCompared Outcome = "nothing_compared"
 	// OutcomeRegression: at least one regression.
 	OutcomeRegression Outcome = "regression"
+	// OutcomeNothingJudged: cells were compared and none regressed, but
+	// the gate cannot fire in any of them (CannotFire lists every compared
+	// cell): no regression could have been found, so no verdict is given.
+	OutcomeNothingJudged Outcome = "nothing_judged"
 	// OutcomeIncomplete: no regression in what was compared, but some
 	// spec, cell or metric was not compared.
 	OutcomeIncomplete Outcome = "incomplete"
@@ -210,7 +214,8 @@ func (rc *RunComparison) NotComparedText() string { return notComparedText(rc.No
 
 // Outcome is the verdict: OutcomeNothingCompared when no cell was
 // compared, else OutcomeRegression when any regressed, else
-// OutcomeIncomplete when anything was not compared, else
+// OutcomeNothingJudged when the gate cannot fire in any compared cell,
+// else OutcomeIncomplete when anything was not compared, else
 // OutcomeNoRegression.
 func (rc *RunComparison) Outcome() Outcome {
 	specs, cells, metrics := rc.NotComparedCounts()
@@ -219,6 +224,8 @@ func (rc *RunComparison) Outcome() Outcome {
 		return OutcomeNothingCompared
 	case rc.Regressions() > 0:
 		return OutcomeRegression
+	case len(rc.CannotFire()) == rc.ComparedCells():
+		return OutcomeNothingJudged
 	case specs+cells+metrics > 0:
 		return OutcomeIncomplete
 	}
@@ -227,16 +234,30 @@ func (rc *RunComparison) Outcome() Outcome {
 
 // Summary is the verdict in one line, as the table's last line: the
 // regressions and what was not compared ("1 regression beyond ±10%; not
-// compared: 1 spec, 2 cells"), or NothingComparedText's first line.
+// compared: 1 spec, 2 cells"), NothingJudgedText, or
+// NothingComparedText's first line.
 func (rc *RunComparison) Summary() string {
-	if rc.Outcome() == OutcomeNothingCompared {
+	switch rc.Outcome() {
+	case OutcomeNothingCompared:
 		return strings.SplitN(rc.NothingComparedText(), "\n", 2)[0]
+	case OutcomeNothingJudged:
+		return rc.NothingJudgedText()
 	}
 	s := regressionsText(rc.Regressions(), rc.Threshold)
 	if nc := rc.NotComparedText(); nc != "" {
 		s += "; not compared: " + nc
 	}
 	return s
+}
+
+// NothingJudgedText says, when cells were compared but the gate cannot
+// fire in any of them (OutcomeNothingJudged), that nothing was judged,
+// naming the cells; "" otherwise.
+func (rc *RunComparison) NothingJudgedText() string {
+	if rc.Outcome() != OutcomeNothingJudged {
+		return ""
+	}
+	return nothingJudgedText(rc.CannotFire())
 }
 
 // NothingComparedText explains, when no cell was compared, why: a first

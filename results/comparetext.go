@@ -65,19 +65,31 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 }
 
 // Summary is the comparison's verdict in one line: "nothing compared: …"
-// when no cell was; else the regressions ("1 regression beyond ±10%",
-// "no significant regression beyond ±10%"), followed by what was not
-// compared ("; not compared: 2 cells, 1 metric").
+// when no cell was; "nothing judged: …" when no cell regressed and the
+// gate cannot fire in any compared cell (NothingJudged); else the
+// regressions ("1 regression beyond ±10%", "no significant regression
+// beyond ±10%"), followed by what was not compared ("; not compared: 2
+// cells, 1 metric").
 func (c *Comparison) Summary() string {
 	if c.NothingCompared() {
 		return fmt.Sprintf("nothing compared: none of the %d old and %d new cells is in both with the same configuration and values on both sides",
 			c.cellsOn(OnlyOld), c.cellsOn(OnlyNew))
+	}
+	if c.NothingJudged() {
+		return nothingJudgedText(c.CannotFire)
 	}
 	s := regressionsText(c.Regressions(), c.Threshold)
 	if cells, metrics := c.NotComparedCounts(); cells+metrics > 0 {
 		s += "; not compared: " + notComparedText(0, cells, metrics)
 	}
 	return s
+}
+
+// nothingJudgedText is the verdict when the gate cannot fire in any
+// compared cell, the cells named.
+func nothingJudgedText(cells []string) string {
+	return fmt.Sprintf("nothing judged: the gate cannot fire in any compared cell (%s): too few valid runs a side for any change to be significant (the WARNING says how many are needed)",
+		strings.Join(cells, ", "))
 }
 
 // cellsOn counts the cells of the old (OnlyOld) or new (OnlyNew) manifest:

@@ -37,7 +37,7 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 	present := presentMetrics(a)
 	headline := HeadlineMetrics(a)
 	p("## Summary\n\n")
-	p("Each factor cell shows its median, its ratio to the baseline (median over the pairs, range in brackets) and the verdict: " +
+	p("Each factor cell shows its median, its ratio to the baseline (×, the footnote says which ratio; range in brackets) and the verdict: " +
 		"▲ better, ▼ worse, ◆ different (a metric without a direction), = no significant difference, " +
 		"? inconclusive (too few valid runs for any difference to be significant); " +
 		"n/a says what the cell or the baseline lacks for a comparison.\n\n")
@@ -69,7 +69,7 @@ func WriteMarkdown(w io.Writer, m *Manifest, a *Analysis) error {
 		}
 		p("\n")
 	}
-	p("\n")
+	p("\n%s\n\n", RatioFootnote)
 
 	p("## Cells\n\n")
 	for _, c := range a.Cells {
@@ -126,7 +126,7 @@ func writeHeader(p func(string, ...any), m *Manifest) {
 		commit += " (modified)"
 	}
 	p("- tool: reactorlab %s, %s, %s\n", mdText(m.Tool.Version), mdText(commit), mdText(m.Tool.Go))
-	p("- spec: %s from %s, %d repeats, %d cells\n", mdText(m.Spec.Name), mdText(m.Spec.Source), m.Spec.Repeats, len(m.Cells))
+	p("- spec: %s from %s, %s, %s\n", mdText(m.Spec.Name), mdText(m.Spec.Source), figure.Counted(m.Spec.Repeats, "repeat", "repeats"), figure.Counted(len(m.Cells), "cell", "cells"))
 	for _, s := range m.Shards {
 		mc := s.Machine
 		p("- shard %d/%d: %s, kernel %s, %s × %d CPUs (%s/%s); placement %s, mode %s; %s to %s (%s); %s",
@@ -153,6 +153,14 @@ func writeResolved(p func(string, ...any), s ShardInfo) {
 		p("  - cell %s placed: %s\n", mdCode(c.Cell), mdText(c.Resolved.Text()))
 	}
 }
+
+// RatioFootnote says, under a table that prints a cell's median beside
+// its ratio to the baseline, which ratio that is: the median over the
+// repeats of each repeat's cell run over the same repeat's baseline run
+// (MetricResult.Ratio), which need not agree in direction with the
+// medians printed beside it.
+const RatioFootnote = "×: the median of the per-repeat ratios to the baseline (each repeat's cell run over the same repeat's baseline run), " +
+	"not the ratio of the medians shown: the two can point different ways."
 
 // summaryText is a cell's entry in the summary table for metric: the
 // baseline's median; a factor cell's median, ratio and verdict, or what is
@@ -188,7 +196,7 @@ func writeCellTable(p func(string, ...any), c CellAnalysis) {
 	if c.Factor == "" {
 		p("| metric | unit | n | median | min–max |\n|---|---|---:|---:|---:|\n")
 	} else {
-		p("| metric | unit | n | median | min–max | baseline median | ratio [range] | p | p adj | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		p("| metric | unit | n | median | min–max | baseline median | median per-repeat ratio [range] | p | p adj | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	}
 	for _, mr := range rows {
 		metric, ok := MetricByName(mr.Name)

@@ -146,3 +146,100 @@ func TestWriteMarkdownSummaryMarks(t *testing.T) {
 		t.Log(summary)
 	}
 }
+
+// driftingPairs is a throughput the median of whose cell runs (520) is
+// above the baseline's (500) while the median of its per-repeat ratios
+// (×0.950) is below 1: the figures a reader sees side by side point two
+// ways unless the report says which ratio it prints.
+func driftingPairs(cell string, repeat int, _ string) map[string]float64 {
+	base := []float64{100, 600, 500}
+	ratio := []float64{0.95, 550.0 / 600, 1.04}
+	v := base[repeat-1]
+	if cell != "baseline" {
+		v *= ratio[repeat-1]
+	}
+	return map[string]float64{results.MetricThroughput: v}
+}
+
+// TestWriteMarkdownSaysWhichRatio: a cell whose median is above the
+// baseline's and whose ratio is below 1 is printed with both, and the
+// summary says, under its table, that the ratio is the median of the
+// per-repeat ratios and not the ratio of the medians shown.
+func TestWriteMarkdownSaysWhichRatio(t *testing.T) {
+	m := synthManifest("drift", 3, []synthCell{{"hot", "16"}}, driftingPairs)
+	a := results.Analyze(m, nil)
+	var buf bytes.Buffer
+	if err := results.WriteMarkdown(&buf, m, a); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	summary := out[strings.Index(out, "## Summary\n"):strings.Index(out, "## Cells\n")]
+	if !strings.Contains(summary, "| `baseline` | 3/3 | 500 |") || !strings.Contains(summary, "| `hot=16` | 3/3 | 520 ×0.950 [") {
+		t.Fatalf("the fixture does not print a median above the baseline's beside a ratio below 1:\n%s", summary)
+	}
+	table := summary[strings.Index(summary, "| cell |"):]
+	after := table[strings.Index(table, "\n\n")+2:]
+	if !strings.HasPrefix(after, "×: the median of the per-repeat ratios to the baseline (each repeat's cell run over the same repeat's baseline run), not the ratio of the medians shown") {
+		t.Errorf("no footnote under the summary table says which ratio × is; after the table:\n%s", after)
+	}
+	if !strings.Contains(out, "| baseline median | median per-repeat ratio [range] |") {
+		t.Errorf("the cell tables' ratio column does not say which ratio it is:\n%s", out)
+	}
+}
+
+// TestWriteMarkdownWarnsTheGateCannotFire: with 3 repeats, a compare of
+// this run with another like it could not fire in any cell; the report's
+// notes say so in the words of compare's own warning, before any compare
+// is run.
+func TestWriteMarkdownWarnsTheGateCannotFire(t *testing.T) {
+	m := synthManifest("drift", 3, []synthCell{{"hot", "16"}}, driftingPairs)
+	a := results.Analyze(m, nil)
+	var buf bytes.Buffer
+	if err := results.WriteMarkdown(&buf, m, a); err != nil {
+		t.Fatal(err)
+	}
+	c, err := results.Compare(m, m, results.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warning string
+	for _, n := range c.Notes {
+		if strings.HasPrefix(n, "WARNING: THE GATE CANNOT FIRE") {
+			warning = n
+		}
+	}
+	if warning == "" || !strings.Contains(warning, "for every cell: with as few as 3 valid runs a side and 2 comparisons") {
+		t.Fatalf("compare's notes: %q", c.Notes)
+	}
+	notes := buf.String()[strings.Index(buf.String(), "## Notes\n"):]
+	if !strings.Contains(notes, warning) {
+		t.Errorf("the report's notes lack compare's warning %q:\n%s", warning, notes)
+	}
+}
+
+// TestWriteMarkdownCountsInTheSingular: a spec of 1 repeat is "1 repeat",
+// in the header and in the notes, never "1 repeats"; and a count of one
+// run is "1 valid run".
+func TestWriteMarkdownCountsInTheSingular(t *testing.T) {
+	m := synthManifest("once", 1, []synthCell{{"hot", "16"}}, driftingPairs)
+	a := results.Analyze(m, nil)
+	var buf bytes.Buffer
+	if err := results.WriteMarkdown(&buf, m, a); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"- spec: once from embedded:once, 1 repeat, 2 cells\n",
+		"with 1 repeat and 1 cell the smallest adjusted p",
+		"with as few as 1 valid run a side and 2 comparisons",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"1 repeats", "1 cells", "1 valid runs"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the report says %q", bad)
+		}
+	}
+}

@@ -26,10 +26,12 @@ cells on one side only, cells whose configuration differs, cells or
 metrics without values on both sides. A regression is a significant change
 in the bad direction beyond --threshold, a cell whose runs stopped being
 valid, or an integrity anomaly. Exit 0: no regression in what was
-compared; 1: a regression, or with --require-all anything not compared; 2:
-bad arguments or directories, or nothing could be compared (unrelated
-runs: the message names both sides' specs and cells and what did not
-match; --json still writes the comparison).`
+compared; 1: a regression, or with --require-all anything not compared or
+a compared cell where the gate cannot fire; 2: bad arguments or
+directories, nothing could be compared (unrelated runs: the message names
+both sides' specs and cells and what did not match), or nothing was
+judged (the gate cannot fire in any compared cell: too few valid runs a
+side); --json still writes the comparison.`
 
 // compareCmd is `reactorlab compare OLD NEW`: the CI gate. The comparison
 // is results.CompareRuns'; this only reads the directories, picks the
@@ -95,6 +97,8 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case outcome == results.OutcomeRegression:
 		return cli.ExitFail
+	case outcome == results.OutcomeNothingJudged:
+		return c.Errorf(stderr, cli.ExitUsage, "%s", rc.NothingJudgedText())
 	case outcome == results.OutcomeIncomplete && *requireAll:
 		return c.Errorf(stderr, cli.ExitFail, "--require-all: not everything was compared (%s; listed under \"not compared\")", rc.NotComparedText())
 	case len(rc.CannotFire()) > 0 && *requireAll:

@@ -297,23 +297,34 @@ func TestCompareJSON(t *testing.T) {
 	}
 }
 
-// TestCompareRequireAllRefusesAGateThatCannotFire: with 2 repeats a side
-// no change can be significant; without --require-all the table warns and
-// exits 0, with it the gate fails (exit 1) naming the cells.
-func TestCompareRequireAllRefusesAGateThatCannotFire(t *testing.T) {
+// TestCompareRefusesAGateThatCannotFireAnywhere: with 2 repeats a side
+// no change in any cell can be significant: nothing was judged, and the
+// comparison is refused (exit 2, with or without --require-all), its
+// table warning and its last line saying so, never "no significant
+// regression". With enough repeats the same comparison passes
+// --require-all.
+func TestCompareRefusesAGateThatCannotFireAnywhere(t *testing.T) {
 	tmp := t.TempDir()
 	old, next := filepath.Join(tmp, "old"), filepath.Join(tmp, "new")
 	base := fakeCell{"baseline", cfg("reactor=lt", "hot=4"), 1}
 	et := fakeCell{"reactor=et", cfg("reactor=et", "hot=4"), 1}
 	fabricateRun(t, old, "few", 2, base, et)
 	fabricateRun(t, next, "few", 2, base, et)
-	code, stdout, stderr := runCompare(old, next)
-	if code != 0 || !strings.Contains(stdout, "THE GATE CANNOT FIRE") {
-		t.Errorf("without --require-all: exit %d (want 0), stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	for _, args := range [][]string{{old, next}, {old, next, "--require-all"}} {
+		code, stdout, stderr := runCompare(args...)
+		if code != exitUsage || !strings.Contains(stdout, "THE GATE CANNOT FIRE for every cell") ||
+			!strings.Contains(stdout, "\nnothing judged: the gate cannot fire in any compared cell (baseline, reactor=et)") ||
+			strings.Contains(stdout+stderr, "no significant regression") ||
+			!strings.HasPrefix(stderr, "reactorlab compare: nothing judged: ") {
+			t.Errorf("%v: exit %d (want %d), stdout:\n%s\nstderr:\n%s", args[2:], code, exitUsage, stdout, stderr)
+		}
 	}
-	code, _, stderr = runCompare(old, next, "--require-all")
-	if code != 1 || !strings.Contains(stderr, "--require-all: the gate cannot fire for") || !strings.Contains(stderr, "reactor=et") {
-		t.Errorf("with --require-all: exit %d (want 1), stderr:\n%s", code, stderr)
+	code, stdout, _ := runCompare(old, next, "--json", "-")
+	var doc struct {
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != exitUsage || doc.Outcome != "nothing_judged" {
+		t.Errorf("--json -: exit %d, %v, outcome %q", code, err, doc.Outcome)
 	}
 	// With enough repeats the same comparison passes --require-all.
 	old10, next10 := filepath.Join(tmp, "old10"), filepath.Join(tmp, "new10")
@@ -324,10 +335,45 @@ func TestCompareRequireAllRefusesAGateThatCannotFire(t *testing.T) {
 	}
 }
 
+// TestCompareRefusesALoneBaselineWithOneRunASide: two runs whose only
+// common cell is the baseline, one run a side, judged nothing: refused,
+// exit 2, not passed.
+func TestCompareRefusesALoneBaselineWithOneRunASide(t *testing.T) {
+	tmp := t.TempDir()
+	old, next := filepath.Join(tmp, "old"), filepath.Join(tmp, "new")
+	base := fakeCell{"baseline", cfg("reactor=lt"), 1}
+	fabricateRun(t, old, "one", 1, base, fakeCell{"hot=16", cfg("reactor=lt", "hot=16"), 1})
+	fabricateRun(t, next, "one", 1, base, fakeCell{"inflight=64", cfg("reactor=lt", "inflight=64"), 1})
+	code, stdout, stderr := runCompare(old, next)
+	if code != exitUsage || !strings.Contains(stderr, "nothing judged: the gate cannot fire in any compared cell (baseline)") {
+		t.Errorf("exit %d (want %d), stdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+	}
+}
+
+// TestCompareWarnsWhereSomeCellsCannotFire: with 4 repeats the baseline
+// (8 runs a side, one per repeat and factor cell) can show a change and
+// the factor cells (4 runs a side) cannot: the table warns, naming them,
+// and exits 0; --require-all fails the gate (exit 1) naming them.
+func TestCompareWarnsWhereSomeCellsCannotFire(t *testing.T) {
+	tmp := t.TempDir()
+	old, next := filepath.Join(tmp, "old"), filepath.Join(tmp, "new")
+	cells := []fakeCell{{"baseline", cfg("reactor=lt", "hot=4"), 1}, {"reactor=et", cfg("reactor=et", "hot=4"), 1}, {"hot=8", cfg("reactor=lt", "hot=8"), 1}}
+	fabricateRun(t, old, "some", 4, cells...)
+	fabricateRun(t, next, "some", 4, cells...)
+	code, stdout, stderr := runCompare(old, next)
+	if code != 0 || !strings.Contains(stdout, "THE GATE CANNOT FIRE for cells reactor=et, hot=8") || !strings.Contains(stdout, "\nno significant regression beyond ±10%\n") {
+		t.Errorf("without --require-all: exit %d (want 0), stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCompare(old, next, "--require-all")
+	if code != 1 || !strings.Contains(stderr, "--require-all: the gate cannot fire for reactor=et, hot=8") {
+		t.Errorf("with --require-all: exit %d (want 1), stderr:\n%s", code, stderr)
+	}
+}
+
 func TestCompareRefusesABareThresholdAboveOne(t *testing.T) {
 	tmp := t.TempDir()
 	base := fakeCell{"baseline", cfg("reactor=lt"), 1}
-	fabricateRun(t, tmp, "one", 2, base, fakeCell{"reactor=et", cfg("reactor=et"), 1})
+	fabricateRun(t, tmp, "one", 10, base, fakeCell{"reactor=et", cfg("reactor=et"), 1})
 	for _, tc := range []struct {
 		threshold string
 		code      int

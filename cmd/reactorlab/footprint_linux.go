@@ -15,6 +15,7 @@ import (
 	"github.com/reactorlab/reactorlab/footprint"
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/reactors/designs"
+	"github.com/reactorlab/reactorlab/results/figure"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -65,7 +66,8 @@ func footprintCmd(args []string, stdout, stderr io.Writer) int {
 			return c.Errorf(stderr, cli.ExitFail, "--json: %v", err)
 		}
 	}
-	fmt.Fprintf(human, "%s: %d idle connections: RSS %.1f → %.1f MiB, %.0f bytes per connection (%d descriptors open; %v)\n",
-		res.Target, res.Conns, float64(res.Before)/(1<<20), float64(res.After)/(1<<20), res.PerConn, res.ServerFds, res.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(human, "%s: %s: RSS %.1f → %.1f MiB, %.0f bytes per connection (%s open; %v)\n",
+		res.Target, figure.Counted(res.Conns, "idle connection", "idle connections"), float64(res.Before)/(1<<20), float64(res.After)/(1<<20), res.PerConn,
+		figure.Counted(res.ServerFds, "descriptor", "descriptors"), res.Elapsed.Round(time.Millisecond))
 	return cli.ExitOK
 }

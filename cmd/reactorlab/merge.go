@@ -11,6 +11,7 @@ import (
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 const mergeSynopsis = "reactorlab merge OUT SHARD_DIR... [--json FILE|-]"
@@ -58,7 +59,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		if err := matrix.Render(to); err != nil {
 			return c.Errorf(stderr, cli.ExitFail, "%s: reports: %v", to, err)
 		}
-		fmt.Fprintf(human, "merged %d shards, %d runs of %s into %s\n", len(m.Shards), len(m.Runs), m.Spec.Name, to)
+		fmt.Fprintf(human, "merged %s, %s of %s into %s\n", figure.Counted(len(m.Shards), "shard", "shards"), figure.Counted(len(m.Runs), "run", "runs"), m.Spec.Name, to)
 		result.Suite, result.Source = suiteName(m.Spec.Source), m.Spec.Source
 		result.Specs = append(result.Specs, specResultOf(nil, to, matrix.Shard{}))
 	}

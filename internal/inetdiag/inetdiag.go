@@ -24,26 +24,37 @@ import (
 
 // TCP states as inet_diag reports them (include/net/tcp_states.h).
 const (
-	Established = 1
-	SynSent     = 2
-	SynRecv     = 3
-	FinWait1    = 4
-	FinWait2    = 5
-	TimeWait    = 6
-	Close       = 7
-	CloseWait   = 8
-	LastAck     = 9
-	Listen      = 10
-	Closing     = 11
+	Established   = 1
+	SynSent       = 2
+	SynRecv       = 3
+	FinWait1      = 4
+	FinWait2      = 5
+	TimeWait      = 6
+	Close         = 7
+	CloseWait     = 8
+	LastAck       = 9
+	Listen        = 10
+	Closing       = 11
+	NewSynRecv    = 12
+	BoundInactive = 13
 )
 
-// StateName is the kernel's name of a TCP state ("ESTABLISHED").
+// stateNames are the kernel's names of the TCP states, by number: the one
+// table every message that shows a state reads (StateName).
+var stateNames = [...]string{
+	Established: "ESTABLISHED", SynSent: "SYN_SENT", SynRecv: "SYN_RECV", FinWait1: "FIN_WAIT1", FinWait2: "FIN_WAIT2",
+	TimeWait: "TIME_WAIT", Close: "CLOSE", CloseWait: "CLOSE_WAIT", LastAck: "LAST_ACK", Listen: "LISTEN", Closing: "CLOSING",
+	NewSynRecv: "NEW_SYN_RECV", BoundInactive: "BOUND_INACTIVE",
+}
+
+// StateName is the kernel's name of a TCP state ("ESTABLISHED",
+// "LAST_ACK"); a number the table does not know is "TCP state N
+// (unknown)", so a bare number is never taken for a name.
 func StateName(s uint8) string {
-	names := [...]string{"", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING"}
-	if int(s) < len(names) && names[s] != "" {
-		return names[s]
+	if int(s) < len(stateNames) && stateNames[s] != "" {
+		return stateNames[s]
 	}
-	return fmt.Sprintf("state %d", s)
+	return fmt.Sprintf("TCP state %d (unknown)", s)
 }
 
 // Socket is one TCP socket as the kernel reported it. Local and Remote
@@ -60,4 +71,10 @@ type Socket struct {
 	Unread, Unsent uint32
 	Inode          uint32
 	Cookie         uint64
+}
+
+// String is the socket as a message shows it: its ends, its state by name
+// (StateName), its queues, inode and cookie.
+func (s Socket) String() string {
+	return fmt.Sprintf("TCP %v→%v %s, %d unread, %d unsent, inode %d, cookie %#x", s.Local, s.Remote, StateName(s.State), s.Unread, s.Unsent, s.Inode, s.Cookie)
 }

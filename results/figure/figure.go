@@ -56,6 +56,17 @@ func PValue(p float64) string {
 // ("1,234,567"): a count is not rounded.
 func Count(n int64) string { return groupThousands(strconv.FormatInt(n, 10)) }
 
+// Counted is a count and what it counts, the noun in the singular for
+// exactly one: Counted(1, "entry", "entries") is "1 entry", Counted(0,
+// …) "0 entries"; the count is written as Count writes it ("2,000
+// entries").
+func Counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return Count(int64(n)) + " " + many
+}
+
 // WithUnit is a figure followed by its unit ("18.5 µs"), the figure alone
 // for a plain number.
 func WithUnit(figure, unit string) string {

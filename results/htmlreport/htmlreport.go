@@ -12,7 +12,9 @@
 // The report shows, in this order: the notes a reader must see; where and
 // how the runs were made; the method; a summary table (each cell's
 // headline metrics as ratios to the baseline, with their range and the
-// verdict); bar plots of throughput and control p99.9 per cell; for each
+// verdict); bar plots of throughput and control p99.9 per cell, drawing
+// what the table shows (each factor cell's ratio to the baseline, the
+// baseline at 1; the baseline's value when there is no factor cell); for each
 // factor cell, its latency percentile distributions (data, and control
 // where present) drawn over the baseline's; and every metric of every
 // cell.
@@ -82,10 +84,11 @@ func Write(w io.Writer, m *results.Manifest, a *results.Analysis, hists map[stri
 
 // view is what the template renders.
 type view struct {
-	Spec      string
-	Source    string
-	SpecText  string
-	Repeats   int
+	Spec     string
+	Source   string
+	SpecText string
+	// Repeats is the spec's repeats per cell, with its noun ("1 repeat").
+	Repeats   string
 	Tool      string
 	Go        string
 	Placement string
@@ -205,7 +208,7 @@ func headerView(m *results.Manifest, a *results.Analysis) *view {
 		Spec:     a.Spec,
 		Source:   m.Spec.Source,
 		SpecText: m.Spec.Text,
-		Repeats:  a.Repeats,
+		Repeats:  figure.Counted(a.Repeats, "repeat", "repeats"),
 		Go:       m.Tool.Go,
 		Method:   a.Method,
 		Notes:    a.Notes,
@@ -359,6 +362,9 @@ func verdictClass(v results.Verdict) string {
 	return ""
 }
 
+// addBars adds a bar plot of throughput and one of control p99.9, each
+// drawing what the summary table shows (barsOf): the factor cells' ratios
+// to the baseline, or the baseline's value in a spec without factor cells.
 func (v *view) addBars(a *results.Analysis) error {
 	for _, spec := range []struct {
 		kind, metric, title string
@@ -367,13 +373,9 @@ func (v *view) addBars(a *results.Analysis) error {
 		{PlotControl, results.MetricControlP999, "Control PING round trip p99.9 per cell"},
 	} {
 		mt, _ := results.MetricByName(spec.metric)
-		var bars []bar
-		for _, c := range a.Cells {
-			r, ok := metricOf(c, spec.metric)
-			if !ok {
-				continue
-			}
-			bars = append(bars, bar{Label: c.ID, Median: r.Median, Min: r.Min, Max: r.Max, Baseline: c.Factor == ""})
+		bars, relative, missing := barsOf(a, mt)
+		for _, m := range missing {
+			v.BarNote += m + ". "
 		}
 		if len(bars) == 0 {
 			v.BarNote += fmt.Sprintf("No cell measured %s. ", mt.Label)
@@ -384,6 +386,13 @@ func (v *view) addBars(a *results.Analysis) error {
 			xlabel += " (" + mt.Unit + ")"
 		}
 		xlabel += ": median of valid runs, whiskers min–max"
+		caption := fmt.Sprintf("%s (%s). The grey one is the baseline.", mt.Label, mt.Describe)
+		if relative {
+			xlabel = mt.Label + ": ratio to the baseline, median of per-repeat ratios, whiskers min–max"
+			caption = fmt.Sprintf("%s (%s), each cell as its ratio to the baseline, as the summary table gives it: the median of the per-repeat ratios "+
+				"(each repeat's cell run over the same repeat's baseline run), whiskers their min–max; not the ratio of the medians. "+
+				"The grey one is the baseline, ×1.", mt.Label, mt.Describe)
+		}
 		p, h, err := barPlot(spec.title, xlabel, bars)
 		if err != nil {
 			return fmt.Errorf("%s plot: %w", spec.metric, err)
@@ -392,15 +401,36 @@ func (v *view) addBars(a *results.Analysis) error {
 		if err != nil {
 			return fmt.Errorf("%s plot: %w", spec.metric, err)
 		}
-		v.Bars = append(v.Bars, plotFigure{
-			Kind:    spec.kind,
-			Class:   "bar",
-			Src:     src,
-			Alt:     spec.title,
-			Caption: fmt.Sprintf("%s (%s). The grey one is the baseline.", mt.Label, mt.Describe),
-		})
+		v.Bars = append(v.Bars, plotFigure{Kind: spec.kind, Class: "bar", Src: src, Alt: spec.title, Caption: caption})
 	}
 	return nil
+}
+
+// barsOf is what a bar plot of metric mt draws, the quantity the summary
+// table shows, in the same direction. With factor cells (relative) each
+// factor cell is its ratio to the baseline (the median of the per-repeat
+// ratios, whiskers their min–max) and the baseline a bar of 1; a factor
+// cell without a ratio is left out, and missing says why. Without factor
+// cells, the baseline is its median of valid runs, whiskers min–max.
+func barsOf(a *results.Analysis, mt results.Metric) (bars []bar, relative bool, missing []string) {
+	relative = slices.ContainsFunc(a.Cells, func(c results.CellAnalysis) bool { return c.Factor != "" })
+	for _, c := range a.Cells {
+		r, ok := metricOf(c, mt.Name)
+		switch {
+		case !ok:
+		case !relative:
+			bars = append(bars, bar{Label: c.ID, Median: r.Median, Min: r.Min, Max: r.Max, Baseline: true})
+		case c.Factor == "":
+			bars = append(bars, bar{Label: c.ID, Median: 1, Min: 1, Max: 1, Baseline: true})
+		case r.Gap(mt.Label) != "":
+			missing = append(missing, fmt.Sprintf("%s: no ratio of %s to the baseline (%s)", c.ID, mt.Label, r.Gap(mt.Label)))
+		case r.RatioGap() != "":
+			missing = append(missing, fmt.Sprintf("%s: no ratio of %s to the baseline (%s)", c.ID, mt.Label, r.RatioGap()))
+		default:
+			bars = append(bars, bar{Label: c.ID, Median: r.Ratio, Min: r.RatioMin, Max: r.RatioMax})
+		}
+	}
+	return bars, relative, missing
 }
 
 // addLatency adds, for each factor cell (or the baseline alone when the

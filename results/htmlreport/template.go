@@ -61,7 +61,7 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 {{end}}<section id="run">
 <h2>The run</h2>
 <table class="facts">
-<tr><th>spec</th><td><span class="id">{{.Spec}}</span>{{if .Source}} from <code>{{.Source}}</code>{{end}}, {{.Repeats}} repeats per cell</td></tr>
+<tr><th>spec</th><td><span class="id">{{.Spec}}</span>{{if .Source}} from <code>{{.Source}}</code>{{end}}, {{.Repeats}} per cell</td></tr>
 <tr><th>tool</th><td><code>{{.Tool}}</code>, built with {{.Go}}</td></tr>
 <tr><th>placement</th><td><code>{{.Placement}}</code></td></tr>
 <tr><th>mode</th><td>{{.Mode}}</td></tr>
