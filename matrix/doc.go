@@ -31,7 +31,9 @@
 // from 1, as the others do (an unclosed '{' its own line). A black-box
 // target's program that is not there (a path, or a name not on $PATH; a
 // compound shell command is the shell's) is refused by CheckTargets at the
-// line and field that name it.
+// line and field that name it, and one that cannot be started (it exits,
+// listens elsewhere or never listens) by CheckStarts, which starts each
+// distinct command once, as the conformance suite checks a target.
 //
 // A file may hold several specs as YAML documents: ParseSuite reads them
 // all; the built-in suites (EmbeddedSuites: quick, design-notes, priority,
