@@ -22,7 +22,8 @@
 // Expansion gives the baseline first, then one cell per factor value in
 // the order written; every cell differs from the baseline in exactly one
 // field, the one its factor names. Parse refuses everything else, each
-// error naming the line and the field: unknown or duplicate keys, bad
+// error naming the line and the field, every error it can find at once
+// (Errors): unknown or duplicate keys, bad
 // values (with the accepted ones), impossible combinations (steady sources
 // without a rate, reactor-only settings with a target), factors naming
 // unknown fields, empty value lists, values equal to the baseline's, and

@@ -169,7 +169,7 @@ func (inv *matrixInvocation) checkFlags(pos []string) (int, bool) {
 	}
 	shard, err := matrix.ParseShard(inv.shardText)
 	if err != nil {
-		return c.Usagef(stderr, "--shard: %v", err), true
+		return c.Usagef(stderr, "--shard: %s", plain(err)), true
 	}
 	inv.shard = shard
 	mode, ok := labModes[inv.labMode]
@@ -244,7 +244,7 @@ func (inv *matrixInvocation) recordedSpec(pos []string) (int, bool) {
 func (inv *matrixInvocation) planJobs([]string) (int, bool) {
 	specs, err := matrix.ParseSuite([]byte(inv.text))
 	if err != nil {
-		return inv.c.Errorf(inv.stderr, cli.ExitUsage, "%s: %v", inv.source, err), true
+		return inv.refuseSpec(err), true
 	}
 	inv.specs = specs
 	if inv.dir == "" {
@@ -274,6 +274,21 @@ func (inv *matrixInvocation) planJobs([]string) (int, bool) {
 		inv.jobs = append(inv.jobs, j)
 	}
 	return 0, false
+}
+
+// refuseSpec refuses the suite for err, ParseSuite's: each of its errors
+// (one, or each of a matrix.Errors) on a line of its own, after the
+// command's name and the suite's source; it returns cli.ExitUsage.
+func (inv *matrixInvocation) refuseSpec(err error) int {
+	all := []error{err}
+	var many matrix.Errors
+	if errors.As(err, &many) {
+		all = many
+	}
+	for _, e := range all {
+		inv.c.Errorf(inv.stderr, cli.ExitUsage, "%s: %s", inv.source, plain(e))
+	}
+	return cli.ExitUsage
 }
 
 // options are the matrix's options for job j.
@@ -476,7 +491,9 @@ func (inv *matrixInvocation) finish(ctx context.Context, code int, stopped bool,
 }
 
 // plain is err's text without the package prefix a command's own name
-// makes redundant ("matrix: ").
+// makes redundant ("matrix: "), so that what the command prints names
+// the matrix once: every matrix package error it prints goes through
+// here.
 func plain(err error) string {
 	return strings.TrimPrefix(err.Error(), "matrix: ")
 }
@@ -505,7 +522,7 @@ func loadSuite(which string) (name, source, text string, err error) {
 	if !strings.ContainsAny(which, "/.") {
 		text, err := matrix.EmbeddedText(which)
 		if err != nil {
-			return "", "", "", fmt.Errorf("%v, or a spec file (FILE.yaml)", err)
+			return "", "", "", fmt.Errorf("%s, or a spec file (FILE.yaml)", plain(err))
 		}
 		return which, "embedded:" + which, text, nil
 	}
@@ -540,7 +557,7 @@ func listSuites(c *cli.Command, stdout, stderr io.Writer) int {
 				continue
 			}
 		}
-		return c.Errorf(stderr, cli.ExitFail, "built-in suite %s: %v", e.Name, err)
+		return c.Errorf(stderr, cli.ExitFail, "built-in suite %s: %s", e.Name, plain(err))
 	}
 	tw.Flush()
 	fmt.Fprintln(stdout, "\nTIME is estimated for 2 cores: each run's warm-up and duration, plus its measured overhead.")

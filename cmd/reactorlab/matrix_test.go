@@ -666,3 +666,62 @@ func TestMatrixRefusesATargetThatCannotStart(t *testing.T) {
 		t.Errorf("the target's process is still there: %v", pids)
 	}
 }
+
+// TestMatrixReportsEverySpecError: a spec with three bad fields is
+// refused with all three, one per line, each naming the file, the line
+// and the field after the command's name, exit 2, nothing on stdout.
+func TestMatrixReportsEverySpecError(t *testing.T) {
+	spec := filepath.Join(t.TempDir(), "three.yaml")
+	if err := os.WriteFile(spec, []byte("name: x\nrepeats: 0\nbaseline:\n  reactor: lt\n  hot: 1\n  inflight: 4\n  duration: 1s\n  colour: blue\n  callback: 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"matrix", spec, "--json", "-"}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if code != exitUsage || stdout.Len() != 0 || len(lines) != 3 {
+		t.Fatalf("exit %d, stdout %q, %d lines of stderr; want exit 2, nothing, 3 lines:\n%s", code, stdout.String(), len(lines), stderr.String())
+	}
+	for i, want := range []string{"line 2: repeats: ", "line 8: baseline.colour: unknown key", "line 9: callback: "} {
+		if prefix := "reactorlab matrix: " + spec + ": " + want; !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("line %d %q does not begin %q", i+1, lines[i], prefix)
+		}
+	}
+}
+
+// TestMatrixNamesItselfOnce: what matrix prints of the matrix package's
+// errors names the matrix once, in the command's name, never again after
+// it ("reactorlab matrix: matrix: ..."): a spec error, a bad shard, an
+// unknown suite, and a target that could not be started.
+func TestMatrixNamesItselfOnce(t *testing.T) {
+	tmp := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	matrixRunCell = func(context.Context, harness.CellSpec) (*harness.CellResult, error) {
+		return nil, errors.New("a refused matrix ran a cell")
+	}
+	defer func() { matrixRunCell = nil }()
+	sleep := fmt.Sprintf("sleep 1000.%d5", os.Getpid())
+	for _, args := range [][]string{
+		{"matrix", write("encoding.yaml", "name: x\xff\xfe\n")}, // ErrSpec's own words
+		{"matrix", write("bad.yaml", "name: x\nrepeats: 0\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\n")},
+		{"matrix", "quick", "--shard", "3/2"},
+		{"matrix", "slow"},
+		{"matrix", write("never.yaml", "name: never\nbaseline: {target: {cmd: '"+sleep+"'}, hot: 1, inflight: 1, duration: 1s}\n"),
+			"--out", filepath.Join(tmp, "out"), "--cpus", "none", "--start-timeout", "300ms"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d:\n%s", args, code, exitUsage, stderr.String())
+		}
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.HasPrefix(line, "reactorlab matrix: ") && strings.Count(line, "matrix: ") != 1 {
+				t.Errorf("%q: the matrix named twice: %q", args, line)
+			}
+		}
+	}
+}
