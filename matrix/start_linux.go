@@ -47,7 +47,9 @@ func (e *StartRefusal) Unwrap() []error { return []error{ErrStart, ErrSpec, e.St
 // refuse what their server would. It returns nil, a *StartRefusal at the
 // first command (in plan order) that could not be started, or an error
 // wrapping ctx's when ctx ended first. Every process it starts has been
-// stopped when it returns.
+// stopped when it returns. Run does not call it: a caller that runs
+// several specs calls it once for them all, before the first
+// (reactorlab matrix does, and before a resume continues).
 func CheckStarts(ctx context.Context, opts ...Options) error {
 	seen := map[string]bool{}
 	for _, opt := range opts {
