@@ -31,7 +31,7 @@ estimated time) or the specs of a YAML file, one factor at a time: for each
 repeat, each cell's run right after a baseline run (A B A C ...), each in
 the lab. A spec, a value the server or load generator would reject, or a
 target program that is not there is refused before anything runs, naming
-the file, line and field (every such error of a spec at once, one per
+the file, line and field (the errors in a spec's fields together, one per
 line); so is a cmd target that cannot be started: each distinct one is
 started once first, as conform starts it, and one that exits, is missing,
 listens elsewhere or does not accept within --start-timeout is refused in
