@@ -35,17 +35,18 @@ the file, line and field (the errors in a spec's fields together, one per
 line); so is a cmd target that cannot be started: each distinct one is
 started once first, as conform starts it, and one that exits, is missing,
 listens elsewhere or does not accept within --start-timeout is refused in
-run's words. It writes a run directory (new or empty; a
-suite's has one subdirectory per spec): manifest.json, every run's HDR log,
-summary.json, report.md, report.html and bench.txt, and prints the summary
-(on stderr with --json -). Interrupted (SIGINT, SIGTERM), it reports what
-it measured and prints the --resume command that continues the run: the
-same spec, shard, placement and build, its valid runs kept (a pair whose
-cell run was cut short is measured again whole), the rest of the plan run.
-Exit 0: every run valid; 1: a run invalid, or the matrix could not finish;
-2: refused before anything ran (bad flags, spec or target program; a
-target that could not be started; a directory not empty, or that --resume cannot continue: not a matrix run,
-another spec or build, or complete); 130: interrupted.`
+run's words. It writes a run directory (new or empty; a suite's has one
+subdirectory per spec): manifest.json, every run's HDR log, summary.json,
+report.md, report.html and bench.txt, and prints the summary (on stderr
+with --json -). Interrupted (SIGINT, SIGTERM), it reports what it measured
+and prints the --resume command that continues the run: the same spec,
+shard, placement and build, its valid runs kept (a pair whose cell run was
+cut short is measured again whole), the rest of the plan run. Exit 0:
+every run valid; 1: a run invalid, or the matrix could not finish; 2:
+refused before anything ran (bad flags, spec or target program; a target
+that could not be started; a directory not empty, or that --resume cannot
+continue: not a matrix run, another spec or build, or complete); 130:
+interrupted.`
 
 // matrixRunCell, when not nil, runs each cell in the harness's place (the
 // tests' fake).
