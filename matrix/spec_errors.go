@@ -32,9 +32,10 @@ func (e *posError) Unwrap() []error { return []error{ErrSpec, e.err} }
 // ParseSuite find together every error whose check does not depend on
 // another's passing: every unknown or repeated key, every field that
 // does not read, every factor's and every value's, every rule of a
-// cell's combination of fields that holds alone; the checks that build on
-// others (the load generator's and the reactor's validation of a cell,
-// the factors measured against the baseline) run only where those
+// cell's combination of fields on fields whose values are known (read,
+// and not perhaps the one a misspelt key meant); the checks that build
+// on others (the load generator's and the reactor's validation of a
+// cell, the factors measured against the baseline) run only where those
 // passed. A YAML syntax error is always the one error.
 type Errors []error
 

@@ -166,12 +166,13 @@ func parseDoc(doc *yaml.Node, errs *problems) *Spec {
 		}
 		return spec
 	}
-	// The combination of the baseline's fields, and the factors measured
-	// against it, are checked only on a baseline whose every field reads.
+	// The rules of the baseline's combination are checked on the fields
+	// that read; what builds on the whole baseline (the load generator's
+	// and the reactor's validation, the factors measured against it) only
+	// on a baseline without an error.
 	before := len(*errs)
-	base, lines := parseBaseline(bn, errs)
+	base, lines, unknown, isMapping := parseBaseline(bn, errs)
 	spec.Baseline = base
-	baseRead := len(*errs) == before
 	if base.Target.IsCommand() {
 		for _, f := range []string{"reactor", "target"} {
 			if n, ok := lines[f]; ok && n.Kind == yaml.MappingNode {
@@ -179,15 +180,15 @@ func parseDoc(doc *yaml.Node, errs *problems) *Spec {
 			}
 		}
 	}
-	if baseRead {
+	if isMapping {
 		check(&base, func(f string) (*yaml.Node, string) {
 			if l, ok := lines[f]; ok {
 				return l, f
 			}
 			return keys["baseline"], "baseline." + f
-		}, errs)
-		baseRead = len(*errs) == before
+		}, unknown, errs)
 	}
+	baseRead := len(*errs) == before
 	if fn, ok := vals["factors"]; ok {
 		spec.Factors = parseFactors(fn, &base, spec.baseAt, baseRead, errs)
 	}
@@ -207,45 +208,62 @@ func findAlias(n *yaml.Node) *yaml.Node {
 }
 
 // parseBaseline decodes the baseline's fields, adding each error to errs,
-// and returns the value node of each field given.
-func parseBaseline(n *yaml.Node, errs *problems) (Settings, map[string]*yaml.Node) {
-	var s Settings
-	_, vals, ok, _ := mapping(n, "baseline", Fields, errs)
+// and returns the value node of each field given and the fields whose
+// value is not known: those that did not read, reactor and target when
+// both are given, and, when a key was unknown (perhaps a field
+// misspelt), every field not given. isMapping is false, with nothing
+// else returned, when the baseline is no mapping.
+func parseBaseline(n *yaml.Node, errs *problems) (s Settings, vals map[string]*yaml.Node, unknown map[string]bool, isMapping bool) {
+	_, vals, ok, clean := mapping(n, "baseline", Fields, errs)
 	if !ok {
-		return s, nil
+		return s, nil, nil, false
 	}
+	unknown = map[string]bool{}
 	if _, ok := vals["reactor"]; ok {
 		if v, ok := vals["target"]; ok {
 			errs.add(lineErr(v, "target", errors.New("both reactor and target (accepted: exactly one of them)")))
+			unknown["reactor"], unknown["target"] = true, true
 		}
 	}
 	for _, name := range Fields {
 		v, ok := vals[name]
 		if !ok {
+			unknown[name] = !clean
 			continue
 		}
 		if err := fields[name].decode(v, &s); err != nil {
 			errs.add(lineErr(v, name, err))
+			unknown[name] = true
 		}
 	}
-	return s, vals
+	return s, vals, unknown, true
 }
 
 // check validates the combination of s's fields, adding each error to
 // errs; at says where to lay an error about a field. Independent rules
-// are each checked; a check that depends on others passing (the load
-// generator's and the reactor's own validation, on a load and settings
-// whose combination holds) only when they did.
-func check(s *Settings, at func(field string) (*yaml.Node, string), errs *problems) {
+// are each checked, those that read a field in unknown (whose value is
+// not known: it did not read) left out; a check that depends on others
+// passing (the load generator's and the reactor's own validation, on a
+// load and settings whose combination holds) only when they did and
+// every field is known.
+func check(s *Settings, at func(field string) (*yaml.Node, string), unknown map[string]bool, errs *problems) {
 	before := len(*errs)
 	fail := func(f string, err error) {
 		n, name := at(f)
 		errs.add(lineErr(n, name, err))
 	}
-	if s.Target.IsZero() {
+	known := func(fields ...string) bool {
+		for _, f := range fields {
+			if unknown[f] {
+				return false
+			}
+		}
+		return true
+	}
+	if s.Target.IsZero() && known("reactor", "target") {
 		fail("reactor", errors.New("neither reactor nor target (accepted: exactly one of them)"))
 	}
-	if s.Target.IsCommand() {
+	if s.Target.IsCommand() && known("reactor", "target") {
 		for _, f := range []struct {
 			name string
 			set  bool
@@ -264,24 +282,27 @@ func check(s *Settings, at func(field string) (*yaml.Node, string), errs *proble
 	// when both hold, whether there is any source at all.
 	sources := len(*errs)
 	switch {
+	case !known("steady", "rate"):
 	case s.Load.Steady > 0 && s.Load.Rate == 0:
 		fail("steady", errors.New("steady sources without a rate: an open loop needs one (accepted: rate > 0 with steady)"))
 	case s.Load.Steady == 0 && s.Load.Rate > 0:
 		fail("rate", errors.New("a rate without steady sources (accepted: steady >= 1 with a rate)"))
 	}
 	switch {
+	case !known("hot", "inflight"):
 	case s.Load.Hot > 0 && s.Load.InFlight == 0:
 		fail("hot", errors.New("hot sources without inflight (accepted: inflight >= 1 with hot)"))
 	case s.Load.Hot == 0 && s.Load.InFlight > 0:
 		fail("inflight", errors.New("inflight without hot sources (accepted: hot >= 1 with inflight)"))
 	}
-	if len(*errs) == sources && s.Load.Hot == 0 && s.Load.Steady == 0 && s.Load.ControlEvery == 0 && s.Load.ChurnRate == 0 {
+	if len(*errs) == sources && known("hot", "inflight", "steady", "rate", "control_every", "churn_rate") &&
+		s.Load.Hot == 0 && s.Load.Steady == 0 && s.Load.ControlEvery == 0 && s.Load.ChurnRate == 0 {
 		fail("hot", errors.New("no source (accepted: hot or steady sources, control_every, or churn_rate)"))
 	}
-	if s.Load.Duration == 0 {
+	if s.Load.Duration == 0 && known("duration") {
 		fail("duration", errors.New("missing or zero (accepted: a duration > 0, e.g. 5s)"))
 	}
-	if s.Load.ControlEvery == 0 {
+	if s.Load.ControlEvery == 0 && known("control_every") {
 		if s.Load.ControlTimeout != 0 {
 			fail("control_timeout", errors.New("a health check timeout without control probes (accepted: control_every > 0 with control_timeout)"))
 		}
@@ -292,7 +313,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string), errs *proble
 			fail("removal_after", errors.New("a health check's removal count without control probes (accepted: control_every > 0 with removal_after)"))
 		}
 	}
-	if len(*errs) > before {
+	if len(*errs) > before || !known(Fields...) {
 		return
 	}
 	lc := s.loadConfig()
@@ -439,7 +460,7 @@ func parseFactors(n *yaml.Node, base *Settings, baseAt position, baseRead bool, 
 				continue
 			}
 			before := len(*errs)
-			check(&s, func(string) (*yaml.Node, string) { return v, vwhat }, errs)
+			check(&s, func(string) (*yaml.Node, string) { return v, vwhat }, nil, errs)
 			if len(*errs) > before {
 				continue
 			}

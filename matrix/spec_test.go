@@ -472,10 +472,11 @@ func TestErrors(t *testing.T) {
 // TestEveryErrorAtOnce: a spec with several bad fields is refused with
 // every one of them (an Errors, in line order, each at its line and
 // field, each wrapping ErrSpec), not the first alone; a check that
-// depends on another's passing is left out where that one failed (the
-// combination of a baseline's fields, when a field does not read; a
-// factor's values against the baseline; a key found missing in a
-// mapping with a misspelt one). ParseSuite reports every document's.
+// depends on another's passing is left out where that one failed (a rule
+// of the combination that reads a field that did not read, or one that
+// may be misspelt; a factor's values against a baseline with an error; a
+// key found missing in a mapping with a misspelt one). ParseSuite
+// reports every document's.
 func TestEveryErrorAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name, spec string
@@ -486,6 +487,15 @@ func TestEveryErrorAtOnce(t *testing.T) {
 			`line 2: repeats: "0" (accepted: 1..1000)`,
 			"line 8: baseline.colour: unknown key (accepted: ",
 			`line 9: callback: cost: parse "50"`,
+		}},
+		// A rule of the combination on fields that read, beside a field
+		// that does not and a key misspelt: none on a field whose value
+		// is not known (hot, which did not read; inflight and the other
+		// fields not given, one of which "inflght" may be).
+		{"fields that read and fields that do not", "name: x\nbaseline:\n  reactor: lt\n  hot: -1\n  duration: 0s\n  inflght: 2\n", false, []string{
+			"line 4: hot: ",
+			"line 5: duration: missing or zero",
+			"line 6: baseline.inflght: unknown key",
 		}},
 		// A baseline that reads: each rule of its combination that holds
 		// alone; the load generator's own validation waits for them.
