@@ -23,7 +23,9 @@ const DefaultStartTimeout = proc.DefaultReady
 // wrapping ctx's error when ctx ended first, and otherwise a
 // *target.StartError saying which cause (target.StartFailed for any other
 // error of t.Start, which it wraps, as Err and in Detail; its Timeout is
-// the start's bound); a process that had started has then been killed.
+// the start's bound; target.StartElsewhere when the wait ended with the
+// process listening only on addresses it was not given); a process that
+// had started has then been killed.
 // t.Start must honour ctx's deadline for the bound to hold (Command,
 // Process and InProcess do).
 func StartInstance(ctx context.Context, t Target, setup Setup, timeout time.Duration) (Instance, error) {
@@ -52,12 +54,16 @@ func StartInstance(ctx context.Context, t Target, setup Setup, timeout time.Dura
 			f.Err = err
 			se = f
 		} else {
-			se.Addrs, se.Code, se.StderrTail = f.Addrs, f.Code, f.StderrTail
+			se.Addrs, se.Listening, se.Code, se.StderrTail, se.StdoutTail = f.Addrs, f.Listening, f.Code, f.StderrTail, f.StdoutTail
 		}
 	}
-	// Start's own bound (this timeout) ending the wait is no listener too.
+	// Start's own bound (this timeout) ending the wait is no listener too,
+	// or a listener elsewhere when the process held one.
 	if se.Cause == target.StartFailed && errors.Is(startCtx.Err(), context.DeadlineExceeded) {
 		se.Cause = target.StartNoListener
+		if len(se.Listening) > 0 {
+			se.Cause = target.StartElsewhere
+		}
 	}
 	if se.Cause == target.StartFailed {
 		se.Detail = err.Error()

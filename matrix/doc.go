@@ -22,7 +22,8 @@
 // Expansion gives the baseline first, then one cell per factor value in
 // the order written; every cell differs from the baseline in exactly one
 // field, the one its factor names. Parse refuses everything else, each
-// error naming the line and the field: unknown or duplicate keys, bad
+// error naming the line and the field, every error it can find at once
+// (Errors): unknown or duplicate keys, bad
 // values (with the accepted ones), impossible combinations (steady sources
 // without a rate, reactor-only settings with a target), factors naming
 // unknown fields, empty value lists, values equal to the baseline's, and
@@ -31,7 +32,9 @@
 // from 1, as the others do (an unclosed '{' its own line). A black-box
 // target's program that is not there (a path, or a name not on $PATH; a
 // compound shell command is the shell's) is refused by CheckTargets at the
-// line and field that name it.
+// line and field that name it, and one that cannot be started (it exits,
+// listens elsewhere or never listens) by CheckStarts, which starts each
+// distinct command once, as the conformance suite checks a target.
 //
 // A file may hold several specs as YAML documents: ParseSuite reads them
 // all; the built-in suites (EmbeddedSuites: quick, design-notes, priority,

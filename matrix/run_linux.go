@@ -37,6 +37,10 @@ type Options struct {
 	Placement lab.Placement
 	Mode      lab.Mode
 	Grace     time.Duration
+	// StartTimeout bounds each run's wait for its server to accept
+	// (harness.CellSpec.StartTimeout) and CheckStarts' wait for each
+	// black-box command; 0 is harness.DefaultStartTimeout.
+	StartTimeout time.Duration
 	// DefaultPlacement says Placement is the default placement
 	// (lab.DefaultPlacement),
 	// not one asked for: the manifest records the default's rule beside
@@ -440,7 +444,7 @@ func harnessCell(p PlannedRun, opt Options) (harness.CellSpec, error) {
 	}
 	return harness.CellSpec{
 		Target: p.Cell.Target, Config: rc, Load: lc,
-		Placement: cpus, Mode: opt.Mode, Grace: opt.Grace, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
+		Placement: cpus, Mode: opt.Mode, Grace: opt.Grace, StartTimeout: opt.StartTimeout, ServerCPU: p.Cell.ServerCPU, Dir: filepath.Join(opt.Dir, p.Dir),
 	}, nil
 }
 

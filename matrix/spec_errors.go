@@ -26,6 +26,62 @@ func (e *posError) Error() string {
 
 func (e *posError) Unwrap() []error { return []error{ErrSpec, e.err} }
 
+// Errors is every error found in a spec (or a suite) that has more than
+// one, in the order of their lines (those without a line first), each
+// wrapping ErrSpec and reading "line N: field: problem". Parse and
+// ParseSuite find together every error whose check does not depend on
+// another's passing: every unknown or repeated key, every field that
+// does not read, every factor's and every value's, every rule of a
+// cell's combination of fields on fields whose values are known (read,
+// and not perhaps the one a misspelt key meant); the checks that build
+// on others (the load generator's and the reactor's validation of a
+// cell, the factors measured against the baseline) run only where those
+// passed. A YAML syntax error is always the one error.
+type Errors []error
+
+// Error is the errors' texts, one per line.
+func (e Errors) Error() string {
+	texts := make([]string, len(e))
+	for i, err := range e {
+		texts[i] = err.Error()
+	}
+	return strings.Join(texts, "\n")
+}
+
+// Unwrap returns the errors.
+func (e Errors) Unwrap() []error { return e }
+
+// problems collects a spec's errors as they are found.
+type problems []error
+
+// add appends err, unless it is nil.
+func (p *problems) add(err error) {
+	if err != nil {
+		*p = append(*p, err)
+	}
+}
+
+// err is nil for no error, the error alone for one, else an Errors of
+// them in the order of their lines.
+func (p problems) err() error {
+	switch len(p) {
+	case 0:
+		return nil
+	case 1:
+		return p[0]
+	}
+	out := slices.Clone(Errors(p))
+	line := func(err error) int {
+		var pe *posError
+		if errors.As(err, &pe) {
+			return pe.line
+		}
+		return 0
+	}
+	slices.SortStableFunc(out, func(a, b error) int { return line(a) - line(b) })
+	return out
+}
+
 // lineErr locates err at n, unless it is already located.
 func lineErr(n *yaml.Node, field string, err error) error {
 	var pe *posError

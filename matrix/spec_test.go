@@ -306,8 +306,8 @@ var errorCases = []struct {
 	{"not a mapping", "- a\n", 1, "spec: a list"},
 	{"unknown top key", okBase + "repeat: 3\n", 8, "repeat: unknown key (accepted: name, baseline, repeats, factors)"},
 	{"duplicate key", okBase + "name: f\n", 8, "name: given twice"},
-	{"missing name", "baseline: {reactor: lt}\n", 1, "name: missing"},
-	{"bad name", "name: 'a b'\nbaseline: {}\n", 1, `name: "a b" (accepted:`},
+	{"missing name", "baseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\n", 1, "name: missing"},
+	{"bad name", "name: 'a b'\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\n", 1, `name: "a b" (accepted:`},
 	{"missing baseline", "name: x\n", 1, "baseline: missing"},
 	{"repeats zero", okBase + "repeats: 0\n", 8, `repeats: "0" (accepted: 1..1000)`},
 	{"unknown baseline key", okBase + "  callbak: 5us\n", 8, "baseline.callbak: unknown key (accepted: reactor, target,"},
@@ -462,11 +462,105 @@ func TestErrors(t *testing.T) {
 			}
 			msg := err.Error()
 			want := "line " + strconv.Itoa(tc.line) + ": " + tc.want
-			if !strings.HasPrefix(msg, want) {
-				t.Errorf("error\n %q\nwant prefix\n %q", msg, want)
+			if !strings.HasPrefix(msg, want) || strings.Contains(msg, "\n") {
+				t.Errorf("error\n %q\nwant one error, beginning\n %q", msg, want)
 			}
 		})
 	}
+}
+
+// TestEveryErrorAtOnce: a spec with several bad fields is refused with
+// every one of them (an Errors, in line order, each at its line and
+// field, each wrapping ErrSpec), not the first alone; a check that
+// depends on another's passing is left out where that one failed (a rule
+// of the combination that reads a field that did not read, or one that
+// may be misspelt; a factor's values against a baseline with an error; a
+// key found missing in a mapping with a misspelt one). ParseSuite
+// reports every document's.
+func TestEveryErrorAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		suite      bool
+		want       []string
+	}{
+		{"three bad fields", "name: x\nrepeats: 0\nbaseline:\n  reactor: lt\n  hot: 1\n  inflight: 4\n  duration: 1s\n  colour: blue\n  callback: 50\n", false, []string{
+			`line 2: repeats: "0" (accepted: 1..1000)`,
+			"line 8: baseline.colour: unknown key (accepted: ",
+			`line 9: callback: cost: parse "50"`,
+		}},
+		// A rule of the combination on fields that read, beside a field
+		// that does not and a key misspelt: none on a field whose value
+		// is not known (hot, which did not read; inflight and the other
+		// fields not given, one of which "inflght" may be).
+		{"fields that read and fields that do not", "name: x\nbaseline:\n  reactor: lt\n  hot: -1\n  duration: 0s\n  inflght: 2\n", false, []string{
+			"line 4: hot: ",
+			"line 5: duration: missing or zero",
+			"line 6: baseline.inflght: unknown key",
+		}},
+		// A baseline that reads: each rule of its combination that holds
+		// alone; the load generator's own validation waits for them.
+		{"combination", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  steady: 2\n  callback: 5us\n  timer: deadline\n  control: 2\n", false, []string{
+			"line 4: steady: steady sources without a rate",
+			"line 5: callback: reactor-only with a target",
+			"line 6: timer: reactor-only with a target",
+			"line 7: control: control connections without control probes",
+			"line 2: baseline.duration: missing or zero",
+		}},
+		// Every factor's and value's, but no comparison with a baseline
+		// that did not read, and no "values: missing" beside the "value"
+		// it is misspelt as.
+		{"factors", "name: x\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s, colour: red}\nfactors:\n  - {name: hot, values: [1, -2]}\n  - {name: colour, values: [red]}\n  - {name: inflight, value: [2]}\n", false, []string{
+			"line 2: baseline.colour: unknown key",
+			`line 4: factors[0].values[1] (hot): "-2" is not a count`,
+			`line 5: factors[1].name: unknown field "colour"`,
+			"line 6: factors[2].value: unknown key (accepted: name, values)",
+		}},
+		{"two specs of a suite", "name: a\nrepeats: 0\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\n---\nname: b\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s, workers: many}\n", true, []string{
+			`line 2: repeats: "0"`,
+			"line 6: workers: ",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.suite {
+				_, err = ParseSuite([]byte(tc.spec))
+			} else {
+				_, err = Parse([]byte(tc.spec))
+			}
+			var all Errors
+			if !errors.As(err, &all) || !errors.Is(err, ErrSpec) {
+				t.Fatalf("error %v, want an Errors wrapping ErrSpec", err)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			got := make([]string, len(all))
+			for i, e := range all {
+				got[i] = e.Error()
+				if !errors.Is(e, ErrSpec) {
+					t.Errorf("%q does not wrap ErrSpec", e)
+				}
+			}
+			if !slices.Equal(lines, got) {
+				t.Errorf("the text is not the errors one per line:\n%s", err)
+			}
+			if len(all) != len(tc.want) {
+				t.Fatalf("%d errors, want %d:\n%s", len(all), len(tc.want), err)
+			}
+			for _, w := range tc.want {
+				if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w) }) {
+					t.Errorf("no error begins %q:\n%s", w, err)
+				}
+			}
+			if !slices.IsSortedFunc(got, func(a, b string) int { return lineOf(a) - lineOf(b) }) {
+				t.Errorf("not in line order:\n%s", err)
+			}
+		})
+	}
+}
+
+// lineOf is the N of an error's "line N: ...".
+func lineOf(msg string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(msg, ":", 2)[0], "line "))
+	return n
 }
 
 // FuzzParse feeds Parse arbitrary bytes: it must never panic, every error

@@ -12,10 +12,10 @@ import (
 // StartCause says why a target could not be started.
 type StartCause string
 
-// The causes of a StartError. The first four are a process's, classified
+// The causes of a StartError. The first five are a process's, classified
 // by the launcher (harness/proc, StartError.Cause there) from how it
-// ended or what held its address; StartFailed is any other failure to
-// start.
+// ended, what held its address or where it listened; StartFailed is any
+// other failure to start.
 const (
 	// StartMissing: the program is not there or cannot be executed: it
 	// exited with status 127 or 126, as a shell does for a command not
@@ -26,8 +26,15 @@ const (
 	// accepted a connection.
 	StartExited StartCause = "exited before listening"
 	// StartNoListener: it ran, but an address did not accept within the
-	// start's bound; it has been killed.
+	// start's bound, and it was seen listening nowhere else; it has been
+	// killed.
 	StartNoListener StartCause = "no listener"
+	// StartElsewhere: it ran, and an address did not accept within the
+	// start's bound while its processes held listening sockets on other
+	// addresses (Listening): it listens, but not where it was told (a
+	// port of its own, not {addr} or REACTORLAB_LISTEN). It has been
+	// killed.
+	StartElsewhere StartCause = "listening elsewhere"
 	// StartAddrTaken: it ran, but an address it was to serve accepted on
 	// a listener held by another process, not by any of its own: the
 	// port was taken before it could bind it, the environment's doing,
@@ -42,6 +49,10 @@ const (
 // shows: the end of it, where a program that fails says why.
 const StderrLines = 20
 
+// StdoutLines is how many lines of a target's stdout a StartError's text
+// shows: the end of it, where a server may have said where it listens.
+const StdoutLines = 10
+
 // StartError is why a target could not be started: nothing was served, and
 // a process that had been started has been killed and reaped. It is the
 // one start failure of every reactorlab command and package (the
@@ -53,7 +64,7 @@ const StderrLines = 20
 // every field but Err, with Timeout in seconds ("timeout_s", left out
 // when 0); what was written before reads back the same.
 type StartError struct {
-	// Cause is why it did not start; any value but the five is read as
+	// Cause is why it did not start; any value but the six is read as
 	// StartFailed.
 	Cause StartCause `json:"cause"`
 	// Target names what was started as its user named it (Spec.String:
@@ -66,6 +77,9 @@ type StartError struct {
 	// Addrs are the addresses it was to accept connections on, in order;
 	// nil for a target without a process.
 	Addrs []string `json:"addrs,omitempty"`
+	// Listening are the addresses its processes listened on instead of
+	// Addrs, for StartElsewhere; nil otherwise.
+	Listening []string `json:"listening,omitempty"`
 	// Timeout is how long the addresses were waited for; the text shows
 	// it for StartNoListener.
 	Timeout time.Duration `json:"-"`
@@ -80,6 +94,9 @@ type StartError struct {
 	// StderrTail is the end of the process's stderr, trimmed of
 	// surrounding space; "" when it wrote nothing there or had no process.
 	StderrTail string `json:"stderr_tail,omitempty"`
+	// StdoutTail is the end of the process's stdout, trimmed of
+	// surrounding space; "" when it wrote nothing there or had no process.
+	StdoutTail string `json:"stdout_tail,omitempty"`
 	// Err is the error the start failed with, where one was seen (a
 	// conformance target's Start); nil otherwise, and after JSON.
 	Err error `json:"-"`
@@ -89,8 +106,12 @@ type StartError struct {
 // (exit status 0) before it listened on 127.0.0.1:4000"), then "; " and
 // the detail, if any, then, when a process ran, "; it wrote nothing on
 // stderr" or "; its stderr ends:" and the tail's last StderrLines lines,
-// each on a line of its own, indented by four spaces. For StartFailed (or
-// any other cause) it is "TARGET: did not start" and ": " and the detail.
+// each on a line of its own, indented by four spaces, and, when it wrote
+// on stdout, "its stdout ends:" (after "; " on the first line, or on a
+// line of its own indented by two spaces after the stderr's lines) and
+// the stdout tail's last StdoutLines lines, indented the same. For
+// StartFailed (or any other cause) it is "TARGET: did not start" and ": "
+// and the detail.
 func (e *StartError) Error() string {
 	target := e.Target
 	if target == "" {
@@ -118,6 +139,13 @@ func (e *StartError) Error() string {
 			within = fmt.Sprintf("within %v", e.Timeout)
 		}
 		msg = fmt.Sprintf("%s: nothing accepted connections on %s %s (the program was running; it has been killed)", target, addrsText(e.Addrs), within)
+	case StartElsewhere:
+		given := "the address it was given"
+		if len(e.Addrs) > 1 {
+			given = "the addresses it was given"
+		}
+		msg = fmt.Sprintf("%s: it listens on %s, not on %s (%s): pass it {addr} or read REACTORLAB_LISTEN (it was running; it has been killed)",
+			target, strings.Join(e.Listening, " and "), given, addrsText(e.Addrs))
 	case StartAddrTaken:
 		msg = fmt.Sprintf("%s: another process held %s, so the program could not serve it (it was running; it has been killed)", target, addrsText(e.Addrs))
 	default:
@@ -135,19 +163,31 @@ func (e *StartError) Error() string {
 	}
 	tail := LastLines(e.StderrTail, StderrLines)
 	if tail == "" {
-		return msg + "; it wrote nothing on stderr"
+		msg += "; it wrote nothing on stderr"
+	} else {
+		msg += "; its stderr ends:\n    " + strings.ReplaceAll(tail, "\n", "\n    ")
 	}
-	return msg + "; its stderr ends:\n    " + strings.ReplaceAll(tail, "\n", "\n    ")
+	out := LastLines(e.StdoutTail, StdoutLines)
+	switch {
+	case out == "":
+		return msg
+	case tail == "":
+		msg += "; "
+	default:
+		msg += "\n  "
+	}
+	return msg + "its stdout ends:\n    " + strings.ReplaceAll(out, "\n", "\n    ")
 }
 
 // Unwrap returns Err.
 func (e *StartError) Unwrap() error { return e.Err }
 
 // Hint is the advice a command adds on a line of its own after refusing
-// a target that could not be started: for StartNoListener, that a program
-// which compiles or loads first may need more time, given by the
-// command's flag (flag, "--start-timeout"); "" for any other cause, where
-// more time would not help.
+// a target that could not be started: for StartNoListener (it ran, and
+// listened nowhere), that a program which compiles or loads first may
+// need more time, given by the command's flag (flag, "--start-timeout");
+// "" for any other cause, where more time would not help (StartElsewhere:
+// it listened, on another address).
 func (e *StartError) Hint(flag string) string {
 	if e.Cause != StartNoListener {
 		return ""

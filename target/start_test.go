@@ -9,7 +9,9 @@ import (
 
 // StartError words each cause one way: the target and the cause on the
 // first line, the detail, then the stderr (its last StderrLines lines,
-// indented) or that there was none, except where nothing ran.
+// indented) or that there was none, except where nothing ran, and the
+// stdout's end when there was any. Only a target that listened nowhere
+// gets the hint to wait longer.
 func TestStartErrorWords(t *testing.T) {
 	var long []string
 	for i := 1; i <= 30; i++ {
@@ -31,6 +33,10 @@ func TestStartErrorWords(t *testing.T) {
 		{StartError{Target: "x", Cause: StartNoListener, Addrs: addrs[:1], Timeout: time.Second, Detail: "dialled from elsewhere"},
 			"x: nothing accepted connections on 127.0.0.1:1 within 1s (the program was running; it has been killed); dialled from elsewhere; it wrote nothing on stderr"},
 		{StartError{Target: "lt", Cause: "failed", Detail: "budget-input = 0"}, "lt: did not start: budget-input = 0"},
+		{StartError{Target: "cmd:./srv --port 7071", Cause: StartElsewhere, Addrs: addrs[:1], Listening: []string{"127.0.0.1:7071"}, Timeout: time.Second, StdoutTail: "listening on 7071\n"},
+			"cmd:./srv --port 7071: it listens on 127.0.0.1:7071, not on the address it was given (127.0.0.1:1): pass it {addr} or read REACTORLAB_LISTEN (it was running; it has been killed); it wrote nothing on stderr; its stdout ends:\n    listening on 7071"},
+		{StartError{Target: "x", Cause: StartExited, Exit: "exit status 1", Addrs: addrs[:1], StderrTail: "e1\ne2", StdoutTail: "o1\no2"},
+			"x: exited (exit status 1) before it listened on 127.0.0.1:1; its stderr ends:\n    e1\n    e2\n  its stdout ends:\n    o1\n    o2"},
 		{StartError{Target: "t", Cause: StartExited, Exit: "exit status 1", Addrs: addrs[:1], StderrTail: strings.Join(long, "\n")},
 			"t: exited (exit status 1) before it listened on 127.0.0.1:1; its stderr ends:\n    " + strings.Join(long[10:], "\n    ")},
 	} {
@@ -43,6 +49,9 @@ func TestStartErrorWords(t *testing.T) {
 	}
 	if h := (&StartError{Cause: StartExited}).Hint("--start-timeout"); h != "" {
 		t.Errorf("a program that exited has a hint: %q", h)
+	}
+	if h := (&StartError{Cause: StartElsewhere}).Hint("--start-timeout"); h != "" {
+		t.Errorf("a program that listened elsewhere has a hint to wait longer: %q", h)
 	}
 	if got := LastLines("\n a\nb\nc \n\n", 2); got != "b\nc" {
 		t.Errorf("LastLines = %q", got)

@@ -258,20 +258,26 @@ func TestConformControlAndStop(t *testing.T) {
 // nothing on stdout (not even with --json -), one message on stderr naming
 // the cause and holding the end of the target's stderr, no line of any
 // case, within the start timeout + 1 s; the process is gone afterwards.
-// footprint refuses the same way.
+// footprint refuses the same way. A server that listens on a port of its
+// own, not on the address it was given, is told so, with the port and its
+// stdout, and not told to wait longer.
 func TestConformRefusesATargetThatCannotStart(t *testing.T) {
 	t.Parallel() // its target is a process of its own, and it changes no state of this one
 	// Unique to this process: another go test of this package may be
 	// running the same test.
 	sleep := fmt.Sprintf("sleep 1000.%d1", os.Getpid()) // 1: not run_test.go's sleep, which may run beside it
+	elsewhere, port := ownPortServer(t)
 	for _, tc := range []struct {
 		cmd   string
 		wants []string
+		nots  []string
 	}{
-		{"/nonexistent/server --listen {addr}", []string{"cmd:/nonexistent/server --listen {addr}: the program could not be run", "exit status 127", "not found"}},
-		{"true", []string{"cmd:true: exited (exit status 0) before it listened", "wrote nothing on stderr"}},
-		{"echo boom >&2; exit 3", []string{"exited (exit status 3)", "its stderr ends:\n    boom\n"}},
-		{sleep, []string{"nothing accepted connections", "within ", "--start-timeout"}},
+		{"/nonexistent/server --listen {addr}", []string{"cmd:/nonexistent/server --listen {addr}: the program could not be run", "exit status 127", "not found"}, nil},
+		{"true", []string{"cmd:true: exited (exit status 0) before it listened", "wrote nothing on stderr"}, nil},
+		{"echo boom >&2; exit 3", []string{"exited (exit status 3)", "its stderr ends:\n    boom\n"}, nil},
+		{sleep, []string{"nothing accepted connections", "within ", "--start-timeout"}, nil},
+		{elsewhere, []string{": it listens on 127.0.0.1:" + port + ", not on the address it was given (127.0.0.1:", "): pass it {addr} or read REACTORLAB_LISTEN",
+			"its stdout ends:\n    listening on " + port + "\n"}, []string{"nothing accepted", "--start-timeout"}},
 	} {
 		for _, cmd := range []string{"conform", "footprint"} {
 			t.Run(cmd+" "+tc.cmd, func(t *testing.T) {
@@ -300,6 +306,11 @@ func TestConformRefusesATargetThatCannotStart(t *testing.T) {
 				for _, w := range tc.wants {
 					if !strings.Contains(msg, w) {
 						t.Errorf("the refusal lacks %q", w)
+					}
+				}
+				for _, w := range tc.nots {
+					if strings.Contains(msg, w) {
+						t.Errorf("the refusal says %q", w)
 					}
 				}
 				if caseLine.MatchString(msg) {
@@ -636,4 +647,21 @@ func processesMatching(s string) []string {
 		}
 	}
 	return pids
+}
+
+// ownPortServer is a shell command running a real server (examples/echo)
+// that ignores the address it is given ({addr}, REACTORLAB_LISTEN) and
+// listens on a port of its own instead, given by its own flag: an
+// ephemeral port free when picked here. It says so on stdout first
+// ("listening on PORT"). It returns the command and the port.
+func ownPortServer(t *testing.T) (cmd, port string) {
+	t.Helper()
+	echo := buildEcho(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return fmt.Sprintf("echo listening on %s; exec %s --listen 127.0.0.1:%s", port, echo, port), port
 }

@@ -31,17 +31,22 @@ estimated time) or the specs of a YAML file, one factor at a time: for each
 repeat, each cell's run right after a baseline run (A B A C ...), each in
 the lab. A spec, a value the server or load generator would reject, or a
 target program that is not there is refused before anything runs, naming
-the file, line and field. It writes a run directory (new or empty; a
-suite's has one subdirectory per spec): manifest.json, every run's HDR log,
-summary.json, report.md, report.html and bench.txt, and prints the summary
-(on stderr with --json -). Interrupted (SIGINT, SIGTERM), it reports what
-it measured and prints the --resume command that continues the run: the
-same spec, shard, placement and build, its valid runs kept (a pair whose
-cell run was cut short is measured again whole), the rest of the plan run.
-Exit 0: every run valid; 1: a run invalid, or the matrix could not finish;
-2: refused before anything ran (bad flags, spec or target program; a
-directory not empty, or that --resume cannot continue: not a matrix run,
-another spec or build, or complete); 130: interrupted.`
+the file, line and field (the errors in a spec's fields together, one per
+line); so is a cmd target that cannot be started: each distinct one is
+started once first, as conform starts it, and one that exits, is missing,
+listens elsewhere or does not accept within --start-timeout is refused in
+run's words. It writes a run directory (new or empty; a suite's has one
+subdirectory per spec): manifest.json, every run's HDR log, summary.json,
+report.md, report.html and bench.txt, and prints the summary (on stderr
+with --json -). Interrupted (SIGINT, SIGTERM), it reports what it measured
+and prints the --resume command that continues the run: the same spec,
+shard, placement and build, its valid runs kept (a pair whose cell run was
+cut short is measured again whole), the rest of the plan run. Exit 0:
+every run valid; 1: a run invalid, or the matrix could not finish; 2:
+refused before anything ran (bad flags, spec or target program; a target
+that could not be started; a directory not empty, or that --resume cannot
+continue: not a matrix run, another spec or build, or complete); 130:
+interrupted.`
 
 // matrixRunCell, when not nil, runs each cell in the harness's place (the
 // tests' fake).
@@ -82,6 +87,9 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if code, refused := inv.checkStarts(ctx); refused {
+		return code
+	}
 	started := time.Now()
 	inv.announce()
 	code, stopped, refused := inv.runJobs(ctx)
@@ -104,7 +112,7 @@ type matrixInvocation struct {
 
 	shardText, out, resume, jsonOut, labMode string
 	placement                                lab.Placement
-	grace                                    time.Duration
+	grace, startTimeout                      time.Duration
 	shard                                    matrix.Shard
 	mode                                     lab.Mode
 
@@ -127,6 +135,7 @@ func (inv *matrixInvocation) defineFlags() (list *bool) {
 	f.Var(&inv.placement, "cpus", "`PLACEMENT` server=LIST,loadgen=LIST, each a CPU list (0-3,8), count:N or none, for every cell whose spec has no cpus field; by default "+lab.DefaultPlacementText+", here "+defaultPlacement().String()+" (with --resume: the placement recorded)")
 	f.StringVar(&inv.labMode, "lab", "auto", "`MODE` of network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback); with --resume: the mode recorded")
 	f.DurationVar(&inv.grace, "grace", lab.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
+	f.DurationVar(&inv.startTimeout, "start-timeout", harness.DefaultStartTimeout, "how long each server may take to accept on its addresses, in every run and in the check of each cmd target before the first; one that does not is refused (exit 2)")
 	return list
 }
 
@@ -156,9 +165,12 @@ func (inv *matrixInvocation) checkFlags(pos []string) (int, bool) {
 	if inv.set["resume"] && inv.resume == "" {
 		return c.Usagef(stderr, "--resume needs a run directory"), true
 	}
+	if inv.startTimeout <= 0 || inv.startTimeout > harness.MaxStartTimeout {
+		return c.Usagef(stderr, "--start-timeout = %v (accepted: (0, %v])", inv.startTimeout, harness.MaxStartTimeout), true
+	}
 	shard, err := matrix.ParseShard(inv.shardText)
 	if err != nil {
-		return c.Usagef(stderr, "--shard: %v", err), true
+		return c.Usagef(stderr, "--shard: %s", plain(err)), true
 	}
 	inv.shard = shard
 	mode, ok := labModes[inv.labMode]
@@ -233,7 +245,7 @@ func (inv *matrixInvocation) recordedSpec(pos []string) (int, bool) {
 func (inv *matrixInvocation) planJobs([]string) (int, bool) {
 	specs, err := matrix.ParseSuite([]byte(inv.text))
 	if err != nil {
-		return inv.c.Errorf(inv.stderr, cli.ExitUsage, "%s: %v", inv.source, err), true
+		return inv.refuseSpec(err), true
 	}
 	inv.specs = specs
 	if inv.dir == "" {
@@ -265,11 +277,26 @@ func (inv *matrixInvocation) planJobs([]string) (int, bool) {
 	return 0, false
 }
 
+// refuseSpec refuses the suite for err, ParseSuite's: each of its errors
+// (one, or each of a matrix.Errors) on a line of its own, after the
+// command's name and the suite's source; it returns cli.ExitUsage.
+func (inv *matrixInvocation) refuseSpec(err error) int {
+	all := []error{err}
+	var many matrix.Errors
+	if errors.As(err, &many) {
+		all = many
+	}
+	for _, e := range all {
+		inv.c.Errorf(inv.stderr, cli.ExitUsage, "%s: %s", inv.source, plain(e))
+	}
+	return cli.ExitUsage
+}
+
 // options are the matrix's options for job j.
 func (inv *matrixInvocation) options(j *matrixJob) matrix.Options {
 	return matrix.Options{
 		Spec: j.spec, Source: inv.source, Text: inv.text, Dir: j.dir, Shard: inv.shard,
-		Placement: inv.placement, DefaultPlacement: !inv.set["cpus"] && inv.resume == "", Mode: inv.mode, Grace: inv.grace, Resume: j.resume, Log: inv.stderr, RunCell: matrixRunCell,
+		Placement: inv.placement, DefaultPlacement: !inv.set["cpus"] && inv.resume == "", Mode: inv.mode, Grace: inv.grace, StartTimeout: inv.startTimeout, Resume: j.resume, Log: inv.stderr, RunCell: matrixRunCell,
 	}
 }
 
@@ -286,7 +313,7 @@ func (inv *matrixInvocation) refuseEarly([]string) (int, bool) {
 			return c.Errorf(stderr, cli.ExitUsage, "%s: spec %s: %s", inv.source, j.spec.Name, plain(err)), true
 		}
 	}
-	inv.resumeLine = resumeCommand(dir, inv.set, inv.jsonOut, inv.grace)
+	inv.resumeLine = resumeCommand(dir, inv.set, inv.jsonOut, inv.grace, inv.startTimeout)
 	if inv.resume != "" {
 		return planResume(c, stderr, dir, inv.jobs, inv.options)
 	}
@@ -302,6 +329,31 @@ func (inv *matrixInvocation) refuseEarly([]string) (int, bool) {
 		return c.Errorf(stderr, cli.ExitUsage, "%s: %s holds %d entries (accepted: a new or empty directory)%s", plain(matrix.ErrDirNotEmpty), dir, len(ents), hint), true
 	}
 	return 0, false
+}
+
+// checkStarts starts each distinct cmd target of the jobs still to run
+// once (matrix.CheckStarts, the check conform makes), before any run: one
+// that cannot be started is refused in run's words (startRefusalText) at
+// the file, line and field that give it, exit 2; a signal meanwhile ends
+// the command with 130, nothing run.
+func (inv *matrixInvocation) checkStarts(ctx context.Context) (int, bool) {
+	var opts []matrix.Options
+	for _, j := range inv.jobs {
+		if !j.done {
+			opts = append(opts, inv.options(j))
+		}
+	}
+	err := matrix.CheckStarts(ctx, opts...)
+	var sr *matrix.StartRefusal
+	switch {
+	case err == nil:
+		return 0, false
+	case ctx.Err() != nil:
+		return inv.c.Errorf(inv.stderr, cli.ExitInterrupted, "interrupted while starting the cmd targets: nothing was run"), true
+	case errors.As(err, &sr):
+		return inv.c.Errorf(inv.stderr, cli.ExitUsage, "%s: line %d: %s: %s", inv.source, sr.Line, sr.Field, startRefusalText(sr.Start)), true
+	}
+	return inv.c.Errorf(inv.stderr, cli.ExitFail, "%s", plain(err)), true
 }
 
 // announce prints what is about to run and its estimated time.
@@ -440,7 +492,9 @@ func (inv *matrixInvocation) finish(ctx context.Context, code int, stopped bool,
 }
 
 // plain is err's text without the package prefix a command's own name
-// makes redundant ("matrix: ").
+// makes redundant ("matrix: "), so that what the command prints names
+// the matrix once: every matrix package error it prints goes through
+// here.
 func plain(err error) string {
 	return strings.TrimPrefix(err.Error(), "matrix: ")
 }
@@ -469,7 +523,7 @@ func loadSuite(which string) (name, source, text string, err error) {
 	if !strings.ContainsAny(which, "/.") {
 		text, err := matrix.EmbeddedText(which)
 		if err != nil {
-			return "", "", "", fmt.Errorf("%v, or a spec file (FILE.yaml)", err)
+			return "", "", "", fmt.Errorf("%s, or a spec file (FILE.yaml)", plain(err))
 		}
 		return which, "embedded:" + which, text, nil
 	}
@@ -504,7 +558,7 @@ func listSuites(c *cli.Command, stdout, stderr io.Writer) int {
 				continue
 			}
 		}
-		return c.Errorf(stderr, cli.ExitFail, "built-in suite %s: %v", e.Name, err)
+		return c.Errorf(stderr, cli.ExitFail, "built-in suite %s: %s", e.Name, plain(err))
 	}
 	tw.Flush()
 	fmt.Fprintln(stdout, "\nTIME is estimated for 2 cores: each run's warm-up and duration, plus its measured overhead.")

@@ -87,13 +87,16 @@ func firstManifest(dir string) (*results.Manifest, error) {
 
 // resumeCommand is the command line that continues the run in dir: the
 // flags that are not recorded in its manifest, as given.
-func resumeCommand(dir string, set map[string]bool, jsonOut string, grace time.Duration) string {
+func resumeCommand(dir string, set map[string]bool, jsonOut string, grace, startTimeout time.Duration) string {
 	line := "reactorlab matrix --resume " + shellQuote(dir)
 	if jsonOut != "" {
 		line += " --json " + shellQuote(jsonOut)
 	}
 	if set["grace"] {
 		line += " --grace " + grace.String()
+	}
+	if set["start-timeout"] {
+		line += " --start-timeout " + startTimeout.String()
 	}
 	return line
 }

@@ -594,3 +594,136 @@ func TestMatrixResumeLineOnlyWithManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixRefusesATargetThatCannotStart: a cmd target that never
+// listens is started once before any run and refused at once (within
+// --start-timeout and a little), exit 2, one message at the file, line
+// and field that give it, in run's words (the same refusal run makes of
+// it, but for the port), nothing run and no directory made; --resume
+// checks the same way before it continues a run, and records nothing.
+func TestMatrixRefusesATargetThatCannotStart(t *testing.T) {
+	tmp := t.TempDir()
+	const startTimeout = 500 * time.Millisecond
+	// Unique to this process and test: its processes are looked for after.
+	sleep := fmt.Sprintf("sleep 1000.%d3", os.Getpid())
+	ran := 0
+	matrixRunCell = func(context.Context, harness.CellSpec) (*harness.CellResult, error) {
+		ran++
+		return nil, errors.New("the fake cell failed")
+	}
+	defer func() { matrixRunCell = nil }()
+	spec := filepath.Join(tmp, "never.yaml")
+	if err := os.WriteFile(spec, []byte("name: never\nrepeats: 2\nbaseline:\n  target: {cmd: '"+sleep+"'}\n  hot: 1\n  inflight: 1\n  duration: 1s\nfactors:\n  - {name: hot, values: [2, 3]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "out")
+	msg := refusal(t, startTimeout+refusalSlack, "matrix", spec, "--out", out, "--cpus", "none", "--start-timeout", startTimeout.String(), "--json", "-")
+	head := "reactorlab matrix: " + spec + ": line 4: target.cmd: "
+	if !strings.HasPrefix(msg, head) {
+		t.Errorf("the refusal does not begin %q:\n%s", head, msg)
+	}
+	// run's refusal of the same target, on loopback as the check starts it.
+	theirs := refusal(t, startTimeout+refusalSlack, "run", "--target", "cmd:"+sleep, "--lab", "off", "--start-timeout", startTimeout.String(), "--duration", "1s", "--out", filepath.Join(tmp, "cell"))
+	if mine, other := port.ReplaceAllString(strings.TrimPrefix(msg, head), ":PORT"), port.ReplaceAllString(strings.TrimPrefix(theirs, "reactorlab run: "), ":PORT"); mine != other {
+		t.Errorf("matrix and run word the refusal differently:\nmatrix: %q\nrun:    %q", mine, other)
+	}
+	if ran != 0 {
+		t.Errorf("%d runs ran", ran)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused matrix made its directory: %v", err)
+	}
+
+	// --resume: a run stopped after its manifest, whose server (a script)
+	// listened then and never listens now.
+	echo := buildEcho(t)
+	script := filepath.Join(tmp, "server.sh")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`exec ` + echo + ` --listen "$1"`)
+	if err := os.WriteFile(spec, []byte("name: later\nbaseline:\n  target: {cmd: '"+script+" {addr}'}\n  hot: 1\n  inflight: 1\n  duration: 1s\nfactors:\n  - {name: hot, values: [2]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"matrix", spec, "--out", out, "--cpus", "none", "--start-timeout", "5s"}, &stdout, &stderr); code != cli.ExitFail || ran != 1 {
+		t.Fatalf("the first matrix: exit %d, %d runs; want exit 1 after its first run:\n%s", code, ran, stderr.String())
+	}
+	write("exec " + sleep)
+	ran = 0
+	msg = refusal(t, startTimeout+refusalSlack, "matrix", "--resume", out, "--start-timeout", startTimeout.String())
+	if want := "reactorlab matrix: " + spec + ": line 3: target.cmd: the target could not be started, so nothing was measured: cmd:" + script + " {addr}: nothing accepted connections on "; !strings.HasPrefix(msg, want) {
+		t.Errorf("--resume's refusal does not begin %q:\n%s", want, msg)
+	}
+	if ran != 0 {
+		t.Errorf("--resume ran %d runs", ran)
+	}
+	if m, err := results.ReadManifest(out); err != nil || len(m.Runs) != 0 {
+		t.Errorf("the manifest after a refused --resume: %v runs, err %v; want none recorded", m, err)
+	}
+	if pids := processesMatching(strings.Replace(sleep, " ", "\x00", 1) + "\x00"); len(pids) > 0 {
+		t.Errorf("the target's process is still there: %v", pids)
+	}
+}
+
+// TestMatrixReportsEverySpecError: a spec with three bad fields is
+// refused with all three, one per line, each naming the file, the line
+// and the field after the command's name, exit 2, nothing on stdout.
+func TestMatrixReportsEverySpecError(t *testing.T) {
+	spec := filepath.Join(t.TempDir(), "three.yaml")
+	if err := os.WriteFile(spec, []byte("name: x\nrepeats: 0\nbaseline:\n  reactor: lt\n  hot: 1\n  inflight: 4\n  duration: 1s\n  colour: blue\n  callback: 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"matrix", spec, "--json", "-"}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if code != exitUsage || stdout.Len() != 0 || len(lines) != 3 {
+		t.Fatalf("exit %d, stdout %q, %d lines of stderr; want exit 2, nothing, 3 lines:\n%s", code, stdout.String(), len(lines), stderr.String())
+	}
+	for i, want := range []string{"line 2: repeats: ", "line 8: baseline.colour: unknown key", "line 9: callback: "} {
+		if prefix := "reactorlab matrix: " + spec + ": " + want; !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("line %d %q does not begin %q", i+1, lines[i], prefix)
+		}
+	}
+}
+
+// TestMatrixNamesItselfOnce: what matrix prints of the matrix package's
+// errors names the matrix once, in the command's name, never again after
+// it ("reactorlab matrix: matrix: ..."): a spec error, a bad shard, an
+// unknown suite, and a target that could not be started.
+func TestMatrixNamesItselfOnce(t *testing.T) {
+	tmp := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	matrixRunCell = func(context.Context, harness.CellSpec) (*harness.CellResult, error) {
+		return nil, errors.New("a refused matrix ran a cell")
+	}
+	defer func() { matrixRunCell = nil }()
+	sleep := fmt.Sprintf("sleep 1000.%d5", os.Getpid())
+	for _, args := range [][]string{
+		{"matrix", write("encoding.yaml", "name: x\xff\xfe\n")}, // ErrSpec's own words
+		{"matrix", write("bad.yaml", "name: x\nrepeats: 0\nbaseline: {reactor: lt, hot: 1, inflight: 1, duration: 1s}\n")},
+		{"matrix", "quick", "--shard", "3/2"},
+		{"matrix", "slow"},
+		{"matrix", write("never.yaml", "name: never\nbaseline: {target: {cmd: '"+sleep+"'}, hot: 1, inflight: 1, duration: 1s}\n"),
+			"--out", filepath.Join(tmp, "out"), "--cpus", "none", "--start-timeout", "300ms"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d:\n%s", args, code, exitUsage, stderr.String())
+		}
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.HasPrefix(line, "reactorlab matrix: ") && strings.Count(line, "matrix: ") != 1 {
+				t.Errorf("%q: the matrix named twice: %q", args, line)
+			}
+		}
+	}
+}

@@ -382,17 +382,24 @@ func removeRun(dir string, created []string) {
 
 // runRefusal refuses the cell's server, which could not be started (sf,
 // from RunCell or harness.CheckCommand), as conform and footprint refuse a
-// target: one message in target.StartError's words, with the hint a longer
-// --start-timeout may help where it may; it returns cli.ExitUsage.
+// target: one message, startRefusalText; it returns cli.ExitUsage.
 func runRefusal(c *cli.Command, stderr io.Writer, cell harness.CellSpec, sf *target.StartError) int {
 	if sf.Target == "" {
 		sf.Target = cell.Target.String()
 	}
+	return c.Errorf(stderr, cli.ExitUsage, "%s", startRefusalText(sf))
+}
+
+// startRefusalText is how run and matrix refuse a target that could not
+// be started: that nothing was measured, sf in target.StartError's words,
+// and, on a line of its own, the hint a longer --start-timeout may help
+// where it may.
+func startRefusalText(sf *target.StartError) string {
 	msg := "the target could not be started, so nothing was measured: " + sf.Error()
 	if hint := sf.Hint("--start-timeout"); hint != "" {
 		msg += "\n" + hint
 	}
-	return c.Errorf(stderr, cli.ExitUsage, "%s", msg)
+	return msg
 }
 
 // defaultPlacement is the default placement over the CPUs this process may

@@ -177,7 +177,9 @@ func TestRunRefusesADirectoryWithARun(t *testing.T) {
 // within --start-timeout plus the lab's own set-up and stop (refusalSlack),
 // never the default start timeout nor the run's duration, naming the
 // target (as the user wrote it), the cause and the server's stderr, with a
-// hint to wait longer where that may help; nothing is left in --out. On loopback the refusal is word for
+// hint to wait longer where that may help (not for a server that listens
+// on a port of its own: it is told where it listens); nothing is left in
+// --out. On loopback the refusal is word for
 // word footprint's (and so conform's: the same target.StartError),
 // but for what was not done and the port.
 func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
@@ -188,6 +190,7 @@ func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
 	// running the same test.
 	sleep := fmt.Sprintf("sleep 1000.%d2", os.Getpid()) // 2: not conform_test.go's sleep, which may run beside it
 	const head = "reactorlab run: the target could not be started, so nothing was measured: cmd:"
+	elsewhere, ownPort := ownPortServer(t)
 	for _, tc := range []struct {
 		target, lab string
 		want        []string
@@ -200,6 +203,12 @@ func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
 		{sleep, "off", []string{": nothing accepted connections on 127.0.0.1:", " within 500ms (the program was running; it has been killed); it wrote nothing on stderr\n",
 			"may need a longer --start-timeout.\n"}, true},
 		{sleep, lab, []string{": nothing accepted connections on ", " within 500ms (", "--start-timeout.\n"}, false},
+		// A server on a port of its own: said so, with its stdout, and no
+		// hint to wait longer. (footprint offers it a control address
+		// too, which its stderr then names: not worded alike.)
+		{elsewhere, "off", []string{": it listens on 127.0.0.1:" + ownPort + ", not on the address it was given (127.0.0.1:",
+			"its stdout ends:\n    listening on " + ownPort + "\n"}, false},
+		{elsewhere, lab, []string{": it listens on 127.0.0.1:" + ownPort + ", not on the address it was given (", "its stdout ends:\n    listening on " + ownPort + "\n"}, false},
 	} {
 		out := filepath.Join(t.TempDir(), "cell")
 		msg := refusal(t, startTimeout+refusalSlack, "run", "--target", "cmd:"+tc.target, "--lab", tc.lab,
@@ -211,6 +220,9 @@ func TestRunRefusesATargetThatDoesNotStart(t *testing.T) {
 			if !strings.Contains(msg, w) {
 				t.Errorf("%q (lab %s): %q does not say %q", tc.target, tc.lab, msg, w)
 			}
+		}
+		if strings.Contains(tc.target, "listening on") && strings.Contains(msg, "--start-timeout") {
+			t.Errorf("%q (lab %s): a server listening elsewhere is told to wait longer: %q", tc.target, tc.lab, msg)
 		}
 		if first, _, _ := strings.Cut(msg, "\n"); strings.Contains(msg, "--help") || strings.Contains(first, "/bin/sh") {
 			t.Errorf("%q: a target's refusal points to --help, or names the shell (not the target): %q", tc.target, msg)

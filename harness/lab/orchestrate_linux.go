@@ -112,7 +112,7 @@ func orchestrate(ctx context.Context, s *validSpec, pr pair, onUp func(labUp)) (
 				// no listener the client can reach.
 				err = &target.StartError{Cause: target.StartNoListener, Target: strings.Join(s.Server.Argv, " "), Addrs: addrs, Timeout: ready, Code: -1,
 					Detail:     "dialled from the load generator's network namespace (a server that listens on 127.0.0.1 only is not reachable there)",
-					StderrTail: strings.TrimSpace(srv.p.StderrTail())}
+					StderrTail: strings.TrimSpace(srv.p.StderrTail()), StdoutTail: strings.TrimSpace(srv.p.StdoutTail())}
 			}
 			return srv.res, nil, errors.Join(err, srv.stop())
 		}

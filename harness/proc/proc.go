@@ -99,6 +99,10 @@ const (
 	MaxStdout = 16 << 20
 	// StderrTailSize is how much of the end of the target's stderr is kept.
 	StderrTailSize = 4 << 10
+	// StdoutTailSize is how much of the end of the target's stdout is
+	// kept besides Exit.Stdout's beginning: where a server that says
+	// where it listens says it last.
+	StdoutTailSize = 4 << 10
 )
 
 // ErrExited reports that the process has exited: before it was ready (from
@@ -122,13 +126,21 @@ var ErrAddrTaken = errors.New("address taken by another process")
 // wraps ErrAddrTaken), or Start's context ended (Err wraps its
 // error). When Start returns it, the process and every process of its
 // group have been killed and reaped: Exit says how the process ended and
-// holds what it printed, its stderr tail included. Its text is the
-// underlying error followed by the stderr tail, so a person sees why.
+// holds what it printed, its stdout and stderr tails included. Its text is
+// the underlying error followed by where the group listened instead, if
+// anywhere, and the stderr tail, so a person sees why.
 type StartError struct {
 	// Name is the command's Argv[0].
 	Name string
 	// Addrs are the addresses Start waited for, in order.
 	Addrs []string
+	// Listening are the addresses the target's group held listening
+	// sockets on when the wait for Addrs ended unanswered (Err wraps
+	// ErrNotReady or the context's error), none of them serving an
+	// address of Addrs: the target listens, but not where it was told.
+	// Empty when it listened nowhere, when that could not be read (the
+	// kernel's tables, a descriptor table), and for any other Err.
+	Listening []string
 	// Exit is how the process ended: by itself (Err wraps ErrExited), or
 	// killed by Start.
 	Exit Exit
@@ -136,10 +148,14 @@ type StartError struct {
 	Err error
 }
 
-// Error is "start NAME: ERR", then "; stderr:" and the stderr tail, if the
-// process wrote any.
+// Error is "start NAME: ERR", then "; it listens on ADDRS" when
+// Listening has any, then "; stderr:" and the stderr tail, if the process
+// wrote any.
 func (e *StartError) Error() string {
 	msg := "start " + e.Name + ": " + e.Err.Error()
+	if len(e.Listening) > 0 {
+		msg += "; it listens on " + strings.Join(e.Listening, " and ")
+	}
 	if t := strings.TrimSpace(e.Exit.StderrTail); t != "" {
 		msg += "; stderr:\n" + t
 	}
@@ -151,9 +167,11 @@ func (e *StartError) Unwrap() error { return e.Err }
 
 // Cause classifies the failure: target.StartMissing or
 // target.StartExited when the process exited first (by its status),
-// target.StartNoListener when an address did not accept within
-// Spec.Ready, target.StartAddrTaken when another process held one, and
-// "" when Start's context ended first: not the process's
+// target.StartElsewhere when an address did not accept within Spec.Ready
+// while the group listened on others (Listening), target.StartNoListener
+// when an address did not accept within Spec.Ready and the group
+// listened nowhere else, target.StartAddrTaken when another process held
+// one, and "" when Start's context ended first: not the process's
 // failure but the caller's bound, which the caller judges.
 func (e *StartError) Cause() target.StartCause {
 	switch {
@@ -161,6 +179,8 @@ func (e *StartError) Cause() target.StartCause {
 		return target.StartMissing
 	case errors.Is(e.Err, ErrExited):
 		return target.StartExited
+	case errors.Is(e.Err, ErrNotReady) && len(e.Listening) > 0:
+		return target.StartElsewhere
 	case errors.Is(e.Err, ErrNotReady):
 		return target.StartNoListener
 	case errors.Is(e.Err, ErrAddrTaken):
@@ -172,19 +192,20 @@ func (e *StartError) Cause() target.StartCause {
 // StartFailure is e as the start failure of the target named name (its
 // Spec.String), whose addresses were waited for ready: Cause's cause, the
 // exit (text and code) for target.StartMissing and target.StartExited,
-// code -1 and the wait for target.StartNoListener, code -1 for
-// target.StartAddrTaken, the addresses and the
-// whole stderr tail Exit kept, trimmed. When Cause is "" (Start's context
-// ended) so is its Cause, and Detail is Err's text: the caller judges
-// that, and names its cause. Err is left nil: the failure stands for e,
-// which the caller holds.
+// code -1 and the wait for target.StartNoListener and
+// target.StartElsewhere, code -1 for target.StartAddrTaken, the
+// addresses, where the group listened instead (Listening), and the whole
+// stdout and stderr tails Exit kept, trimmed. When Cause is "" (Start's
+// context ended) so is its Cause, and Detail is Err's text: the caller
+// judges that, and names its cause. Err is left nil: the failure stands
+// for e, which the caller holds.
 func (e *StartError) StartFailure(name string, ready time.Duration) *target.StartError {
-	f := &target.StartError{Target: name, Cause: e.Cause(), Addrs: e.Addrs, Code: e.Exit.Code,
-		StderrTail: strings.TrimSpace(e.Exit.StderrTail)}
+	f := &target.StartError{Target: name, Cause: e.Cause(), Addrs: e.Addrs, Listening: e.Listening, Code: e.Exit.Code,
+		StderrTail: strings.TrimSpace(e.Exit.StderrTail), StdoutTail: strings.TrimSpace(e.Exit.StdoutTail)}
 	switch f.Cause {
 	case target.StartMissing, target.StartExited:
 		f.Exit = e.Exit.String()
-	case target.StartNoListener:
+	case target.StartNoListener, target.StartElsewhere:
 		f.Code, f.Timeout = -1, ready
 	case target.StartAddrTaken:
 		f.Code = -1
@@ -295,6 +316,8 @@ type Exit struct {
 	// reports that there was more.
 	Stdout          []byte
 	StdoutTruncated bool
+	// StdoutTail is the last StdoutTailSize bytes of stdout.
+	StdoutTail string
 	// StderrTail is the last StderrTailSize bytes of stderr; StderrHead the
 	// first, where a Go panic's message is when its goroutine dump pushes
 	// it out of the tail.

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,7 @@ type Process struct {
 	start time.Time
 
 	stdout  capped
+	outTail tail           // the end of stdout
 	stderr  tail           // the end of stderr
 	errHead capped         // the start of stderr
 	pipes   [2]*os.File    // read ends of stdout and stderr
@@ -142,6 +145,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		pid:     cmd.Process.Pid,
 		start:   time.Now(),
 		stdout:  capped{max: MaxStdout},
+		outTail: tail{max: StdoutTailSize},
 		stderr:  tail{max: StderrTailSize},
 		errHead: capped{max: StderrTailSize},
 		pipes:   [2]*os.File{outR, errR},
@@ -150,16 +154,22 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	}
 	p.copies.Store(2)
 	p.wg.Add(3)
-	go p.copy(outR, &p.stdout)
+	go p.copy(outR, io.MultiWriter(&p.stdout, &p.outTail))
 	go p.copy(errR, io.MultiWriter(&p.errHead, &p.stderr))
 	reaper <- p
 
 	if err := p.waitReady(ctx, pl.ready, pl.waitAddrs); err != nil {
+		// Read while the group still lives: where it listens, if not
+		// where it was told.
+		var listening []string
+		if !errors.Is(err, ErrExited) && !errors.Is(err, ErrAddrTaken) {
+			listening = p.listeningElsewhere(pl.given)
+		}
 		exit, _ := p.terminate(0, false)
 		if errors.Is(err, ErrExited) {
 			err = fmt.Errorf("%w (%s) before %s accepted", ErrExited, exit, strings.Join(pl.waitAddrs, " and "))
 		}
-		return nil, &StartError{Name: name, Addrs: pl.waitAddrs, Exit: exit, Err: err}
+		return nil, &StartError{Name: name, Addrs: pl.waitAddrs, Listening: listening, Exit: exit, Err: err}
 	}
 	// The group as it was before the dial that found the target ready: a
 	// server that forks a child per connection has forked one for that
@@ -170,12 +180,13 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 
 // startPlan is what Start makes of a Spec: the address (chosen if the
 // spec has none and listens), the bounds with their defaults, and the
-// argv and environment with the address filled in, and the addresses to
-// wait for.
+// argv and environment with the address filled in, the addresses to
+// wait for, and every address the target is given: those waited for and
+// any offered in Spec.Env (ListenEnv, ControlListenEnv) without a wait.
 type startPlan struct {
-	addr                 string
-	ready, grace         time.Duration
-	argv, env, waitAddrs []string
+	addr                        string
+	ready, grace                time.Duration
+	argv, env, waitAddrs, given []string
 }
 
 // planStart is spec's startPlan.
@@ -221,6 +232,13 @@ func planStart(spec Spec) (startPlan, error) {
 			first = append(first, spec.ControlAddr)
 		}
 		pl.waitAddrs = append(first, spec.WaitAddrs...)
+	}
+	pl.given = append([]string(nil), pl.waitAddrs...)
+	for _, kv := range spec.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == ListenEnv || k == ControlListenEnv {
+			pl.given = append(pl.given, v)
+		}
 	}
 	return pl, nil
 }
@@ -270,6 +288,9 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 
 // StderrTail returns the last StderrTailSize bytes of stderr so far.
 func (p *Process) StderrTail() string { return p.stderr.String() }
+
+// StdoutTail returns the last StdoutTailSize bytes of stdout so far.
+func (p *Process) StdoutTail() string { return p.outTail.String() }
 
 // Stop sends SIGTERM to the process group, waits up to Spec.Grace for the
 // process to exit, then sends SIGKILL; it reaps the process, waits (boundedly)
@@ -376,6 +397,7 @@ func (p *Process) terminate(grace time.Duration, sendTerm bool) (Exit, error) {
 		Code:            p.state.ExitCode(),
 		Stdout:          out,
 		StdoutTruncated: truncated,
+		StdoutTail:      p.outTail.String(),
 		StderrTail:      p.stderr.String(),
 		StderrHead:      string(head),
 		Elapsed:         p.exitedAt.Sub(p.start),
@@ -550,4 +572,63 @@ func (p *Process) listenerElsewhere(addr string) bool {
 		}
 	}
 	return true
+}
+
+// listeningElsewhere lists the local addresses of the TCP sockets the
+// target's group holds listening (the kernel's TCP tables, read in the
+// calling thread's network namespace, the one the dials went out in,
+// matched by inode to the descriptors of the group's processes) that
+// serve none of addrs (the addresses it was given), sorted: a target that was told one address and
+// listens on another. A listener serves an address when their ports are
+// equal and its own address is the same or unspecified (0.0.0.0, [::]).
+// It is empty when nothing of the kind can be read.
+func (p *Process) listeningElsewhere(addrs []string) []string {
+	listeners, err := inetdiag.Listeners()
+	if err != nil || len(listeners) == 0 {
+		return nil
+	}
+	byInode := map[uint64]netip.AddrPort{}
+	for _, s := range listeners {
+		if s.Inode != 0 {
+			byInode[uint64(s.Inode)] = s.Local
+		}
+	}
+	group, err := groupPids(p.pid)
+	if err != nil {
+		return nil
+	}
+	var given []netip.AddrPort
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			given = append(given, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+		}
+	}
+	serves := func(l netip.AddrPort) bool {
+		for _, g := range given {
+			if l.Port() == g.Port() && (l.Addr() == g.Addr() || l.Addr().IsUnspecified()) {
+				return true
+			}
+		}
+		return false
+	}
+	seen := map[netip.AddrPort]bool{}
+	var out []string
+	for _, pid := range group {
+		fds, err := procfs.ReadFds(pid)
+		if err != nil {
+			continue // exited meanwhile, or not readable: the others may still say
+		}
+		for _, f := range fds {
+			ino, ok := f.SocketInode()
+			if !ok {
+				continue
+			}
+			if l, ok := byInode[ino]; ok && !seen[l] && !serves(l) {
+				seen[l] = true
+				out = append(out, l.String())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -25,6 +25,7 @@ func (p *Process) Pid() int                             { return 0 }
 func (p *Process) Addr() string                         { return "" }
 func (p *Process) Done() <-chan struct{}                { return nil }
 func (p *Process) StderrTail() string                   { return "" }
+func (p *Process) StdoutTail() string                   { return "" }
 func (p *Process) Stop() (Exit, error)                  { return Exit{}, errors.ErrUnsupported }
 func (p *Process) Usage() (Usage, error)                { return Usage{}, errors.ErrUnsupported }
 func (p *Process) ThreadCPU() (int64, error)            { return 0, errors.ErrUnsupported }

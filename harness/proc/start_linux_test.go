@@ -256,3 +256,49 @@ func TestStartRefusesAnAddressAnotherProcessHolds(t *testing.T) {
 		t.Errorf("the start failure reads %q; want it to say another process held the address", msg)
 	}
 }
+
+// A target that listens, but on a port of its own and not on the address
+// it was given ({addr}, REACTORLAB_LISTEN), is told so when the wait ends:
+// the cause is target.StartElsewhere, not a listener that needs longer,
+// the failure names the address it listens on and the one it was given,
+// and shows the end of its stdout, where it said where it listens. The
+// port is an ephemeral one this test picks, passed by the server's own
+// flag.
+func TestStartSaysWhereTheTargetListensInstead(t *testing.T) {
+	noLeaks(t)
+	own, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(own)
+	given, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(context.Background(), Spec{
+		Argv:  []string{"sh", "-c", `echo "listening on $1"; exec "$0" --listen "127.0.0.1:$1"`, echoBin, port},
+		Addr:  given,
+		Ready: time.Second,
+	})
+	var se *StartError
+	if !errors.As(err, &se) {
+		t.Fatalf("err %v, want a *StartError", err)
+	}
+	if se.Cause() != target.StartElsewhere || len(se.Listening) != 1 || se.Listening[0] != own {
+		t.Fatalf("cause %q, listening %v; want %q, [%s]: %v", se.Cause(), se.Listening, target.StartElsewhere, own, err)
+	}
+	f := se.StartFailure("cmd:server", time.Second)
+	msg := f.Error()
+	for _, want := range []string{
+		"it listens on " + own + ", not on the address it was given (" + given + "): pass it " + AddrPlaceholder + " or read " + ListenEnv,
+		"its stdout ends:\n    listening on " + port,
+		"echo: listening on " + own, // its stderr
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the start failure lacks %q:\n%s", want, msg)
+		}
+	}
+	if h := f.Hint("--start-timeout"); h != "" {
+		t.Errorf("a target that listens elsewhere is told to wait longer: %q", h)
+	}
+}

@@ -54,6 +54,22 @@ func ListeningInodes(port uint16) (map[uint64]bool, error) {
 	return out, nil
 }
 
+// Listeners returns every TCP socket listening in the calling thread's
+// network namespace, IPv4 and IPv6, on any address and port, with the
+// inode a descriptor table names ("socket:[N]"; 0 for one no descriptor
+// holds): what a process listens on, found by its descriptors' inodes.
+func Listeners() ([]Socket, error) {
+	var out []Socket
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := Dump(fam, 1<<Listen, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("reading the kernel's TCP tables: %w", err)
+		}
+		out = append(out, socks...)
+	}
+	return out, nil
+}
+
 // DumpOn is Dump on fd, a NETLINK_SOCK_DIAG socket of the caller's: it
 // reads the network namespace fd was opened in, from any thread (a
 // sampler that opened it in a server's namespace). fd's receive timeout,
