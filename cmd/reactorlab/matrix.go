@@ -20,6 +20,7 @@ import (
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 const matrixSynopsis = `reactorlab matrix [SUITE|FILE.yaml] [--shard i/n] [--out DIR] [--json FILE|-]
@@ -326,7 +327,7 @@ func (inv *matrixInvocation) refuseEarly([]string) (int, bool) {
 		} else if subs, err := matrix.SuiteDirs(dir); err == nil && len(subs) > 0 {
 			hint = fmt.Sprintf("; to continue an interrupted run there: %s", inv.resumeLine)
 		}
-		return c.Errorf(stderr, cli.ExitUsage, "%s: %s holds %d entries (accepted: a new or empty directory)%s", plain(matrix.ErrDirNotEmpty), dir, len(ents), hint), true
+		return c.Errorf(stderr, cli.ExitUsage, "%s: %s holds %s (accepted: a new or empty directory)%s", plain(matrix.ErrDirNotEmpty), dir, figure.Counted(len(ents), "entry", "entries"), hint), true
 	}
 	return 0, false
 }
@@ -371,11 +372,11 @@ func (inv *matrixInvocation) announce() {
 		left += matrix.EstimatePlan(plan[j.kept:])
 	}
 	if inv.resume != "" {
-		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %d spec(s): resuming %s, %d of %d planned runs kept, about %s\n",
-			inv.name, inv.source, inv.shard, len(inv.specs), inv.dir, kept, planned, matrix.FormatEstimate(left))
+		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %s: resuming %s, %d of %d planned runs kept, about %s\n",
+			inv.name, inv.source, inv.shard, figure.Counted(len(inv.specs), "spec", "specs"), inv.dir, kept, planned, matrix.FormatEstimate(left))
 	} else {
-		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %d spec(s), about %s; results in %s\n",
-			inv.name, inv.source, inv.shard, len(inv.specs), matrix.FormatEstimate(left), inv.dir)
+		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %s, about %s; results in %s\n",
+			inv.name, inv.source, inv.shard, figure.Counted(len(inv.specs), "spec", "specs"), matrix.FormatEstimate(left), inv.dir)
 	}
 }
 

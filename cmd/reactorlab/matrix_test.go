@@ -61,7 +61,7 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 		// to build them.
 		{[]string{"matrix", "peers"}, []string{"embedded:peers: line 25: factors[0].values[2] (reactor): ./reactorlab-peers/gnet: no such file or directory",
 			matrix.PeersBuild}, 1},
-		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}, 1},
+		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty", "holds 1 entry ("}, 1},
 		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}, 1}, // a suite writes into subdirectories
 		// A file where the run directory goes: the --out value's fault.
 		{[]string{"matrix", "quick", "--out", afile}, []string{"--out " + afile + ": not a directory (accepted: a new or empty directory)"}, 2},
@@ -181,6 +181,9 @@ factors:
 		t.Logf("shard %d/2: exit %d in %v", i, code, time.Since(start).Round(time.Millisecond))
 		if code != 0 {
 			t.Fatalf("shard %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, code, stdout.String(), stderr.String())
+		}
+		if want := fmt.Sprintf("shard %d/2, 1 spec, about ", i); !strings.Contains(stderr.String(), want) {
+			t.Errorf("shard %d: the announcement does not count the one spec as %q:\n%s", i, want, stderr.String())
 		}
 		if i == 1 {
 			// --json -: stdout is the result alone; the summary is on
