@@ -25,12 +25,13 @@ import (
 
 const matrixSynopsis = `reactorlab matrix [SUITE|FILE.yaml] [--shard i/n] [--out DIR] [--json FILE|-]
 reactorlab matrix --resume DIR [--json FILE|-]
-reactorlab matrix --list`
+reactorlab matrix --list
+reactorlab matrix --print SUITE`
 
 var matrixDescription = `Runs a built-in suite (default ` + matrix.DefaultSuite + `; --list shows them with their
-estimated time) or the specs of a YAML file, one factor at a time: for each
-repeat, each cell's run right after a baseline run (A B A C ...), each in
-the lab. A spec, a value the server or load generator would reject, or a
+estimated time, --print SUITE writes one's YAML to start a spec file from)
+or the specs of a YAML file, one factor at a time: for each repeat, each
+cell's run right after a baseline run (A B A C ...), each in the lab. A spec, a value the server or load generator would reject, or a
 target program that is not there is refused before anything runs, naming
 the file, line and field (the errors in a spec's fields together, one per
 line); so is a cmd target that cannot be started: each distinct one is
@@ -71,7 +72,7 @@ type matrixJob struct {
 // that can be refused before anything runs, run the jobs, report.
 func matrixCmd(args []string, stdout, stderr io.Writer) int {
 	inv := &matrixInvocation{c: cli.New("reactorlab matrix", matrixSynopsis, matrixDescription), stdout: stdout, stderr: stderr}
-	list := inv.defineFlags()
+	list, printName := inv.defineFlags()
 	pos, done, code := inv.c.Parse(args, stdout, stderr)
 	if done {
 		return code
@@ -79,6 +80,9 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 	inv.set = inv.c.Set()
 	if *list {
 		return inv.listSuites(pos)
+	}
+	if inv.set["print"] {
+		return inv.printSuite(*printName, pos)
 	}
 	for _, step := range []func([]string) (int, bool){inv.checkFlags, inv.resolveSpec, inv.planJobs, inv.refuseEarly} {
 		if code, refused := step(pos); refused {
@@ -124,10 +128,12 @@ type matrixInvocation struct {
 	resumeLine string
 }
 
-// defineFlags defines the command's flags; it returns --list's.
-func (inv *matrixInvocation) defineFlags() (list *bool) {
+// defineFlags defines the command's flags; it returns --list's and
+// --print's.
+func (inv *matrixInvocation) defineFlags() (list *bool, printName *string) {
 	f := inv.c.Flags
 	list = f.Bool("list", false, "list the built-in suites with their specs, runs and estimated time, and exit")
+	printName = f.String("print", "", "write the built-in `SUITE`'s YAML to stdout, as it is built in (a suite of several files as one stream of documents), to start a spec file from, and exit")
 	f.StringVar(&inv.shardText, "shard", "1/1", "run only shard `i/n`: a deterministic share of each spec's cells, each with its own baseline runs (with --resume: the shard recorded)")
 	f.StringVar(&inv.out, "out", "", "run `DIR`, new or empty (default reactorlab-runs/matrix-SUITE-TIME)")
 	f.StringVar(&inv.resume, "resume", "", "continue the interrupted run in `DIR` (its spec, shard, placement and lab mode are the ones recorded; a SUITE or FILE given must be the same spec)")
@@ -137,7 +143,29 @@ func (inv *matrixInvocation) defineFlags() (list *bool) {
 	f.StringVar(&inv.labMode, "lab", "auto", "`MODE` of network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback); with --resume: the mode recorded")
 	f.DurationVar(&inv.grace, "grace", lab.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
 	f.DurationVar(&inv.startTimeout, "start-timeout", harness.DefaultStartTimeout, "how long each server may take to accept on its addresses, in every run and in the check of each cmd target before the first; one that does not is refused (exit 2)")
-	return list
+	return list, printName
+}
+
+// printSuite is --print SUITE, which takes no argument and no flag of a
+// run: the suite's text exactly as matrix.EmbeddedText gives it, the text
+// `reactorlab matrix SUITE` runs.
+func (inv *matrixInvocation) printSuite(name string, pos []string) int {
+	for _, f := range []string{"list", "resume", "out", "json", "shard"} {
+		if inv.set[f] {
+			return inv.c.Usagef(inv.stderr, "--print takes no --%s", f)
+		}
+	}
+	if len(pos) > 0 {
+		return inv.c.Usagef(inv.stderr, "--print takes no argument (got %q)", pos[0])
+	}
+	text, err := matrix.EmbeddedText(name)
+	if err != nil {
+		return inv.c.Usagef(inv.stderr, "--print: %s", plain(err))
+	}
+	if _, err := io.WriteString(inv.stdout, text); err != nil {
+		return inv.c.Errorf(inv.stderr, cli.ExitFail, "--print: %v", err)
+	}
+	return cli.ExitOK
 }
 
 // listSuites is --list, which takes no argument and no flag of a run.

@@ -730,3 +730,69 @@ func TestMatrixNamesItselfOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixPrintsABuiltInSuite: --print SUITE writes the suite's YAML as
+// it is built in (quick's file, byte for byte), which read back as a spec
+// file plans the runs the suite plans; an unknown suite, an argument or a
+// run's flag beside it is a usage error naming what is accepted.
+func TestMatrixPrintsABuiltInSuite(t *testing.T) {
+	file, err := os.ReadFile(filepath.Join("..", "..", "matrix", "specs", "quick.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"matrix", "--print", "quick"}, &stdout, &stderr); code != cli.ExitOK || stderr.Len() != 0 {
+		t.Fatalf("--print quick: exit %d, stderr %q", code, stderr.String())
+	}
+	if !bytes.Equal(stdout.Bytes(), file) {
+		t.Errorf("--print quick wrote %d bytes that are not matrix/specs/quick.yaml's %d:\n%s", stdout.Len(), len(file), stdout.String())
+	}
+	printed, err := matrix.ParseSuite(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("the printed suite does not parse: %v", err)
+	}
+	text, err := matrix.EmbeddedText("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite, err := matrix.ParseSuite([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planOf := func(specs []*matrix.Spec) []string {
+		var out []string
+		for _, s := range specs {
+			for _, r := range s.Plan(matrix.Shard{}) {
+				out = append(out, fmt.Sprintf("%s %s r%d %s %s", s.Name, r.Cell.ID, r.Repeat, r.Dir, r.Cell.Describe()))
+			}
+		}
+		return out
+	}
+	if got, want := planOf(printed), planOf(suite); strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) == 0 {
+		t.Errorf("the printed suite plans\n%s\nthe suite plans\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A suite of several files: the one stream `matrix nightly` reads.
+	stdout.Reset()
+	if code := run([]string{"matrix", "--print", "nightly"}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("--print nightly: exit %d: %s", code, stderr.String())
+	}
+	if want, _ := matrix.EmbeddedText("nightly"); stdout.String() != want {
+		t.Errorf("--print nightly is not the suite's text")
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"matrix", "--print", "slow"}, `no embedded suite "slow" (accepted: quick, design-notes, priority, peers, peers-capacity, scaling, nightly, multiloop)`},
+		{[]string{"matrix", "--print", "quick", "nightly"}, `--print takes no argument (got "nightly")`},
+		{[]string{"matrix", "--print", "quick", "--out", t.TempDir()}, "--print takes no --out"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(tc.args, &stdout, &stderr); code != cli.ExitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d naming %q", tc.args, code, stdout.String(), stderr.String(), cli.ExitUsage, tc.want)
+		}
+	}
+}
