@@ -83,7 +83,8 @@ func BenchUnitOf(metric Metric) BenchUnit {
 //
 // <Spec> is the spec's name in CamelCase (BenchName). Every line has every
 // factor of the spec as a key, with the cell's value of that field
-// (CellInfo.Config), so benchstat's "-col /hot" compares a factor's values
+// (CellInfo.Config; its own factor's label instead, when the spec gave
+// one: CellInfo.Label), so benchstat's "-col /hot" compares a factor's values
 // and the baseline's runs group under the baseline's values. Values are
 // sanitised by BenchValue. The tool's version and commit go on a comment
 // line, not a configuration line: benchstat splits results into separate
@@ -180,7 +181,11 @@ func writeBenchLine(p printfFunc, m *Manifest, base string, factors []string, r 
 	var name strings.Builder
 	name.WriteString(base)
 	for i, f := range factors {
-		v := BenchValue(cell.Config[f])
+		v := cell.Config[f]
+		if f == cell.Factor && cell.Label != "" {
+			v = cell.Label
+		}
+		v = BenchValue(v)
 		if i == len(factors)-1 {
 			v = noTrailingProcs(v)
 		}
