@@ -72,8 +72,9 @@ type Settings struct {
 	Label string
 
 	// Load is the cell's load: the knobs of loadgen.Knobs a spec takes
-	// (those with a SpecRule), each the zero value when the spec leaves
-	// it out; no other field of it is set (the addresses are the
+	// (those with a SpecRule), each, when the spec leaves it out, its
+	// value in loadgen.SpecDefaults (run's default for duration and
+	// warmup, else zero); no other field of it is set (the addresses are the
 	// harness's, the wire faults are WireFaults). Among them: Control,
 	// ControlTimeout and RemovalAfter only with ControlEvery; ChurnBurst
 	// and ChurnMax only with ChurnRate; Loops is the spec's

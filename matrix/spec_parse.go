@@ -219,6 +219,9 @@ func parseBaseline(n *yaml.Node, errs *problems) (s Settings, vals map[string]*y
 		return s, nil, nil, false
 	}
 	unknown = map[string]bool{}
+	// A load knob left out is run's default where its rule says so
+	// (duration, warmup), else zero: loadgen's table decides.
+	s.Load = loadgen.SpecDefaults()
 	if _, ok := vals["reactor"]; ok {
 		if v, ok := vals["target"]; ok {
 			errs.add(lineErr(v, "target", errors.New("both reactor and target (accepted: exactly one of them)")))
@@ -304,7 +307,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string), unknown map[
 		fail("hot", errors.New("no source (accepted: hot or steady sources, control_every, or churn_rate)"))
 	}
 	if s.Load.Duration == 0 && known("duration") {
-		fail("duration", errors.New("missing or zero (accepted: a duration > 0, e.g. 5s)"))
+		fail("duration", fmt.Errorf("zero (accepted: a duration > 0, e.g. 5s; left out, run's default %v)", loadgen.SpecDefaults().Duration))
 	}
 	if s.Load.ControlEvery == 0 && known("control_every") {
 		if s.Load.ControlTimeout != 0 {

@@ -324,7 +324,7 @@ var errorCases = []struct {
 	{"negative count", strings.Replace(okBase, "hot: 2", "hot: -1", 1), 4, `hot: "-1" is not a count`},
 	{"hot too many", strings.Replace(okBase, "hot: 2", "hot: 20000", 1), 4, "hot: hot = 20000 (accepted: 0..10000)"},
 	{"bad duration", strings.Replace(okBase, "duration: 1s", "duration: 5", 1), 7, `duration: "5" is not a duration (accepted:`},
-	{"duration missing", strings.Replace(okBase, "  duration: 1s\n", "", 1), 2, "baseline.duration: missing or zero"},
+	{"duration zero", strings.Replace(okBase, "duration: 1s", "duration: 0s", 1), 7, "duration: zero (accepted: a duration > 0, e.g. 5s; left out, run's default 10s)"},
 	{"list for scalar", okBase + "  warmup: [1s]\n", 8, "warmup: a list where a single value belongs"},
 	{"bad timer", okBase + "  timer: sometimes\n", 8, `timer: unknown timer mode "sometimes" (accepted: periodic, deadline)`},
 	{"bad callback", strings.Replace(okBase, `callback: "0"`, "callback: banana", 1), 6, "callback: "},
@@ -516,7 +516,7 @@ func TestEveryErrorAtOnce(t *testing.T) {
 		// fields not given, one of which "inflght" may be).
 		{"fields that read and fields that do not", "name: x\nbaseline:\n  reactor: lt\n  hot: -1\n  duration: 0s\n  inflght: 2\n", false, []string{
 			"line 4: hot: ",
-			"line 5: duration: missing or zero",
+			"line 5: duration: zero",
 			"line 6: baseline.inflght: unknown key",
 		}},
 		// A baseline that reads: each rule of its combination that holds
@@ -526,7 +526,6 @@ func TestEveryErrorAtOnce(t *testing.T) {
 			"line 5: callback: reactor-only with a target",
 			"line 6: timer: reactor-only with a target",
 			"line 7: control: control connections without control probes",
-			"line 2: baseline.duration: missing or zero",
 		}},
 		// Every factor's and value's, but no comparison with a baseline
 		// that did not read, and no "values: missing" beside the "value"

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -794,5 +795,79 @@ func TestMatrixPrintsABuiltInSuite(t *testing.T) {
 		if code := run(tc.args, &stdout, &stderr); code != cli.ExitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d naming %q", tc.args, code, stdout.String(), stderr.String(), cli.ExitUsage, tc.want)
 		}
+	}
+}
+
+// TestMatrixSpecTakesRunDefaults pins what a spec that leaves a field out
+// runs to what `reactorlab run` runs without the flag: every load knob
+// (after loadgen's own defaults, as either one's run applies them), the
+// reactor's configuration, and the flags both commands have (where and
+// how the cells run). The deliberate difference, hot, inflight and
+// control_every left out being 0 (a spec's sources are the ones it
+// writes), is written at run's values here, pinned to 0 when left out,
+// shown in each cell's configuration, and said in README's spec section.
+func TestMatrixSpecTakesRunDefaults(t *testing.T) {
+	c, f := newRunCommand()
+	if err := c.Flags.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	deliberate := []string{"hot", "inflight", "control_every"}
+	spec := "name: defaults\nbaseline:\n  reactor: lt\n"
+	for _, name := range deliberate {
+		k, ok := loadgen.LookupKnob(name)
+		if !ok {
+			t.Fatalf("no knob %s", name)
+		}
+		spec += fmt.Sprintf("  %s: %s\n", name, k.Text(&f.load))
+	}
+	s, err := matrix.Parse([]byte(spec))
+	if err != nil {
+		t.Fatalf("a spec leaving out every field but %v: %v\n%s", deliberate, err, spec)
+	}
+	rc, lc, err := s.Expand()[0].Configs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLoad, specLoad := f.load.WithDefaults(), lc.WithDefaults()
+	for _, k := range loadgen.Knobs {
+		// The same value, or (arrivals) the zero value that loadgen runs
+		// as run's and the knob's rule prints as it (SpecRule.Absent).
+		got, want := reflect.ValueOf(k.Field(&specLoad)).Elem().Interface(), reflect.ValueOf(k.Field(&runLoad)).Elem().Interface()
+		if !k.Equal(&specLoad, &runLoad) {
+			t.Errorf("%s left out of a spec is %v; run's default is %v", k.Name, got, want)
+		}
+	}
+	if !reflect.DeepEqual(rc, f.cfg) {
+		t.Errorf("a spec's reactor configuration\n %+v\nis not run's default\n %+v", rc, f.cfg)
+	}
+	inv := &matrixInvocation{c: cli.New("reactorlab matrix", matrixSynopsis, matrixDescription)}
+	inv.defineFlags()
+	for _, name := range []string{"cpus", "lab", "grace", "start-timeout"} {
+		m, r := inv.c.Flags.Lookup(name), c.Flags.Lookup(name)
+		if m == nil || r == nil || m.DefValue != r.DefValue {
+			t.Errorf("--%s: matrix's default and run's differ: %v, %v", name, m, r)
+		}
+	}
+
+	// Left out, the deliberate three are 0, and each cell's configuration
+	// (manifest.json, report.html) shows them.
+	s, err = matrix.Parse([]byte("name: steady\nbaseline: {reactor: lt, steady: 2, rate: 1000}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := s.Expand()[0]
+	cfg := cell.Info().Config
+	for _, name := range deliberate {
+		k, _ := loadgen.LookupKnob(name)
+		if !reflect.ValueOf(k.Field(&cell.Load)).Elem().IsZero() || cfg[name] != k.Text(&cell.Load) {
+			t.Errorf("%s left out: %v, configuration %q; want 0, shown", name, reflect.ValueOf(k.Field(&cell.Load)).Elem(), cfg[name])
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Three differ on purpose: `hot`, `inflight`\nand `control_every` left out are 0, not `run`'s 1, 16 and 10ms"; !strings.Contains(string(readme), want) {
+		t.Errorf("README.md does not say %q", want)
 	}
 }
