@@ -14,9 +14,9 @@ import (
 	"github.com/reactorlab/reactorlab/results"
 )
 
-// labelSpec sets a labelled command beside a design: its cell is
-// reactor=mysrv, and its command, with a space in it, is its
-// configuration.
+// labelSpec sets a labelled command beside a design and an unlabelled
+// one: the first's cell is reactor=mysrv, its command, with a space in
+// it, its configuration.
 const labelSpec = `
 name: labelled
 repeats: 2
@@ -31,6 +31,7 @@ factors:
     values:
       - et
       - {cmd: /bin/cat --long-command-line, label: mysrv}
+      - {cmd: /bin/cat --plain}
 `
 
 // TestLabelNamesTheCell: a factor value's label is the cell's name in
@@ -77,12 +78,16 @@ func TestLabelNamesTheCell(t *testing.T) {
 			t.Errorf("%s does not name the cell reactor=mysrv", f)
 		}
 	}
-	if strings.Contains(summary, "reactor=cmd:") {
+	if strings.Contains(summary, "reactor=cmd:/bin/cat --long") {
 		t.Errorf("report.md's summary names the cell by its command:\n%s", summary)
 	}
 	bench := read(results.BenchFile)
-	if !strings.Contains(bench, "BenchmarkLabelled/reactor=mysrv 1 ") || strings.Contains(bench, "reactor=cmd:") {
+	if !strings.Contains(bench, "BenchmarkLabelled/reactor=mysrv 1 ") || strings.Contains(bench, "reactor=cmd:∕bin∕cat_--long") {
 		t.Errorf("bench.txt does not name the cell by its label alone:\n%s", bench)
+	}
+	// A command without a label is named by it, as its ID is, not "-".
+	if !strings.Contains(bench, "BenchmarkLabelled/reactor=cmd:∕bin∕cat_--plain 1 ") || strings.Contains(bench, "reactor=- ") {
+		t.Errorf("bench.txt does not name the unlabelled command's cell by its command:\n%s", bench)
 	}
 
 	cmp, err := results.Compare(m, m, results.CompareOptions{})
@@ -93,7 +98,7 @@ func TestLabelNamesTheCell(t *testing.T) {
 	if err := cmp.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "reactor=mysrv") || strings.Contains(table.String(), "reactor=cmd:") {
+	if !strings.Contains(table.String(), "reactor=mysrv") || strings.Contains(table.String(), "reactor=cmd:/bin/cat --long") {
 		t.Errorf("compare's table does not name the cell by its label:\n%s", table.String())
 	}
 
