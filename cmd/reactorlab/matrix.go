@@ -31,24 +31,24 @@ reactorlab matrix --print SUITE`
 var matrixDescription = `Runs a built-in suite (default ` + matrix.DefaultSuite + `; --list shows them with their
 estimated time, --print SUITE writes one's YAML to start a spec file from)
 or the specs of a YAML file, one factor at a time: for each repeat, each
-cell's run right after a baseline run (A B A C ...), each in the lab. A spec, a value the server or load generator would reject, or a
-target program that is not there is refused before anything runs, naming
-the file, line and field (the errors in a spec's fields together, one per
-line); so is a cmd target that cannot be started: each distinct one is
-started once first, as conform starts it, and one that exits, is missing,
-listens elsewhere or does not accept within --start-timeout is refused in
-run's words. It writes a run directory (new or empty; a suite's has one
-subdirectory per spec): manifest.json, every run's HDR log, summary.json,
-report.md, report.html and bench.txt, and prints the summary (on stderr
-with --json -). Interrupted (SIGINT, SIGTERM), it reports what it measured
-and prints the --resume command that continues the run: the same spec,
-shard, placement and build, its valid runs kept (a pair whose cell run was
-cut short is measured again whole), the rest of the plan run. Exit 0:
-every run valid; 1: a run invalid, or the matrix could not finish; 2:
-refused before anything ran (bad flags, spec or target program; a target
-that could not be started; a directory not empty, or that --resume cannot
-continue: not a matrix run, another spec or build, or complete); 130:
-interrupted.`
+cell's run right after a baseline run (A B A C ...), each in the lab. A
+spec, a value the server or load generator would reject, or a target program
+that is not there is refused before anything runs, naming the file, line and
+field (the errors in a spec's fields together, one per line); so is a cmd
+target that cannot be started: each distinct one is started once first, as
+conform starts it, and one that exits, is missing, listens elsewhere or does
+not accept within --start-timeout is refused in run's words. It writes a run
+directory (new or empty; a suite's has one subdirectory per spec):
+manifest.json, every run's HDR log, summary.json, report.md, report.html and
+bench.txt, and prints the summary (on stderr with --json -). Interrupted
+(SIGINT, SIGTERM), it reports what it measured and prints the --resume
+command that continues the run: the same spec, shard, placement and build,
+its valid runs kept (a pair whose cell run was cut short is measured again
+whole), the rest of the plan run. Exit 0: every run valid; 1: a run invalid,
+or the matrix could not finish; 2: refused before anything ran (bad flags,
+spec or target program; a target that could not be started; a directory not
+empty, or that --resume cannot continue: not a matrix run, another spec or
+build, or complete); 130: interrupted.`
 
 // matrixRunCell, when not nil, runs each cell in the harness's place (the
 // tests' fake).
