@@ -36,9 +36,18 @@ const (
 
 // SpecRule is how a matrix spec takes a knob: the values it accepts, the
 // words it refuses others in, and what leaving the knob out means. A
-// spec's knob left out is the Config field's zero value.
+// spec's knob left out is the Config field's zero value, or, with
+// RunDefault, the knob's Default (SpecDefaults).
 type SpecRule struct {
 	Group Group
+	// RunDefault makes a spec that leaves the knob out take the knob's
+	// Default, the value reactorlab run's flag has when not given: one
+	// table gives both. Without it, a knob left out is the zero value;
+	// for hot, inflight and control_every, whose run defaults would add
+	// sources a spec did not write (a steady-only spec would gain a hot
+	// source and control probes), that difference is deliberate, and
+	// the README's spec section says so.
+	RunDefault bool
 	// Min and Max bound the values accepted, inclusive, in the kind's
 	// unit (a count, nanoseconds, the number itself); NaN and ±Inf are
 	// never accepted. Choices bound a KindChoice instead.
@@ -110,6 +119,13 @@ var (
 // with returns r with its Group g and OmitDefault set as given.
 func (r SpecRule) with(g Group, omit bool) *SpecRule {
 	r.Group, r.OmitDefault = g, omit
+	return &r
+}
+
+// withRunDefault returns r with its Group g and RunDefault set: a spec
+// that leaves the knob out takes its Default.
+func (r SpecRule) withRunDefault(g Group) *SpecRule {
+	r.Group, r.RunDefault = g, true
 	return &r
 }
 
@@ -185,10 +201,11 @@ var Knobs = []Knob{
 			Accepted: fmt.Sprintf("1..%d; 0 or left out: one per CPU of the load generator's set", MaxLoops),
 			Absent:   "one per CPU", OmitDefault: true},
 		field: func(c *Config) any { return &c.Loops }},
+	// duration and warmup left out of a spec are run's defaults.
 	{Name: "duration", Kind: KindDuration, Default: 10 * time.Second, Help: "measured time, after the warm-up",
-		Spec: periodRule.with(GroupRun, false), field: func(c *Config) any { return &c.Duration }},
+		Spec: periodRule.withRunDefault(GroupRun), field: func(c *Config) any { return &c.Duration }},
 	{Name: "warmup", Kind: KindDuration, Default: 2 * time.Second, Help: "load sent before measuring",
-		Spec: periodRule.with(GroupRun, false), field: func(c *Config) any { return &c.Warmup }},
+		Spec: periodRule.withRunDefault(GroupRun), field: func(c *Config) any { return &c.Warmup }},
 	{Name: "drain", Kind: KindDuration, Default: DefaultDrain, Help: "time outstanding frames may still be answered after sending stops",
 		field: func(c *Config) any { return &c.Drain }},
 	{Name: "interval", Kind: KindDuration, Default: DefaultInterval, Help: "interval of the HDR log and of progress reports",
@@ -207,6 +224,20 @@ func LookupKnob(name string) (Knob, bool) {
 		return Knob{}, false
 	}
 	return Knobs[i], true
+}
+
+// SpecDefaults returns the load a matrix spec's baseline starts from
+// before its fields are read: every knob whose SpecRule sets RunDefault
+// at its Default (as AddFlag sets it), every other field zero.
+func SpecDefaults() Config {
+	var c Config
+	fs := flag.NewFlagSet("spec", flag.ContinueOnError)
+	for _, k := range Knobs {
+		if k.Spec != nil && k.Spec.RunDefault {
+			k.AddFlag(fs, &c, k.Help)
+		}
+	}
+	return c
 }
 
 // SpecKnobs returns, in table order, the knobs of Knobs a matrix spec

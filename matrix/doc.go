@@ -21,7 +21,9 @@
 //
 // Expansion gives the baseline first, then one cell per factor value in
 // the order written; every cell differs from the baseline in exactly one
-// field, the one its factor names. Parse refuses everything else, each
+// field, the one its factor names. A cell is named "factor=value" in every
+// report, or "factor=label" for a black-box value written
+// {cmd: '...', label: NAME} (Cell.ID). Parse refuses everything else, each
 // error naming the line and the field, every error it can find at once
 // (Errors): unknown or duplicate keys, bad
 // values (with the accepted ones), impossible combinations (steady sources

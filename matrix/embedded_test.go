@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,33 @@ func TestEmbeddedSuites(t *testing.T) {
 	}
 	if _, err := EmbeddedText("nope"); err == nil || !strings.Contains(err.Error(), "accepted: quick") {
 		t.Errorf("unknown suite: %v", err)
+	}
+}
+
+// TestPeersSuitesNameThePeers: the peers suites' black-box cells are
+// named by their labels, each beside its command.
+func TestPeersSuitesNameThePeers(t *testing.T) {
+	for _, suite := range []string{"peers", "peers-capacity"} {
+		text, err := EmbeddedText(suite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs, err := ParseSuite([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			var got []string
+			for _, c := range s.Expand() {
+				if c.Target.IsCommand() {
+					got = append(got, c.ID+" "+c.Target.Command())
+				}
+			}
+			want := []string{"reactor=gnet ./reactorlab-peers/gnet", "reactor=netpoll ./reactorlab-peers/netpoll", "reactor=stdlib ./reactorlab-peers/stdlib"}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s/%s: black-box cells %q, want %q", suite, s.Name, got, want)
+			}
+		}
 	}
 }
 

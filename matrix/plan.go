@@ -146,7 +146,7 @@ func (c Cell) Info() results.CellInfo {
 		}
 		cfg[name] = fields[name].text(&c.Settings)
 	}
-	return results.CellInfo{ID: c.ID, Factor: c.Factor, Value: c.Value, Config: cfg, Describe: c.Describe()}
+	return results.CellInfo{ID: c.ID, Factor: c.Factor, Value: c.Value, Label: c.Label, Config: cfg, Describe: c.Describe()}
 }
 
 // unsetFields are the fields a manifest leaves out when a cell does not

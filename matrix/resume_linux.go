@@ -206,7 +206,7 @@ func labFlag(mode string) string {
 func sameCells(recorded []results.CellInfo, cells []Cell) bool {
 	return slices.EqualFunc(recorded, cells, func(r results.CellInfo, c Cell) bool {
 		info := c.Info()
-		return r.ID == info.ID && r.Factor == info.Factor && r.Value == info.Value && maps.Equal(r.Config, info.Config)
+		return r.ID == info.ID && r.Factor == info.Factor && r.Value == info.Value && r.Label == info.Label && maps.Equal(r.Config, info.Config)
 	})
 }
 

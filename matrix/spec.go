@@ -64,10 +64,17 @@ type Settings struct {
 	// reactor or target field written {cmd: '...'}, the command never
 	// empty).
 	Target target.Spec
+	// Label is the name a factor's value {cmd: '...', label: NAME} gives
+	// its cell in place of the command (Cell.ID); "" without one, and
+	// always in a baseline, whose cell is named baseline. A label matches
+	// labelRE: letters, digits, '.', '_', '-', so that it reads the same
+	// in a run directory's path and a benchmark name.
+	Label string
 
 	// Load is the cell's load: the knobs of loadgen.Knobs a spec takes
-	// (those with a SpecRule), each the zero value when the spec leaves
-	// it out; no other field of it is set (the addresses are the
+	// (those with a SpecRule), each, when the spec leaves it out, its
+	// value in loadgen.SpecDefaults (run's default for duration and
+	// warmup, else zero); no other field of it is set (the addresses are the
 	// harness's, the wire faults are WireFaults). Among them: Control,
 	// ControlTimeout and RemovalAfter only with ControlEvery; ChurnBurst
 	// and ChurnMax only with ChurnRate; Loops is the spec's
@@ -130,11 +137,23 @@ type Settings struct {
 // Cell is one cell of an expanded spec: the baseline, or the baseline with
 // the one field Factor changed to Value.
 type Cell struct {
-	// ID is "baseline" or "factor=value", with the value in a canonical
+	// ID is "baseline", "factor=value", with the value in a canonical
 	// form (durations as time.Duration prints them with "us" for µs, lists
 	// joined by "+", an empty list as "none", maps as sorted k=v joined by
-	// ","). It depends only on the spec's content, so it is stable across
-	// runs, and it is unique within a spec.
+	// ","), or "factor=label" for a value with a label (Settings.Label).
+	// It depends only on the spec's content, so it is stable across runs,
+	// and it is unique within a spec.
+	//
+	// A label is the ID rather than a caption beside it because the ID is
+	// the one name every report, bench.txt and compare give a cell: so a
+	// labelled cell reads as its label everywhere, and compare, which
+	// matches cells by ID and then checks their Config (which keeps the
+	// command), compares a labelled cell only with one of the same label
+	// and command: a label renamed shows as a cell only in the old runs
+	// and one only in the new, and a label moved to another command as a
+	// configuration that differs, never as the same cell. --resume
+	// continues only the spec text it was run with, so its labels are the
+	// recorded ones.
 	ID string
 	// Factor is "" for the baseline, else the changed field's name.
 	Factor string

@@ -82,10 +82,15 @@ func (p problems) err() error {
 	return out
 }
 
-// lineErr locates err at n, unless it is already located.
+// lineErr locates err at n, unless it is already located; an error
+// located at a line but no field (a posError whose field is "") is given
+// field.
 func lineErr(n *yaml.Node, field string, err error) error {
 	var pe *posError
 	if errors.As(err, &pe) {
+		if pe.field == "" {
+			return &posError{line: pe.line, field: field, err: pe.err}
+		}
 		return err
 	}
 	return &posError{line: n.Line, field: field, err: err}

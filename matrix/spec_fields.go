@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -353,23 +354,34 @@ func kindName(n *yaml.Node) string {
 // design is the reference design s runs; "" for a command.
 func (s *Settings) design() reactors.DesignName { return reactors.DesignName(s.Target.Design()) }
 
-// decodeTarget decodes a mapping {cmd: '...'}, the YAML form of a
-// black-box target, into s.Target, a command.
+// decodeTarget decodes a mapping {cmd: '...'} or {cmd: '...', label:
+// NAME}, the YAML form of a black-box target, into s.Target, a command,
+// and s.Label. A label that does not read is refused with an error
+// located at its line (the caller names the field).
 func decodeTarget(n *yaml.Node, s *Settings) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("a %s (accepted: a mapping {cmd: '...'})", kindName(n))
+		return fmt.Errorf("a %s (accepted: a mapping {cmd: '...'}, with a label: NAME if you like)", kindName(n))
 	}
 	var t target.Spec
-	seen := false
+	label := ""
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Value != "cmd" {
-			return lineErr(k, "target."+k.Value, errors.New("unknown key (accepted: cmd)"))
+		if k.Value != "cmd" && k.Value != "label" {
+			return lineErr(k, "target."+k.Value, errors.New("unknown key (accepted: cmd, label)"))
 		}
-		if seen {
-			return lineErr(k, "target.cmd", errors.New("given twice"))
+		if seen[k.Value] {
+			return lineErr(k, "target."+k.Value, errors.New("given twice"))
 		}
-		seen = true
+		seen[k.Value] = true
+		if k.Value == "label" {
+			l, err := decodeLabel(v)
+			if err != nil {
+				return &posError{line: v.Line, err: err}
+			}
+			label = l
+			continue
+		}
 		c, err := scalar(v)
 		if err != nil {
 			return lineErr(v, "target.cmd", err)
@@ -379,11 +391,36 @@ func decodeTarget(n *yaml.Node, s *Settings) error {
 		}
 		t = target.Command(c)
 	}
-	if !seen {
+	if !seen["cmd"] {
 		return errors.New("no cmd (accepted: a mapping {cmd: '...'})")
 	}
-	s.Target = t
+	s.Target, s.Label = t, label
 	return nil
+}
+
+// MaxLabel bounds the length of a cell's label (Settings.Label).
+const MaxLabel = 40
+
+// labelRE is what a label may be: a run directory's path and a benchmark
+// name keep it as it is (matrix's runDir, results.BenchValue).
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// labelAccepted says what labelRE and MaxLabel accept.
+var labelAccepted = fmt.Sprintf("a name of letters, digits, '.', '_', '-', starting with a letter or digit, at most %d characters, e.g. gnet", MaxLabel)
+
+// decodeLabel reads a label (see Settings.Label).
+func decodeLabel(n *yaml.Node) (string, error) {
+	v, err := scalar(n)
+	if err != nil {
+		return "", fmt.Errorf("label: %w", err)
+	}
+	switch {
+	case v == "":
+		return "", fmt.Errorf("label: empty (accepted: %s; leave it out to name the cell by its command)", labelAccepted)
+	case len(v) > MaxLabel || !labelRE.MatchString(v):
+		return "", fmt.Errorf("label %q (accepted: %s)", v, labelAccepted)
+	}
+	return v, nil
 }
 
 // budgetNames are reactors.Config's flags of reactors.Budgets: those

@@ -219,6 +219,9 @@ func parseBaseline(n *yaml.Node, errs *problems) (s Settings, vals map[string]*y
 		return s, nil, nil, false
 	}
 	unknown = map[string]bool{}
+	// A load knob left out is run's default where its rule says so
+	// (duration, warmup), else zero: loadgen's table decides.
+	s.Load = loadgen.SpecDefaults()
 	if _, ok := vals["reactor"]; ok {
 		if v, ok := vals["target"]; ok {
 			errs.add(lineErr(v, "target", errors.New("both reactor and target (accepted: exactly one of them)")))
@@ -234,6 +237,10 @@ func parseBaseline(n *yaml.Node, errs *problems) (s Settings, vals map[string]*y
 		if err := fields[name].decode(v, &s); err != nil {
 			errs.add(lineErr(v, name, err))
 			unknown[name] = true
+		}
+		if s.Label != "" {
+			errs.add(lineErr(keyValue(v, "label"), name, fmt.Errorf("label %q in the baseline, whose cell is named baseline (accepted: a label in a factor's values, {cmd: '...', label: NAME})", s.Label)))
+			s.Label = ""
 		}
 	}
 	return s, vals, unknown, true
@@ -300,7 +307,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string), unknown map[
 		fail("hot", errors.New("no source (accepted: hot or steady sources, control_every, or churn_rate)"))
 	}
 	if s.Load.Duration == 0 && known("duration") {
-		fail("duration", errors.New("missing or zero (accepted: a duration > 0, e.g. 5s)"))
+		fail("duration", fmt.Errorf("zero (accepted: a duration > 0, e.g. 5s; left out, run's default %v)", loadgen.SpecDefaults().Duration))
 	}
 	if s.Load.ControlEvery == 0 && known("control_every") {
 		if s.Load.ControlTimeout != 0 {
@@ -377,13 +384,19 @@ func (s *Settings) refusedBy() string {
 
 // cmdLine is the line of the cmd of a target mapping n ({cmd: '...'}), or
 // n's own line.
-func cmdLine(n *yaml.Node) int {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "cmd" {
-			return n.Content[i+1].Line
+func cmdLine(n *yaml.Node) int { return keyValue(n, "cmd").Line }
+
+// keyValue is the value of key in the mapping n, or n itself when n is no
+// mapping or has no such key.
+func keyValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i+1]
+			}
 		}
 	}
-	return n.Line
+	return n
 }
 
 // parseFactors decodes the factor list against the baseline, whose target
@@ -445,6 +458,9 @@ func parseFactors(n *yaml.Node, base *Settings, baseAt position, baseRead bool, 
 			continue
 		}
 		f := Factor{Name: name}
+		// Where each label and each value was first given, so that two
+		// values of the factor never share a label nor run the same.
+		labels, values := map[string]int{}, map[string]int{}
 		for j, v := range vn.Content {
 			vwhat := fmt.Sprintf("%s.values[%d] (%s)", what, j, name)
 			s := base.clone()
@@ -468,12 +484,21 @@ func parseFactors(n *yaml.Node, base *Settings, baseAt position, baseRead bool, 
 			if s.Target.IsCommand() && s.Target != base.Target {
 				c.at = position{line: cmdLine(v), field: vwhat}
 			}
-			c.ID = name + "=" + c.Value
+			if prev, dup := labels[s.Label]; dup && s.Label != "" {
+				errs.add(lineErr(keyValue(v, "label"), vwhat, fmt.Errorf("label %q is also line %d's (accepted: a label per value of a factor)", s.Label, prev)))
+				continue
+			}
+			// A label names the cell in its value's place (see Cell.ID).
+			c.ID = name + "=" + orDefault(s.Label, c.Value)
 			if prev, dup := ids[c.ID]; dup {
 				errs.add(lineErr(v, vwhat, fmt.Errorf("cell %s repeats line %d's (accepted: distinct values)", c.ID, prev)))
 				continue
 			}
-			ids[c.ID] = v.Line
+			if prev, dup := values[c.Value]; dup {
+				errs.add(lineErr(v, vwhat, fmt.Errorf("%s is also line %d's value, under another label (accepted: distinct values)", c.Value, prev)))
+				continue
+			}
+			ids[c.ID], labels[s.Label], values[c.Value] = v.Line, keyValue(v, "label").Line, v.Line
 			f.Cells = append(f.Cells, c)
 		}
 		out = append(out, f)

@@ -32,7 +32,7 @@ func mustParse(t testing.TB, path string) *Spec {
 // that sets it. It is written out here rather than taken from the
 // package's table, so the tests do not trust the code they check.
 var structField = map[string]string{
-	"Target":   "reactor",
+	"Target": "reactor", "Label": "reactor", // a {cmd, label} value sets both
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
 	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive",
@@ -114,8 +114,12 @@ func checkCells(t testing.TB, s *Spec) []Cell {
 			if len(d) != 1 || d[0] != c.Factor {
 				t.Errorf("cell %s differs from the baseline in %v, want exactly [%s]", c.ID, d, c.Factor)
 			}
-			if c.ID != c.Factor+"="+c.Value {
-				t.Errorf("cell ID %q, want %q", c.ID, c.Factor+"="+c.Value)
+			want := c.Factor + "=" + c.Value
+			if c.Label != "" {
+				want = c.Factor + "=" + c.Label
+			}
+			if c.ID != want {
+				t.Errorf("cell ID %q, want %q", c.ID, want)
 			}
 		}
 		rc, lc, err := c.Configs()
@@ -281,6 +285,10 @@ baseline:
   duration: 1s
 `
 
+// okLabelBase is okBase without its callback, so that a factor's values
+// may be commands, and as many lines long.
+var okLabelBase = strings.Replace(okBase, `callback: "0"`, "warmup: 1s", 1)
+
 var errorCases = []struct {
 	name, spec string
 	line       int    // the line the error must name
@@ -316,7 +324,7 @@ var errorCases = []struct {
 	{"negative count", strings.Replace(okBase, "hot: 2", "hot: -1", 1), 4, `hot: "-1" is not a count`},
 	{"hot too many", strings.Replace(okBase, "hot: 2", "hot: 20000", 1), 4, "hot: hot = 20000 (accepted: 0..10000)"},
 	{"bad duration", strings.Replace(okBase, "duration: 1s", "duration: 5", 1), 7, `duration: "5" is not a duration (accepted:`},
-	{"duration missing", strings.Replace(okBase, "  duration: 1s\n", "", 1), 2, "baseline.duration: missing or zero"},
+	{"duration zero", strings.Replace(okBase, "duration: 1s", "duration: 0s", 1), 7, "duration: zero (accepted: a duration > 0, e.g. 5s; left out, run's default 10s)"},
 	{"list for scalar", okBase + "  warmup: [1s]\n", 8, "warmup: a list where a single value belongs"},
 	{"bad timer", okBase + "  timer: sometimes\n", 8, `timer: unknown timer mode "sometimes" (accepted: periodic, deadline)`},
 	{"bad callback", strings.Replace(okBase, `callback: "0"`, "callback: banana", 1), 6, "callback: "},
@@ -328,7 +336,21 @@ var errorCases = []struct {
 	{"bad reactor fault param", okBase + "  faults: ['missed-rearm:every=0']\n", 8, `faults[0]: "missed-rearm:every=0": neither a wire fault (half-packets, coalesced, slow-consumer, fd-reuse-churn, over-size, reset, half-close) nor a reactor fault (invalid reactor configuration: fault missed-rearm: parameter`},
 	{"neither reactor nor target", strings.Replace(okBase, "  reactor: lt\n", "", 1), 2, "baseline.reactor: neither reactor nor target"},
 	{"both reactor and target", okBase + "  target: {cmd: ./srv}\n", 8, "target: both reactor and target"},
-	{"target without cmd", strings.Replace(okBase, "reactor: lt", "target: {command: x}", 1), 3, "target.command: unknown key (accepted: cmd)"},
+	{"target without cmd", strings.Replace(okBase, "reactor: lt", "target: {command: x}", 1), 3, "target.command: unknown key (accepted: cmd, label)"},
+	// A label: refused in the baseline; where it does not read, at the
+	// label's line and the value's field; repeated, or beside the same
+	// command, within a factor.
+	{"label in the baseline", strings.Replace(okLabelBase, "reactor: lt", "target: {cmd: ./srv, label: srv}", 1), 3, `target: label "srv" in the baseline, whose cell is named baseline`},
+	{"label empty", okLabelBase + "factors:\n  - name: reactor\n    values: [{cmd: ./srv, label: ''}]\n", 10, "factors[0].values[0] (reactor): label: empty (accepted: a name of letters, digits"},
+	{"label blank", okLabelBase + "factors:\n  - name: reactor\n    values: [{cmd: ./srv, label: '   '}]\n", 10, "factors[0].values[0] (reactor): label: empty"},
+	{"label with a space", okLabelBase + "factors:\n  - name: reactor\n    values:\n      - cmd: ./srv\n        label: my server\n", 12, `factors[0].values[0] (reactor): label "my server" (accepted: a name of letters, digits, '.', '_', '-', starting with a letter or digit, at most 40 characters, e.g. gnet)`},
+	{"label with a slash", okLabelBase + "factors:\n  - name: reactor\n    values: [{cmd: ./srv, label: a/b}]\n", 10, `factors[0].values[0] (reactor): label "a/b" (accepted:`},
+	{"label too long", okLabelBase + "factors:\n  - name: reactor\n    values: [{cmd: ./srv, label: " + strings.Repeat("x", 41) + "}]\n", 10, `factors[0].values[0] (reactor): label "xxxx`},
+	{"label not a scalar", okLabelBase + "factors:\n  - name: reactor\n    values: [{cmd: ./srv, label: [a]}]\n", 10, "factors[0].values[0] (reactor): label: a list where a single value belongs"},
+	{"label twice in a factor", okLabelBase + "factors:\n  - name: reactor\n    values:\n      - {cmd: ./a, label: srv}\n      - {cmd: ./b, label: srv}\n", 12, `factors[0].values[1] (reactor): label "srv" is also line 11's (accepted: a label per value of a factor)`},
+	{"label a design's name", okLabelBase + "factors:\n  - name: reactor\n    values: [et, {cmd: ./a, label: et}]\n", 10, "factors[0].values[1] (reactor): cell reactor=et repeats line 10's"},
+	{"one command under two labels", okLabelBase + "factors:\n  - name: reactor\n    values:\n      - {cmd: ./a, label: one}\n      - {cmd: ./a, label: two}\n", 12, "factors[0].values[1] (reactor): cmd:./a is also line 11's value, under another label (accepted: distinct values)"},
+	{"label given twice", okLabelBase + "factors:\n  - name: reactor\n    values: [{cmd: ./a, label: x, label: y}]\n", 10, "target.label: given twice"},
 	{"target empty cmd", strings.Replace(okBase, "reactor: lt", "target: {cmd: ''}", 1), 3, "target.cmd: empty"},
 	{"callback with target", strings.Replace(okBase, "reactor: lt", "target: {cmd: ./srv}", 1), 6, "callback: reactor-only with a target"},
 	{"budgets with target", "name: x\nbaseline:\n  target: {cmd: ./srv}\n  hot: 1\n  inflight: 1\n  duration: 1s\n  budgets: {budget-input: 8}\n", 7, "budgets: reactor-only with a target"},
@@ -494,7 +516,7 @@ func TestEveryErrorAtOnce(t *testing.T) {
 		// fields not given, one of which "inflght" may be).
 		{"fields that read and fields that do not", "name: x\nbaseline:\n  reactor: lt\n  hot: -1\n  duration: 0s\n  inflght: 2\n", false, []string{
 			"line 4: hot: ",
-			"line 5: duration: missing or zero",
+			"line 5: duration: zero",
 			"line 6: baseline.inflght: unknown key",
 		}},
 		// A baseline that reads: each rule of its combination that holds
@@ -504,7 +526,6 @@ func TestEveryErrorAtOnce(t *testing.T) {
 			"line 5: callback: reactor-only with a target",
 			"line 6: timer: reactor-only with a target",
 			"line 7: control: control connections without control probes",
-			"line 2: baseline.duration: missing or zero",
 		}},
 		// Every factor's and value's, but no comparison with a baseline
 		// that did not read, and no "values: missing" beside the "value"

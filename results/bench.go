@@ -83,7 +83,10 @@ func BenchUnitOf(metric Metric) BenchUnit {
 //
 // <Spec> is the spec's name in CamelCase (BenchName). Every line has every
 // factor of the spec as a key, with the cell's value of that field
-// (CellInfo.Config), so benchstat's "-col /hot" compares a factor's values
+// (CellInfo.Config; for its own factor, its label when the spec gave one,
+// CellInfo.Label, and its Value when Config keeps it under another field,
+// as a reactor factor's command is under target), so benchstat's "-col
+// /hot" compares a factor's values
 // and the baseline's runs group under the baseline's values. Values are
 // sanitised by BenchValue. The tool's version and commit go on a comment
 // line, not a configuration line: benchstat splits results into separate
@@ -180,7 +183,16 @@ func writeBenchLine(p printfFunc, m *Manifest, base string, factors []string, r 
 	var name strings.Builder
 	name.WriteString(base)
 	for i, f := range factors {
-		v := BenchValue(cell.Config[f])
+		v, ok := cell.Config[f]
+		switch {
+		case f == cell.Factor && cell.Label != "":
+			v = cell.Label
+		case f == cell.Factor && !ok:
+			// A factor whose value this cell's Config keeps under
+			// another field (a reactor factor's command, under target).
+			v = cell.Value
+		}
+		v = BenchValue(v)
 		if i == len(factors)-1 {
 			v = noTrailingProcs(v)
 		}

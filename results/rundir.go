@@ -104,6 +104,11 @@ type CellInfo struct {
 	// in this cell.
 	Factor string `json:"factor,omitempty"`
 	Value  string `json:"value,omitempty"`
+	// Label, when not "", is the name the spec gave the cell's value in
+	// place of Value (a {cmd, label} target's label): ID is then
+	// "factor=label", and Config keeps the value itself. A manifest
+	// without it reads as cells without labels.
+	Label string `json:"label,omitempty"`
 	// Config is every field of the cell in canonical text, keyed by field
 	// name (the baseline's values but for Factor).
 	Config map[string]string `json:"config"`

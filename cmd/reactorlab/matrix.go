@@ -20,33 +20,35 @@ import (
 	"github.com/reactorlab/reactorlab/internal/cli"
 	"github.com/reactorlab/reactorlab/matrix"
 	"github.com/reactorlab/reactorlab/results"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 const matrixSynopsis = `reactorlab matrix [SUITE|FILE.yaml] [--shard i/n] [--out DIR] [--json FILE|-]
 reactorlab matrix --resume DIR [--json FILE|-]
-reactorlab matrix --list`
+reactorlab matrix --list
+reactorlab matrix --print SUITE`
 
 var matrixDescription = `Runs a built-in suite (default ` + matrix.DefaultSuite + `; --list shows them with their
-estimated time) or the specs of a YAML file, one factor at a time: for each
-repeat, each cell's run right after a baseline run (A B A C ...), each in
-the lab. A spec, a value the server or load generator would reject, or a
-target program that is not there is refused before anything runs, naming
-the file, line and field (the errors in a spec's fields together, one per
-line); so is a cmd target that cannot be started: each distinct one is
-started once first, as conform starts it, and one that exits, is missing,
-listens elsewhere or does not accept within --start-timeout is refused in
-run's words. It writes a run directory (new or empty; a suite's has one
-subdirectory per spec): manifest.json, every run's HDR log, summary.json,
-report.md, report.html and bench.txt, and prints the summary (on stderr
-with --json -). Interrupted (SIGINT, SIGTERM), it reports what it measured
-and prints the --resume command that continues the run: the same spec,
-shard, placement and build, its valid runs kept (a pair whose cell run was
-cut short is measured again whole), the rest of the plan run. Exit 0:
-every run valid; 1: a run invalid, or the matrix could not finish; 2:
-refused before anything ran (bad flags, spec or target program; a target
-that could not be started; a directory not empty, or that --resume cannot
-continue: not a matrix run, another spec or build, or complete); 130:
-interrupted.`
+estimated time, --print SUITE writes one's YAML to start a spec file from)
+or the specs of a YAML file, one factor at a time: for each repeat, each
+cell's run right after a baseline run (A B A C ...), each in the lab. A
+spec, a value the server or load generator would reject, or a target program
+that is not there is refused before anything runs, naming the file, line and
+field (the errors in a spec's fields together, one per line); so is a cmd
+target that cannot be started: each distinct one is started once first, as
+conform starts it, and one that exits, is missing, listens elsewhere or does
+not accept within --start-timeout is refused in run's words. It writes a run
+directory (new or empty; a suite's has one subdirectory per spec):
+manifest.json, every run's HDR log, summary.json, report.md, report.html and
+bench.txt, and prints the summary (on stderr with --json -). Interrupted
+(SIGINT, SIGTERM), it reports what it measured and prints the --resume
+command that continues the run: the same spec, shard, placement and build,
+its valid runs kept (a pair whose cell run was cut short is measured again
+whole), the rest of the plan run. Exit 0: every run valid; 1: a run invalid,
+or the matrix could not finish; 2: refused before anything ran (bad flags,
+spec or target program; a target that could not be started; a directory not
+empty, or that --resume cannot continue: not a matrix run, another spec or
+build, or complete); 130: interrupted.`
 
 // matrixRunCell, when not nil, runs each cell in the harness's place (the
 // tests' fake).
@@ -70,7 +72,7 @@ type matrixJob struct {
 // that can be refused before anything runs, run the jobs, report.
 func matrixCmd(args []string, stdout, stderr io.Writer) int {
 	inv := &matrixInvocation{c: cli.New("reactorlab matrix", matrixSynopsis, matrixDescription), stdout: stdout, stderr: stderr}
-	list := inv.defineFlags()
+	list, printName := inv.defineFlags()
 	pos, done, code := inv.c.Parse(args, stdout, stderr)
 	if done {
 		return code
@@ -78,6 +80,9 @@ func matrixCmd(args []string, stdout, stderr io.Writer) int {
 	inv.set = inv.c.Set()
 	if *list {
 		return inv.listSuites(pos)
+	}
+	if inv.set["print"] {
+		return inv.printSuite(*printName, pos)
 	}
 	for _, step := range []func([]string) (int, bool){inv.checkFlags, inv.resolveSpec, inv.planJobs, inv.refuseEarly} {
 		if code, refused := step(pos); refused {
@@ -123,10 +128,12 @@ type matrixInvocation struct {
 	resumeLine string
 }
 
-// defineFlags defines the command's flags; it returns --list's.
-func (inv *matrixInvocation) defineFlags() (list *bool) {
+// defineFlags defines the command's flags; it returns --list's and
+// --print's.
+func (inv *matrixInvocation) defineFlags() (list *bool, printName *string) {
 	f := inv.c.Flags
 	list = f.Bool("list", false, "list the built-in suites with their specs, runs and estimated time, and exit")
+	printName = f.String("print", "", "write the built-in `SUITE`'s YAML to stdout, as it is built in (a suite of several files as one stream of documents), to start a spec file from, and exit")
 	f.StringVar(&inv.shardText, "shard", "1/1", "run only shard `i/n`: a deterministic share of each spec's cells, each with its own baseline runs (with --resume: the shard recorded)")
 	f.StringVar(&inv.out, "out", "", "run `DIR`, new or empty (default reactorlab-runs/matrix-SUITE-TIME)")
 	f.StringVar(&inv.resume, "resume", "", "continue the interrupted run in `DIR` (its spec, shard, placement and lab mode are the ones recorded; a SUITE or FILE given must be the same spec)")
@@ -136,7 +143,29 @@ func (inv *matrixInvocation) defineFlags() (list *bool) {
 	f.StringVar(&inv.labMode, "lab", "auto", "`MODE` of network namespaces and veth: auto (lab if possible, else loopback, saying why), on (lab or fail), off (loopback); with --resume: the mode recorded")
 	f.DurationVar(&inv.grace, "grace", lab.DefaultGrace, "time between SIGTERM and SIGKILL when stopping a server")
 	f.DurationVar(&inv.startTimeout, "start-timeout", harness.DefaultStartTimeout, "how long each server may take to accept on its addresses, in every run and in the check of each cmd target before the first; one that does not is refused (exit 2)")
-	return list
+	return list, printName
+}
+
+// printSuite is --print SUITE, which takes no argument and no flag of a
+// run: the suite's text exactly as matrix.EmbeddedText gives it, the text
+// `reactorlab matrix SUITE` runs.
+func (inv *matrixInvocation) printSuite(name string, pos []string) int {
+	for _, f := range []string{"list", "resume", "out", "json", "shard"} {
+		if inv.set[f] {
+			return inv.c.Usagef(inv.stderr, "--print takes no --%s", f)
+		}
+	}
+	if len(pos) > 0 {
+		return inv.c.Usagef(inv.stderr, "--print takes no argument (got %q)", pos[0])
+	}
+	text, err := matrix.EmbeddedText(name)
+	if err != nil {
+		return inv.c.Usagef(inv.stderr, "--print: %s", plain(err))
+	}
+	if _, err := io.WriteString(inv.stdout, text); err != nil {
+		return inv.c.Errorf(inv.stderr, cli.ExitFail, "--print: %v", err)
+	}
+	return cli.ExitOK
 }
 
 // listSuites is --list, which takes no argument and no flag of a run.
@@ -326,7 +355,7 @@ func (inv *matrixInvocation) refuseEarly([]string) (int, bool) {
 		} else if subs, err := matrix.SuiteDirs(dir); err == nil && len(subs) > 0 {
 			hint = fmt.Sprintf("; to continue an interrupted run there: %s", inv.resumeLine)
 		}
-		return c.Errorf(stderr, cli.ExitUsage, "%s: %s holds %d entries (accepted: a new or empty directory)%s", plain(matrix.ErrDirNotEmpty), dir, len(ents), hint), true
+		return c.Errorf(stderr, cli.ExitUsage, "%s: %s holds %s (accepted: a new or empty directory)%s", plain(matrix.ErrDirNotEmpty), dir, figure.Counted(len(ents), "entry", "entries"), hint), true
 	}
 	return 0, false
 }
@@ -371,11 +400,11 @@ func (inv *matrixInvocation) announce() {
 		left += matrix.EstimatePlan(plan[j.kept:])
 	}
 	if inv.resume != "" {
-		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %d spec(s): resuming %s, %d of %d planned runs kept, about %s\n",
-			inv.name, inv.source, inv.shard, len(inv.specs), inv.dir, kept, planned, matrix.FormatEstimate(left))
+		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %s: resuming %s, %d of %d planned runs kept, about %s\n",
+			inv.name, inv.source, inv.shard, figure.Counted(len(inv.specs), "spec", "specs"), inv.dir, kept, planned, matrix.FormatEstimate(left))
 	} else {
-		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %d spec(s), about %s; results in %s\n",
-			inv.name, inv.source, inv.shard, len(inv.specs), matrix.FormatEstimate(left), inv.dir)
+		fmt.Fprintf(inv.stderr, "reactorlab matrix: %s (%s), shard %s, %s, about %s; results in %s\n",
+			inv.name, inv.source, inv.shard, figure.Counted(len(inv.specs), "spec", "specs"), matrix.FormatEstimate(left), inv.dir)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,7 +62,7 @@ func TestMatrixRefusesBadUsage(t *testing.T) {
 		// to build them.
 		{[]string{"matrix", "peers"}, []string{"embedded:peers: line 25: factors[0].values[2] (reactor): ./reactorlab-peers/gnet: no such file or directory",
 			matrix.PeersBuild}, 1},
-		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty"}, 1},
+		{[]string{"matrix", "quick", "--out", full}, []string{full, "not empty", "holds 1 entry ("}, 1},
 		{[]string{"matrix", "nightly", "--out", full}, []string{full, "not empty"}, 1}, // a suite writes into subdirectories
 		// A file where the run directory goes: the --out value's fault.
 		{[]string{"matrix", "quick", "--out", afile}, []string{"--out " + afile + ": not a directory (accepted: a new or empty directory)"}, 2},
@@ -181,6 +182,9 @@ factors:
 		t.Logf("shard %d/2: exit %d in %v", i, code, time.Since(start).Round(time.Millisecond))
 		if code != 0 {
 			t.Fatalf("shard %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, code, stdout.String(), stderr.String())
+		}
+		if want := fmt.Sprintf("shard %d/2, 1 spec, about ", i); !strings.Contains(stderr.String(), want) {
+			t.Errorf("shard %d: the announcement does not count the one spec as %q:\n%s", i, want, stderr.String())
 		}
 		if i == 1 {
 			// --json -: stdout is the result alone; the summary is on
@@ -725,5 +729,145 @@ func TestMatrixNamesItselfOnce(t *testing.T) {
 				t.Errorf("%q: the matrix named twice: %q", args, line)
 			}
 		}
+	}
+}
+
+// TestMatrixPrintsABuiltInSuite: --print SUITE writes the suite's YAML as
+// it is built in (quick's file, byte for byte), which read back as a spec
+// file plans the runs the suite plans; an unknown suite, an argument or a
+// run's flag beside it is a usage error naming what is accepted.
+func TestMatrixPrintsABuiltInSuite(t *testing.T) {
+	file, err := os.ReadFile(filepath.Join("..", "..", "matrix", "specs", "quick.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"matrix", "--print", "quick"}, &stdout, &stderr); code != cli.ExitOK || stderr.Len() != 0 {
+		t.Fatalf("--print quick: exit %d, stderr %q", code, stderr.String())
+	}
+	if !bytes.Equal(stdout.Bytes(), file) {
+		t.Errorf("--print quick wrote %d bytes that are not matrix/specs/quick.yaml's %d:\n%s", stdout.Len(), len(file), stdout.String())
+	}
+	printed, err := matrix.ParseSuite(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("the printed suite does not parse: %v", err)
+	}
+	text, err := matrix.EmbeddedText("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite, err := matrix.ParseSuite([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planOf := func(specs []*matrix.Spec) []string {
+		var out []string
+		for _, s := range specs {
+			for _, r := range s.Plan(matrix.Shard{}) {
+				out = append(out, fmt.Sprintf("%s %s r%d %s %s", s.Name, r.Cell.ID, r.Repeat, r.Dir, r.Cell.Describe()))
+			}
+		}
+		return out
+	}
+	if got, want := planOf(printed), planOf(suite); strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) == 0 {
+		t.Errorf("the printed suite plans\n%s\nthe suite plans\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A suite of several files: the one stream `matrix nightly` reads.
+	stdout.Reset()
+	if code := run([]string{"matrix", "--print", "nightly"}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("--print nightly: exit %d: %s", code, stderr.String())
+	}
+	if want, _ := matrix.EmbeddedText("nightly"); stdout.String() != want {
+		t.Errorf("--print nightly is not the suite's text")
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"matrix", "--print", "slow"}, `no embedded suite "slow" (accepted: quick, design-notes, priority, peers, peers-capacity, scaling, nightly, multiloop)`},
+		{[]string{"matrix", "--print", "quick", "nightly"}, `--print takes no argument (got "nightly")`},
+		{[]string{"matrix", "--print", "quick", "--out", t.TempDir()}, "--print takes no --out"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(tc.args, &stdout, &stderr); code != cli.ExitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d naming %q", tc.args, code, stdout.String(), stderr.String(), cli.ExitUsage, tc.want)
+		}
+	}
+}
+
+// TestMatrixSpecTakesRunDefaults pins what a spec that leaves a field out
+// runs to what `reactorlab run` runs without the flag: every load knob
+// (after loadgen's own defaults, as either one's run applies them), the
+// reactor's configuration, and the flags both commands have (where and
+// how the cells run). The deliberate difference, hot, inflight and
+// control_every left out being 0 (a spec's sources are the ones it
+// writes), is written at run's values here, pinned to 0 when left out,
+// shown in each cell's configuration, and said in README's spec section.
+func TestMatrixSpecTakesRunDefaults(t *testing.T) {
+	c, f := newRunCommand()
+	if err := c.Flags.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	deliberate := []string{"hot", "inflight", "control_every"}
+	spec := "name: defaults\nbaseline:\n  reactor: lt\n"
+	for _, name := range deliberate {
+		k, ok := loadgen.LookupKnob(name)
+		if !ok {
+			t.Fatalf("no knob %s", name)
+		}
+		spec += fmt.Sprintf("  %s: %s\n", name, k.Text(&f.load))
+	}
+	s, err := matrix.Parse([]byte(spec))
+	if err != nil {
+		t.Fatalf("a spec leaving out every field but %v: %v\n%s", deliberate, err, spec)
+	}
+	rc, lc, err := s.Expand()[0].Configs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLoad, specLoad := f.load.WithDefaults(), lc.WithDefaults()
+	for _, k := range loadgen.Knobs {
+		// The same value, or (arrivals) the zero value that loadgen runs
+		// as run's and the knob's rule prints as it (SpecRule.Absent).
+		got, want := reflect.ValueOf(k.Field(&specLoad)).Elem().Interface(), reflect.ValueOf(k.Field(&runLoad)).Elem().Interface()
+		if !k.Equal(&specLoad, &runLoad) {
+			t.Errorf("%s left out of a spec is %v; run's default is %v", k.Name, got, want)
+		}
+	}
+	if !reflect.DeepEqual(rc, f.cfg) {
+		t.Errorf("a spec's reactor configuration\n %+v\nis not run's default\n %+v", rc, f.cfg)
+	}
+	inv := &matrixInvocation{c: cli.New("reactorlab matrix", matrixSynopsis, matrixDescription)}
+	inv.defineFlags()
+	for _, name := range []string{"cpus", "lab", "grace", "start-timeout"} {
+		m, r := inv.c.Flags.Lookup(name), c.Flags.Lookup(name)
+		if m == nil || r == nil || m.DefValue != r.DefValue {
+			t.Errorf("--%s: matrix's default and run's differ: %v, %v", name, m, r)
+		}
+	}
+
+	// Left out, the deliberate three are 0, and each cell's configuration
+	// (manifest.json, report.html) shows them.
+	s, err = matrix.Parse([]byte("name: steady\nbaseline: {reactor: lt, steady: 2, rate: 1000}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := s.Expand()[0]
+	cfg := cell.Info().Config
+	for _, name := range deliberate {
+		k, _ := loadgen.LookupKnob(name)
+		if !reflect.ValueOf(k.Field(&cell.Load)).Elem().IsZero() || cfg[name] != k.Text(&cell.Load) {
+			t.Errorf("%s left out: %v, configuration %q; want 0, shown", name, reflect.ValueOf(k.Field(&cell.Load)).Elem(), cfg[name])
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Three differ on purpose: `hot`, `inflight`\nand `control_every` left out are 0, not `run`'s 1, 16 and 10ms"; !strings.Contains(string(readme), want) {
+		t.Errorf("README.md does not say %q", want)
 	}
 }
