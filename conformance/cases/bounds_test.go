@@ -93,11 +93,11 @@ func TestF4R4Bounds(t *testing.T) {
 	growth, growthText := f4GrowthLimit()
 	spin, spinText := r4SpinLimit()
 	full, fullText := r4FullTableLimit(r4Limit)
-	asked, blockEvery, spinnerText := r4SpinnerLimit()
+	asked, perRun, spinnerText := r4SpinnerLimit()
 	checkBounds(t, []boundCase{
-		bound("r4SpinnerLimit (asked)", 375*time.Millisecond, asked, spinnerText, "three quarters of the 500ms window = 375ms"),
-		bound("r4SpinnerLimit (blocks)", 10*time.Millisecond, blockEvery, spinnerText, "once per 10ms", "1 of 10 of its context switches"),
 		bound("f4GrowthLimit", 64<<20, growth, growthText, "a quarter of the 256 MiB declared = 64 MiB"),
+		bound("r4SpinnerLimit (asked)", 375*time.Millisecond, asked, spinnerText, "three quarters of the 500ms window = 375ms"),
+		bound("r4SpinnerLimit (per run)", 2500*time.Microsecond, perRun, spinnerText, "less than once per 2.5ms of CPU it ran"),
 		bound("r4SpinLimit", 125*time.Millisecond, spin, spinText, "a quarter of the 500ms window = 125ms"),
 		bound("r4FullTableLimit", 46, full, fullText, "all but 2 of the limit 48 = 46 descriptors"),
 	})
