@@ -66,11 +66,18 @@ func (r *received) add(p []byte) {
 	r.mu.Unlock()
 }
 
-// snapshot is a copy of the bytes so far, and when the last came.
-func (r *received) snapshot() ([]byte, time.Time) {
+// all is a copy of the bytes so far.
+func (r *received) all() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return bytes.Clone(r.b), r.last
+	return bytes.Clone(r.b)
+}
+
+// lastAt is when the last byte came (zero: none yet).
+func (r *received) lastAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 // dial opens a peer to addr or fails the case. The connection is closed
