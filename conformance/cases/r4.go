@@ -120,7 +120,7 @@ func runR4(c *conformance.C) {
 		// window), so nothing says the CPU went to retrying the full
 		// table. That is neither a pass nor a spin: what the CPU went to
 		// is not named.
-		notSpin = fmt.Sprintf("the server used %v CPU, over %s, but no thread of it retried without blocking (%s; the busiest: %s): its CPU is not named a spin (a spin a runtime moves from thread to thread would look the same)", w.cpu, spinArithmetic, spinnerArithmetic, w.busiest())
+		notSpin = fmt.Sprintf("the server used %v CPU, over %s, but no thread of it retried without blocking (%s; the busiest: %s), and its listener was seen kept ready in %d of %d looks: its CPU is not named a spin (a spin a runtime moves from thread to thread would look the same)", w.cpu, spinArithmetic, spinnerArithmetic, w.busiest(), w.ready.hits, w.ready.looks)
 	case starved:
 		// Under the CPU bound only because the machine did not give it
 		// more: together its threads wanted a whole CPU or more, or one
