@@ -80,6 +80,11 @@ func TestBlackBox(t *testing.T) {
 			if !slices.Equal(failed, tc.fail) {
 				t.Errorf("echo %v: failed %v, want exactly %v", tc.args, failed, tc.fail)
 			}
+			for _, r := range results {
+				if want, ok := tc.says[r.ID]; ok && !strings.Contains(r.Reason, want) {
+					t.Errorf("echo %v: %s %s: %q does not say %q", tc.args, r.ID, r.Verdict, r.Reason, want)
+				}
+			}
 			// A timing case may be inconclusive or pass; no other may be
 			// inconclusive, and each of tc.inconclusive must be.
 			firm := slices.DeleteFunc(slices.Clone(inconclusive), func(id string) bool { return slices.Contains(tc.timing, id) })
@@ -108,8 +113,10 @@ type blackBoxRow struct {
 	// byDesign are the cases inconclusive by the server's design
 	// (Result.ByDesign), every run; tc.inconclusive are those inconclusive
 	// otherwise.
-	byDesign  []string
-	skip      []string // nil: not checked
+	byDesign []string
+	skip     []string // nil: not checked
+	// says maps a case to what its reason must say.
+	says      map[string]string
 	optOut    bool
 	needCap   int           // a capability the row needs (0: none)
 	stopGrace time.Duration // the stop contract's grace (0: its default)
@@ -145,7 +152,10 @@ var blackBoxRows = []blackBoxRow{
 	// on free-at-eof: measured, not run here for time). W1's warm-up, a
 	// client that reads, finds the gap too, so memory is not judged; but
 	// the server never stops reading the slow consumer, which fails W1.
-	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W1", "W3", "I3"}, inconclusive: []string{"I2"}},
+	// W3 counts the bytes: the writes made while its client paused were
+	// dropped whole, so the stream stops short, and says so.
+	{name: "drop-short-write", args: []string{"--bug", "drop-short-write"}, fail: []string{"W1", "W3", "I3"}, inconclusive: []string{"I2"},
+		says: map[string]string{"W3": "bytes missing after offset"}},
 	// One lock held across every blocking write: a client that keeps
 	// sending and does not read freezes the other connections.
 	{name: "block-loop-on-full", args: []string{"--bug", "block-loop-on-full"}, fail: []string{"W5"}},

@@ -93,8 +93,11 @@ func TestF4R4Bounds(t *testing.T) {
 	growth, growthText := f4GrowthLimit()
 	spin, spinText := r4SpinLimit()
 	full, fullText := r4FullTableLimit(r4Limit)
+	asked, perRun, spinnerText := r4SpinnerLimit()
 	checkBounds(t, []boundCase{
 		bound("f4GrowthLimit", 64<<20, growth, growthText, "a quarter of the 256 MiB declared = 64 MiB"),
+		bound("r4SpinnerLimit (asked)", 375*time.Millisecond, asked, spinnerText, "three quarters of the 500ms window = 375ms"),
+		bound("r4SpinnerLimit (per run)", 2500*time.Microsecond, perRun, spinnerText, "less than once per 2.5ms of CPU it ran"),
 		bound("r4SpinLimit", 125*time.Millisecond, spin, spinText, "a quarter of the 500ms window = 125ms"),
 		bound("r4FullTableLimit", 46, full, fullText, "all but 2 of the limit 48 = 46 descriptors"),
 	})
@@ -132,6 +135,12 @@ func TestStopContractBounds(t *testing.T) {
 	})
 }
 
+// r4SpinnerText is r4SpinnerLimit's arithmetic.
+func r4SpinnerText() string {
+	_, _, arithmetic := r4SpinnerLimit()
+	return arithmetic
+}
+
 // A case's bound states its limits with the arithmetic of the functions
 // its verdict compares against, at the default configuration, so that
 // the prose changes when they do.
@@ -142,7 +151,7 @@ func TestBoundProseCarriesTheArithmetic(t *testing.T) {
 	text := func(_ any, arithmetic string) string { return arithmetic }
 	want := map[string][]string{
 		"F4": {text(f4GrowthLimit())},
-		"R4": {text(r4SpinLimit()), text(r4FullTableLimit(r4Limit))},
+		"R4": {text(r4SpinLimit()), text(r4FullTableLimit(r4Limit)), r4SpinnerText()},
 		"W1": {text(w1HeldLimit(def.Config)), text(w1GrowthLimit(def)), text(w1GrowthLimit(nil))},
 		"W2": {text(w2CPULimit()), text(w2WaitsLimit(1, time.Millisecond))},
 		"W4": {text(w4RoundTripLimit(nil, w4Light))},

@@ -46,6 +46,38 @@ type peer struct {
 	once   sync.Once
 	exited chan struct{}
 	rerr   error // the reader's terminal error, valid once frames is closed
+	// raw, when not nil, records every byte the server sent, decodable
+	// or not: the reader goes on reading into it after bytes it cannot
+	// decode, until the connection ends.
+	raw *received
+}
+
+// received is the byte stream a peer got from the server, whole.
+type received struct {
+	mu   sync.Mutex
+	b    []byte
+	last time.Time // when the last byte came
+}
+
+func (r *received) add(p []byte) {
+	r.mu.Lock()
+	r.b = append(r.b, p...)
+	r.last = time.Now()
+	r.mu.Unlock()
+}
+
+// all is a copy of the bytes so far.
+func (r *received) all() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Clone(r.b)
+}
+
+// lastAt is when the last byte came (zero: none yet).
+func (r *received) lastAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 // dial opens a peer to addr or fails the case. The connection is closed
@@ -69,9 +101,24 @@ func dialNarrow(c *conformance.C, name, addr string) *peer {
 	return peerOn(c, name, faults.NewTCPLink(conn, addr, 5*time.Second))
 }
 
+// dialNarrowRecorded is dialNarrow whose peer records every byte it
+// gets (peer.raw).
+func dialNarrowRecorded(c *conformance.C, name, addr string) *peer {
+	conn, err := dialSmall(addr)
+	if err != nil {
+		c.Fatalf("%s: dial %s: %v", name, addr, err)
+	}
+	return startPeer(c, &peer{name: name, link: faults.NewTCPLink(conn, addr, 5*time.Second), raw: &received{}})
+}
+
 // peerOn starts the reader of a peer on link, closed when the case ends.
 func peerOn(c *conformance.C, name string, link *faults.TCPLink) *peer {
-	p := &peer{name: name, link: link, frames: make(chan got, 1024), done: make(chan struct{}), exited: make(chan struct{})}
+	return startPeer(c, &peer{name: name, link: link})
+}
+
+// startPeer starts p's reader, closed when the case ends.
+func startPeer(c *conformance.C, p *peer) *peer {
+	p.frames, p.done, p.exited = make(chan got, 1024), make(chan struct{}), make(chan struct{})
 	go p.read()
 	c.Cleanup(p.close)
 	c.HangUpOnStop(p.close)
@@ -92,7 +139,12 @@ func dialQuiet(c *conformance.C, name, addr string) *faults.TCPLink {
 
 func (p *peer) read() {
 	defer close(p.exited)
-	defer close(p.frames)
+	framesOpen := true
+	defer func() {
+		if framesOpen {
+			close(p.frames)
+		}
+	}()
 	dec := wire.NewDecoder(clientMaxFrame)
 	buf := make([]byte, 256<<10)
 	for {
@@ -100,6 +152,11 @@ func (p *peer) read() {
 			h, payload, ok, err := dec.Next()
 			if err != nil {
 				p.rerr = fmt.Errorf("undecodable bytes from the server: %w", err)
+				if p.raw != nil {
+					framesOpen = false
+					close(p.frames)
+					p.recordRest(buf)
+				}
 				return
 			}
 			if !ok {
@@ -116,12 +173,29 @@ func (p *peer) read() {
 		n, err := p.link.Read(buf)
 		if n > 0 {
 			dec.Write(buf[:n])
+			if p.raw != nil {
+				p.raw.add(buf[:n])
+			}
 		}
 		if err != nil {
 			if dec.Buffered() > 0 {
 				err = fmt.Errorf("%w with %d bytes of a partial frame buffered", err, dec.Buffered())
 			}
 			p.rerr = err
+			return
+		}
+	}
+}
+
+// recordRest reads the rest of the connection into p.raw, until it ends
+// or the peer is closed.
+func (p *peer) recordRest(buf []byte) {
+	for {
+		n, err := p.link.Read(buf)
+		if n > 0 {
+			p.raw.add(buf[:n])
+		}
+		if err != nil {
 			return
 		}
 	}

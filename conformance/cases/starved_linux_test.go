@@ -52,28 +52,7 @@ func TestW2CatchesAStarvedSpinner(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpu := cpus[len(cpus)-1]
-	// GOMAXPROCS gets room for the burner beside what InProcess reserves.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1))
-	var stopped atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	burnerErr := make(chan error, 1)
-	go func() {
-		defer wg.Done()
-		// The thread stays locked, so it is discarded at exit rather than
-		// handed, pinned, to the next goroutine.
-		runtime.LockOSThread()
-		var set unix.CPUSet
-		set.Set(cpu)
-		burnerErr <- unix.SchedSetaffinity(0, &set)
-		for !stopped.Load() { // spinning is the point
-		}
-	}()
-	defer wg.Wait()
-	defer stopped.Store(true)
-	if err := <-burnerErr; err != nil {
-		t.Fatalf("pinning the busy thread to CPU %d: %v", cpu, err)
-	}
+	defer burnOn(t, cpu)()
 
 	cfg := reactors.DefaultConfig()
 	cfg.Faults.PermanentEPOLLOUT = true
@@ -104,6 +83,40 @@ func TestW2CatchesAStarvedSpinner(t *testing.T) {
 	if r.Verdict != conformance.Fail || r.Cause != conformance.CauseClaim || !strings.Contains(r.Reason, "epoll") {
 		t.Errorf("W2 on a starved spinning loop: %s (%s): %s; want a claim failure on its epoll_waits", r.Verdict, r.Cause, r.Reason)
 	}
+}
+
+// burnOn keeps a thread of this process busy on cpu, at nice 0, until
+// the returned stop is called (which waits for it to end). GOMAXPROCS is
+// raised by one meanwhile, so the burner takes no P the test needs.
+func burnOn(t *testing.T, cpu int) (stop func()) {
+	t.Helper()
+	prevProcs := runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	burnerErr := make(chan error, 1)
+	go func() {
+		defer wg.Done()
+		// The thread stays locked, so it is discarded at exit rather than
+		// handed, pinned, to the next goroutine.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		err := unix.SchedSetaffinity(0, &set)
+		burnerErr <- err
+		for err == nil && !stopped.Load() { // spinning is the point
+		}
+	}()
+	stop = func() {
+		stopped.Store(true)
+		wg.Wait()
+		runtime.GOMAXPROCS(prevProcs)
+	}
+	if err := <-burnerErr; err != nil {
+		stop()
+		t.Fatalf("pinning the busy thread to CPU %d: %v", cpu, err)
+	}
+	return stop
 }
 
 // allowedCPUs lists the CPUs this process may run on.

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // The echo loops of the --bug modes, each the mistake its mode names,
-// written as real servers make it, and the connection --arena wraps (a
-// legitimate pooled allocator's first touch, not a bug).
+// written as real servers make it, the connection --arena wraps (a
+// legitimate pooled allocator's first touch, not a bug) and --churn's
+// churner (legitimate work on memory, not a busy loop).
 
 // echoOverlapping is the overlapping-writes bug's echo: the reader never
 // waits for a write. A read of overlapSmall bytes or more goes to one
@@ -96,6 +98,33 @@ func (a *arenaConn) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// churnEvery is how often --churn's churner allocates a fresh buffer.
+const churnEvery = 10 * time.Millisecond
+
+// churn allocates a fresh buffer of size bytes every churnEvery, touches
+// every page of it and drops it, until done is closed. Between rounds it
+// sleeps: its thread blocks.
+func churn(size int, done <-chan struct{}) {
+	t := time.NewTicker(churnEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		buf := make([]byte, size)
+		for i := 0; i < len(buf); i += 4096 {
+			buf[i] = 1 // touched: resident
+		}
+		churnSink.Store(&buf)
+	}
+}
+
+// churnSink holds the last churned buffer, so that the compiler cannot
+// drop the allocation.
+var churnSink atomic.Pointer[[]byte]
 
 // echoUnderLoopLock is the block-loop-on-full bug's echo: each read is
 // written back while holding s.loop, the one lock every connection's

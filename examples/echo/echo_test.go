@@ -566,7 +566,7 @@ func TestFlags(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "accepted: block-loop-on-full, busy-idle, close-at-fin-on-term, crash-at-stop, drop-on-term, drop-partial, drop-short-write, exit-on-emfile, free-at-eof, herd, herd-poll, keep-conns-on-term, leak-on-close, no-backpressure, overlapping-writes, rst-on-term, serve-after-term, slow-control") {
 		t.Errorf("--bug nope: %v, %q; want exit 2 listing the bugs", err, out)
 	}
-	for _, bad := range [][]string{{"--term-exit", "256"}, {"--arena", "-1"}, {"--reserve-fds", "-2"}} {
+	for _, bad := range [][]string{{"--term-exit", "256"}, {"--arena", "-1"}, {"--reserve-fds", "-2"}, {"--churn", "-1"}} {
 		out, err := exec.Command(bin, bad...).CombinedOutput()
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), bad[0]) {
 			t.Errorf("%v: %v, %q; want exit 2 naming the flag", bad, err, out)

@@ -118,7 +118,7 @@
 //	                 status 2): a crash at stop, a finding of its own that
 //	                 no case's claim is charged with
 //
-// Four more flags are legitimate behaviours of real runtimes that the suite
+// Five more flags are legitimate behaviours of real runtimes that the suite
 // must not mistake for failures:
 //
 //	--term-exit N       exit with status N after a stop by SIGTERM or SIGINT
@@ -137,6 +137,12 @@
 //	                    read, open a Unix socket pair kept for the life of
 //	                    the process, as the JDK does on the first channel
 //	                    close: one more descriptor that is not a connection
+//	--churn BYTES       while a data connection is open, a goroutine of its
+//	                    own allocates a fresh buffer of BYTES every 10 ms,
+//	                    touches every page of it and drops it, as a server
+//	                    that rebuilds a per-connection buffer sized by its
+//	                    largest message: CPU spent on memory by threads that
+//	                    block between rounds, which is no busy loop
 package main
 
 import (
@@ -244,7 +250,7 @@ func run(args []string) int {
 
 	ctx, cancel := context.WithTimeout(ctx, opt.lifetime)
 	defer cancel()
-	s := &server{bug: opt.bug, maxConns: opt.maxConns, lazyUnix: opt.lazyUnix, arenaSize: opt.arena, conns: map[net.Conn]bool{}}
+	s := &server{bug: opt.bug, maxConns: opt.maxConns, lazyUnix: opt.lazyUnix, arenaSize: opt.arena, churn: opt.churn, conns: map[net.Conn]bool{}}
 	for i, l := range listeners {
 		s.accepting.Add(1)
 		go func() {
@@ -263,6 +269,7 @@ func run(args []string) int {
 // echoOptions are the command's flags, once parsed and checked.
 type echoOptions struct {
 	termExit, arena   int
+	churn             int
 	reserveFds        int
 	lazyUnix          bool
 	listen, bug       string
@@ -286,6 +293,7 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	fs.IntVar(&opt.termExit, "term-exit", 0, "exit with this status after a stop by SIGTERM or SIGINT (143: as a JVM or socat)")
 	fs.IntVar(&opt.reserveFds, "reserve-fds", 0, "open N descriptors at start and keep them; refuse to start under a descriptor limit below N + 16, as HAProxy does for its maxconn (0: none)")
 	fs.IntVar(&opt.arena, "arena", 0, "on the first read of data, allocate and touch a buffer pool of BYTES kept for the process's life, as Netty's pooled allocator does (0: none)")
+	fs.IntVar(&opt.churn, "churn", 0, "while a data connection is open, allocate and touch a fresh buffer of BYTES for it every 10 ms (0: none)")
 	fs.BoolVar(&opt.lazyUnix, "lazy-unix-socket", false, "open a Unix socket pair on the first connection closed and keep it, as the JDK does")
 	fs.IntVar(&opt.sockbuf, "sockbuf", 0, "set SO_SNDBUFFORCE and SO_RCVBUFFORCE (without the privilege: SO_SNDBUF, SO_RCVBUF) to BYTES on the listener and every connection (0: leave them)")
 	fs.Usage = func() {
@@ -312,6 +320,10 @@ func parseFlags(args []string) (opt echoOptions, code int, ok bool) {
 	}
 	if opt.arena < 0 || opt.arena > 1<<30 {
 		fmt.Fprintf(os.Stderr, "echo: --arena %d: want 0 .. 1 GiB\n", opt.arena)
+		return opt, 2, false
+	}
+	if opt.churn < 0 || opt.churn > 256<<20 {
+		fmt.Fprintf(os.Stderr, "echo: --churn %d: want 0 .. 256 MiB\n", opt.churn)
 		return opt, 2, false
 	}
 	if opt.termExit < 0 || opt.termExit > 255 {
@@ -421,6 +433,9 @@ type server struct {
 	arenaSize int
 	arenaOnce sync.Once
 	arena     []byte
+	// churn is --churn: the bytes each open data connection's churner
+	// allocates and touches every churnEvery (0: no churner).
+	churn int
 	// loop is the one lock of the block-loop-on-full bug's writes.
 	loop sync.Mutex
 	// lazyUnix: open unixPair on the first connection closed once data
@@ -485,6 +500,15 @@ func (b *socketBuffers) set(fd int) error {
 // asks (endGracefully) before closing it.
 func (s *server) serve(c net.Conn, control bool) {
 	defer s.wg.Done()
+	if s.churn > 0 && !control {
+		done := make(chan struct{})
+		churned := make(chan struct{})
+		go func() {
+			defer close(churned)
+			churn(s.churn, done)
+		}()
+		defer func() { close(done); <-churned }()
+	}
 	switch {
 	case control && s.bug == "slow-control":
 		s.echoWhenDataIdle(c)

@@ -60,12 +60,12 @@ func TestParseStat(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	s, err := ParseStatus([]byte("Name:\techo: (x)\nState:\tS (sleeping)\nVmHWM:\t    8000 kB\nVmRSS:\t    6000 kB\nThreads:\t5\nCpus_allowed:\tf\nCpus_allowed_list:\t0-3\nvoluntary_ctxt_switches:\t42\nnonvoluntary_ctxt_switches:\t3\n"))
-	want := Status{RSS: 6000 << 10, PeakRSS: 8000 << 10, Threads: 5, CPUList: "0-3", VoluntarySwitches: 42}
+	want := Status{RSS: 6000 << 10, PeakRSS: 8000 << 10, Threads: 5, CPUList: "0-3", VoluntarySwitches: 42, InvoluntarySwitches: 3}
 	if err != nil || s != want {
 		t.Fatalf("ParseStatus = %+v, %v; want %+v", s, err, want)
 	}
 	// A kernel thread: no Vm lines; nothing known at all.
-	if s, err := ParseStatus([]byte("Name:\tkthreadd\nno colon here\n")); err != nil || s != (Status{VoluntarySwitches: -1}) {
+	if s, err := ParseStatus([]byte("Name:\tkthreadd\nno colon here\n")); err != nil || s != (Status{VoluntarySwitches: -1, InvoluntarySwitches: -1}) {
 		t.Errorf("no known lines: %+v, %v", s, err)
 	}
 	for _, c := range []struct{ text, field string }{
@@ -73,6 +73,7 @@ func TestParseStatus(t *testing.T) {
 		{"VmHWM:\t-1 kB\n", "VmHWM"},
 		{"Threads:\tfive\n", "Threads"},
 		{"voluntary_ctxt_switches:\t\n", "voluntary_ctxt_switches"},
+		{"nonvoluntary_ctxt_switches:\tmany\n", "nonvoluntary_ctxt_switches"},
 	} {
 		_, err := ParseStatus([]byte(c.text))
 		refused(t, "ParseStatus("+c.text+")", err, c.field)

@@ -17,7 +17,7 @@ func TestReadSelf(t *testing.T) {
 		t.Fatalf("ReadStat(self) = %+v, %v", s, err)
 	}
 	st, err := ReadStatus(Self)
-	if err != nil || st.RSS <= 0 || st.Threads < 1 || st.CPUList == "" || st.VoluntarySwitches < 0 {
+	if err != nil || st.RSS <= 0 || st.Threads < 1 || st.CPUList == "" || st.VoluntarySwitches < 0 || st.InvoluntarySwitches < 0 {
 		t.Errorf("ReadStatus(Self) = %+v, %v", st, err)
 	}
 	runtime.LockOSThread()

@@ -23,12 +23,17 @@ type Status struct {
 	// gave up its CPU by blocking (a wait, a read with nothing to read); -1
 	// if the line is missing.
 	VoluntarySwitches int64
+	// InvoluntarySwitches is nonvoluntary_ctxt_switches, the times the
+	// task was taken off its CPU while it could still run (preempted: its
+	// slice ended, or a task of higher claim woke); -1 if the line is
+	// missing. A task that never blocks gives up its CPU only this way.
+	InvoluntarySwitches int64
 }
 
 // ParseStatus reads a status file.
 func ParseStatus(b []byte) (Status, error) {
 	const file = "status"
-	s := Status{VoluntarySwitches: -1}
+	s := Status{VoluntarySwitches: -1, InvoluntarySwitches: -1}
 	for line := range strings.Lines(string(b)) {
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
@@ -53,6 +58,8 @@ func ParseStatus(b []byte) (Status, error) {
 			s.CPUList = val
 		case "voluntary_ctxt_switches":
 			s.VoluntarySwitches, err = strconv.ParseInt(val, 10, 64)
+		case "nonvoluntary_ctxt_switches":
+			s.InvoluntarySwitches, err = strconv.ParseInt(val, 10, 64)
 		}
 		if err != nil {
 			return Status{}, badValue(file, key, err)
