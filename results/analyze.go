@@ -276,7 +276,7 @@ func addCellNotes(cells []CellAnalysis, ns *notes) {
 			ns.add(fmt.Sprintf("CONTENDED cell %s: %d of %d runs had CPUs other processes took while its threads waited, left out (first: %s)", ca.ID, len(ca.Contended), ca.Runs, ca.Contended[0]))
 		}
 		if len(ca.Flagged) > 0 {
-			ns.add(fmt.Sprintf("cell %s: %d failed gates of the load generator's self-check in its analysed runs: their figures mean less (first: %s)", ca.ID, len(ca.Flagged), ca.Flagged[0]))
+			ns.add(fmt.Sprintf("cell %s: %s of the load generator's self-check in its analysed runs: their figures mean less (first: %s)", ca.ID, figure.Counted(len(ca.Flagged), "failed gate", "failed gates"), ca.Flagged[0]))
 		}
 		switch {
 		case ca.Runs > 0 && ca.ValidRuns == 0 && len(ca.Contended) > 0:

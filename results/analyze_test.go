@@ -335,7 +335,7 @@ func TestAnalyzeContendedRunsLeftOut(t *testing.T) {
 	if n != (results.RunCounts{Total: 16, Valid: 16, Contended: 5}) || n.Text() != "16/16 runs valid, 5 of them contended (left out)" {
 		t.Errorf("run counts %+v: %q", n, n.Text())
 	}
-	for _, want := range [][]string{{"CONTENDED cell hot=16", "1 of 4 runs"}, {"cell hot=32", "unmeasurable here"}, {"cell hot=16", "1 failed gates"}} {
+	for _, want := range [][]string{{"CONTENDED cell hot=16", "1 of 4 runs"}, {"cell hot=32", "unmeasurable here"}, {"cell hot=16", "1 failed gate of"}} {
 		if !hasNote(a, want...) {
 			t.Errorf("no note with %q in %q", want, a.Notes)
 		}
