@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/internal/procfs"
 	"github.com/reactorlab/reactorlab/internal/testbin"
 )
 
@@ -37,7 +38,17 @@ func TestTargetDeathFailsTheCase(t *testing.T) {
 		if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 			c.Fatalf("kill: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond) // let it die before the case ends
+		// The case ends once the server is dead (a zombie, or reaped): on
+		// a loaded machine a SIGKILLed process takes its time to exit, and
+		// one still dying when the stop comes would answer the stop.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if st, err := procfs.ReadStat(victim); err != nil || st.Zombie() {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Fatalf("pid %d still alive 10 s after SIGKILL", victim)
+			}
+		}
 	}}
 	for _, tc := range []struct {
 		name string
