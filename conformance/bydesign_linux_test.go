@@ -42,6 +42,9 @@ func TestInconclusiveByDesign(t *testing.T) {
 	if s := conformance.Summarize(results); s.Inconclusive != 2 || s.ByDesign != 1 || s.Fail != 1 {
 		t.Errorf("summary: %+v", s)
 	}
+	if line, want := conformance.SummaryLine("t", conformance.Summarize(results)), "conformance: 0 passed, 0 skipped, 2 inconclusive (1 of them by the server's design), 1 failed on t"; line != want {
+		t.Errorf("go test's summary line %q, want %q", line, want)
+	}
 	var tab bytes.Buffer
 	if err := conformance.WriteTable(&tab, "t", results, false); err != nil {
 		t.Fatal(err)

@@ -679,11 +679,16 @@ func SubtestName(cs Case) string {
 
 // SummaryLine is the line Run logs once its subtests have run:
 // "conformance: 17 passed, 11 skipped, 2 inconclusive, 0 failed on lt",
-// each verdict counted apart, then the runs that ended interrupted or
+// each verdict counted apart (the inconclusive ones the server's design
+// explains said among them), then the runs that ended interrupted or
 // were not run and the stops at which the target ended badly, when there
 // were any.
 func SummaryLine(target string, s Summary) string {
-	line := fmt.Sprintf("conformance: %d passed, %d skipped, %d inconclusive, %d failed", s.Pass, s.Skip, s.Inconclusive, s.Fail)
+	line := fmt.Sprintf("conformance: %d passed, %d skipped, %d inconclusive", s.Pass, s.Skip, s.Inconclusive)
+	if s.ByDesign > 0 {
+		line += fmt.Sprintf(" (%d of them by the server's design)", s.ByDesign)
+	}
+	line += fmt.Sprintf(", %d failed", s.Fail)
 	if s.WasInterrupted() {
 		line += fmt.Sprintf(", %d interrupted, %d not run", s.Interrupted, s.NotRun)
 	}
