@@ -72,18 +72,51 @@ func (l *Loop) shutWriteIfDrained(s *Source) bool {
 }
 
 // discardInput reads and drops what the client of a shut connection still
-// sends (so closing it later sends no RST), at most 16 reads per event;
-// its EOF or an error closes it.
-func (l *Loop) discardInput(s *Source) {
+// sends (so closing it later sends no RST), at most discardReads reads per
+// call; its EOF or an error closes it. It reports whether it stopped with
+// input maybe left (its reads ran out before EAGAIN): an edge-triggered
+// source must then be read again without a new edge (queueDiscard).
+func (l *Loop) discardInput(s *Source) (more bool) {
 	var buf [16 << 10]byte
-	for range 16 {
+	for range discardReads {
 		n, e := rawRead(s.fd, buf[:])
 		switch {
 		case e == unix.EAGAIN:
-			return
+			return false
 		case e != 0 || n == 0:
 			l.closeSource(s)
-			return
+			return false
+		}
+	}
+	return true
+}
+
+// discardReads bounds one discardInput, so that a client that keeps
+// sending does not hold its loop from the other connections' flushes.
+const discardReads = 16
+
+// queueDiscard puts s in l.discardMore, once, for stopStep to read again.
+func (l *Loop) queueDiscard(s *Source) {
+	if !s.discardQueued {
+		s.discardQueued = true
+		l.discardMore = append(l.discardMore, s)
+	}
+}
+
+// retryDiscards reads again, once each, the shut connections whose
+// discardInput ran out of reads (discardMore), keeping those that run out
+// again; the loop polls every millisecond while it stops, so what a client
+// sent after its last edge is read within a round of it, up to its EOF.
+func (l *Loop) retryDiscards() {
+	pending := l.discardMore
+	l.discardMore = nil
+	for _, s := range pending {
+		s.discardQueued = false
+		if s.state == stateClosed || !s.shutWr {
+			continue
+		}
+		if l.discardInput(s) && s.state != stateClosed {
+			l.queueDiscard(s)
 		}
 	}
 }

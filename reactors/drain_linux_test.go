@@ -101,3 +101,51 @@ func pipeline(c net.Conn) []byte {
 	}
 	return all
 }
+
+// A drained connection whose client, after the server's FIN, sends far
+// more than one turn of discarding reads and then its own FIN is closed at
+// that EOF, on every design: the reactor ends then, not when the stop
+// grace runs out. An edge-triggered loop gets no new edge for input its
+// discarding left unread; without reading it again it waits out the grace
+// (and closes with input unread, an RST).
+func TestDrainReadsToTheClientsEOF(t *testing.T) {
+	t.Parallel() // reactors and connections of its own
+	const grace = 30 * time.Second // a stall waits this out; a drain ends in milliseconds
+	for _, d := range designs.Names() {
+		if d == reactors.OneShot {
+			continue // its rearm reports what is left: TestDrainAnswersWhatItReadThenFIN
+		}
+		t.Run(string(d), func(t *testing.T) {
+			cfg := reactors.DefaultConfig()
+			cfg.StopGrace = grace
+			r := reactortest.Start(t, d, cfg)
+			c, err := net.Dial("tcp", r.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write(frame(0)); err != nil {
+				t.Fatal(err)
+			}
+			if !reactortest.WaitFor(5*time.Second, func() bool { return r.Stats().Counters.FramesEchoed == 1 }) {
+				t.Fatalf("no echo before the drain: %+v", r.Stats().Counters)
+			}
+			drained := make(chan struct{})
+			go func() { r.Drain(); r.Wait(); close(drained) }()
+			if got, err := io.ReadAll(c); err != nil || len(got) != len(frame(0)) {
+				t.Fatalf("before the server's FIN: %d bytes, %v; want its echo", len(got), err)
+			}
+			// The client sends 8 MiB more, in one write, then its FIN: the
+			// server reads it only to drop it, at most a turn at a time.
+			if _, err := c.Write(make([]byte, 8<<20)); err != nil {
+				t.Fatalf("writing after the server's FIN: %v", err)
+			}
+			c.(*net.TCPConn).CloseWrite()
+			select {
+			case <-drained:
+			case <-time.After(grace / 3):
+				t.Fatalf("the reactor had not ended %v after its client's EOF: its drain waits for the %v grace", grace/3, grace)
+			}
+		})
+	}
+}

@@ -57,13 +57,18 @@ type Loop struct {
 	// NoDrain mutant's one read per edge (Loop.LimitReads).
 	maxReads int
 
-	evs       []unix.EpollEvent
-	bufs      [][]byte // free read buffers (bufSize each)
-	outBufs   [][]byte // free out-queue buffers, lent to a connection while it has bytes to send
-	bufSize   int
-	fdIndex   []slots.Ref // fd number → current source (used by the FdIdentity mutant)
-	blocked   []slots.Ref // sources waiting for room in the worker pool
-	listeners []slots.Ref
+	evs     []unix.EpollEvent
+	bufs    [][]byte // free read buffers (bufSize each)
+	outBufs [][]byte // free out-queue buffers, lent to a connection while it has bytes to send
+	bufSize int
+	fdIndex []slots.Ref // fd number → current source (used by the FdIdentity mutant)
+	blocked []slots.Ref // sources waiting for room in the worker pool
+	// discardMore are the drain stop's shut connections whose last
+	// discardInput ran out of reads before EAGAIN: an edge-triggered
+	// source gets no new edge for what is left, so stopStep reads them
+	// again every round (drain_linux.go).
+	discardMore []*Source
+	listeners   []slots.Ref
 
 	ingressPending bool
 	stopSeen       bool
@@ -477,8 +482,13 @@ func (l *Loop) onConnEvent(s *Source, events uint32) {
 	if s.shutWr {
 		// Drain stop: the echoes are written and the FIN sent; what comes
 		// now is read only to be dropped, until the client's EOF.
-		if l.discardInput(s); l.oneShot && s.state != stateClosed {
-			l.rearm.Rearm(s)
+		more := l.discardInput(s)
+		switch {
+		case s.state == stateClosed:
+		case l.oneShot:
+			l.rearm.Rearm(s) // the rearm reports what is left
+		case more:
+			l.queueDiscard(s)
 		}
 		return
 	}

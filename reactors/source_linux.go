@@ -109,6 +109,8 @@ type Source struct {
 	// in-band reads have reached its mark, then urgentPending until the
 	// socket takes the answer (urgent data on; urgent_linux.go).
 	shutWr bool // drain stop: shut for writing, read only to discard until the client's EOF
+	// discardQueued: s is in its loop's discardMore (drain stop).
+	discardQueued bool
 
 	urgentPastMark bool
 	urgentPending  bool

@@ -78,6 +78,9 @@ func (l *Loop) stopStep(now int64) (exit bool) {
 		}
 		r.quiesce(l)
 	}
+	if len(l.discardMore) > 0 {
+		l.retryDiscards()
+	}
 	if r.acked.Load() {
 		if r.draining.Load() {
 			return r.drained() || now > r.graceDeadline.Load()
