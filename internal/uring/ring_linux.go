@@ -108,6 +108,10 @@ type pinned struct {
 	n int
 }
 
+// setupCall is io_uring_setup(2); tests replace it to play a kernel that
+// refuses.
+var setupCall = sysSetup
+
 // setupAttempt is one set of flags New tries, and what dropping it says.
 type setupAttempt struct {
 	flags  uint32
@@ -147,7 +151,7 @@ func New(cfg Config) (*Ring, error) {
 	var lastErr error
 	for i, a := range attempts {
 		p := params{flags: base | a.flags, cqEntries: cfg.CQEntries}
-		fd, errno := sysSetup(entries, &p)
+		fd, errno := setupCall(entries, &p)
 		if errno == 0 {
 			r, err := mapRing(fd, &p, cfg)
 			if err != nil {

@@ -259,13 +259,16 @@ func TestWakerUnblocksAWait(t *testing.T) {
 				start := time.Now()
 				var got []CQE
 				for len(got) == 0 && time.Since(start) < 10*time.Second {
-					// No bound: only the wake can end this wait.
-					if _, err := r.Wait(1, -1); err != nil {
+					// Only the wake, 20ms in, can end this wait before its 10s bound.
+					if _, err := r.Wait(1, 10*time.Second); err != nil {
 						t.Fatal(err)
 					}
 					if _, err := r.Reap(func(c CQE) { got = append(got, c) }); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if took := time.Since(start); took > 5*time.Second {
+					t.Fatalf("round %d: the wait lasted %v after a wake at 20ms", round, took)
 				}
 				if err := <-woke; err != nil {
 					t.Fatal(err)
@@ -421,5 +424,58 @@ func TestCloseWithOperationsInFlight(t *testing.T) {
 	}
 	if _, err := r.Nop(1); err == nil {
 		t.Error("Nop on a closed ring succeeded")
+	}
+}
+
+// withSetup plays a kernel whose io_uring_setup answers refuse(flags) (0: the
+// real call) for the rest of the test.
+func withSetup(t *testing.T, refuse func(flags uint32) unix.Errno) {
+	t.Cleanup(func() { setupCall = sysSetup })
+	setupCall = func(entries uint32, p *params) (int, unix.Errno) {
+		if errno := refuse(p.flags); errno != 0 {
+			return -1, errno
+		}
+		return sysSetup(entries, p)
+	}
+}
+
+// A kernel that refuses DEFER_TASKRUN, then SINGLE_ISSUER, gets a ring without
+// them, and Setup says which was dropped and why.
+func TestSetupDegradesWithTheReason(t *testing.T) {
+	newRing(t, Config{Entries: 4}) // skips where io_uring is unavailable
+	withSetup(t, func(flags uint32) unix.Errno {
+		if flags&(setupDeferTaskrun|setupSingleIssuer) != 0 {
+			return unix.EINVAL
+		}
+		return 0
+	})
+	r := newRing(t, Config{Entries: 4})
+	s := r.Setup()
+	if s.FlagBits&(setupDeferTaskrun|setupSingleIssuer) != 0 {
+		t.Errorf("flags %v after the kernel refused them", s.Flags)
+	}
+	if len(s.Degraded) != 2 || !strings.Contains(s.Degraded[0], "DEFER_TASKRUN") || !strings.Contains(s.Degraded[1], "SINGLE_ISSUER") || !strings.Contains(s.Degraded[1], "EINVAL") {
+		t.Errorf("degraded %q, want DEFER_TASKRUN then SINGLE_ISSUER refused with EINVAL", s.Degraded)
+	}
+	if _, err := r.Nop(1); err != nil {
+		t.Fatal(err)
+	}
+	reapAll(t, r, 1, 5*time.Second)
+}
+
+// A refusal other than EINVAL is not degraded around: New fails with the errno,
+// the flags asked for, and the hint.
+func TestSetupRefusalIsNotDegradedAround(t *testing.T) {
+	calls := 0
+	withSetup(t, func(uint32) unix.Errno { calls++; return unix.EPERM })
+	_, err := New(Config{Entries: 8})
+	var e *Error
+	if !errors.As(err, &e) || e.Errno != unix.EPERM || calls != 1 {
+		t.Fatalf("New: %v after %d setup calls, want one call refused with EPERM", err, calls)
+	}
+	for _, want := range []string{"io_uring_setup", "SINGLE_ISSUER|DEFER_TASKRUN", "kernel.io_uring_disabled"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }
