@@ -168,3 +168,18 @@ func (b *BufRing) unmap() {
 	}
 	b.entries, b.data = nil, nil
 }
+
+// inBufRing reports whether p lies in the data of one of the ring's buffer
+// rings: mapped memory, which needs no pin.
+func (r *Ring) inBufRing(p *byte) bool {
+	a := uintptr(unsafe.Pointer(p))
+	for _, b := range r.bufRings {
+		if len(b.data) > 0 {
+			lo := uintptr(unsafe.Pointer(&b.data[0]))
+			if a >= lo && a < lo+uintptr(len(b.data)) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -335,3 +335,46 @@ func TestCQOverflowLosesNoCompletion(t *testing.T) {
 	}
 	t.Logf("stats %+v", s)
 }
+
+// A received provided buffer is sent back as it is (memory the runtime does not
+// manage, so nothing is pinned), and recycled after the send completes.
+func TestSendStraightFromAProvidedBuffer(t *testing.T) {
+	r := newRing(t, Config{Entries: 8})
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	br, err := r.NewBufRing(4, 2, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Write(fds[1], []byte("round trip")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Recv(fds[0], br, 1); err != nil {
+		t.Fatal(err)
+	}
+	got := reapAll(t, r, 1, 5*time.Second)
+	bid, ok := got[0].BufferID()
+	if !ok || got[0].Res != 10 {
+		t.Fatalf("recv completion %+v, want 10 bytes in a provided buffer", got[0])
+	}
+	if _, err := r.Send(fds[0], br.Bytes(bid, int(got[0].Res)), 2); err != nil {
+		t.Fatal(err)
+	}
+	if r.Pinned() != 0 {
+		t.Errorf("sending mapped memory pinned %d values", r.Pinned())
+	}
+	sent := reapAll(t, r, 1, 5*time.Second)
+	if sent[0].UserData != 2 || sent[0].Res != 10 {
+		t.Fatalf("send completion %+v, want 10 bytes", sent[0])
+	}
+	br.Recycle(bid)
+	back := make([]byte, 16)
+	n, err := unix.Read(fds[1], back)
+	if err != nil || string(back[:n]) != "round trip" {
+		t.Fatalf("read back %q, %v", back[:n], err)
+	}
+}

@@ -90,7 +90,10 @@ func (r *Ring) Recv(fd int, br *BufRing, userData uint64) (*SQE, error) {
 // Send prepares IORING_OP_SEND of buf on fd, with MSG_NOSIGNAL (a closed peer
 // is -EPIPE, never SIGPIPE). res is the byte count sent, which may be short.
 // buf is pinned until the completion is reaped: the caller must not change it
-// before then.
+// before then. Go memory passed here escapes to the heap (the compiler sees it
+// pinned), so no goroutine stack reaches the kernel; memory from a BufRing
+// (BufRing.Bytes) is not Go memory and is sent as it is, without a copy, the
+// buffer recycled after the send's completion.
 func (r *Ring) Send(fd int, buf []byte, userData uint64) (*SQE, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("uring: Send on fd %d of an empty buffer", fd)
@@ -99,7 +102,9 @@ func (r *Ring) Send(fd int, buf []byte, userData uint64) (*SQE, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.pin(userData, &buf[0])
+	if !r.inBufRing(&buf[0]) {
+		r.pin(userData, &buf[0])
+	}
 	sqe.Addr = uint64(uintptr(unsafe.Pointer(&buf[0])))
 	sqe.Len = uint32(len(buf))
 	sqe.OpFlags = unix.MSG_NOSIGNAL

@@ -65,6 +65,9 @@ type Stats struct {
 	// could not keep at all. With IORING_FEAT_NODROP it stays 0 unless the
 	// kernel ran out of memory; Wait and Reap fail with EBADR once it moves.
 	KernelDropped uint32 `json:"kernel_dropped"`
+	// SQDropped is the SQ ring's dropped counter: SQEs the kernel skipped as
+	// invalid indices. The identity SQ array keeps it 0.
+	SQDropped uint32 `json:"sq_dropped"`
 	// NoBuffers counts completions with ENOBUFS: a buffer-select operation that
 	// found its buffer ring empty.
 	NoBuffers uint64 `json:"no_buffers"`
@@ -83,7 +86,7 @@ type Ring struct {
 
 	sqMem, cqMem, sqeMem []byte
 	sqHead, sqTail       *uint32
-	sqFlags              *uint32
+	sqFlags, sqDropped   *uint32
 	sqMask, sqEntries    uint32
 	sqes                 []SQE
 	sqeTail              uint32 // SQEs handed out by SQE(); published to *sqTail by flush
@@ -208,6 +211,7 @@ func mapRing(fd int, p *params, cfg Config) (*Ring, error) {
 	r.sqHead = u32(r.sqMem, p.sqOff.head)
 	r.sqTail = u32(r.sqMem, p.sqOff.tail)
 	r.sqFlags = u32(r.sqMem, p.sqOff.flags)
+	r.sqDropped = u32(r.sqMem, p.sqOff.dropped)
 	r.sqMask = *u32(r.sqMem, p.sqOff.ringMask)
 	r.sqEntries = *u32(r.sqMem, p.sqOff.ringEntries)
 	r.sqes = unsafe.Slice((*SQE)(unsafe.Pointer(&r.sqeMem[0])), r.sqEntries)
@@ -236,6 +240,7 @@ func (r *Ring) Stats() Stats {
 	s := r.stats
 	if !r.closed {
 		s.KernelDropped = atomic.LoadUint32(r.cqOverflow)
+		s.SQDropped = atomic.LoadUint32(r.sqDropped)
 	}
 	return s
 }
@@ -523,6 +528,7 @@ func (r *Ring) Close() error {
 		}
 	}
 	r.stats.KernelDropped = atomic.LoadUint32(r.cqOverflow)
+	r.stats.SQDropped = atomic.LoadUint32(r.sqDropped)
 	r.closed = true
 	if err := unix.Close(r.fd); err != nil && firstErr == nil {
 		firstErr = &Error{Op: "close", Detail: fmt.Sprintf("ring fd=%d", r.fd), Errno: err.(unix.Errno)}
