@@ -109,7 +109,7 @@ func pipeline(c net.Conn) []byte {
 // discarding left unread; without reading it again it waits out the grace
 // (and closes with input unread, an RST).
 func TestDrainReadsToTheClientsEOF(t *testing.T) {
-	t.Parallel() // reactors and connections of its own
+	t.Parallel()                   // reactors and connections of its own
 	const grace = 30 * time.Second // a stall waits this out; a drain ends in milliseconds
 	for _, d := range designs.Names() {
 		if d == reactors.OneShot {
