@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/internal/procfs"
+	"github.com/reactorlab/reactorlab/internal/uring"
 	"github.com/reactorlab/reactorlab/results"
 )
 
@@ -81,8 +82,9 @@ func gitRevision() (string, bool) {
 	return rev, err == nil && len(bytes.TrimSpace(st)) > 0
 }
 
-// MachineInfo describes this machine: host name, kernel, CPU model and
-// the number of online CPUs.
+// MachineInfo describes this machine: host name, kernel, CPU model, the
+// number of online CPUs, and what its kernel offers io_uring users
+// (uring.ProbeKernel: a ring of four entries, created and closed).
 func MachineInfo() results.Machine {
 	m := results.Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
 	m.Hostname, _ = os.Hostname()
@@ -97,6 +99,11 @@ func MachineInfo() results.Machine {
 	}
 	if model, err := procfs.ReadCPUModel(); err == nil {
 		m.CPUModel = model
+	}
+	if p, err := uring.ProbeKernel(); err == nil {
+		m.IOURing = &p
+	} else {
+		m.IOURingError = err.Error()
 	}
 	return m
 }

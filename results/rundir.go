@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/reactorlab/reactorlab/internal/uring"
 	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/results/stats"
 )
@@ -84,6 +85,13 @@ type Machine struct {
 	CPUs     int    `json:"cpus"` // online CPUs
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
+	// IOURing is what the kernel offers io_uring users (features and
+	// supported opcodes, by name), probed when the shard ran; nil when it
+	// could not be probed, IOURingError then saying why (a kernel without
+	// io_uring, the io_uring_disabled sysctl). Records written before it
+	// was kept have neither.
+	IOURing      *uring.Probe `json:"io_uring,omitempty"`
+	IOURingError string       `json:"io_uring_error,omitempty"`
 }
 
 // SpecInfo is the spec the runs come from.
