@@ -381,6 +381,9 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
 			}
 		}
+		if t.Samples > 0 {
+			r.Sampled++
+		}
 		if t.InWait == 0 && (t.Run < 0 || time.Duration(t.Run)*100 < window*loopCPUShare) {
 			r.Others++
 			continue

@@ -53,6 +53,10 @@ type Report struct {
 	Ended int `json:"ended_threads"`
 	// Unreadable lists what could not be read of the process, and why.
 	Unreadable []string `json:"unreadable,omitempty"`
+	// Sampled counts the threads whose system call was read at least
+	// once: 0 says no thread could be seen in a wait or a call (a process
+	// of another user), and nothing was judged by what they were in.
+	Sampled int `json:"sampled_threads"`
 	// Elapsed is how long the observation took, the window included.
 	Elapsed jsontime.Seconds `json:"elapsed_s"`
 }
@@ -74,7 +78,10 @@ func (r Report) Findings() int {
 func (r Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "pid %d (%s): %d loop threads, %d other threads, observed %v (a sample every %v; took %v)\n",
 		r.Pid, r.Comm, len(r.Threads), r.Others, time.Duration(r.Window), time.Duration(r.Interval), time.Duration(r.Elapsed).Round(time.Millisecond))
-	if len(r.Threads) == 0 {
+	switch {
+	case r.Sampled == 0:
+		fmt.Fprintln(w, "no thread's system call could be read: which threads wait for events, and in what, is unknown")
+	case len(r.Threads) == 0:
 		fmt.Fprintln(w, "no thread was seen in an event wait or used a tenth of the window's CPU")
 	}
 	for _, t := range r.Threads {

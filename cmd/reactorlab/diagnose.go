@@ -24,8 +24,9 @@ stopped or traced. What it could not read (a process of another user)
 it says. Prints the report on stdout; --json FILE also writes it as JSON
 to FILE, and --json - writes the JSON alone on stdout, the report then
 going to stderr. Exit 0: every loop thread waiting or serving; 1: one
-spinning, blocked or starved, or the process ended within the window; 2:
-bad flags, or no such pid; 130: interrupted by SIGINT or SIGTERM.`
+spinning, blocked or starved, the process ended within the window, or
+no thread's system call could be read (nothing judged); 2: bad flags,
+or no such pid; 130: interrupted by SIGINT or SIGTERM.`
 
 // diagnoseCmd is `reactorlab diagnose`: a live process's loop threads,
 // classified.
@@ -64,9 +65,11 @@ func diagnoseCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep.WriteText(human)
+	if rep.Sampled == 0 {
+		return c.Errorf(stderr, cli.ExitFail, "pid %d: no thread's system call could be read (the report says why): nothing judged", *pid)
+	}
 	if rep.Findings() > 0 {
 		return cli.ExitFail
 	}
 	return cli.ExitOK
 }
-
