@@ -101,6 +101,9 @@ func TestClassify(t *testing.T) {
 			th.Run, th.RunqWait, th.Voluntary, th.InWait, th.Running = ms(1000), ms(999), 9000, 100, 100
 		}, Serving, nil},
 		{"run-queue wait over its run time but under a tenth of the window", func(th *Thread) { th.Run, th.RunqWait = ms(50), ms(150) }, Waiting, nil},
+		{"starved to under a tenth of the window's CPU", func(th *Thread) {
+			th.Run, th.RunqWait, th.InWait, th.Running = ms(150), ms(1800), 0, 200
+		}, Starved, []string{"run-queue wait"}},
 	} {
 		th := thread()
 		c.edit(&th)
@@ -123,6 +126,19 @@ func TestClassifySaysWhatItCouldNotRead(t *testing.T) {
 	ev := strings.Join(th.Evidence, "\n")
 	if th.Class != Serving || !strings.Contains(ev, "switches: unknown") || !strings.Contains(ev, "reads: unknown") || !strings.Contains(ev, "not read: io: permission denied") {
 		t.Errorf("%s:\n%s", th.Class, ev)
+	}
+}
+
+// TestAsked: a thread that ran or waited for a CPU a tenth of the
+// window is a loop thread; one that ran and waited less is not.
+func TestAsked(t *testing.T) {
+	for _, c := range []struct {
+		run, wait jsontime.Seconds
+		want      bool
+	}{{ms(200), 0, true}, {ms(50), ms(150), true}, {ms(100), ms(99), false}, {-1, -1, false}, {-1, ms(200), true}} {
+		if got := Asked(Thread{Run: c.run, RunqWait: c.wait}, window); got != c.want {
+			t.Errorf("ran %v, waited %v: %v, want %v", time.Duration(c.run), time.Duration(c.wait), got, c.want)
+		}
 	}
 }
 
