@@ -37,12 +37,15 @@ func (c Class) Finding() bool { return c == Spinning || c == Blocked || c == Sta
 // The rules' figures. Each is a share of the window or of the samples,
 // derived in its comment, never tuned to a test.
 const (
-	// loopCPUShare: a thread that ran, or waited on the run queue, at
-	// least a tenth of the window is looked at even if it was never seen
-	// in an event wait (a spinner never is: it never sleeps; nor is a loop
-	// whose waits always find work, starved or not), and one that ran that
-	// much is "serving" rather than "waiting". An idle loop wakes for
-	// timers and housekeeping and runs well under 1%.
+	// loopCPUShare: a thread that ran at least a tenth of the window is
+	// looked at even if it was never seen in an event wait (a spinner
+	// never is: it never sleeps; nor is a loop whose waits always find
+	// work), and is "serving" rather than "waiting". An idle loop wakes
+	// for timers and housekeeping and runs well under 1%. A thread that
+	// only waited for a CPU that long is not looked at: a runtime's
+	// monitor thread (Go's sysmon) that wakes every few milliseconds on a
+	// busy machine waits so, and is no loop; so a loop starved below a
+	// tenth of the window's CPU and never seen in its wait is not judged.
 	loopCPUShare = 10 // per cent of the window
 	// blockedShare: a thread held in one call other than its wait in at
 	// least a third of the samples was kept from its events for a third
@@ -93,7 +96,7 @@ const (
 // Method is the rules Classify applies, as one paragraph the report
 // prints: every threshold with its reason in short.
 func Method() string {
-	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran or waited for a CPU ≥ %d%% of the window. "+
+	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran ≥ %d%% of the window. "+
 		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran, or more involuntary than voluntary switches; "+
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
 		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks. "+
@@ -163,20 +166,6 @@ type Thread struct {
 
 	// Unreadable lists what could not be read of this thread, and why.
 	Unreadable []string `json:"unreadable,omitempty"`
-}
-
-// Asked reports whether t ran, or waited on the run queue, at least
-// loopCPUShare of the window: a thread that does so is a loop thread even
-// if it was never seen in an event wait.
-func Asked(t Thread, window time.Duration) bool {
-	var asked time.Duration
-	if t.Run > 0 {
-		asked += time.Duration(t.Run)
-	}
-	if t.RunqWait > 0 {
-		asked += time.Duration(t.RunqWait)
-	}
-	return asked*100 >= window*loopCPUShare
 }
 
 // Classify sets t's Class and Evidence from its figures over a window of

@@ -129,19 +129,6 @@ func TestClassifySaysWhatItCouldNotRead(t *testing.T) {
 	}
 }
 
-// TestAsked: a thread that ran or waited for a CPU a tenth of the
-// window is a loop thread; one that ran and waited less is not.
-func TestAsked(t *testing.T) {
-	for _, c := range []struct {
-		run, wait jsontime.Seconds
-		want      bool
-	}{{ms(200), 0, true}, {ms(50), ms(150), true}, {ms(100), ms(99), false}, {-1, -1, false}, {-1, ms(200), true}} {
-		if got := Asked(Thread{Run: c.run, RunqWait: c.wait}, window); got != c.want {
-			t.Errorf("ran %v, waited %v: %v, want %v", time.Duration(c.run), time.Duration(c.wait), got, c.want)
-		}
-	}
-}
-
 // TestMethodStatesEveryRule: the method line names every class's rule
 // with its figures.
 func TestMethodStatesEveryRule(t *testing.T) {

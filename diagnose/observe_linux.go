@@ -384,7 +384,7 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 		if t.Samples > 0 {
 			r.Sampled++
 		}
-		if t.InWait == 0 && !Asked(t, window) {
+		if t.InWait == 0 && (t.Run < 0 || time.Duration(t.Run)*100 < window*loopCPUShare) {
 			r.Others++
 			continue
 		}
