@@ -327,12 +327,12 @@ func TestSleepingLoopIsBlocked(t *testing.T) {
 	}
 }
 
-// TestLoopBesideBurnersIsStarved: a loop that wants a CPU all the time,
-// pinned to one CPU beside two threads that burn it, waits on the run
-// queue at least as long as it runs (it gets a third of the CPU, and
-// waits two thirds; a quarter and three quarters beside the burner the
-// count=10 runs keep on CPU 1; it must run a tenth of the window to be
-// looked at). The burner's GOMAXPROCS is set: under taskset Go would take
+// TestLoopBesideBurnersIsStarved: a loop that waits for its events a
+// moment (the samples see it in its wait: a loop thread, whatever CPU it
+// gets), then wants a CPU all the time, pinned to one CPU beside two
+// threads that burn it, waits on the run queue at least as long as it
+// runs (it gets a third of the CPU at most, and waits two thirds):
+// starved, exit 1. The burner's GOMAXPROCS is set: under taskset Go would take
 // it from the one CPU allowed, and its locked threads would then take
 // turns on one P, burning one thread's worth between them.
 func TestLoopBesideBurnersIsStarved(t *testing.T) {
@@ -346,7 +346,6 @@ func TestLoopBesideBurnersIsStarved(t *testing.T) {
 	}
 	defer func() { burn.Process.Kill(); burn.Wait() }()
 	cmd, _ := helper(t, "timer-work", "1")
-	time.Sleep(100 * time.Millisecond)
 	rep, code := diagnosed(t, cmd.Process.Pid)
 	if got := classes(rep); code != 1 || got[diagnose.Starved] == 0 || got[diagnose.Spinning] > 0 {
 		t.Errorf("exit %d, classes %v; want exit 1 and a thread starved, none spinning", code, got)

@@ -118,17 +118,14 @@ func epolloutSpin() error {
 	}
 }
 
-// timerWork is a loop whose timer is always due: each round it waits on a
-// timerfd that expires every millisecond and then works 3 ms of CPU, so
+// timerWork is a loop that first waits 300 ms on its epoll set with
+// nothing due (so that the samples find it in its wait), then works: its
+// timerfd expires every millisecond and each round works 3 ms of CPU, so
 // it wants a CPU all the time and never spins (its waits return at once
 // because work is due, and it reads the timer each round).
 func timerWork() error {
 	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
 	if err != nil {
-		return err
-	}
-	ms := unix.NsecToTimespec(int64(time.Millisecond))
-	if err := unix.TimerfdSettime(tfd, 0, &unix.ItimerSpec{Interval: ms, Value: ms}, nil); err != nil {
 		return err
 	}
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
@@ -140,6 +137,15 @@ func timerWork() error {
 	}
 	fmt.Println("ready -")
 	evs := make([]unix.EpollEvent, 8)
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		if _, err := unix.EpollWait(ep, evs, int(time.Until(end).Milliseconds())+1); err != nil && err != unix.EINTR {
+			return err
+		}
+	}
+	ms := unix.NsecToTimespec(int64(time.Millisecond))
+	if err := unix.TimerfdSettime(tfd, 0, &unix.ItimerSpec{Interval: ms, Value: ms}, nil); err != nil {
+		return err
+	}
 	buf := make([]byte, 8)
 	x := uint64(1)
 	for {
