@@ -67,14 +67,15 @@ const (
 	// drops it once they are out; on loopback the queue empties as soon as
 	// the peer reads, so a correct loop is seen so in few looks at most.
 	idleWriteLooks = 2 // 1/idleWriteLooks of the looks
-	minLooks       = 3
+	// minLooks: fewer looks than 3 do not speak for half the window.
+	minLooks = 3
 	// unreadLooks: one socket holding unread bytes in at least half the
-	// looks was not read for half the window. A loop reads its sockets
-	// each round, so bytes sit unread for a round at most; in a runtime
-	// whose idle threads park in futex while another thread serves the
-	// set, the set holds unread bytes in passing, on one socket then
-	// another (measured: a loaded examples/echo, any socket in 5 of 10
-	// looks), never the same socket for half the window.
+	// looks was not read for half the window. A loop given a CPU reads its
+	// sockets each round, so bytes sit unread for a round at most; on a
+	// machine that starves the loop they sit longer (measured: a loaded
+	// examples/echo whose threads waited for a CPU as long as they ran, one
+	// socket's bytes unread in 5 of 10 looks), which is why blocked also
+	// needs long stays in the call (longStay).
 	unreadLooks = 2 // 1/unreadLooks of the looks
 	// longStay: a thread held in a call stays there long: its time in it
 	// (its share of the samples times the window) over its voluntary
