@@ -11,6 +11,7 @@
 //	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID] [--start-timeout 10s] [--json FILE|-] [--junit FILE|-]
 //	reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--start-timeout 10s] [--json FILE|-]
+//	reactorlab diagnose --pid PID [--for 2s] [--json FILE|-]
 //	reactorlab version [--json FILE|-]
 //	reactorlab help [COMMAND]
 //
@@ -63,6 +64,7 @@ var subcommands = []subcommand{
 	{"loadgen", "the load generator alone, as run uses it", roles.LoadgenMain},
 	{"conform", "run the conformance suite against a reference reactor or any\nserver command (conform --list prints the catalogue)", conform},
 	{"footprint", "a server's resident memory per idle connection", footprintCmd},
+	{"diagnose", "say what a live process's event-loop threads were doing: waiting,\nserving, spinning, blocked or starved, with the signals that say so", diagnoseCmd},
 	{"version", "print the module version, VCS revision and Go version", versionCmd},
 	{"help", "print this help, or a command's (help COMMAND)", nil},
 }

@@ -4,6 +4,7 @@
 // stat (state, parent, group, CPU ticks, start time, exit code), status
 // (memory, threads, CPU mask, context switches), schedstat (run time,
 // run-queue wait, timeslices), syscall (the call a thread is blocked in),
+// io (the read and write calls a thread made and the bytes they moved),
 // the descriptor table and a descriptor's fdinfo (an epoll instance's
 // items), the limits file, the command line, the namespace links and
 // the uid map, the system's /proc/stat CPU lines, /proc/cpuinfo's model,

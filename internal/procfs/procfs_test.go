@@ -238,3 +238,20 @@ func TestSocketInode(t *testing.T) {
 		}
 	}
 }
+
+func TestParseIO(t *testing.T) {
+	text := "rchar: 4096\nwchar: 12\nsyscr: 800000\nsyscw: 3\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
+	got, err := ParseIO([]byte(text))
+	if want := (IO{ReadBytes: 4096, WriteBytes: 12, ReadCalls: 800000, WriteCalls: 3}); err != nil || got != want {
+		t.Fatalf("ParseIO = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := ParseIO([]byte("read_bytes: 7\n")); err != nil || got != (IO{-1, -1, -1, -1}) {
+		t.Errorf("no known lines: %+v, %v", got, err)
+	}
+	for _, c := range []struct{ text, field string }{
+		{"rchar: lots\n", "rchar"}, {"syscr: -4\n", "syscr"}, {"wchar:\n", "wchar"}, {"syscw: 1.5\n", "syscw"},
+	} {
+		_, err := ParseIO([]byte(c.text))
+		refused(t, "ParseIO("+c.text+")", err, c.field)
+	}
+}

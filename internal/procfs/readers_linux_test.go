@@ -119,3 +119,42 @@ func TestNamespaceAndUIDMap(t *testing.T) {
 		t.Errorf("ReadUIDMap(Self) = %v, %v", m, err)
 	}
 }
+
+// A thread's io counts grow by the read calls it makes and the bytes
+// they return; a read that returns nothing adds a call and no bytes.
+func TestReadTaskIOCountsThisThread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	p := make([]int, 2)
+	if err := unix.Pipe2(p, unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	before, err := ReadTaskIO(os.Getpid(), tid)
+	if err != nil || before.ReadCalls < 0 || before.ReadBytes < 0 {
+		t.Fatalf("ReadTaskIO = %+v, %v", before, err)
+	}
+	buf := make([]byte, 100)
+	for range 10 {
+		if _, err := unix.Read(p[0], buf); err != unix.EAGAIN {
+			t.Fatalf("read of an empty pipe: %v, want EAGAIN", err)
+		}
+	}
+	if _, err := unix.Write(p[1], buf); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Read(p[0], buf); n != 100 || err != nil {
+		t.Fatalf("read: %d, %v", n, err)
+	}
+	after, err := ReadTaskIO(os.Getpid(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reader's own read of the io file adds a call and its bytes too.
+	calls, bytes := after.ReadCalls-before.ReadCalls, after.ReadBytes-before.ReadBytes
+	if calls < 11 || bytes < 100 || after.WriteCalls-before.WriteCalls < 1 || after.WriteBytes-before.WriteBytes < 100 {
+		t.Errorf("between two readings: %d read calls, %d bytes read, %+v → %+v; want at least 11 calls (10 empty) and 100 bytes", calls, bytes, before, after)
+	}
+}

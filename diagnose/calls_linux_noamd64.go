@@ -1,0 +1,14 @@
+//go:build linux && !amd64
+
+package diagnose
+
+// legacyWaitCalls is empty: the newer architectures have only
+// epoll_pwait, ppoll and pselect6.
+var legacyWaitCalls = map[int]struct {
+	name    string
+	timeout int
+	epoll   bool
+}{}
+
+// legacyCallNames is empty there too.
+var legacyCallNames = map[int]string{}

@@ -1,0 +1,18 @@
+// Package diagnose observes a live process for a bounded window from
+// /proc and the kernel's TCP tables alone, and says of each of its
+// threads that behaves like an event loop what it was doing: waiting,
+// serving, spinning, blocked or starved, each conclusion with the
+// signals that made it and their figures.
+//
+// Nothing is signalled, stopped or traced: the target's threads are read
+// through their /proc files (stat, status, schedstat, syscall, io), its
+// epoll descriptors through their fdinfo and its sockets' queues through
+// inet_diag (packages internal/procfs and internal/inetdiag). Reading a
+// thread's syscall and io files and an epoll descriptor's fdinfo needs
+// leave to trace the process (the same user, or root); what could not be
+// read is said in the report, never taken as a signal's absence.
+//
+// Observe collects the figures; Classify turns one thread's figures into
+// its class by the rules Method states, so that the rules are one
+// function, tested on figures without a process.
+package diagnose

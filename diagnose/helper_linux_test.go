@@ -1,0 +1,187 @@
+//go:build linux
+
+package diagnose_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperEnv names the mode the test binary runs in when a test starts it
+// as a target: a small event loop on one locked thread, doing one thing
+// wrong or right, so that a class is known before it is diagnosed.
+const helperEnv = "DIAGNOSE_TEST_HELPER"
+
+// runHelper runs the helper mode named by helperEnv, if any, and exits;
+// it prints "ready ADDR" on stdout once its loop runs. Every mode ends by
+// itself after a minute.
+func runHelper() {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		return
+	}
+	go func() {
+		time.Sleep(time.Minute)
+		os.Exit(3)
+	}()
+	runtime.LockOSThread()
+	var err error
+	switch mode {
+	case "sleep-loop":
+		err = sleepLoop()
+	case "epollout-spin":
+		err = epolloutSpin()
+	case "timer-work":
+		err = timerWork()
+	case "zero-timeout":
+		err = zeroTimeout()
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	fmt.Fprintln(os.Stderr, "helper:", err)
+	os.Exit(2)
+}
+
+// listen is a blocking listening socket on loopback made with system
+// calls (Go's poller never sees it) and its address.
+func listen() (int, string, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return -1, "", err
+	}
+	if err := unix.Listen(fd, 16); err != nil {
+		return -1, "", err
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return -1, "", err
+	}
+	return fd, fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port), nil
+}
+
+// acceptOne prints "ready ADDR", accepts one connection and returns it
+// with an epoll set holding it for events.
+func acceptOne(events uint32) (conn, ep int, err error) {
+	lfd, addr, err := listen()
+	if err != nil {
+		return -1, -1, err
+	}
+	fmt.Println("ready", addr)
+	if conn, _, err = unix.Accept4(lfd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK); err != nil {
+		return -1, -1, err
+	}
+	if ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return -1, -1, err
+	}
+	return conn, ep, unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, conn, &unix.EpollEvent{Events: events, Fd: int32(conn)})
+}
+
+// sleepLoop is a loop that sleeps in nanosleep between its waits and
+// never reads: its connection, held edge-triggered, keeps what the client
+// sent unread, and each round waits 30 ms for a new edge, then sleeps 100
+// ms. It is blocked in nanosleep while work waits.
+func sleepLoop() error {
+	_, ep, err := acceptOne(unix.EPOLLIN | unix.EPOLLET)
+	if err != nil {
+		return err
+	}
+	evs := make([]unix.EpollEvent, 8)
+	for {
+		if _, err := unix.EpollWait(ep, evs, 30); err != nil && err != unix.EINTR {
+			return err
+		}
+		ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
+		unix.Nanosleep(&ts, nil)
+	}
+}
+
+// epolloutSpin is a loop that holds its idle connection for EPOLLOUT,
+// level-triggered, with nothing to send: every wait returns at once.
+func epolloutSpin() error {
+	_, ep, err := acceptOne(unix.EPOLLIN | unix.EPOLLOUT)
+	if err != nil {
+		return err
+	}
+	evs := make([]unix.EpollEvent, 8)
+	for {
+		if _, err := unix.EpollWait(ep, evs, -1); err != nil && err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// timerWork is a loop that first waits 300 ms on its epoll set with
+// nothing due (so that the samples find it in its wait), then works: its
+// timerfd expires every millisecond and each round works 3 ms of CPU, so
+// it wants a CPU all the time and never spins (its waits return at once
+// because work is due, and it reads the timer each round).
+func timerWork() error {
+	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, tfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(tfd)}); err != nil {
+		return err
+	}
+	fmt.Println("ready -")
+	evs := make([]unix.EpollEvent, 8)
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		if _, err := unix.EpollWait(ep, evs, int(time.Until(end).Milliseconds())+1); err != nil && err != unix.EINTR {
+			return err
+		}
+	}
+	ms := unix.NsecToTimespec(int64(time.Millisecond))
+	if err := unix.TimerfdSettime(tfd, 0, &unix.ItimerSpec{Interval: ms, Value: ms}, nil); err != nil {
+		return err
+	}
+	buf := make([]byte, 8)
+	x := uint64(1)
+	for {
+		if _, err := unix.EpollWait(ep, evs, -1); err != nil && err != unix.EINTR {
+			return err
+		}
+		unix.Read(tfd, buf)
+		for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
+			for range 1000 {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+			}
+		}
+		workSink = x
+	}
+}
+
+// zeroTimeout is a loop that polls an empty epoll set with a zero
+// timeout, never blocking.
+func zeroTimeout() error {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready -")
+	evs := make([]unix.EpollEvent, 8)
+	for {
+		if _, err := unix.EpollWait(ep, evs, 0); err != nil && err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// workSink keeps timerWork's arithmetic from being optimised away.
+var workSink uint64
+
+// dialHelper connects to a helper's address.
+func dialHelper(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }

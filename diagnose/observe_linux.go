@@ -1,0 +1,408 @@
+//go:build linux
+
+package diagnose
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/reactorlab/reactorlab/internal/inetdiag"
+	"github.com/reactorlab/reactorlab/internal/jsontime"
+	"github.com/reactorlab/reactorlab/internal/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// waitCalls are the event waits, by system call number, with the index
+// of the argument that holds a timeout in milliseconds (-1: the timeout
+// is behind a pointer, or the call has none).
+var waitCalls = map[int]struct {
+	name    string
+	timeout int
+	epoll   bool
+}{
+	unix.SYS_EPOLL_PWAIT:    {"epoll_pwait", 3, true},
+	unix.SYS_EPOLL_PWAIT2:   {"epoll_pwait2", -1, true},
+	unix.SYS_PPOLL:          {"ppoll", -1, false},
+	unix.SYS_PSELECT6:       {"pselect6", -1, false},
+	unix.SYS_IO_URING_ENTER: {"io_uring_enter", -1, false},
+}
+
+// callNames names the calls a blocked loop is commonly found in; another
+// is named by its number.
+var callNames = map[int]string{
+	unix.SYS_FUTEX: "futex", unix.SYS_CLOCK_NANOSLEEP: "clock_nanosleep", unix.SYS_NANOSLEEP: "nanosleep",
+	unix.SYS_READ: "read", unix.SYS_WRITE: "write", unix.SYS_READV: "readv", unix.SYS_WRITEV: "writev",
+	unix.SYS_SENDTO: "sendto", unix.SYS_RECVFROM: "recvfrom", unix.SYS_SENDMSG: "sendmsg", unix.SYS_RECVMSG: "recvmsg",
+	unix.SYS_ACCEPT4: "accept4", unix.SYS_CONNECT: "connect", unix.SYS_WAIT4: "wait4", unix.SYS_FSYNC: "fsync",
+	unix.SYS_FDATASYNC: "fdatasync", unix.SYS_OPENAT: "openat", unix.SYS_PREAD64: "pread64", unix.SYS_PWRITE64: "pwrite64",
+	unix.SYS_FLOCK: "flock", unix.SYS_FCNTL: "fcntl", unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait",
+}
+
+func init() {
+	for nr, w := range legacyWaitCalls {
+		waitCalls[nr] = w
+	}
+	for nr, n := range legacyCallNames {
+		callNames[nr] = n
+	}
+}
+
+// callName is the name of system call nr.
+func callName(nr int) string {
+	if w, ok := waitCalls[nr]; ok {
+		return w.name
+	}
+	if n, ok := callNames[nr]; ok {
+		return n
+	}
+	return "system call " + strconv.Itoa(nr)
+}
+
+// account is one reading of a thread's scheduler and io counts.
+type account struct {
+	sched            procfs.Schedstat
+	schedOK          bool
+	vol, invol       int64
+	readCalls, bytes int64
+}
+
+// tracked is one thread followed through the window.
+type tracked struct {
+	th     Thread
+	first  account
+	epolls map[int]int // epoll descriptor → samples in a wait on it
+	// timeouts is the least and the most timeout seen, in ms, per wait
+	// (as WaitCalls names it) whose timeout is an argument.
+	timeouts map[string][2]int
+}
+
+// lookResult is one look at one epoll set: the sockets registered
+// level-triggered for EPOLLOUT with an empty send queue, and those with
+// unread bytes or queued connections, by inode.
+type lookResult struct {
+	idleWrite int
+	unread    []uint64
+}
+
+// observer holds an observation's state.
+type observer struct {
+	pid        int
+	threads    map[int]*tracked
+	looks      map[int][]lookResult // epoll descriptor → its looks
+	unreadable map[string]bool
+}
+
+// Observe watches process pid for opt.Window and classifies its loop
+// threads. It reads /proc and inet_diag only. The error is ErrNoProcess
+// (wrapped, naming the pid) for a pid /proc does not show, ErrWindow for
+// a window out of range, the context's error when ctx ends first, or one
+// saying the process ended within the window.
+func Observe(ctx context.Context, pid int, opt Options) (Report, error) {
+	opt.Window = cmp.Or(opt.Window, DefaultWindow)
+	opt.Interval = cmp.Or(opt.Interval, DefaultInterval)
+	opt.Looks = cmp.Or(opt.Looks, DefaultLooks)
+	if opt.Window < MinWindow || opt.Window > MaxWindow {
+		return Report{}, fmt.Errorf("%v: %w", opt.Window, ErrWindow)
+	}
+	start := time.Now()
+	st, err := procfs.ReadStat(pid)
+	if pid <= 0 || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) || st.Zombie() {
+		return Report{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	}
+	if err != nil {
+		return Report{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	o := &observer{pid: pid, threads: map[int]*tracked{}, looks: map[int][]lookResult{}, unreadable: map[string]bool{}}
+	if err := o.sample(); err != nil {
+		return Report{}, err
+	}
+	// The samples run on the interval's clock; the looks are spread over
+	// the window between them.
+	t0 := time.Now()
+	tick := time.NewTicker(opt.Interval)
+	defer tick.Stop()
+	nextLook := 1
+	for {
+		select {
+		case <-ctx.Done():
+			return Report{}, ctx.Err()
+		case <-tick.C:
+		}
+		since := time.Since(t0)
+		if since >= opt.Window {
+			break
+		}
+		if err := o.sample(); err != nil {
+			return Report{}, err
+		}
+		if nextLook <= opt.Looks && since >= time.Duration(nextLook)*opt.Window/time.Duration(opt.Looks+1) {
+			nextLook++
+			o.look()
+		}
+	}
+	window := time.Since(t0)
+	return o.report(st.Comm, window, opt, start)
+}
+
+// gone reports whether err says a process or thread no longer exists.
+func gone(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) }
+
+// cannot records what could not be read for want of privilege, once per
+// kind.
+func (o *observer) cannot(what string, err error) {
+	if errors.Is(err, fs.ErrPermission) {
+		o.unreadable[what+": permission denied (a process of another user: run as that user or as root)"] = true
+	} else if !gone(err) {
+		o.unreadable[what+": "+err.Error()] = true
+	}
+}
+
+// read reads a thread's account; schedOK, and counts of -1, say what was
+// not there.
+func (o *observer) read(tid int) account {
+	a := account{vol: -1, invol: -1, readCalls: -1, bytes: -1}
+	if s, err := procfs.ReadTaskSchedstat(o.pid, tid); err == nil {
+		a.sched, a.schedOK = s, true
+	} else {
+		o.cannot("schedstat (run-queue wait)", err)
+	}
+	if s, err := procfs.ReadTaskStatus(o.pid, tid); err == nil {
+		a.vol, a.invol = s.VoluntarySwitches, s.InvoluntarySwitches
+	} else {
+		o.cannot("status (context switches)", err)
+	}
+	if s, err := procfs.ReadTaskIO(o.pid, tid); err == nil {
+		a.readCalls, a.bytes = s.ReadCalls, s.ReadBytes
+	} else {
+		o.cannot("io (read calls and bytes)", err)
+	}
+	return a
+}
+
+// sample looks once at every thread: its state and the call it is in. A
+// thread first seen here gets its first account read.
+func (o *observer) sample() error {
+	tids, err := procfs.Tasks(o.pid)
+	if gone(err) {
+		return fmt.Errorf("pid %d ended within the window", o.pid)
+	}
+	if err != nil {
+		return fmt.Errorf("pid %d: listing its threads: %w", o.pid, err)
+	}
+	for _, tid := range tids {
+		st, err := procfs.ReadTaskStat(o.pid, tid)
+		if err != nil {
+			o.cannot("stat", err)
+			continue
+		}
+		tr := o.threads[tid]
+		if tr == nil {
+			tr = &tracked{th: Thread{Tid: tid, EpollFd: -1, InCall: map[string]int{}, WaitCalls: map[string]int{}}, epolls: map[int]int{}, timeouts: map[string][2]int{}}
+			tr.first = o.read(tid)
+			o.threads[tid] = tr
+		}
+		tr.th.Comm = st.Comm
+		call, err := procfs.ReadTaskSyscall(o.pid, tid)
+		if err != nil {
+			o.cannot("syscall (the call a thread is in)", err)
+			continue
+		}
+		t := &tr.th
+		t.Samples++
+		if st.State == "D" {
+			t.StateD++
+		}
+		if !call.InCall {
+			t.Running++
+			continue
+		}
+		w, isWait := waitCalls[call.Nr]
+		if !isWait {
+			t.InCall[callName(call.Nr)]++
+			continue
+		}
+		t.InWait++
+		name := w.name
+		if w.epoll {
+			fd := int(int32(call.Args[0]))
+			tr.epolls[fd]++
+			name += " on " + strconv.Itoa(fd)
+		}
+		t.WaitCalls[name]++
+		if w.timeout >= 0 {
+			ms := int(int32(call.Args[w.timeout]))
+			r, ok := tr.timeouts[name]
+			if !ok {
+				r = [2]int{ms, ms}
+			}
+			tr.timeouts[name] = [2]int{min(r[0], ms), max(r[1], ms)}
+		}
+	}
+	return nil
+}
+
+// look reads every epoll set of the process once, and the kernel's TCP
+// tables, and counts per set the sockets held for EPOLLOUT,
+// level-triggered, with an empty send queue, and those with unread bytes.
+func (o *observer) look() {
+	fds, err := procfs.ReadFds(o.pid)
+	if err != nil {
+		o.cannot("the descriptor table", err)
+		return
+	}
+	var epolls []int
+	for _, f := range fds {
+		if f.Target == procfs.EpollTarget {
+			epolls = append(epolls, f.Num)
+		}
+	}
+	if len(epolls) == 0 {
+		return
+	}
+	socks := map[uint64]inetdiag.Socket{}
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		ss, err := inetdiag.Dump(fam, 0, 0, 0)
+		if err != nil {
+			o.cannot("the kernel's TCP tables (inet_diag)", err)
+			return
+		}
+		for _, s := range ss {
+			if s.Inode != 0 {
+				socks[uint64(s.Inode)] = s
+			}
+		}
+	}
+	for _, ep := range epolls {
+		items, err := procfs.ReadEpollItems(o.pid, ep)
+		if err != nil {
+			o.cannot("an epoll descriptor's fdinfo", err)
+			continue
+		}
+		var r lookResult
+		for _, it := range items {
+			s, ok := socks[it.Ino]
+			if !ok {
+				continue
+			}
+			if it.Events&unix.EPOLLOUT != 0 && it.Events&unix.EPOLLET == 0 && s.State == inetdiag.Established && s.Unsent == 0 {
+				r.idleWrite++
+			}
+			if s.Unread > 0 && it.Events&unix.EPOLLIN != 0 {
+				r.unread = append(r.unread, it.Ino)
+			}
+		}
+		o.looks[ep] = append(o.looks[ep], r)
+	}
+}
+
+// report reads every thread's account again, takes the differences,
+// picks the loop threads and classifies them.
+func (o *observer) report(comm string, window time.Duration, opt Options, start time.Time) (Report, error) {
+	r := Report{Pid: o.pid, Comm: comm, Window: jsontime.Seconds(window), Interval: jsontime.Seconds(opt.Interval), Method: Method()}
+	// A set whose waits never block is never seen waited on: the sets no
+	// thread was seen in are the candidates of the threads never seen in
+	// an epoll wait.
+	waited := map[int]bool{}
+	for _, tr := range o.threads {
+		for fd := range tr.epolls {
+			waited[fd] = true
+		}
+	}
+	var unseen []int
+	for _, fd := range slices.Sorted(maps.Keys(o.looks)) {
+		if !waited[fd] {
+			unseen = append(unseen, fd)
+		}
+	}
+	for _, tid := range slices.Sorted(maps.Keys(o.threads)) {
+		tr := o.threads[tid]
+		if _, err := procfs.ReadTaskStat(o.pid, tid); err != nil {
+			r.Ended++
+			continue
+		}
+		last := o.read(tid)
+		t := tr.th
+		t.WaitTimeouts = map[string]string{}
+		for w, r := range tr.timeouts {
+			t.WaitTimeouts[w] = strconv.Itoa(r[0]) + " ms"
+			if r[1] != r[0] {
+				t.WaitTimeouts[w] = strconv.Itoa(r[0]) + ".." + strconv.Itoa(r[1]) + " ms"
+			}
+		}
+		t.Run, t.RunqWait = -1, -1
+		if tr.first.schedOK && last.schedOK {
+			t.Run = jsontime.Seconds(last.sched.RunNs - tr.first.sched.RunNs)
+			t.RunqWait = jsontime.Seconds(last.sched.WaitNs - tr.first.sched.WaitNs)
+		} else {
+			t.Unreadable = append(t.Unreadable, "schedstat: its CPU and run-queue wait are unknown")
+		}
+		t.Voluntary, t.Involuntary = diff(tr.first.vol, last.vol), diff(tr.first.invol, last.invol)
+		t.ReadCalls, t.ReadBytes = diff(tr.first.readCalls, last.readCalls), diff(tr.first.bytes, last.bytes)
+		most := 0
+		for _, fd := range slices.Sorted(maps.Keys(tr.epolls)) {
+			if n := tr.epolls[fd]; n > most {
+				t.EpollFd, most = fd, n
+			}
+		}
+		sets := unseen
+		if t.EpollFd >= 0 {
+			sets = []int{t.EpollFd}
+		} else if len(unseen) > 0 {
+			t.EpollUnseen = true
+		}
+		for _, fd := range sets {
+			var s Thread
+			unread := map[uint64]int{} // socket → looks it had unread bytes in
+			for _, l := range o.looks[fd] {
+				s.Looks++
+				if l.idleWrite > 0 {
+					s.IdleWriteLooks++
+				}
+				s.MostIdleWrite = max(s.MostIdleWrite, l.idleWrite)
+				for _, ino := range l.unread {
+					unread[ino]++
+					s.UnreadLooks = max(s.UnreadLooks, unread[ino])
+				}
+			}
+			// Of several candidate sets, the one most often holding idle
+			// write interest speaks for the thread.
+			if t.EpollUnseen && (s.IdleWriteLooks > t.IdleWriteLooks || t.Looks == 0) {
+				t.EpollFd = fd
+			}
+			if fd == t.EpollFd {
+				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
+			}
+		}
+		if t.Samples > 0 {
+			r.Sampled++
+		}
+		if t.InWait == 0 && (t.Run < 0 || time.Duration(t.Run)*100 < window*loopCPUShare) {
+			r.Others++
+			continue
+		}
+		if t.Samples == 0 {
+			t.Unreadable = append(t.Unreadable, "no sample of the call it was in")
+		}
+		Classify(&t, window)
+		r.Threads = append(r.Threads, t)
+	}
+	r.Unreadable = slices.Sorted(maps.Keys(o.unreadable))
+	r.Elapsed = jsontime.Seconds(time.Since(start))
+	return r, nil
+}
+
+// diff is b - a, or -1 when either is unknown.
+func diff(a, b int64) int64 {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return b - a
+}
