@@ -177,7 +177,7 @@ func Classify(t *Thread, window time.Duration) {
 	busy := run*100 >= window*loopCPUShare
 	var ev, held []string
 
-	cpuLine := fmt.Sprintf("CPU: ran %v (%.0f%% of the %v window)", run.Round(time.Millisecond), pct(run), window)
+	cpuLine := fmt.Sprintf("CPU: ran %v (%.0f%% of the %v window)", run.Round(time.Millisecond), pct(run), window.Round(time.Millisecond))
 	if run < 0 {
 		cpuLine = "CPU: unknown (its schedstat was not read)"
 	}

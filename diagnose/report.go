@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/internal/jsontime"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // Options bound an observation. The zero value of a field takes its
@@ -76,8 +77,9 @@ func (r Report) Findings() int {
 // process, then per loop thread its class and its evidence, one line a
 // signal, then the method.
 func (r Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "pid %d (%s): %d loop threads, %d other threads, observed %v (a sample every %v; took %v)\n",
-		r.Pid, r.Comm, len(r.Threads), r.Others, time.Duration(r.Window), time.Duration(r.Interval), time.Duration(r.Elapsed).Round(time.Millisecond))
+	fmt.Fprintf(w, "pid %d (%s): %s, %s, observed %v (a sample every %v; took %v)\n",
+		r.Pid, r.Comm, figure.Counted(len(r.Threads), "loop thread", "loop threads"), figure.Counted(r.Others, "other thread", "other threads"),
+		time.Duration(r.Window).Round(time.Millisecond), time.Duration(r.Interval), time.Duration(r.Elapsed).Round(time.Millisecond))
 	switch {
 	case r.Sampled == 0:
 		fmt.Fprintln(w, "no thread's system call could be read: which threads wait for events, and in what, is unknown")
