@@ -108,26 +108,14 @@ func listenerWaiters(inst conformance.Instance) (w listenerWaits, waitErr, err e
 	if err != nil {
 		return w, nil, err
 	}
+	held, err := groupEpollItems(pids)
+	if err != nil {
+		return w, nil, err
+	}
 	refs := map[uint64][]epollRef{}
-	for _, pid := range pids {
-		fds, _ := procfs.ReadFds(pid)
-		for _, f := range fds {
-			if f.Target != procfs.EpollTarget {
-				continue
-			}
-			items, err := procfs.ReadEpollItems(pid, f.Num)
-			var bad *procfs.FormatError
-			if errors.As(err, &bad) {
-				return w, nil, err
-			}
-			if err != nil {
-				continue // closed meanwhile
-			}
-			for _, it := range items {
-				if inodes[it.Ino] {
-					refs[it.Ino] = append(refs[it.Ino], epollRef{pid: pid, fd: f.Num, exclusive: it.Exclusive()})
-				}
-			}
+	for _, h := range held {
+		if inodes[h.item.Ino] {
+			refs[h.item.Ino] = append(refs[h.item.Ino], epollRef{pid: h.pid, fd: h.fd, exclusive: h.item.Exclusive()})
 		}
 	}
 	seen := map[uint64]threadWaits{}
@@ -153,6 +141,37 @@ func listenerWaiters(inst conformance.Instance) (w listenerWaits, waitErr, err e
 		}
 	}
 	return w, waitErr, nil
+}
+
+// heldItem is one item of an epoll set of the target's process group,
+// with the epoll descriptor (pid, fd) it was read from.
+type heldItem struct {
+	pid, fd int
+	item    procfs.EpollItem
+}
+
+// groupEpollItems reads every item of every epoll descriptor of pids from
+// /proc/PID/fdinfo (procfs.ReadEpollItems). A descriptor closed meanwhile
+// is left out; an fdinfo file that does not parse is an error.
+func groupEpollItems(pids []int) ([]heldItem, error) {
+	var out []heldItem
+	for _, pid := range pids {
+		fds, _ := procfs.ReadFds(pid)
+		for _, f := range fds {
+			if f.Target != procfs.EpollTarget {
+				continue
+			}
+			items, err := procfs.ReadEpollItems(pid, f.Num)
+			var bad *procfs.FormatError
+			if errors.As(err, &bad) {
+				return nil, err
+			}
+			for _, it := range items { // none when the descriptor closed meanwhile
+				out = append(out, heldItem{pid: pid, fd: f.Num, item: it})
+			}
+		}
+	}
+	return out, nil
 }
 
 // epollInstances counts the distinct epoll instances among refs, with

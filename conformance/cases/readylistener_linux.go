@@ -9,7 +9,6 @@ import (
 
 	"github.com/reactorlab/reactorlab/conformance"
 	"github.com/reactorlab/reactorlab/internal/inetdiag"
-	"github.com/reactorlab/reactorlab/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,22 +57,13 @@ func readyListener(inst conformance.Instance) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, pid := range pids {
-		fds, _ := procfs.ReadFds(pid)
-		for _, f := range fds {
-			if f.Target != procfs.EpollTarget {
-				continue
-			}
-			items, err := procfs.ReadEpollItems(pid, f.Num)
-			var bad *procfs.FormatError
-			if errors.As(err, &bad) {
-				return "", err
-			}
-			for _, it := range items {
-				if n := queued[it.Ino]; n > 0 && it.Events&epollIn != 0 && it.Events&epollET == 0 {
-					return fmt.Sprintf("the listening socket (inode %d) had %d connections in its accept queue while epoll descriptor %d of pid %d held it for EPOLLIN, level-triggered (events %#x)", it.Ino, n, f.Num, pid, it.Events), nil
-				}
-			}
+	held, err := groupEpollItems(pids)
+	if err != nil {
+		return "", err
+	}
+	for _, h := range held {
+		if n := queued[h.item.Ino]; n > 0 && h.item.Events&epollIn != 0 && h.item.Events&epollET == 0 {
+			return fmt.Sprintf("the listening socket (inode %d) had %d connections in its accept queue while epoll descriptor %d of pid %d held it for EPOLLIN, level-triggered (events %#x)", h.item.Ino, n, h.fd, h.pid, h.item.Events), nil
 		}
 	}
 	return "", nil

@@ -238,12 +238,7 @@ func echoClient(addr string, seed uint64, size int) error {
 // recycled and the recv armed again, every byte arrives, in order.
 func TestNoBuffersIsAResultAndRecovers(t *testing.T) {
 	r := newRing(t, Config{Entries: 8})
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
+	fds := socketPair(t)
 	br, err := r.NewBufRing(2, 2, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -340,12 +335,7 @@ func TestCQOverflowLosesNoCompletion(t *testing.T) {
 // manage, so nothing is pinned), and recycled after the send completes.
 func TestSendStraightFromAProvidedBuffer(t *testing.T) {
 	r := newRing(t, Config{Entries: 8})
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
+	fds := socketPair(t)
 	br, err := r.NewBufRing(4, 2, 64)
 	if err != nil {
 		t.Fatal(err)

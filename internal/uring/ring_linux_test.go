@@ -18,6 +18,18 @@ import (
 // newRing creates a ring on the test goroutine's locked thread and closes it at
 // the end of the test; it skips, with the kernel's reason, where io_uring is
 // unavailable (ENOSYS: no io_uring; EPERM: disabled by sysctl or policy).
+// socketPair is a connected pair of Unix stream sockets, closed when the
+// test ends.
+func socketPair(t *testing.T) [2]int {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	return fds
+}
+
 func newRing(t *testing.T, cfg Config) *Ring {
 	t.Helper()
 	runtime.LockOSThread()
@@ -286,12 +298,7 @@ func TestWakerUnblocksAWait(t *testing.T) {
 
 func TestCancelByFD(t *testing.T) {
 	r := newRing(t, Config{Entries: 8})
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
+	fds := socketPair(t)
 	br, err := r.NewBufRing(3, 4, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -381,12 +388,7 @@ func TestCloseWithOperationsInFlight(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
+	fds := socketPair(t)
 	br, err := r.NewBufRing(1, 4, 64)
 	if err != nil {
 		t.Fatal(err)
