@@ -65,9 +65,10 @@ type Result struct {
 	// the case's claim alone.
 	AtStop string `json:"at_stop,omitempty"`
 	// ByDesign marks an inconclusive case whose precondition the server
-	// was seen, with positive evidence, never to offer: a property of its
-	// design, which gives the same verdict every run (the reason says what
-	// was seen), unlike a precondition this run merely failed to
+	// was seen, with positive evidence on every try, never to offer: a
+	// property of its design, which gives the same verdict every run (the
+	// reason says what was seen; a server that could offer it but never
+	// did on those tries, by a draw of timing, may show it too), unlike a precondition this run merely failed to
 	// establish (a client starved of CPU, a draw of timing). Options.Strict
 	// and conform --strict do not fail it. False for every other verdict.
 	ByDesign bool `json:"by_design,omitempty"`

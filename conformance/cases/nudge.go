@@ -259,5 +259,5 @@ func (h halfClosed) neverHoldsAtFIN(c *conformance.C, lastDelivered bool) bool {
 // neverHoldsAtFINReason is the reason of an inconclusive that
 // neverHoldsAtFIN explains.
 func (h halfClosed) neverHoldsAtFINReason() string {
-	return fmt.Sprintf("on each of %d connections the server held echoes while the client's FIN waited alone in its queue, read the FIN only once it held none, and then delivered every echo owed: it writes everything it has read before it reads again, so it never holds echoes when it reads the end of the stream, and the precondition never arises on its design (the same every run)", h.attempts)
+	return fmt.Sprintf("on each of %d connections the server held echoes while the client's FIN waited alone in its queue, read the FIN only once it held none, and then delivered every echo owed: it behaves as a server that writes everything it has read before it reads again, which never holds echoes when it reads the end of the stream, so the precondition does not arise on its design (for such a server, the same every run)", h.attempts)
 }
