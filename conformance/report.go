@@ -95,7 +95,11 @@ func WriteTable(w io.Writer, target string, results []Result, verbose bool) erro
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID\tTITLE\tVERDICT\tDURATION\n")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.ID, r.Title, r.Verdict, r.Duration.Round(time.Millisecond))
+		verdict := string(r.Verdict)
+		if r.Attempts > 1 {
+			verdict += fmt.Sprintf(" (attempt %d)", r.Attempts)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.ID, r.Title, verdict, r.Duration.Round(time.Millisecond))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

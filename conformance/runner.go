@@ -72,6 +72,11 @@ type Result struct {
 	// establish (a client starved of CPU, a draw of timing). Options.Strict
 	// and conform --strict do not fail it. False for every other verdict.
 	ByDesign bool `json:"by_design,omitempty"`
+	// Attempts is how many times the case ran, when more than once
+	// (Options.Retries): every attempt before the last ended inconclusive,
+	// not by design, and its reason is in Log; Duration is every
+	// attempt's. 0 for a case run once.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // C is a running case: its instance, its deadline and its findings. Its
@@ -327,6 +332,16 @@ type Options struct {
 	// may take, after SIGTERM, to answer what it has read and close every
 	// connection (0: DefaultStopGrace).
 	StopGrace time.Duration
+	// Retries, when positive, runs a case that ended inconclusive again,
+	// on a fresh instance, up to Retries more times, and keeps the first
+	// conclusive result: on a machine that is not quiet, whether a
+	// precondition is established is often a draw of timing (a client
+	// starved of CPU, a descriptor number the kernel did not reuse). A
+	// case that passed or failed is never run again, nor one inconclusive
+	// by design (Result.ByDesign: the same every run) or interrupted, so a
+	// retry can turn an inconclusive into a verdict, never a failure into
+	// a pass. Result.Attempts counts the runs.
+	Retries int
 }
 
 // StopContract names a stop contract a target may be held to.
@@ -391,7 +406,7 @@ func RunAll(ctx context.Context, target Target, cases []Case, opts Options) ([]R
 			results = append(results, notRun(cs))
 			continue
 		}
-		r := runCase(ctx, target, cs, opts.caseRun())
+		r := runRetrying(ctx, target, cs, opts)
 		results = append(results, r)
 		if opts.Progress != nil {
 			opts.Progress(r)
@@ -423,6 +438,34 @@ const stopBound = 30 * time.Second
 // ended before), whatever the case had found by then.
 func RunCase(ctx context.Context, target Target, cs Case, timeout time.Duration) Result {
 	return runCase(ctx, target, cs, Options{Timeout: timeout}.caseRun())
+}
+
+// runRetrying runs cs under o, again while it ends inconclusive (not by
+// design) and o.Retries allows: the last result, with the earlier
+// attempts' reasons first in its log, their durations in its own, and a
+// stop finding of any attempt kept.
+func runRetrying(ctx context.Context, t Target, cs Case, o Options) Result {
+	r := runCase(ctx, t, cs, o.caseRun())
+	var earlier []string
+	spent, atStop := r.Duration, r.AtStop
+	for range max(o.Retries, 0) {
+		if r.Verdict != Inconclusive || r.ByDesign || ctx.Err() != nil {
+			break
+		}
+		earlier = append(earlier, fmt.Sprintf("attempt %d inconclusive (run again: Options.Retries): %s", len(earlier)+1, r.Reason))
+		r = runCase(ctx, t, cs, o.caseRun())
+		spent += r.Duration
+		if atStop == "" {
+			atStop = r.AtStop
+		}
+	}
+	if len(earlier) > 0 {
+		r.Attempts = len(earlier) + 1
+		r.Log = append(earlier, r.Log...)
+		r.Duration = spent
+		r.AtStop = atStop
+	}
+	return r
 }
 
 func runCase(ctx context.Context, t Target, cs Case, run caseRun) Result {
@@ -612,7 +655,7 @@ func Run(t *testing.T, target Target, cases []Case, opts ...Options) {
 	for _, cs := range cases {
 		t.Run(SubtestName(cs), func(t *testing.T) {
 			t.Helper()
-			r := runCase(context.Background(), target, cs, o.caseRun())
+			r := runRetrying(context.Background(), target, cs, o)
 			results = append(results, r)
 			for _, l := range r.Log {
 				t.Log(l)

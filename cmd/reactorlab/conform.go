@@ -90,6 +90,7 @@ type conformFlags struct {
 	control               bool
 	stop                  string
 	stopGrace             time.Duration
+	retries               int
 }
 
 // stopContract is --stop as conformance takes it: "" for none.
@@ -117,8 +118,13 @@ func (f *conformFlags) define(fs *flag.FlagSet) {
 	fs.BoolVar(&f.control, "control", false, "cmd targets: the command serves a byte echo on the control address in REACTORLAB_CONTROL_LISTEN too (implied when the command has {control}): S2 sends its PINGs there under hot data")
 	fs.StringVar(&f.stop, "stop", "none", "the stop contract to hold the target to (`none|sigterm`): sigterm runs X3, X4, X5 (after SIGTERM: each echo stream a prefix of what was sent, ending in FIN, not RST; every connection closed within --stop-grace; new connections refused); none skips them")
 	fs.DurationVar(&f.stopGrace, "stop-grace", conformance.DefaultStopGrace, "with --stop sigterm: how long the target may take after SIGTERM to answer what it has read and close every connection")
+	fs.IntVar(&f.retries, "retries", 0, "run a case that ended inconclusive again, on a fresh instance, up to `N` more times (at most "+fmt.Sprint(maxConformRetries)+"), keeping the first conclusive verdict: for a busy machine, where a precondition is a draw of timing; a failure, a pass and an inconclusive the server's design explains are never run again")
 	fs.BoolVar(&f.inLab, "lab", false, "run the whole suite inside a lab of its own (new network, PID and mount namespaces; rootless where needed): isolated from the host's traffic and ports, and nothing it starts outlives it; refused where namespaces are")
 }
+
+// maxConformRetries bounds --retries: a case run four times is still
+// within the run's bound in the lab (conformLabBound).
+const maxConformRetries = 3
 
 // conflict is the usage error of flags that do not go together or are
 // out of range, or "".
@@ -136,6 +142,8 @@ func (f *conformFlags) conflict() string {
 		return fmt.Sprintf("--stop %q (accepted: none, sigterm)", f.stop)
 	case f.stopGrace <= 0 || f.stopGrace > time.Hour:
 		return fmt.Sprintf("--stop-grace %v: must be in (0, 1h]", f.stopGrace)
+	case f.retries < 0 || f.retries > maxConformRetries:
+		return fmt.Sprintf("--retries %d: out of range 0..%d", f.retries, maxConformRetries)
 	}
 	return ""
 }
@@ -213,8 +221,13 @@ func runConform(ctx context.Context, target conformance.Target, selected []confo
 		target.Name(), time.Since(t0).Round(time.Millisecond), countOf(len(selected), "case"))
 	results, err := conformance.RunAll(ctx, target, selected, conformance.Options{Timeout: f.timeout,
 		StartTimeout: f.startTimeout, NoStartCheck: true, Stop: f.stopContract(), StopGrace: f.stopGrace,
+		Retries: f.retries,
 		Progress: func(r conformance.Result) {
-			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, r.Verdict, r.Duration.Round(time.Millisecond))
+			verdict := string(r.Verdict)
+			if r.Attempts > 1 {
+				verdict += fmt.Sprintf(" (attempt %d)", r.Attempts)
+			}
+			fmt.Fprintf(stderr, "  %-3s %-12s %v\n", r.ID, verdict, r.Duration.Round(time.Millisecond))
 		}})
 	if err != nil {
 		return rep.c.Errorf(stderr, cli.ExitFail, "%v", err)

@@ -48,6 +48,8 @@ func TestConformRefusesBadUsage(t *testing.T) {
 		{[]string{"--target", "lt", "--json", "-", "--junit", "-"}, "both want stdout"},
 		{[]string{"--target", "lt", "--stop", "sigkill"}, `--stop "sigkill"`},
 		{[]string{"--target", "lt", "--stop", "sigterm", "--stop-grace", "0s"}, "--stop-grace"},
+		{[]string{"--target", "lt", "--retries", "4"}, "--retries 4: out of range 0..3"},
+		{[]string{"--target", "lt", "--retries", "-1"}, "--retries -1"},
 		{[]string{"--target", "lt", "--control"}, "--control applies to cmd: targets only"},
 	} {
 		var stdout, stderr bytes.Buffer

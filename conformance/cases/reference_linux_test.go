@@ -37,7 +37,7 @@ func TestInProcessReference(t *testing.T) {
 			if testing.Short() && d != reactors.LT && d != reactors.MainSub {
 				ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(halfSecondPaths, id) })
 			}
-			conformance.Run(t, conformance.InProcess{Design: d}, mustSelect(t, ids), conformance.Options{Strict: true})
+			conformance.Run(t, conformance.InProcess{Design: d}, mustSelect(t, ids), conformance.Options{Strict: true, Retries: referenceRetries})
 		})
 	}
 }
@@ -132,7 +132,16 @@ func TestProcessReference(t *testing.T) {
 				ids = processPaths(d)
 			}
 			ids = shortTier(ids)
-			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), conformance.Options{Strict: true})
+			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), conformance.Options{Strict: true, Retries: referenceRetries})
 		})
 	}
 }
+
+// referenceRetries is how many more times a reference run tries a case
+// that ended inconclusive (conformance.Options.Retries): a reference
+// reactor must establish every precondition, but on a machine shared with
+// other work whether one attempt does is a draw of timing (M3's fresh
+// connection taking the old descriptor number on another loop, A1's
+// client getting the CPU). Strict then fails only a case inconclusive
+// three times running; a failure is never run again.
+const referenceRetries = 2
