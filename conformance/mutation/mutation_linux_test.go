@@ -125,6 +125,15 @@ const (
 	shards   = 2
 )
 
+// mutantRetries is how many more times a mutant's case that ended
+// inconclusive runs (conformance.Options.Retries): the table wants a
+// claim failure, and on a machine shared with other work whether one
+// attempt establishes the precondition is a draw of timing (W4 on
+// flush-spin-at-eof: the kernel's send buffer grew to take every echo,
+// so the server was not seen holding them to the end). A pass is never
+// run again: a mutant that passes is a mutant the suite missed.
+const mutantRetries = 2
+
 // tableMark starts the mutation table in a shard's output.
 const tableMark = "mutation table:"
 
@@ -177,7 +186,7 @@ func runShard(t *testing.T, shard string) {
 				}
 				var row []string
 				for _, target := range targets {
-					results, err := conformance.RunAll(context.Background(), target, selected, conformance.Options{})
+					results, err := conformance.RunAll(context.Background(), target, selected, conformance.Options{Retries: mutantRetries})
 					if err != nil {
 						t.Fatal(err)
 					}
