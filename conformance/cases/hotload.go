@@ -164,6 +164,14 @@ func underHotLoad(c *conformance.C, peers []*peer, kind wire.Kind, bound time.Du
 	// follows (overBound), so none is waited for much longer than that.
 	results := probeAll(c, peers, kind, 2*bound+time.Second)
 	echoed := h.echoed.Load()
+	// Probes that will fail the case are explained by diagnose now, the
+	// hot load still running: the condition they starved under holds
+	// until it stops below. The lines join the evidence only if the case
+	// fails.
+	var d diagnosis
+	if anyBroke(results, bound) {
+		d = diagnoseServing(c.Context(), c.Instance(), "the "+diagnosisWindow.String()+" after the probes, the hot load still running")
+	}
 	h.stop()
 	if err := h.Err(); err != nil {
 		c.Fatalf("hot load: %v", err)
@@ -171,6 +179,7 @@ func underHotLoad(c *conformance.C, peers []*peer, kind wire.Kind, bound time.Du
 	c.Evidencef("hot connections: %d frames echoed in %v", echoed, probeFor)
 	judgeProbes(c, peers, results, bound, "starved under hot load")
 	if c.Failed() {
+		d.record(c)
 		if f := c.Stop(); f.Stats != nil {
 			if hs, ok := f.Stats.Histograms[reactors.HistRotation]; ok {
 				c.Evidencef("rotation interval: p99 %v, max %v", time.Duration(hs.P99), time.Duration(hs.Max))
