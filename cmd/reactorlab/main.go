@@ -11,7 +11,7 @@
 //	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID] [--start-timeout 10s] [--json FILE|-] [--junit FILE|-]
 //	reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--start-timeout 10s] [--json FILE|-]
-//	reactorlab diagnose --pid PID [--for 2s] [--json FILE|-]
+//	reactorlab diagnose --pid PID | --target DESIGN|cmd:'COMMAND' [--hot N] [--steady N --rate R] [--for 2s] [--json FILE|-]
 //	reactorlab version [--json FILE|-]
 //	reactorlab help [COMMAND]
 //
