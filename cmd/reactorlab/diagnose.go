@@ -80,10 +80,13 @@ func (f *diagnoseFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "--target: time between SIGTERM and SIGKILL when stopping it")
 	for _, name := range diagnoseLoadFlags {
 		k, _ := loadgen.LookupKnob(name)
+		if name == "hot" {
+			// No load unless one is asked for: run's default is 1.
+			fs.IntVar(&f.load.Hot, name, 0, "--target: "+k.Help+", as run takes it (0: none)")
+			continue
+		}
 		k.AddFlag(fs, &f.load, "--target: "+k.Help+", as run takes it")
 	}
-	// No load unless one is asked for: --hot's default is run's.
-	f.load.Hot = 0
 }
 
 // diagnoseCmd is `reactorlab diagnose`: a live process's loop threads,

@@ -3,6 +3,7 @@ package cases
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,7 +67,7 @@ func diagnoseServing(ctx context.Context, inst conformance.Instance, when string
 			d.unread = append(d.unread, fmt.Sprintf("diagnose: pid %d: %v", pid, errs[i]))
 			continue
 		case r.Sampled == 0:
-			d.unread = append(d.unread, fmt.Sprintf("diagnose: pid %d: no thread's system call could be read, nothing judged: %v", pid, r.Unreadable))
+			d.unread = append(d.unread, fmt.Sprintf("diagnose: pid %d: no thread's system call could be read, nothing judged (%s)", pid, strings.Join(r.Unreadable, "; ")))
 			continue
 		}
 		d.evidence = append(d.evidence, fmt.Sprintf("diagnose (%s): %s", when, r.Headline()))
