@@ -39,7 +39,7 @@ going to stderr.
 reactor, a mutant of it with --fault, or cmd:'COMMAND' serving a byte
 echo on REACTORLAB_LISTEN or {addr}), waits until it accepts
 connections, puts on it the load --hot and --steady ask for (as run's
-flags; none by default) for 1s before the window and through it, observes
+flags; none by default) for 0.5s before the window and through it, observes
 every process of it that holds its listener, then stops it (SIGTERM,
 SIGKILL after --grace) and says how it ended. Its JSON holds the target,
 the load's totals, a report per serving process and how it stopped.
@@ -171,9 +171,9 @@ func (f *diagnoseFlags) targetConflict() string {
 }
 
 // diagnoseLoadLead is how long the load runs before the window opens:
-// its connections made and its rate reached, so the window sees the
-// target under it.
-const diagnoseLoadLead = time.Second
+// its connections made on loopback (milliseconds) and its first frames
+// answered, so the window sees the target under it.
+const diagnoseLoadLead = 500 * time.Millisecond
 
 // loaded reports whether the flags ask for load: a hot or steady source.
 func (f *diagnoseFlags) loaded() bool { return f.load.Hot > 0 || f.load.Steady > 0 }

@@ -46,7 +46,7 @@ func classesOf(d targetDiagnosis) map[diagnose.Class]int {
 // named spinning on its write interest with nothing to send, exit 1.
 func TestDiagnoseTarget(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
-		code, d, _ := diagnoseTargetRun(t, "--target", "lt", "--for", "300ms")
+		code, d, _ := diagnoseTargetRun(t, "--target", "lt", "--for", "100ms")
 		got := classesOf(d)
 		if code != cli.ExitOK || len(d.Reports) != 1 || got[diagnose.Waiting] == 0 || len(got) != 1 || d.Stopped != "exit 0" || d.Load != nil {
 			t.Errorf("exit %d, %d reports, classes %v, stopped %q, load %v; want exit 0, one report, every loop thread waiting, stopped with exit 0, no load", code, len(d.Reports), got, d.Stopped, d.Load)
@@ -56,7 +56,7 @@ func TestDiagnoseTarget(t *testing.T) {
 		if testing.Short() {
 			t.Skip("-short: the idle target alone")
 		}
-		code, d, _ := diagnoseTargetRun(t, "--target", "lt", "--fault", "permanent-epollout", "--steady", "1", "--rate", "20", "--for", "500ms")
+		code, d, _ := diagnoseTargetRun(t, "--target", "lt", "--fault", "permanent-epollout", "--steady", "1", "--rate", "20", "--for", "300ms")
 		named := false
 		for _, r := range d.Reports {
 			for _, th := range r.Threads {

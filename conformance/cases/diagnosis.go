@@ -12,12 +12,13 @@ import (
 )
 
 // diagnosisWindow is how long a failing case's server is observed by
-// package diagnose: the measurement window of W2 and R4, long enough for
-// diagnose's rules to speak (a tenth of it is 50 ms of CPU; a read spin
-// makes its thousand calls in a few milliseconds; ten looks at the epoll
-// sets), and short beside the cases' own bounds, so a failing case takes
-// half a second more and a passing one nothing.
-const diagnosisWindow = 500 * time.Millisecond
+// package diagnose: long enough for diagnose's rules to speak (30 samples
+// of every thread; a tenth of it is 30 ms of CPU, a few rounds of any
+// loop; a read spin makes its thousand calls in a few milliseconds; ten
+// looks at the epoll sets), and short beside the cases' own windows (W2's
+// and R4's are 500 ms), so a failing case takes 0.3 s more and a passing
+// one nothing.
+const diagnosisWindow = 300 * time.Millisecond
 
 // mostDiagnosed bounds the serving processes observed at once (a server
 // of SO_REUSEPORT workers has one each): they are observed side by side,
