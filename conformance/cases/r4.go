@@ -155,7 +155,8 @@ func runR4(c *conformance.C) {
 		}
 		time.Sleep(20 * time.Millisecond) // retrying a refused connection: nothing to wait on
 	}
-	// Still refusing or stalling: what its loop does now is why.
+	// It still does not serve a new connection: what its loop threads do
+	// now is the evidence of why.
 	explainFailure(c, "the "+diagnosisWindow.String()+" after the recovery's bound, its connections closed")
 	c.Fatalf("no recovery: a new connection was not served within %v after the others closed: %v", r4Recovery, last)
 }
