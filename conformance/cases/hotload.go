@@ -169,11 +169,16 @@ func underHotLoad(c *conformance.C, peers []*peer, kind wire.Kind, bound time.Du
 	// until it stops below. The lines join the evidence only if the case
 	// fails.
 	var d diagnosis
+	loadErr := h.Err
 	if anyBroke(results, bound) {
+		// The load's state is the probes' end's: what it meets while the
+		// diagnosis keeps it running is not the case's.
+		err := h.Err()
+		loadErr = func() error { return err }
 		d = diagnoseServing(c.Context(), c.Instance(), "the "+diagnosisWindow.String()+" after the probes, the hot load still running")
 	}
 	h.stop()
-	if err := h.Err(); err != nil {
+	if err := loadErr(); err != nil {
 		c.Fatalf("hot load: %v", err)
 	}
 	c.Evidencef("hot connections: %d frames echoed in %v", echoed, probeFor)
