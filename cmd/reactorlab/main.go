@@ -11,7 +11,7 @@
 //	reactorlab loadgen --config FILE --out DIR
 //	reactorlab conform --target DESIGN|cmd:'COMMAND' [--case ID] [--start-timeout 10s] [--json FILE|-] [--junit FILE|-]
 //	reactorlab footprint --target DESIGN|cmd:'COMMAND' [--conns 10000] [--start-timeout 10s] [--json FILE|-]
-//	reactorlab diagnose --pid PID [--for 2s] [--json FILE|-]
+//	reactorlab diagnose --pid PID | --target DESIGN|cmd:'COMMAND' [--hot N] [--steady N --rate R] [--for 2s] [--json FILE|-]
 //	reactorlab version [--json FILE|-]
 //	reactorlab help [COMMAND]
 //
@@ -64,7 +64,7 @@ var subcommands = []subcommand{
 	{"loadgen", "the load generator alone, as run uses it", roles.LoadgenMain},
 	{"conform", "run the conformance suite against a reference reactor or any\nserver command (conform --list prints the catalogue)", conform},
 	{"footprint", "a server's resident memory per idle connection", footprintCmd},
-	{"diagnose", "say what a live process's event-loop threads were doing: waiting,\nserving, spinning, blocked or starved, with the signals that say so", diagnoseCmd},
+	{"diagnose", "say what a live process's (or a started target's) event-loop threads\nwere doing: waiting, serving, spinning, blocked or starved, with the\nsignals that say so", diagnoseCmd},
 	{"version", "print the module version, VCS revision and Go version", versionCmd},
 	{"help", "print this help, or a command's (help COMMAND)", nil},
 }

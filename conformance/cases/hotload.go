@@ -164,13 +164,27 @@ func underHotLoad(c *conformance.C, peers []*peer, kind wire.Kind, bound time.Du
 	// follows (overBound), so none is waited for much longer than that.
 	results := probeAll(c, peers, kind, 2*bound+time.Second)
 	echoed := h.echoed.Load()
+	// Probes that will fail the case are explained by diagnose now, the
+	// hot load still running: the condition they starved under holds
+	// until it stops below. The lines join the evidence only if the case
+	// fails.
+	var d diagnosis
+	loadErr := h.Err
+	if anyBroke(results, bound) {
+		// The load's state is the probes' end's: what it meets while the
+		// diagnosis keeps it running is not the case's.
+		err := h.Err()
+		loadErr = func() error { return err }
+		d = diagnoseServing(c.Context(), c.Instance(), "the "+diagnosisWindow.String()+" after the probes, the hot load still running")
+	}
 	h.stop()
-	if err := h.Err(); err != nil {
+	if err := loadErr(); err != nil {
 		c.Fatalf("hot load: %v", err)
 	}
 	c.Evidencef("hot connections: %d frames echoed in %v", echoed, probeFor)
 	judgeProbes(c, peers, results, bound, "starved under hot load")
 	if c.Failed() {
+		d.record(c)
 		if f := c.Stop(); f.Stats != nil {
 			if hs, ok := f.Stats.Histograms[reactors.HistRotation]; ok {
 				c.Evidencef("rotation interval: p99 %v, max %v", time.Duration(hs.P99), time.Duration(hs.Max))

@@ -106,6 +106,17 @@ func probeAll(c *conformance.C, peers []*peer, kind wire.Kind, limit time.Durati
 	return results
 }
 
+// broke reports whether judgeProbes fails the case on r: its probe
+// ended in error, completed nothing, or broke the bound (overBound).
+func (r probeResult) broke(bound time.Duration) bool {
+	return r.err != nil || len(r.rtts) == 0 || overBound(r.rtts, bound) != ""
+}
+
+// anyBroke reports whether judgeProbes fails the case on results.
+func anyBroke(results []probeResult, bound time.Duration) bool {
+	return slices.ContainsFunc(results, func(r probeResult) bool { return r.broke(bound) })
+}
+
 // judgeProbes records every peer's round trips and fails the case where a
 // probe ended in error, completed nothing, or broke the bound (overBound);
 // harm says what the failure means ("starved under hot load").

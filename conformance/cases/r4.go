@@ -102,15 +102,22 @@ func runR4(c *conformance.C) {
 	if w.ready.hits > 0 {
 		c.Evidencef("%s", w.ready)
 	}
+	// A spin named is explained by diagnose over the next window: the
+	// connections are still open and the table full, so the condition
+	// the case measured still holds.
+	spins := func(format string, args ...any) {
+		explainFailure(c, "the "+diagnosisWindow.String()+" after the case's window, the descriptor table still full")
+		c.Fatalf(format, args...)
+	}
 	switch {
 	case w.spinner != nil && w.cpu > spin:
-		c.Fatalf("server spins while its descriptor table is full: %v CPU, over %s, and %s (%s)", w.cpu, spinArithmetic, w.spinner, spinnerArithmetic)
+		spins("server spins while its descriptor table is full: %v CPU, over %s, and %s (%s)", w.cpu, spinArithmetic, w.spinner, spinnerArithmetic)
 	case w.ready.seenAgain() && w.cpu > spin:
-		c.Fatalf("server spins while its descriptor table is full: %v CPU, over %s, and %s", w.cpu, spinArithmetic, w.ready)
+		spins("server spins while its descriptor table is full: %v CPU, over %s, and %s", w.cpu, spinArithmetic, w.ready)
 	case w.spinner != nil:
-		c.Fatalf("server spins while its descriptor table is full, though starved of CPU (%v CPU%s, under %s): %s (%s)", w.cpu, w.waitText(), spinArithmetic, w.spinner, spinnerArithmetic)
+		spins("server spins while its descriptor table is full, though starved of CPU (%v CPU%s, under %s): %s (%s)", w.cpu, w.waitText(), spinArithmetic, w.spinner, spinnerArithmetic)
 	case w.ready.held() && starved:
-		c.Fatalf("server spins while its descriptor table is full, though starved of CPU (%v CPU%s, under %s; the busiest thread: %s): %s", w.cpu, w.waitText(), spinArithmetic, w.busiest(), w.ready)
+		spins("server spins while its descriptor table is full, though starved of CPU (%v CPU%s, under %s; the busiest thread: %s): %s", w.cpu, w.waitText(), spinArithmetic, w.busiest(), w.ready)
 	case w.cpu > spin && w.threadsErr != nil:
 		// The CPU alone does not say what it went to.
 		notSpin = fmt.Sprintf("the server used %v CPU, over %s, but its threads' accounts could not be read (%v): without a second signal that a thread retried without blocking, its CPU is not named a spin", w.cpu, spinArithmetic, w.threadsErr)
@@ -148,6 +155,9 @@ func runR4(c *conformance.C) {
 		}
 		time.Sleep(20 * time.Millisecond) // retrying a refused connection: nothing to wait on
 	}
+	// It still does not serve a new connection: what its loop threads do
+	// now is the evidence of why.
+	explainFailure(c, "the "+diagnosisWindow.String()+" after the recovery's bound, its connections closed")
 	c.Fatalf("no recovery: a new connection was not served within %v after the others closed: %v", r4Recovery, last)
 }
 

@@ -4,6 +4,7 @@ package cases
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,6 +66,11 @@ func TestR4SpinnerFailsOnBothSignals(t *testing.T) {
 	secondSignal := strings.Contains(r.Reason, "blocked less than once per") || strings.Contains(r.Reason, "looks within the window")
 	if r.Verdict != conformance.Fail || r.Cause != conformance.CauseClaim || !strings.Contains(r.Reason, "spins") || !secondSignal {
 		t.Errorf("R4 on the spinning mutant: %s (%s): %s; want a claim failure naming the spin with a second signal: the thread that never blocked, or the listener every wait finds ready", r.Verdict, r.Cause, r.Reason)
+	}
+	// The failure carries diagnose's account of the loop threads, taken
+	// while the table was still full.
+	if !slices.ContainsFunc(r.Evidence, func(e string) bool { return strings.HasPrefix(e, "diagnose: thread ") }) {
+		t.Errorf("R4's failure evidence carries no diagnosis of the server's loop threads: %q", r.Evidence)
 	}
 }
 

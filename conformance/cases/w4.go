@@ -59,6 +59,14 @@ func runW4(c *conformance.C) {
 	}
 	// The half-closed client reads nothing from here on.
 	results := probeAll(c, peers, wire.KindData, 2*bound)
+	// Probes that will fail the case are explained by diagnose now,
+	// while the half-closed client still leaves its echoes unread: the
+	// condition they were delayed under holds until it reads below. The
+	// lines join the evidence only if the case fails.
+	var d diagnosis
+	if anyBroke(results, bound) {
+		d = diagnoseServing(c.Context(), c.Instance(), "the "+diagnosisWindow.String()+" after the probes, the half-closed client still not reading")
+	}
 	holding := false
 	if err := l.sample(); err == nil {
 		holding = l.held() > echoThreshold(c)
@@ -76,6 +84,9 @@ func runW4(c *conformance.C) {
 		c.Inconclusivef("the echoes counted as held for the half-closed client did not all arrive once it read (%v): the server did not hold them, so a client leaving echoes unread was not tested (that the echoes are owed is I3's claim)", delivered)
 	}
 	judgeProbes(c, peers, results, bound, "delayed while a half-closed client leaves its echoes unread")
+	if c.Failed() {
+		d.record(c)
+	}
 	if !c.Failed() && !holding {
 		c.Inconclusivef("the others were served, but by the end of the probes the server no longer held echoes for the half-closed client: it was not holding them throughout")
 	}
