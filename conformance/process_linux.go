@@ -354,7 +354,7 @@ func (i *process) Stop() (Final, error) {
 	// behind a wrapper shell, or the leader itself) is a crash, whatever
 	// its code and whatever the case's counts said.
 	if exit.ExitedBeforeStop {
-		f.Exit = "exited by itself during the case (" + f.Exit + ")"
+		f.Exit = "exited by itself before it was stopped (" + f.Exit + ")"
 		f.AtStop = ""
 		problems = append(problems, "")
 	}

@@ -90,9 +90,7 @@ func diagnoseTarget(ctx context.Context, c *cli.Command, f *diagnoseFlags, stdou
 		}
 		stopped = true
 		final, err := inst.Stop()
-		// conformance words an instance's end for a case; here the
-		// window is what it ended in.
-		d.Stopped, d.AtStop = strings.Replace(final.Exit, "during the case", "during the observation", 1), final.AtStop
+		d.Stopped, d.AtStop = final.Exit, final.AtStop
 		if err != nil {
 			d.Stopped = "not stopped cleanly: " + err.Error()
 		}
