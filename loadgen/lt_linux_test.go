@@ -24,12 +24,27 @@ import (
 // K in flight, the open loop's rate, the bound on the run's length, the
 // classes recorded, and the files (the interval log read back equals the
 // totals).
+//
+// It runs on each engine; with -short on the epoll engine only (the uring
+// engine's accounting runs in TestAccountingDetects there).
 func TestLT(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			if testing.Short() && engine != loadgen.EngineEpoll {
+				t.Skipf("-short: the %s engine (its accounting runs in TestAccountingDetects)", loadgen.EngineEpoll)
+			}
+			needEngine(t, engine)
+			testLT(t, engine)
+		})
+	}
+}
+
+func testLT(t *testing.T, engine string) {
 	r := startReactor(t, reactors.LT)
 	const k = 8
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 2, InFlight: k, Steady: 2, Rate: 4000,
 		ControlEvery: 5 * time.Millisecond, Duration: time.Second, Warmup: 200 * time.Millisecond,
-		Drain: 500 * time.Millisecond, Interval: 250 * time.Millisecond}
+		Drain: 500 * time.Millisecond, Interval: 250 * time.Millisecond, Engine: engine}
 	began := time.Now()
 	res, err := loadgen.Run(context.Background(), cfg)
 	took := time.Since(began)
@@ -82,6 +97,12 @@ func checkLTAccounting(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
 // took took.
 func checkLTSelfCheck(t *testing.T, sc loadgen.SelfCheck, cfg loadgen.Config, took time.Duration) {
 	t.Helper()
+	if want := cfg.WithDefaults().Engine; sc.Engine != want {
+		t.Errorf("self-check says engine %q ran, want %q", sc.Engine, want)
+	}
+	if (sc.Uring != nil) != (sc.Engine == loadgen.EngineUring) || sc.Uring != nil && (sc.Uring.Enters == 0 || sc.Uring.Reaped == 0) {
+		t.Errorf("self-check's ring counters %+v on the %s engine", sc.Uring, sc.Engine)
+	}
 	if sc.RateRatio < 0.99 || sc.RateRatio > 1.01 {
 		t.Errorf("steady rate ratio %.4f (achieved %.1f of %.0f frames/s): outside 1%%", sc.RateRatio, sc.AchievedRate, sc.TargetRate)
 	}
