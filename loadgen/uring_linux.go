@@ -309,7 +309,9 @@ func (u *uringIO) complete(cq uring.CQE) {
 		switch {
 		case !current:
 		case cq.Res > 0:
-			c.onAnswers(u.br.Bytes(bid, int(cq.Res)), l.now)
+			// Stamped when handled, as the epoll engine stamps each read:
+			// the completions before it in this reap took their time.
+			c.onAnswers(u.br.Bytes(bid, int(cq.Res)), l.clock())
 		case cq.Res == 0:
 			c.peerEnded(errEOF)
 		case cq.Res == -int32(unix.ENOBUFS), cq.Res == -int32(unix.ECANCELED):
