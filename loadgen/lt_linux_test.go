@@ -229,23 +229,41 @@ func testStopProbeLT(t *testing.T, loops int) {
 
 // TestInterruptStopsEverything cancels a run from its progress callback
 // and checks that Run returns promptly, marked interrupted, with nothing
-// counted lost, and that no goroutine it started is left: with one loop and
-// with three.
+// counted lost, and that no goroutine it started and no descriptor it
+// opened is left: with one loop and with three, on each engine (the uring
+// engine's loops are woken through their rings, with receives and sends
+// in flight).
 func TestInterruptStopsEverything(t *testing.T) {
-	for _, loops := range []int{1, 3} {
-		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) { testInterruptStopsEverything(t, loops) })
+	for _, engine := range engines {
+		for _, loops := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/loops=%d", engine, loops), func(t *testing.T) {
+				needEngine(t, engine)
+				testInterruptStopsEverything(t, engine, loops)
+			})
+		}
 	}
 }
 
-func testInterruptStopsEverything(t *testing.T, loops int) {
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // the directory's own, open while it is read
+}
+
+func testInterruptStopsEverything(t *testing.T, engine string, loops int) {
 	r := startReactor(t, reactors.LT)
 	before := runtime.NumGoroutine()
+	fdsBefore := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reports := 0
 	var cancelled time.Time
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 1, InFlight: 16, Steady: 1, Rate: 1000, Loops: loops,
-		ControlEvery: 10 * time.Millisecond, Duration: time.Minute, Interval: 50 * time.Millisecond,
+		ControlEvery: 10 * time.Millisecond, Duration: time.Minute, Interval: 50 * time.Millisecond, Engine: engine,
 		Progress: func(p loadgen.Progress) {
 			reports++
 			if reports == 3 {
@@ -273,6 +291,9 @@ func testInterruptStopsEverything(t *testing.T, loops int) {
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines after Run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+	if n := openFDs(t); n > fdsBefore {
+		t.Errorf("%d descriptors open after Run, %d before", n, fdsBefore)
 	}
 	// A cancelled context before the start is an error, not a run.
 	if _, err := loadgen.Run(ctx, cfg); err == nil {
