@@ -250,9 +250,9 @@ type Config struct {
 // WithDefaults returns c with every zero field that has a default set to it:
 // ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
 // or StopAt > 0), ControlTimeout, RemovalAfter, Drain, Interval and
-// ConnectTimeout, Loops (1), Engine (EngineEpoll), with ChurnRate ChurnBurst (1) and
-// ChurnMax (DefaultChurnMax), and with Precision PrecisionWithin
-// (4 × Duration).
+// ConnectTimeout, Loops (1), Engine (EngineEpoll), with ChurnRate
+// ChurnBurst (1) and ChurnMax (DefaultChurnMax), and with Precision
+// PrecisionWithin (4 × Duration).
 func (c Config) WithDefaults() Config {
 	if c.Loops == 0 {
 		c.Loops = 1

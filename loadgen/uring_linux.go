@@ -17,7 +17,10 @@ package loadgen
 //     per queued connection (at most one in flight each, from the
 //     connection's pending bytes, which stay unchanged until it completes)
 //     is submitted with the wait in a single io_uring_enter. A send's
-//     completion marks its frames sent, as a write does;
+//     completion marks its frames sent, as a write does. The bytes are
+//     the connection's Go memory, pinned by the ring until the send
+//     completes (a pin reuses its table entry: nothing is allocated per
+//     send);
 //   - waiting: io_uring_enter with GETEVENTS until one completion or the
 //     loop's next deadline (the ring's own timeout, so no timerfd); the
 //     group wakes the loop through the ring's Waker (an eventfd read);
