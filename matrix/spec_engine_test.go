@@ -26,8 +26,10 @@ func TestLoadgenEngineField(t *testing.T) {
 		t.Errorf("baseline: engine %q, manifest %v: want the default, left out", lc.Engine, cells[0].Info().Config)
 	}
 	_, lc, _ := cells[1].Configs()
-	if lc.Engine != loadgen.EngineUring || cells[1].Info().Config["loadgen_engine"] != "uring" || cells[1].ID != "loadgen_engine=uring" {
-		t.Errorf("engine cell %q: engine %q, manifest %v", cells[1].ID, lc.Engine, cells[1].Info().Config)
+	if lc.Engine != loadgen.EngineUring || cells[1].Info().Config["loadgen_engine"] != "uring" || cells[1].ID != "loadgen_engine=uring" ||
+		!strings.Contains(cells[1].Describe(), "load generator engine uring") || strings.Contains(cells[0].Describe(), "engine") {
+		t.Errorf("engine cell %q: engine %q, manifest %v, described as %q (the baseline as %q)", cells[1].ID, lc.Engine, cells[1].Info().Config,
+			cells[1].Describe(), cells[0].Describe())
 	}
 	for _, bad := range []struct{ extra, want string }{
 		{"  loadgen_engine: kqueue\n", `line 6: loadgen_engine: "kqueue" (accepted: epoll or uring; leave it out for epoll)`},
