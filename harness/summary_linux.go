@@ -266,10 +266,18 @@ func writeLedger(b *strings.Builder, s *loadgen.Summary) {
 	}
 }
 
-// writeSelfCheck prints what limited the load generator, and its steady
-// rate against the target's.
+// writeSelfCheck prints what limited the load generator, the engine its
+// loops ran (with the uring engine's ring counters), and its steady rate
+// against the target's.
 func writeSelfCheck(b *strings.Builder, sc loadgen.SelfCheck) {
 	fmt.Fprintf(b, "  %-12s limit: %s", "Self-check", sc.Limit)
+	if sc.Engine != "" {
+		fmt.Fprintf(b, "; engine %s", sc.Engine)
+	}
+	if u := sc.Uring; u != nil {
+		fmt.Fprintf(b, " (%s io_uring_enter calls for %s SQEs, %s CQ overflows flushed, %s recvs re-armed for want of buffers)",
+			groupDigits(u.Enters), groupDigits(u.Submitted), groupDigits(u.OverflowFlushes), groupDigits(u.NoBuffers))
+	}
 	if sc.TargetRate > 0 {
 		fmt.Fprintf(b, "; steady rate %.0f of %.0f frames/s (%.2f%%), send lag p99 %s", sc.AchievedRate, sc.TargetRate, 100*sc.RateRatio,
 			fmtDuration(time.Duration(sc.SendLagP99Us*1e3)))

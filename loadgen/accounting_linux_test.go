@@ -24,23 +24,38 @@ const theFrame = 100
 // With -short each case runs once, on one loop or two in turn: a case's
 // detection is the same per-connection code on either, and both the
 // single ledger and the merge still run.
+//
+// The frames reach the accounting through either engine's reads and
+// writes, so every case also runs on the uring engine (where the kernel
+// has it), once, on the number of loops -short gives it; with -short the
+// cases take turns on the engines too, so that each still runs once.
 func TestAccountingDetects(t *testing.T) {
 	t.Parallel()
-	for _, loops := range []int{1, 2} {
-		for i, tc := range accountingCases() {
-			t.Run(fmt.Sprintf("%s/loops=%d", tc.name, loops), func(t *testing.T) {
-				if testing.Short() && loops != 1+i%2 {
-					t.Skipf("-short: %s runs on %d loop(s) only", tc.name, 1+i%2)
-				}
-				t.Parallel()
-				f := startFake(t, tc.mutate)
-				res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: f.Addr(), Steady: 2, Rate: 2000, Loops: loops,
-					Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond})
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkAccountingCase(t, tc, res)
-			})
+	for _, engine := range engines {
+		for _, loops := range []int{1, 2} {
+			for i, tc := range accountingCases() {
+				t.Run(fmt.Sprintf("%s/%s/loops=%d", engine, tc.name, loops), func(t *testing.T) {
+					turnLoops, turnEngine := 1+i%2, engines[i/2%2]
+					switch {
+					case testing.Short() && (loops != turnLoops || engine != turnEngine):
+						t.Skipf("-short: %s runs on %d loop(s), engine %s, only", tc.name, turnLoops, turnEngine)
+					case engine != loadgen.EngineEpoll && loops != turnLoops:
+						t.Skipf("%s runs on the %s engine on %d loop(s) only", tc.name, engine, turnLoops)
+					}
+					needEngine(t, engine)
+					t.Parallel()
+					f := startFake(t, tc.mutate)
+					res, err := loadgen.Run(context.Background(), loadgen.Config{DataAddr: f.Addr(), Steady: 2, Rate: 2000, Loops: loops,
+						Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond, Engine: engine})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.SelfCheck.Engine != engine {
+						t.Errorf("self-check says engine %q ran, want %q", res.SelfCheck.Engine, engine)
+					}
+					checkAccountingCase(t, tc, res)
+				})
+			}
 		}
 	}
 }

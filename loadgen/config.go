@@ -59,6 +59,19 @@ const (
 // DefaultChurnMax is ChurnMax when churn is on and the field is 0.
 const DefaultChurnMax = 256
 
+// The engines a loop does its I/O with (Config.Engine).
+const (
+	// EngineEpoll: level-triggered epoll, one read and one write system
+	// call per connection per batch. The default.
+	EngineEpoll = "epoll"
+	// EngineUring: io_uring, one ring per loop: a multishot recv per
+	// connection into the loop's provided buffer ring, and each round's
+	// sends, across connections, submitted together with the wait in one
+	// io_uring_enter. Wire faults, urgent bytes, churn and a hot lead are
+	// epoll's only.
+	EngineUring = "uring"
+)
+
 // ErrConfig is wrapped by every error of Config.Validate and of decoding a
 // Config from JSON.
 var ErrConfig = errors.New("loadgen: bad configuration")
@@ -217,6 +230,14 @@ type Config struct {
 	// leaves every thread on the mask it inherited. Each must be a CPU the
 	// process may use.
 	LoopCPUs []int
+	// Engine is how every loop does its I/O: EngineEpoll ("" is the same)
+	// or EngineUring. The schedule, the coordinated-omission correction,
+	// the accounting and the self-check are the same code on both; the
+	// self-check says which ran (SelfCheck.Engine). EngineUring needs a
+	// kernel with io_uring, provided buffer rings and multishot recv
+	// (EngineAvailable), and refuses Faults, UrgentEvery, ChurnRate and
+	// HotLead.
+	Engine string
 
 	// Progress, when set, is called about once per Interval with the
 	// figures so far, from a goroutine of Run's own (never concurrently
@@ -229,12 +250,15 @@ type Config struct {
 // WithDefaults returns c with every zero field that has a default set to it:
 // ControlAddr = DataAddr, Window, Payload, Control (1 when ControlEvery > 0
 // or StopAt > 0), ControlTimeout, RemovalAfter, Drain, Interval and
-// ConnectTimeout, Loops (1), with ChurnRate ChurnBurst (1) and
-// ChurnMax (DefaultChurnMax), and with Precision PrecisionWithin
-// (4 × Duration).
+// ConnectTimeout, Loops (1), Engine (EngineEpoll), with ChurnRate
+// ChurnBurst (1) and ChurnMax (DefaultChurnMax), and with Precision
+// PrecisionWithin (4 × Duration).
 func (c Config) WithDefaults() Config {
 	if c.Loops == 0 {
 		c.Loops = 1
+	}
+	if c.Engine == "" {
+		c.Engine = EngineEpoll
 	}
 	if c.ControlAddr == "" {
 		c.ControlAddr = c.DataAddr
@@ -306,7 +330,27 @@ func (c Config) Validate() error {
 	c.checkChurn(&p)
 	c.checkTimes(&p)
 	c.checkFaults(&p)
+	c.checkEngine(&p)
 	return errors.Join(p...)
+}
+
+// checkEngine checks the engine's name and, for EngineUring, that nothing
+// only the epoll engine does is asked for.
+func (c Config) checkEngine(p *problems) {
+	switch c.Engine {
+	case EngineEpoll:
+	case EngineUring:
+		for _, x := range []struct {
+			field string
+			on    bool
+		}{{"fault", len(c.Faults) > 0}, {"urgent-every", c.UrgentEvery > 0}, {"churn-rate", c.ChurnRate > 0}, {"hot-lead", c.HotLead > 0}} {
+			if x.on {
+				p.add("loadgen-engine = %s: %s is the %s engine's only", EngineUring, x.field, EngineEpoll)
+			}
+		}
+	default:
+		p.bad("loadgen-engine", fmt.Sprintf("%q", c.Engine), EngineEpoll+" or "+EngineUring)
+	}
 }
 
 // problems collects what Validate finds, in order.
@@ -604,6 +648,7 @@ type configJSON struct {
 	Faults         []string `json:"faults,omitempty"`
 	Loops          int      `json:"loops,omitempty"`
 	LoopCPUs       []int    `json:"loop_cpus,omitempty"`
+	Engine         string   `json:"engine,omitempty"`
 }
 
 // duration is a time.Duration as a JSON string ("10ms").
@@ -641,7 +686,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		ControlTimeout: duration(c.ControlTimeout), RemovalAfter: c.RemovalAfter, UrgentEvery: duration(c.UrgentEvery),
 		Duration: duration(c.Duration), Warmup: duration(c.Warmup), Drain: duration(c.Drain),
 		Interval: duration(c.Interval), ConnectTimeout: duration(c.ConnectTimeout), Faults: c.Faults,
-		Loops: c.Loops, LoopCPUs: c.LoopCPUs,
+		Loops: c.Loops, LoopCPUs: c.LoopCPUs, Engine: c.Engine,
 		ChurnRate: c.ChurnRate, ChurnBurst: c.ChurnBurst, ChurnMax: c.ChurnMax, HotLead: duration(c.HotLead),
 	})
 }
@@ -667,7 +712,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		ControlTimeout: time.Duration(j.ControlTimeout), RemovalAfter: j.RemovalAfter, UrgentEvery: time.Duration(j.UrgentEvery),
 		Duration: time.Duration(j.Duration), Warmup: time.Duration(j.Warmup), Drain: time.Duration(j.Drain),
 		Interval: time.Duration(j.Interval), ConnectTimeout: time.Duration(j.ConnectTimeout), Faults: j.Faults,
-		Loops: j.Loops, LoopCPUs: j.LoopCPUs,
+		Loops: j.Loops, LoopCPUs: j.LoopCPUs, Engine: j.Engine,
 		ChurnRate: j.ChurnRate, ChurnBurst: j.ChurnBurst, ChurnMax: j.ChurnMax, HotLead: time.Duration(j.HotLead),
 	}
 	return nil

@@ -58,6 +58,11 @@ func TestValidate(t *testing.T) {
 		{"urgent with faults", func(c *loadgen.Config) { c.UrgentEvery, c.Faults = time.Millisecond, []string{"reset"} },
 			[]string{"urgent-every = 1ms with wire faults", "one or the other"}},
 		{"precision above 1", func(c *loadgen.Config) { c.Precision = 5 }, []string{"precision = 5", "(0, 1]"}},
+		{"unknown engine", func(c *loadgen.Config) { c.Engine = "kqueue" }, []string{`loadgen-engine = "kqueue"`, "accepted: epoll or uring"}},
+		{"uring with epoll's features", func(c *loadgen.Config) {
+			c.Engine, c.Faults, c.UrgentEvery, c.ChurnRate, c.HotLead = loadgen.EngineUring, []string{"coalesced"}, time.Millisecond, 10, time.Second
+		}, []string{"loadgen-engine = uring: fault is the epoll engine's only", "loadgen-engine = uring: urgent-every is the epoll engine's only",
+			"loadgen-engine = uring: churn-rate is the epoll engine's only", "loadgen-engine = uring: hot-lead is the epoll engine's only"}},
 		{"precision within less than the duration", func(c *loadgen.Config) { c.Precision, c.PrecisionWithin = 0.05, time.Millisecond },
 			[]string{"precision-within = 1ms", "[duration = 1s, 24h]"}},
 		{"precision within without precision", func(c *loadgen.Config) { c.PrecisionWithin = time.Minute }, []string{"precision-within = 1m0s without a precision target"}},
@@ -97,7 +102,7 @@ func TestConfigJSON(t *testing.T) {
 		Interval: 500 * time.Millisecond, ConnectTimeout: 3 * time.Second, Faults: []string{"half-packets:every=7", "coalesced"},
 		UrgentEvery: 20 * time.Millisecond, Loops: 3, LoopCPUs: []int{1, 0}, Progress: func(loadgen.Progress) {},
 		Arrivals: loadgen.ArrivalsPoisson, ArrivalSeed: 7, ChurnRate: 50, ChurnBurst: 2, ChurnMax: 9, HotLead: time.Second,
-		Precision: 0.05, PrecisionWithin: time.Minute}
+		Precision: 0.05, PrecisionWithin: time.Minute, Engine: loadgen.EngineUring}
 	// Every field is set, so that one the JSON form forgets fails the
 	// round trip: a knob added to Config alone would not reach the load
 	// generator's process. An unexported field is the package's own (a

@@ -177,6 +177,12 @@ type conn struct {
 	endedAt          int64 // when it ended for good (see die)
 	endedSending     bool  // it ended while the run was sending
 	endedAfterStop   bool  // it ended after our STOP was sent
+	// The uring engine's state of the connection (uringIO): a multishot
+	// recv armed, a send in flight (c.out[c.outOff:] must then stay as it
+	// is), and a place in the round's arm and send queues.
+	urRecvArmed, urSending    bool
+	urArmQueued, urSendQueued bool
+
 	// pendingStop counts frames outstanding when the target closed the
 	// connection after our STOP was sent but before its STOP_ACK was read
 	// (a target may close everything right after acknowledging, and the
@@ -248,6 +254,9 @@ func (c *conn) readInterest() uint32 {
 
 // setInterest registers (or changes) the epoll events of c's fd.
 func (c *conn) setInterest(events uint32) error {
+	if c.l.ur != nil && c.l.ur.active {
+		return nil // the ring does the I/O: no readiness is asked for
+	}
 	if c.inEpoll && c.interest == events {
 		return nil
 	}

@@ -145,6 +145,19 @@
 // scheduling lag, was the limit rather than the target. BenchmarkCapacity
 // compares that CPU per frame with the lt reference reactor's.
 //
+// # Engines
+//
+// Config.Engine chooses the system calls under all of the above:
+// EngineEpoll (the default), as described, or EngineUring, an io_uring per
+// loop: once connected (connecting stays on epoll), a connection's answers
+// come from one multishot recv into the loop's provided buffer ring, and
+// its sends join the round's queue, submitted with the wait in one
+// io_uring_enter across connections (see uring_linux.go). The schedule, the
+// correction, the accounting and the self-check are one code on both; the
+// self-check names the engine (SelfCheck.Engine) and, for uring, the
+// rings' counters (SelfCheck.Uring). EngineUring refuses wire faults,
+// urgent bytes, churn and a hot lead.
+//
 // # Several loops
 //
 // Config.Loops runs that many loops, each on its own thread (pinned with

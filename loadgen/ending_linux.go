@@ -166,6 +166,9 @@ func (c *conn) closeFd(reset bool) {
 	if c.fd < 0 {
 		return
 	}
+	if u := c.l.ur; u != nil && u.active {
+		u.cancel(c) // before the close: the ring holds the socket until its operations end
+	}
 	if reset {
 		closeReset(c.fd)
 	} else {

@@ -125,7 +125,12 @@ func (g *group) closeAll() {
 // eventfd; each then reads the group's state (onWake).
 func (g *group) wakeAll(except *loop) {
 	for _, l := range g.loops {
-		if l != except && l.efd >= 0 {
+		if l == except {
+			continue
+		}
+		if w := l.waker.Load(); w != nil {
+			_ = w.Wake() // it can fail only once the waker is closed, after the loops ended
+		} else if l.efd >= 0 {
 			_ = epollsys.WriteEventfd(l.efd) // it can fail only once efd is closed, after the loops ended
 		}
 	}
@@ -148,7 +153,11 @@ func (g *group) run(ctx context.Context) error {
 			// when the goroutine ends.
 			runtime.LockOSThread()
 			l.tid = unix.Gettid()
+			defer l.closeRing() // on the ring's own thread
 			err := l.pin()
+			if err == nil && g.cfg.Engine == EngineUring {
+				err = l.openRing()
+			}
 			if err == nil {
 				err = l.connectAll()
 			}

@@ -201,6 +201,13 @@ var Knobs = []Knob{
 			Accepted: fmt.Sprintf("1..%d; 0 or left out: one per CPU of the load generator's set", MaxLoops),
 			Absent:   "one per CPU", OmitDefault: true},
 		field: func(c *Config) any { return &c.Loops }},
+	// loadgen_engine left out of a spec is the epoll engine: it compares
+	// and prints as that.
+	{Name: "loadgen_engine", Kind: KindChoice, Default: EngineEpoll, Choices: []string{EngineEpoll, EngineUring},
+		Help: "how the load generator's loops do their I/O: epoll (a read and a write per connection per batch) or uring (io_uring: a multishot recv per connection into a provided buffer ring, each round's sends submitted with the wait in one io_uring_enter; no wire faults, urgent bytes, churn or hot lead)",
+		Spec: &SpecRule{Group: GroupRun, Accepted: EngineEpoll + " or " + EngineUring + "; leave it out for " + EngineEpoll,
+			Absent: EngineEpoll, OmitDefault: true},
+		field: func(c *Config) any { return &c.Engine }},
 	// duration and warmup left out of a spec are run's defaults.
 	{Name: "duration", Kind: KindDuration, Default: 10 * time.Second, Help: "measured time, after the warm-up",
 		Spec: periodRule.withRunDefault(GroupRun), field: func(c *Config) any { return &c.Duration }},

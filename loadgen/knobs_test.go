@@ -91,6 +91,7 @@ func TestKnobSpec(t *testing.T) {
 		{"control_timeout", "0s", `"0s" is not a timeout (accepted: a duration > 0 with a unit, e.g. 10ms; leave it out for the default 10ms)`},
 		{"loadgen_loops", "257", `"257" is not a number of event loops (accepted: 1..256; 0 or left out: one per CPU of the load generator's set)`},
 		{"warmup", "-1s", `"-1s" is not a duration (accepted: >= 0 with a unit, e.g. 500us, 2s)`},
+		{"loadgen_engine", "io_uring", `"io_uring" (accepted: epoll or uring; leave it out for epoll)`},
 	} {
 		k, _ := LookupKnob(tc.knob)
 		var c Config
@@ -99,7 +100,7 @@ func TestKnobSpec(t *testing.T) {
 		}
 	}
 	var zero Config
-	for name, want := range map[string]string{"control": "1", "control_timeout": "10ms", "removal_after": "3", "arrivals": "fixed", "loadgen_loops": "one per CPU", "hot": "0"} {
+	for name, want := range map[string]string{"control": "1", "control_timeout": "10ms", "removal_after": "3", "arrivals": "fixed", "loadgen_loops": "one per CPU", "loadgen_engine": "epoll", "hot": "0"} {
 		k, _ := LookupKnob(name)
 		var c Config
 		if got := k.Text(&c); got != want {

@@ -134,6 +134,9 @@ func (l *loop) beginSending() {
 	l.measureFrom, l.sendEnd, l.sendStopped, l.drainEnd = never, never, never, never
 	l.nextInterval = never
 	l.phase = phaseSending
+	if l.ur != nil {
+		l.ur.activate()
+	}
 	l.cpu0 = threadCPU()
 	_ = unix.Getrusage(unix.RUSAGE_THREAD, &l.ru0)
 }
@@ -297,6 +300,9 @@ func (l *loop) settled() bool {
 
 // wait waits for events until deadline (ns since t0) and handles them.
 func (l *loop) wait(deadline int64) error {
+	if l.ur != nil && l.ur.active {
+		return l.ur.wait(deadline)
+	}
 	n, e := 0, unix.Errno(0)
 	spin := deadline > l.now && deadline-l.clock() <= int64(spinWait)
 	if l.pollFirst || spin || deadline <= l.now {

@@ -24,12 +24,27 @@ import (
 // K in flight, the open loop's rate, the bound on the run's length, the
 // classes recorded, and the files (the interval log read back equals the
 // totals).
+//
+// It runs on each engine; with -short on the epoll engine only (the uring
+// engine's accounting runs in TestAccountingDetects there).
 func TestLT(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			if testing.Short() && engine != loadgen.EngineEpoll {
+				t.Skipf("-short: the %s engine (its accounting runs in TestAccountingDetects)", loadgen.EngineEpoll)
+			}
+			needEngine(t, engine)
+			testLT(t, engine)
+		})
+	}
+}
+
+func testLT(t *testing.T, engine string) {
 	r := startReactor(t, reactors.LT)
 	const k = 8
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 2, InFlight: k, Steady: 2, Rate: 4000,
 		ControlEvery: 5 * time.Millisecond, Duration: time.Second, Warmup: 200 * time.Millisecond,
-		Drain: 500 * time.Millisecond, Interval: 250 * time.Millisecond}
+		Drain: 500 * time.Millisecond, Interval: 250 * time.Millisecond, Engine: engine}
 	began := time.Now()
 	res, err := loadgen.Run(context.Background(), cfg)
 	took := time.Since(began)
@@ -82,6 +97,12 @@ func checkLTAccounting(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
 // took took.
 func checkLTSelfCheck(t *testing.T, sc loadgen.SelfCheck, cfg loadgen.Config, took time.Duration) {
 	t.Helper()
+	if want := cfg.WithDefaults().Engine; sc.Engine != want {
+		t.Errorf("self-check says engine %q ran, want %q", sc.Engine, want)
+	}
+	if (sc.Uring != nil) != (sc.Engine == loadgen.EngineUring) || sc.Uring != nil && (sc.Uring.Enters == 0 || sc.Uring.Reaped == 0) {
+		t.Errorf("self-check's ring counters %+v on the %s engine", sc.Uring, sc.Engine)
+	}
 	if sc.RateRatio < 0.99 || sc.RateRatio > 1.01 {
 		t.Errorf("steady rate ratio %.4f (achieved %.1f of %.0f frames/s): outside 1%%", sc.RateRatio, sc.AchievedRate, sc.TargetRate)
 	}
@@ -162,20 +183,28 @@ func checkLTFiles(t *testing.T, res *loadgen.Result, cfg loadgen.Config) {
 // it is, and nothing is counted lost: with one loop, and with three (STOP
 // goes on loop 0's control connection; the steady sources, on loops 1 and
 // 2, must stop sending at its acknowledgement too, and what the target
-// left unanswered on them is unanswered, not lost).
+// left unanswered on them is unanswered, not lost). On the uring engine
+// with three loops: the acknowledgement reaches the other loops through
+// their rings' wakers.
 func TestStopProbeLT(t *testing.T) {
-	for _, loops := range []int{1, 3} {
-		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
-			t.Parallel() // its own reactor; its bounds on the run's end are seconds wide
-			testStopProbeLT(t, loops)
-		})
+	for _, engine := range engines {
+		for _, loops := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/loops=%d", engine, loops), func(t *testing.T) {
+				if engine != loadgen.EngineEpoll && loops == 1 {
+					t.Skipf("the %s engine with three loops (one loop's STOP is the same code)", engine)
+				}
+				needEngine(t, engine)
+				t.Parallel() // its own reactor; its bounds on the run's end are seconds wide
+				testStopProbeLT(t, engine, loops)
+			})
+		}
 	}
 }
 
-func testStopProbeLT(t *testing.T, loops int) {
+func testStopProbeLT(t *testing.T, engine string, loops int) {
 	r := startReactor(t, reactors.LT)
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 1, InFlight: 4, Steady: 2, Rate: 2000, Loops: loops,
-		ControlEvery: 10 * time.Millisecond, Duration: 5 * time.Second, StopAt: 300 * time.Millisecond, Drain: time.Second}
+		ControlEvery: 10 * time.Millisecond, Duration: 5 * time.Second, StopAt: 300 * time.Millisecond, Drain: time.Second, Engine: engine}
 	began := time.Now()
 	res, err := loadgen.Run(context.Background(), cfg)
 	if err != nil {
@@ -208,23 +237,41 @@ func testStopProbeLT(t *testing.T, loops int) {
 
 // TestInterruptStopsEverything cancels a run from its progress callback
 // and checks that Run returns promptly, marked interrupted, with nothing
-// counted lost, and that no goroutine it started is left: with one loop and
-// with three.
+// counted lost, and that no goroutine it started and no descriptor it
+// opened is left: with one loop and with three, on each engine (the uring
+// engine's loops are woken through their rings, with receives and sends
+// in flight).
 func TestInterruptStopsEverything(t *testing.T) {
-	for _, loops := range []int{1, 3} {
-		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) { testInterruptStopsEverything(t, loops) })
+	for _, engine := range engines {
+		for _, loops := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/loops=%d", engine, loops), func(t *testing.T) {
+				needEngine(t, engine)
+				testInterruptStopsEverything(t, engine, loops)
+			})
+		}
 	}
 }
 
-func testInterruptStopsEverything(t *testing.T, loops int) {
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // the directory's own, open while it is read
+}
+
+func testInterruptStopsEverything(t *testing.T, engine string, loops int) {
 	r := startReactor(t, reactors.LT)
 	before := runtime.NumGoroutine()
+	fdsBefore := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reports := 0
 	var cancelled time.Time
 	cfg := loadgen.Config{DataAddr: r.Data, ControlAddr: r.Control, Hot: 1, InFlight: 16, Steady: 1, Rate: 1000, Loops: loops,
-		ControlEvery: 10 * time.Millisecond, Duration: time.Minute, Interval: 50 * time.Millisecond,
+		ControlEvery: 10 * time.Millisecond, Duration: time.Minute, Interval: 50 * time.Millisecond, Engine: engine,
 		Progress: func(p loadgen.Progress) {
 			reports++
 			if reports == 3 {
@@ -252,6 +299,9 @@ func testInterruptStopsEverything(t *testing.T, loops int) {
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines after Run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+	if n := openFDs(t); n > fdsBefore {
+		t.Errorf("%d descriptors open after Run, %d before", n, fdsBefore)
 	}
 	// A cancelled context before the start is an error, not a run.
 	if _, err := loadgen.Run(ctx, cfg); err == nil {

@@ -202,7 +202,8 @@ func (g *group) selfChecks(r *Result) {
 // the whole), ru0 and ru1 the CPU spent (the thread's or the process's)
 // over wall.
 func (g *group) selfCheck(conns []*conn, sendLag *hdrhistogram.Histogram, measured time.Duration, wall int64, busy float64, ru0, ru1 *unix.Rusage) SelfCheck {
-	sc := SelfCheck{LoopBusy: busy, RunS: time.Duration(wall).Seconds()}
+	sc := SelfCheck{Engine: g.cfg.Engine, LoopBusy: busy, RunS: time.Duration(wall).Seconds()}
+	sc.Uring = uringCountsOf(conns)
 	sc.CPUUserS = time.Duration(unix.TimevalToNsec(ru1.Utime) - unix.TimevalToNsec(ru0.Utime)).Seconds()
 	sc.CPUSysS = time.Duration(unix.TimevalToNsec(ru1.Stime) - unix.TimevalToNsec(ru0.Stime)).Seconds()
 	blocked := map[string]float64{}

@@ -170,6 +170,11 @@ type SelfCheck struct {
 	Limit string `json:"limit"`
 	// Reasons explains Limit with figures.
 	Reasons []string `json:"reasons,omitempty"`
+	// Engine is the engine the loops did their I/O with (Config.Engine:
+	// EngineEpoll or EngineUring).
+	Engine string `json:"engine"`
+	// Uring sums the loops' rings' counters (nil on the epoll engine).
+	Uring *UringCounts `json:"uring,omitempty"`
 	// TargetRate and AchievedRate are frames/s across the steady sources
 	// over the measured time; RateRatio = achieved / target (1 is exact;
 	// the check wants it within 1%).
@@ -210,6 +215,23 @@ type SelfCheck struct {
 	Gates []Gate `json:"gates,omitempty"`
 
 	loadgenReasons []string // the generator's part of Reasons
+}
+
+// UringCounts are the uring engine's rings' counters over a run, summed
+// over the loops: what the engine cost in system calls and how often the
+// kernel ran short. Every count only grows during a run.
+type UringCounts struct {
+	// Enters is io_uring_enter calls: each submits the round's sends and
+	// recv re-arms and, unless the loop only polls, waits.
+	Enters uint64 `json:"enters"`
+	// Submitted is the SQEs the kernel consumed; Reaped the completions read.
+	Submitted uint64 `json:"submitted"`
+	Reaped    uint64 `json:"reaped"`
+	// OverflowFlushes counts completion-queue overflows flushed (none lost).
+	OverflowFlushes uint64 `json:"overflow_flushes"`
+	// NoBuffers counts recvs that found the buffer ring empty and were
+	// re-armed (backpressure, not end of stream).
+	NoBuffers uint64 `json:"no_buffers"`
 }
 
 // FailedGates returns the gates that failed, in Gates' order.

@@ -11,12 +11,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/reactorlab/reactorlab/faults"
 	"github.com/reactorlab/reactorlab/internal/epollsys"
+	"github.com/reactorlab/reactorlab/internal/uring"
 	"github.com/reactorlab/reactorlab/reactors/slots"
 	"github.com/reactorlab/reactorlab/results/record"
 	"github.com/reactorlab/reactorlab/wire"
@@ -200,6 +202,12 @@ type loop struct {
 	positions []int  // conns[i]'s position in the run's list hot, steady, control
 	tid       int    // the loop's thread (set when it starts)
 	cpu       int    // the CPU its thread is pinned to, -1 for none
+
+	// ur is the uring engine's ring and queues (nil on the epoll engine);
+	// waker, once set (at the start of sending), is how the group wakes a
+	// loop of the uring engine instead of through efd.
+	ur    *uringIO
+	waker atomic.Pointer[uring.Waker]
 }
 
 // newLoop returns a loop with every source of cfg, alone in a group of
@@ -357,6 +365,10 @@ func (l *loop) owner(token uint64) *conn {
 }
 
 func (l *loop) closeAll() {
+	if l.ur != nil && l.ur.waker != nil {
+		l.ur.waker.Close() // after the loops ended: no one writes it any more
+		l.ur.waker = nil
+	}
 	for _, c := range l.all {
 		if c.fd >= 0 {
 			unix.Close(c.fd)

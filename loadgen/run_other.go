@@ -16,3 +16,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	return nil, fmt.Errorf("loadgen: the load generator needs Linux: %w", errors.ErrUnsupported)
 }
+
+// EngineAvailable reports that no engine runs here: the load generator
+// needs Linux (errors.ErrUnsupported); an unknown engine wraps ErrConfig.
+func EngineAvailable(engine string) error {
+	switch engine {
+	case EngineEpoll, EngineUring, "":
+		return fmt.Errorf("loadgen: the %s engine needs Linux: %w", engine, errors.ErrUnsupported)
+	}
+	return fmt.Errorf("%w: loadgen-engine = %q (accepted: %s or %s)", ErrConfig, engine, EngineEpoll, EngineUring)
+}

@@ -320,6 +320,15 @@ func (c *conn) flush() {
 // (EPOLLOUT is asked for) or the target has gone (the connection is
 // closed).
 func (c *conn) writeFrom(b []byte, off *int) bool {
+	if u := c.l.ur; u != nil && u.active {
+		// The round's send, submitted with the wait; its completion marks
+		// the frames sent (uringIO.complete).
+		if *off < len(b) {
+			u.queueSend(c)
+			return false
+		}
+		return true
+	}
 	for *off < len(b) {
 		n, e := epollsys.Write(c.fd, b[*off:])
 		if e == unix.EAGAIN {

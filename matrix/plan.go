@@ -227,6 +227,9 @@ func (c Cell) Describe() string {
 	if c.Load.Loops > 0 {
 		parts = append(parts, fmt.Sprintf("%d load generator loops", c.Load.Loops))
 	}
+	if c.Load.Engine != "" && c.Load.Engine != loadgen.EngineEpoll {
+		parts = append(parts, "load generator engine "+c.Load.Engine)
+	}
 	parts = append(parts, fields["duration"].text(&c.Settings)+" after "+fields["warmup"].text(&c.Settings)+" warm-up")
 	return strings.Join(parts, ", ")
 }

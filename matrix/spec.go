@@ -79,7 +79,8 @@ type Settings struct {
 	// ControlTimeout and RemovalAfter only with ControlEvery; ChurnBurst
 	// and ChurnMax only with ChurnRate; Loops is the spec's
 	// loadgen_loops (0: one per CPU of the generator's set,
-	// harness.DefaultLoadLoops), as loops is the reactor's. StopAt sends
+	// harness.DefaultLoadLoops), as loops is the reactor's; Engine is the
+	// spec's loadgen_engine ("" left out: the epoll engine). StopAt sends
 	// a STOP probe, which closes the reactor's admission, so frames after
 	// it are rejected: keep it near the end.
 	Load loadgen.Config

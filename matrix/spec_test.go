@@ -46,7 +46,7 @@ var loadField = map[string]string{
 	"ControlEvery": "control_every", "Control": "control", "ControlTimeout": "control_timeout", "RemovalAfter": "removal_after",
 	"StopAt": "stop_at", "UrgentEvery": "urgent_every",
 	"ChurnRate": "churn_rate", "ChurnBurst": "churn_burst", "ChurnMax": "churn_max", "HotLead": "hot_lead",
-	"Loops": "loadgen_loops", "Duration": "duration", "Warmup": "warmup",
+	"Loops": "loadgen_loops", "Engine": "loadgen_engine", "Duration": "duration", "Warmup": "warmup",
 }
 
 // differing returns the spec fields in which a and b differ, by comparing

@@ -42,6 +42,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(interruptChildEnv) == "1" {
 		os.Exit(interruptChild())
 	}
+	if os.Getenv(denyIOURingEnv) == "1" {
+		if err := denyIOURing(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if os.Getenv(asMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -54,7 +55,9 @@ var loadField = regexp.MustCompile(`^[a-z][a-z-]*(?: = |: )`)
 // finds, in one line, each field named as its reactorlab run flag
 // ("--inflight = 0 (accepted: ...); --rate = 0: ..."). The error wraps
 // loadgen.ErrConfig. LoadgenMain prints the same words, after the
-// configuration file's name.
+// configuration file's name. A valid cfg on the uring engine is then
+// refused where io_uring cannot run here, with loadgen.EngineAvailable's
+// errno and hint (that error wraps the system call's, not ErrConfig).
 func CheckLoad(cfg loadgen.Config) error {
 	if cfg.DataAddr == "" || strings.Contains(cfg.DataAddr, "{") {
 		cfg.DataAddr = "127.0.0.1:1"
@@ -62,7 +65,14 @@ func CheckLoad(cfg loadgen.Config) error {
 	if strings.Contains(cfg.ControlAddr, "{") {
 		cfg.ControlAddr = "127.0.0.1:1"
 	}
-	return loadError(cfg.WithDefaults().Validate())
+	cfg = cfg.WithDefaults()
+	if err := loadError(cfg.Validate()); err != nil {
+		return err
+	}
+	if err := loadgen.EngineAvailable(cfg.Engine); err != nil {
+		return &checkError{msg: fmt.Sprintf("--loadgen-engine %s: %v", cfg.Engine, err), err: err}
+	}
+	return nil
 }
 
 // loadError rewords loadgen.Config.Validate's joined errors as one line.

@@ -99,6 +99,7 @@ type Ring struct {
 	waitArg getEventsArg
 
 	pins     map[uint64]*pinned
+	freePins []*pinned // released entries of pins, reused: a send pins without allocating
 	bufRings []*BufRing
 	stats    Stats
 	closed   bool
@@ -364,6 +365,12 @@ func (r *Ring) enter(min uint32, wait time.Duration) (int, error) {
 	r.stats.Enters++
 	n, errno := sysEnter(r.fd, toSubmit, min, flags, arg, argSize)
 	if errno != 0 {
+		if min > 0 && (errno == unix.ETIME || errno == unix.EINTR) {
+			// A wait's ordinary ends, which Wait (the only caller waiting)
+			// takes as such: the bare errno, so a wait that times out
+			// allocates nothing.
+			return 0, errno
+		}
 		return 0, r.enterError(errno, toSubmit, min)
 	}
 	r.stats.Submitted += uint64(n)
@@ -473,7 +480,11 @@ func (r *Ring) Reap(fn func(CQE)) (int, error) {
 func (r *Ring) pin(userData uint64, ptr any) {
 	p := r.pins[userData]
 	if p == nil {
-		p = &pinned{}
+		if n := len(r.freePins); n > 0 {
+			p, r.freePins = r.freePins[n-1], r.freePins[:n-1]
+		} else {
+			p = &pinned{}
+		}
 		r.pins[userData] = p
 	}
 	p.p.Pin(ptr)
@@ -489,6 +500,7 @@ func (r *Ring) unpin(userData uint64) {
 	if p.n--; p.n == 0 {
 		p.p.Unpin()
 		delete(r.pins, userData)
+		r.freePins = append(r.freePins, p)
 	}
 }
 
