@@ -19,20 +19,27 @@ const (
 	TimesInterval = 2 * DefaultInterval
 	// TimesStep is the time between two snapshots of the cumulative
 	// counts: a window taken from a run's record starts and ends within a
-	// step of the period asked for.
-	TimesStep = 250 * time.Millisecond
-	// maxSnapshots bounds a record: past it every second snapshot is
-	// dropped, so a long run keeps an even spread at a coarser step.
-	maxSnapshots = 128
+	// step of the period asked for (the lab's own samples are as far
+	// apart: lab.DefaultSampleEvery).
+	TimesStep = 100 * time.Millisecond
+	// maxSnapshots bounds a record (about 1 KB a snapshot for a process
+	// of eight threads): past it every second snapshot is dropped, so a
+	// run longer than 25 s keeps an even spread at a coarser step.
+	maxSnapshots = 256
 )
+
+// OutsideCall is the name ThreadCount.InCall and ThreadShares.BlockedIn
+// give the sleep of a thread in no system call: a page fault (a binary's
+// pages read from a busy disk, say).
+const OutsideCall = "no system call (a page fault)"
 
 // ThreadCount is one thread's cumulative counts at a snapshot: its
 // schedstat times since the thread began (RunNs on a CPU, RunqNs runnable
 // waiting for one; -1 when unread), and, since the sampler first saw it,
 // its samples and where they found it: Running in state R (on or waiting
 // for a CPU), InWait asleep in an event wait, InCall asleep in another
-// system call (by name), Unplaced asleep where its system call could not
-// be read.
+// system call (by name; OutsideCall in none), Unplaced asleep where its
+// system call could not be read.
 type ThreadCount struct {
 	Pid      int            `json:"pid"`
 	Tid      int            `json:"tid"`

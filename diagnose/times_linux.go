@@ -18,6 +18,7 @@ import (
 // StartTimes runs it.
 type timesSampler struct {
 	pids    func() ([]int, error)
+	members []int                // the processes as pids last listed them
 	threads map[int]*ThreadCount // tid → its counts since first seen
 	tick    int
 	seen    map[int]int // tid → the tick it was last seen in
@@ -30,7 +31,8 @@ type timesSampler struct {
 // returns the function that stops it and returns the record. Every
 // TimesInterval it reads each thread's stat and, for a sleeping one, its
 // system call; every TimesStep, each thread's schedstat, into a
-// snapshot. Nothing is signalled or traced: /proc alone. The sampler runs
+// snapshot, and lists the processes again (listing a process group scans
+// every process of the machine: once a step, not once a sample). Nothing is signalled or traced: /proc alone. The sampler runs
 // on one OS thread of its own, whose CPU time the record gives.
 func StartTimes(pids func() ([]int, error)) (stop func() *ThreadTimes) {
 	s := &timesSampler{pids: pids, threads: map[int]*ThreadCount{}, seen: map[int]int{},
@@ -59,6 +61,9 @@ func (s *timesSampler) run(done <-chan struct{}) {
 	lastSnap := time.Time{}
 	for {
 		now := time.Now()
+		if now.Sub(lastSnap) >= TimesStep {
+			s.list()
+		}
 		s.sample()
 		if now.Sub(lastSnap) >= TimesStep {
 			s.snapshot(now)
@@ -89,16 +94,12 @@ func threadCPU() time.Duration {
 // R), asleep in an event wait, in another call, or where it could not be
 // read.
 func (s *timesSampler) sample() {
-	pids, err := s.pids()
-	if err != nil {
-		if s.rec.Error == "" {
-			s.rec.Error = "listing the processes: " + err.Error()
-		}
+	s.tick++
+	if len(s.members) == 0 {
 		return
 	}
-	s.tick++
 	s.rec.Samples++
-	for _, pid := range pids {
+	for _, pid := range s.members {
 		tids, err := procfs.Tasks(pid)
 		if err != nil {
 			s.o.cannot("the thread list", err)
@@ -108,6 +109,9 @@ func (s *timesSampler) sample() {
 			st, err := procfs.ReadTaskStat(pid, tid)
 			if err != nil {
 				s.o.cannot("stat", err)
+				continue
+			}
+			if st.Zombie() {
 				continue
 			}
 			c := s.threads[tid]
@@ -128,9 +132,16 @@ func (s *timesSampler) sample() {
 				s.o.cannot("syscall (the call a thread is in)", err)
 				c.Unplaced++
 			case !call.InCall:
-				// Asleep between reading its state and its call, or
-				// stopped: it was not where work could wait for it.
-				c.Unplaced++
+				// Asleep outside any system call (a page fault), or
+				// woken between the two reads: its state says which.
+				if st2, err := procfs.ReadTaskStat(pid, tid); err == nil && st2.State == "R" {
+					c.Running++
+					continue
+				}
+				if c.InCall == nil {
+					c.InCall = map[string]int{}
+				}
+				c.InCall[OutsideCall]++
 			default:
 				if _, ok := waitCalls[call.Nr]; ok {
 					c.InWait++
@@ -145,8 +156,22 @@ func (s *timesSampler) sample() {
 	}
 }
 
+// list lists the processes again; a failure keeps the last list, and the
+// first is the record's Error.
+func (s *timesSampler) list() {
+	pids, err := s.pids()
+	if err != nil {
+		if s.rec.Error == "" {
+			s.rec.Error = "listing the processes: " + err.Error()
+		}
+		return
+	}
+	s.members = pids
+}
+
 // snapshot reads the schedstat of every thread seen in the last sample
-// and appends their counts at now.
+// and appends their counts at now; none when no thread was seen (the
+// processes have ended), so a record ends where they did.
 func (s *timesSampler) snapshot(now time.Time) {
 	snap := TimesSnapshot{At: now}
 	for _, tid := range slices.Sorted(maps.Keys(s.threads)) {
@@ -165,6 +190,9 @@ func (s *timesSampler) snapshot(now time.Time) {
 		cc := *c
 		cc.InCall = maps.Clone(c.InCall)
 		snap.Threads = append(snap.Threads, cc)
+	}
+	if len(snap.Threads) == 0 {
+		return
 	}
 	s.rec.thin()
 	s.rec.Snapshots = append(s.rec.Snapshots, snap)
