@@ -62,8 +62,11 @@ type TimesSnapshot struct {
 
 // ThreadTimes is a sampler's record of a process group's threads: its
 // snapshots in time order (at most maxSnapshots, a step apart or more),
-// what it could not read, and what the sampling cost. SamplerCPU is the
-// CPU time the sampler's own thread used over Span.
+// Samples the looks it took (one each Interval, each at every thread),
+// what it could not read (Unreadable, each kind once, with why; Error the
+// first failure to list the processes), and what the sampling cost:
+// SamplerCPU is the CPU time the sampler's own thread used over Span, the
+// time it ran.
 type ThreadTimes struct {
 	Interval   jsontime.Seconds `json:"interval_s"`
 	Snapshots  []TimesSnapshot  `json:"snapshots"`
@@ -99,12 +102,14 @@ type ThreadShares struct {
 	Samples   int                `json:"samples"`
 }
 
-// LoopTimes is a process group's thread time over a window: per loop
-// thread (Method's rule: seen in an event wait at least once, or on a
-// CPU at least a tenth of the window) its ThreadShares, and the other
-// threads' summed (each a fraction of the window, so the sum of N
-// threads reaches N). Started counts the threads first seen within the
-// window and Ended those gone by its end: neither is in the figures.
+// LoopTimes is a process group's thread time over a window (Window
+// long, looked at every Interval; Samples is the most looks at one
+// thread): per loop thread (Method's rule: seen in an event wait at
+// least once, or on a CPU at least a tenth of the window) its
+// ThreadShares, and the other threads' summed (each a fraction of the
+// window, so the sum of N threads reaches N). Started counts the threads
+// first seen within the window and Ended those gone by its end: neither
+// is in the figures.
 type LoopTimes struct {
 	Window     jsontime.Seconds `json:"window_s"`
 	Interval   jsontime.Seconds `json:"interval_s"`
