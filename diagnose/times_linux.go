@@ -14,6 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// samplerShare bounds the sampler's cost: at most a samplerShare-th of
+// one CPU (5%).
+const samplerShare = 20
+
 // timesSampler keeps the counts of every thread of a process group while
 // StartTimes runs it.
 type timesSampler struct {
@@ -51,24 +55,19 @@ func StartTimes(pids func() ([]int, error)) (stop func() *ThreadTimes) {
 	}
 }
 
-// run samples until done is closed, then takes a last snapshot.
+// run samples until done is closed, then takes a last snapshot. A look
+// that used more CPU than a samplerShare-th of TimesInterval puts the
+// next off until the sampler has used that share of one CPU at most (a
+// process of thousands of threads is looked at less often, not at a
+// greater cost).
 func (s *timesSampler) run(done <-chan struct{}) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cpu0, start := threadCPU(), time.Now()
-	t := time.NewTicker(TimesInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	lastSnap := time.Time{}
 	for {
-		now := time.Now()
-		if now.Sub(lastSnap) >= TimesStep {
-			s.list()
-		}
-		s.sample()
-		if now.Sub(lastSnap) >= TimesStep {
-			s.snapshot(now)
-			lastSnap = now
-		}
 		select {
 		case <-done:
 			s.snapshot(time.Now())
@@ -78,6 +77,18 @@ func (s *timesSampler) run(done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		began, used := time.Now(), threadCPU()
+		snap := began.Sub(lastSnap) >= TimesStep
+		if snap {
+			s.list()
+		}
+		s.sample()
+		if snap {
+			s.snapshot(time.Now())
+			lastSnap = began
+		}
+		used = threadCPU() - used
+		t.Reset(time.Until(began.Add(max(TimesInterval, used*samplerShare))))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,5 +204,38 @@ func TestTimesRecordEndsWithTheProcess(t *testing.T) {
 	if len(last.Threads) != 1 || last.At.Sub(began) > 550*time.Millisecond {
 		t.Errorf("the last snapshot, %v after the start, holds %d threads; want the sleeper's one, within 250 ms of its exit at 300 ms",
 			last.At.Sub(began), len(last.Threads))
+	}
+}
+
+// TestTimesCostIsBounded: sampling a process of 300 threads (this one:
+// its goroutines each locked to a thread of its own, asleep) costs about
+// 20 µs a thread, 6 ms a look, which every 20 ms would take 30% of a CPU:
+// the sampler looks less often, and uses a twentieth of one CPU (5%),
+// and the closing snapshot's cost beside (7.5% in all over a second).
+func TestTimesCostIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("300 threads sampled for a second")
+	}
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	for range 300 {
+		started.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			started.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	started.Wait()
+	defer close(release)
+	stop := diagnose.StartTimes(func() ([]int, error) { return []int{os.Getpid()}, nil })
+	time.Sleep(time.Second)
+	rec := stop()
+	share := float64(rec.SamplerCPU) / float64(rec.Span)
+	t.Logf("%d looks in %v, the sampler's CPU %v (%.1f%% of one CPU), %d threads in the last snapshot",
+		rec.Samples, time.Duration(rec.Span), time.Duration(rec.SamplerCPU), 100*share, len(rec.Snapshots[len(rec.Snapshots)-1].Threads))
+	if share > 0.075 || rec.Samples < 3 {
+		t.Errorf("the sampler used %.1f%% of a CPU in %d looks; want at most 7.5%% and three looks", 100*share, rec.Samples)
 	}
 }

@@ -51,8 +51,12 @@ func (r *CellResult) writeLoopTimes(b *strings.Builder) {
 		}
 		return
 	}
-	fmt.Fprintf(b, "  %-12s server threads over %.2f s of the measured period, shares of it (/proc, a look every %v; the sampler used %.1f%% of a CPU):\n",
-		label, time.Duration(lt.Window).Seconds(), time.Duration(lt.Interval), 100*lt.SamplerCPU)
+	every := time.Duration(lt.Interval)
+	if lt.Samples > 0 {
+		every = (time.Duration(lt.Window) / time.Duration(lt.Samples)).Round(time.Millisecond)
+	}
+	fmt.Fprintf(b, "  %-12s server threads over %.2f s of the measured period, shares of it (/proc: %s, one every %v; the sampler used %.1f%% of a CPU):\n",
+		label, time.Duration(lt.Window).Seconds(), figure.Counted(lt.Samples, "look", "looks"), every, 100*lt.SamplerCPU)
 	if len(lt.Loops) == 0 {
 		fmt.Fprintf(b, "  %-12s no thread was seen in an event wait or used a tenth of the period's CPU\n", "")
 	}
