@@ -30,14 +30,16 @@ type timesSampler struct {
 	o       *observer // its cannot records what was not read
 }
 
-// StartTimes starts sampling the threads of the processes pids lists
-// (called every TimesInterval: a process group's members, say) and
-// returns the function that stops it and returns the record. Every
-// TimesInterval it reads each thread's stat and, for a sleeping one, its
-// system call; every TimesStep, each thread's schedstat, into a
-// snapshot, and lists the processes again (listing a process group scans
-// every process of the machine: once a step, not once a sample). Nothing is signalled or traced: /proc alone. The sampler runs
-// on one OS thread of its own, whose CPU time the record gives.
+// StartTimes starts sampling the threads of the processes pids lists (a
+// process group's members, say) and returns the function that stops it
+// and returns the record. Every TimesInterval (or more: at most a
+// samplerShare-th of one CPU) it reads each thread's stat and, for a
+// sleeping one, its system call; every TimesStep, each thread's
+// schedstat, into a snapshot, and calls pids again (listing a process
+// group scans every process of the machine: once a step, not once a
+// look). Nothing is signalled or traced: /proc alone. The sampler runs on
+// one OS thread of its own, whose CPU time the record gives. Stopping it
+// twice returns the same record.
 func StartTimes(pids func() ([]int, error)) (stop func() *ThreadTimes) {
 	s := &timesSampler{pids: pids, threads: map[int]*ThreadCount{}, seen: map[int]int{},
 		rec: ThreadTimes{Interval: jsontime.Seconds(TimesInterval)}, o: &observer{unreadable: map[string]bool{}}}
