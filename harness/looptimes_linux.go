@@ -64,7 +64,7 @@ func (r *CellResult) writeLoopTimes(b *strings.Builder) {
 		fmt.Fprintf(b, "  %-12s %-28s %s\n", "", fmt.Sprintf("loop thread %d (%s)", l.Tid, l.Comm), sharesText(l))
 	}
 	if lt.OtherCount > 0 {
-		fmt.Fprintf(b, "  %-12s %-28s %s\n", "", figure.Counted(lt.OtherCount, "other thread", "other threads")+", summed", sharesText(lt.Others))
+		fmt.Fprintf(b, "  %-12s %-28s %s\n", "", fmt.Sprintf("%s (of %d%%)", figure.Counted(lt.OtherCount, "other thread", "other threads"), 100*lt.OtherCount), sharesText(lt.Others))
 	}
 	if n := lt.Started + lt.Ended; n > 0 {
 		fmt.Fprintf(b, "  %-12s %d threads began and %d ended within the period: not counted\n", "", lt.Started, lt.Ended)

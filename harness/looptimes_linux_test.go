@@ -75,7 +75,7 @@ func TestLoopTimesOverTheMeasuredPeriod(t *testing.T) {
 		"Loop time    server threads over 2.00 s of the measured period",
 		"(/proc: 100 looks, one every 20ms; the sampler used 1.0% of a CPU)",
 		"loop thread 11 (bb)          waiting  20%  serving  60%  runnable  10%  blocked 10% (in futex 10%)",
-		"1 other thread, summed       waiting   0%  serving   0%  runnable   0%  blocked 100% (in futex 100%)",
+		"1 other thread (of 100%)     waiting   0%  serving   0%  runnable   0%  blocked 100% (in futex 100%)",
 		"1 threads began and 0 ended within the period: not counted",
 	} {
 		if !strings.Contains(text, want) {
