@@ -140,17 +140,22 @@ func (s *timesSampler) sample() {
 				continue
 			}
 			call, err := procfs.ReadTaskSyscall(pid, tid)
+			if err == nil && call.Running {
+				// It woke, or woke and slept again, between the two
+				// reads (a loop whose rounds are short does so often):
+				// one more look says where it is.
+				call, err = procfs.ReadTaskSyscall(pid, tid)
+			}
 			switch {
 			case err != nil:
 				s.o.cannot("syscall (the call a thread is in)", err)
 				c.Unplaced++
+			case call.Running:
+				// On the move still: counted among the looks that found
+				// it on a CPU, which leave the sleep's split alone.
+				c.Running++
 			case !call.InCall:
-				// Asleep outside any system call (a page fault), or
-				// woken between the two reads: its state says which.
-				if st2, err := procfs.ReadTaskStat(pid, tid); err == nil && st2.State == "R" {
-					c.Running++
-					continue
-				}
+				// Asleep outside any system call: a page fault.
 				if c.InCall == nil {
 					c.InCall = map[string]int{}
 				}

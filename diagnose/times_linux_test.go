@@ -239,3 +239,28 @@ func TestTimesCostIsBounded(t *testing.T) {
 		t.Errorf("the sampler used %.1f%% of a CPU in %d looks; want at most 7.5%% and three looks", 100*share, rec.Samples)
 	}
 }
+
+// TestTimesLoadedEchoIsNotInPageFaults: examples/echo under load, whose
+// threads wake and sleep thousands of times a second, is often found
+// between two states by the look (its state read asleep, then its call
+// file "running"): such a look is taken again, not counted as a sleep
+// outside any system call. A steady echo's pages are all in: its threads
+// together spend under 2% of the window in page faults.
+func TestTimesLoadedEchoIsNotInPageFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a loaded process sampled for 700 ms")
+	}
+	cmd := exec.Command(testbin.Path(t, "examples/echo"), "--listen", "127.0.0.1:0", "--lifetime", "2m")
+	addr := start(t, cmd, "listening on")
+	defer load(t, addr, -1)()
+	time.Sleep(200 * time.Millisecond)
+	lt, _ := timesOf(t, cmd.Process.Pid, 700*time.Millisecond)
+	faults := lt.Others.BlockedIn[diagnose.OutsideCall]
+	for _, l := range lt.Loops {
+		faults += l.BlockedIn[diagnose.OutsideCall]
+	}
+	t.Logf("asleep outside any system call: %.2f%% of the window, all threads", 100*faults)
+	if faults > 0.02 {
+		t.Errorf("the threads were asleep outside any system call %.1f%% of the window in all; want under 2%%", 100*faults)
+	}
+}
