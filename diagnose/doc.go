@@ -15,4 +15,10 @@
 // Observe collects the figures; Classify turns one thread's figures into
 // its class by the rules Method states, so that the rules are one
 // function, tested on figures without a process.
+//
+// StartTimes watches a process group for as long as a run lasts, through
+// the same readers, and ThreadTimes.Window accounts for its loop
+// threads' time over any span of it: the shares waiting, serving,
+// runnable and blocked (in which call) that a run shows beside its
+// latency.
 package diagnose

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/reactorlab/reactorlab/diagnose"
 	"github.com/reactorlab/reactorlab/harness/lab"
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/harness/roles"
@@ -159,6 +160,14 @@ type CellResult struct {
 	// CPUBusy is the busy fraction of each pinned side's CPUs over the
 	// measured period (nil without a measured period).
 	CPUBusy *CPUBusy `json:"cpu_busy,omitempty"`
+	// LoopTimes is the server's threads' time over the measured period,
+	// from the lab's samples of its process group (lab.ProcResult.Threads):
+	// per loop thread the shares of the period waiting, serving, blocked
+	// (in which call) and runnable, the other threads summed; for a
+	// reference reactor and a black box alike. Nil when there is no
+	// measured period or no record inside it, and LoopTimesNote says why.
+	LoopTimes     *diagnose.LoopTimes `json:"loop_times,omitempty"`
+	LoopTimesNote string              `json:"loop_times_note,omitempty"`
 	// Valid is true when Invalid is empty: the lab run and the measurement
 	// were both valid. Invalid gathers the reasons of both.
 	Valid   bool     `json:"valid"`

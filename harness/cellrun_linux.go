@@ -129,6 +129,7 @@ func newCellResult(cell CellSpec, labRes *lab.Result) *CellResult {
 	}
 	res.checkPlacement()
 	res.measureBusy()
+	res.measureLoopTimes()
 	res.Valid = len(res.Invalid) == 0
 	return res
 }

@@ -21,7 +21,8 @@ import (
 )
 
 // WriteSummary prints the cell's result for a person, wrk2-style: the
-// setting, the latency distribution of data and control, throughput, CPU
+// setting, the latency distribution of data and control, beside it the
+// server's loop threads' time (writeLoopTimes), throughput, CPU
 // and memory per side, the ledger and the verdict. spectrum adds the
 // detailed percentile spectrum of each latency class (read back from the
 // cell's loadgen.hlog).
@@ -32,6 +33,7 @@ func (r *CellResult) WriteSummary(w io.Writer, spectrum bool) error {
 	hists, cols := r.latencyColumns(&b, load)
 	writeLatencyTable(&b, hists, cols, load.Steady > 0)
 	b.WriteString("\n")
+	r.writeLoopTimes(&b)
 	if s := r.Load; s != nil {
 		r.writeFigures(&b, s)
 	}

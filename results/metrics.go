@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/reactorlab/reactorlab/diagnose"
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/results/record"
@@ -114,6 +115,15 @@ const (
 	MetricLightP999             = "light_p999"
 	MetricDataSpread            = "data_spread"
 	MetricDataStddev            = "data_stddev"
+
+	// The loop threads' time: the lab's samples of the server's threads
+	// over the measured period (harness.CellResult.LoopTimes), for a
+	// reference reactor and a black box alike; each the mean over the
+	// loop threads of a share of the period.
+	MetricLoopWaiting  = "loop_waiting"
+	MetricLoopServing  = "loop_serving"
+	MetricLoopBlocked  = "loop_blocked"
+	MetricLoopRunnable = "loop_runnable"
 )
 
 // Metrics is the catalogue, in report order.
@@ -334,6 +344,22 @@ var Metrics = []Metric{
 		Describe: "data latency standard deviation, measured period (from the HDR histogram)",
 		Absent:   "without several data loops or data samples, or when the interval log cannot be read",
 		Compute:  dataStddev},
+	{Name: MetricLoopWaiting, Unit: "%", Label: "loop waiting", Better: Neutral,
+		Describe: "the server's loop threads (seen in an event wait, or on a CPU a tenth of the period) asleep in their event wait, as a share of the measured period, mean over the loop threads: /proc samples of every thread's state and system call every 20 ms, the sleep split between the wait and other calls by the samples",
+		Absent:   "without the lab's samples of the server's threads in the measured period, or without a loop thread",
+		Compute:  loopShare(func(s diagnose.ThreadShares) float64 { return s.Waiting })},
+	{Name: MetricLoopServing, Unit: "%", Label: "loop serving", Better: Neutral,
+		Describe: "the server's loop threads on a CPU (schedstat), as a share of the measured period, mean over the loop threads",
+		Absent:   "without the lab's samples of the server's threads in the measured period, a loop thread, or its schedstat",
+		Compute:  loopShare(func(s diagnose.ThreadShares) float64 { return s.Serving })},
+	{Name: MetricLoopBlocked, Unit: "%", Label: "loop blocked", Better: Neutral,
+		Describe: "the server's loop threads asleep in a system call other than their event wait (a lock's futex, a sleep, a blocking read; a Go runtime parks idle threads in futex), as a share of the measured period, mean over the loop threads",
+		Absent:   "without the lab's samples of the server's threads in the measured period, or without a loop thread",
+		Compute:  loopShare(func(s diagnose.ThreadShares) float64 { return s.Blocked })},
+	{Name: MetricLoopRunnable, Unit: "%", Label: "loop runnable", Better: Neutral,
+		Describe: "the server's loop threads runnable but waiting for a CPU (schedstat's run delay), as a share of the measured period, mean over the loop threads",
+		Absent:   "without the lab's samples of the server's threads in the measured period, a loop thread, or its schedstat",
+		Compute:  loopShare(func(s diagnose.ThreadShares) float64 { return s.Runnable })},
 }
 
 // MetricByName returns the catalogue entry called name.

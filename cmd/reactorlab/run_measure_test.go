@@ -50,12 +50,13 @@ func runOnce(t *testing.T, args ...string) (*harness.CellResult, string, string)
 func TestRunReference(t *testing.T) {
 	res, stdout, dir := runOnce(t, "--reactor", "lt", "--hot", "1", "--inflight", "8", "--control-every", "10ms",
 		"--control-timeout", "1ns", "--removal-after", "2", "--duration", "1s", "--warmup", "300ms", "--stop-at", "900ms")
-	for _, want := range []string{"reactorlab run: lt", "Latency distribution", "data", "control", "Throughput", "Ledger", "VALID"} {
+	for _, want := range []string{"reactorlab run: lt", "Latency distribution", "data", "control", "Loop time", "Throughput", "Ledger", "VALID"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
 	}
 	t.Logf("mode %s (fallback %q)\n%s", res.Lab.Mode, res.Lab.Fallback, stdout)
+	checkLoopTimes(t, res)
 	load := res.Load
 	if load == nil || load.Totals.Echoed == 0 || load.Totals.Sent == 0 {
 		t.Fatalf("no data frames echoed: %+v", load)
@@ -114,6 +115,30 @@ func TestRunBlackBox(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "data-uncorrected") {
 		t.Errorf("a steady source's summary shows both data classes:\n%s", stdout)
+	}
+	checkLoopTimes(t, res)
+}
+
+// checkLoopTimes: a run's server, reference reactor or black box, has
+// its threads' time over the measured period: a loop thread at least (the
+// busy one: it served), and each loop thread's figures, read from
+// the scheduler and the samples, sum to the period within the sampling's
+// error.
+func checkLoopTimes(t *testing.T, res *harness.CellResult) {
+	t.Helper()
+	lt := res.LoopTimes
+	if lt == nil || len(lt.Loops) == 0 {
+		t.Fatalf("no loop thread's time: %+v (%s)", lt, res.LoopTimesNote)
+	}
+	served := false
+	for _, l := range lt.Loops {
+		if sum := l.Waiting + l.Serving + l.Blocked + l.Runnable + l.Unplaced; sum < 0.85 || sum > 1.15 {
+			t.Errorf("loop thread %d: its figures sum to %.3f of the period: %+v", l.Tid, sum, l)
+		}
+		served = served || l.Serving > 0.01
+	}
+	if !served {
+		t.Errorf("no loop thread served 1%% of a loaded period: %+v", lt.Loops)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reactorlab/reactorlab/diagnose"
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/target"
 )
@@ -127,11 +128,17 @@ func orchestrate(ctx context.Context, s *validSpec, pr pair, onUp func(labUp)) (
 		onUp(labUp{ServerPid: srv.p.Pid(), ClientPid: cli.p.Pid()})
 	}
 
+	// The server's threads are read from this process, where its pid is
+	// (the run child's PID namespace), the whole process group: a wrapper
+	// shell's child serves.
+	stopThreads := diagnose.StartTimes(srv.p.Group)
 	stopAcceptQueue := startAcceptQueue(pr.server, pr.addr)
 	err = awaitClient(ctx, s, cli, clientDeadline, srv, cli)
 	aq := stopAcceptQueue()
+	threads := stopThreads()
 	srv.mu.Lock()
 	srv.res.AcceptQueue = aq
+	srv.res.Threads = threads
 	srv.mu.Unlock()
 	cli.cut = ctx.Err() != nil
 

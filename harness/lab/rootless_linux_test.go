@@ -55,6 +55,11 @@ func TestRootless(t *testing.T) {
 		t.Fatalf("rootless lab run: %s\n%s", r.Error, dump(r.Result))
 	}
 	t.Logf("rootless lab run valid: %d lab namespaces, server %v", len(r.Result.Namespaces), r.Result.Server.Argv)
+	// The lab child owns the user namespace the server runs in: it may
+	// read every /proc file of the server's threads the loop time needs.
+	if th := r.Result.Server.Threads; th == nil || len(th.Snapshots) == 0 || len(th.Unreadable) > 0 || th.Error != "" {
+		t.Errorf("rootless: the server's threads were not all read: %+v", th)
+	}
 }
 
 // nobody is the uid and gid TestRootless runs the harness as.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reactorlab/reactorlab/diagnose"
 	"github.com/reactorlab/reactorlab/harness/proc"
 	"github.com/reactorlab/reactorlab/target"
 )
@@ -314,6 +315,11 @@ type ProcResult struct {
 	// as sampled while the client ran (startAcceptQueue; nil for the
 	// client, and for a run that took none).
 	AcceptQueue *AcceptQueue `json:"accept_queue,omitempty"`
+	// Threads is, for the server, its process group's threads as sampled
+	// while the client ran (diagnose.StartTimes: where each was, every
+	// diagnose.TimesInterval): what harness.CellResult.LoopTimes is
+	// computed from (nil for the client, and for a run that took none).
+	Threads *diagnose.ThreadTimes `json:"thread_times,omitempty"`
 	// Code is the exit code, -1 when a signal ended the process; Signal
 	// names that signal; Killed says the harness had to SIGKILL it;
 	// TimedOut says the client did not exit in its time and was stopped.

@@ -185,9 +185,9 @@ func TestParseSyscall(t *testing.T) {
 	if err != nil || !s.InCall || s.Nr != 7 || s.Args[0] != 0x7ffc5a1b2c30 || s.Args[1] != 2 || s.Args[2] != 1<<64-1 {
 		t.Fatalf("ParseSyscall = %+v, %v", s, err)
 	}
-	for _, line := range []string{"running\n", "-1 0x7ffc5a1b2c18 0x7f3e1d2e4b2d\n"} {
-		if s, err := ParseSyscall([]byte(line)); err != nil || s.InCall {
-			t.Errorf("ParseSyscall(%q) = %+v, %v; want not in a call", line, s, err)
+	for line, running := range map[string]bool{"running\n": true, "-1 0x7ffc5a1b2c18 0x7f3e1d2e4b2d\n": false} {
+		if s, err := ParseSyscall([]byte(line)); err != nil || s.InCall || s.Running != running {
+			t.Errorf("ParseSyscall(%q) = %+v, %v; want not in a call, running %v", line, s, err, running)
 		}
 	}
 	for _, c := range []struct{ line, field string }{

@@ -8,11 +8,14 @@ import (
 // Syscall is a thread's /proc/PID/task/TID/syscall: the system call it is
 // blocked in and its arguments, "NR ARG1 … ARG6 SP PC" (the arguments in
 // hex, 0x-prefixed). InCall is false for a running thread ("running") and
-// for one not in a call ("-1 SP PC"); Nr and Args are then zero.
+// for one not in a call ("-1 SP PC"); Nr and Args are then zero. Running
+// says the file read "running": the thread was on a CPU, or woke or fell
+// asleep while the kernel read it.
 type Syscall struct {
-	InCall bool
-	Nr     int
-	Args   [6]uint64
+	InCall  bool
+	Running bool
+	Nr      int
+	Args    [6]uint64
 }
 
 // ParseSyscall reads a syscall file.
@@ -20,7 +23,7 @@ func ParseSyscall(b []byte) (Syscall, error) {
 	const file = "syscall"
 	f := strings.Fields(string(b))
 	if len(f) == 1 && f[0] == "running" {
-		return Syscall{}, nil
+		return Syscall{Running: true}, nil
 	}
 	if len(f) == 0 {
 		return Syscall{}, bad(file, "", "empty")
