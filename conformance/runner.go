@@ -293,7 +293,7 @@ func (c *C) Stop() Final {
 	if err != nil {
 		c.fail(CauseTarget, fmt.Sprintf("stopping the target: %v", err))
 	} else if !f.Clean {
-		c.fail(CauseTarget, "the target ended badly: "+f.Exit)
+		c.fail(CauseTarget, "the target ended badly during the case: "+f.Exit)
 	}
 	return f
 }
