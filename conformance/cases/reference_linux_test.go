@@ -21,7 +21,7 @@ import (
 // across them — is the rest of the catalogue and the M group. mainsub
 // keeps S2: its control connections are on the acceptor, not a data loop.
 // With -short, every design without slowPaths, and without halfSecondPaths
-// but on lt and mainsub.
+// but on lt and mainsub, and without completionPaths but on lt.
 func TestInProcessReference(t *testing.T) {
 	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	for _, d := range designs.Names() {
@@ -37,15 +37,33 @@ func TestInProcessReference(t *testing.T) {
 			if testing.Short() && d != reactors.LT && d != reactors.MainSub {
 				ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(halfSecondPaths, id) })
 			}
+			if testing.Short() && d != reactors.LT {
+				ids = withoutCompletionPaths(ids)
+			}
 			conformance.Run(t, conformance.InProcess{Design: d}, mustSelect(t, ids), conformance.Options{Strict: true})
 		})
 	}
 }
 
 // oneLoopPaths are the cases whose claim is about one loop's scheduling
-// (S1, S2, T1, A1, W4, W5) or its own fd reuse (I1): about 16 s of the
-// 24–27 s a design takes.
-var oneLoopPaths = []string{"S1", "S2", "T1", "A1", "W4", "W5", "I1"}
+// (S1, S2, T1, A1, W4, W5) or its own fd reuse (I1, P3): about 17 s of the
+// 25–28 s a design takes.
+var oneLoopPaths = []string{"S1", "S2", "T1", "A1", "W4", "W5", "I1", "P3"}
+
+// completionPaths are the completion-model cases (P: P1 and P2 open a
+// few hundred connections, P3 and P4 take half a second or so): with
+// -short they run on lt in process alone, and every other run of the
+// tier leaves them out.
+var completionPaths = []string{"P1", "P2", "P3", "P4"}
+
+// withoutCompletionPaths is ids (nil: the whole catalogue, as shortTier
+// leaves it) without completionPaths.
+func withoutCompletionPaths(ids []string) []string {
+	if ids == nil {
+		ids = shortTier(nil)
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(completionPaths, id) })
+}
 
 // halfSecondPaths are the cases of half a second or more in process (per
 // design, on average: W3 0.7 s, M4 0.7, W2 0.6, W1 0.5, F1 0.4, M2 0.3):
@@ -118,7 +136,7 @@ func processPaths(d reactors.DesignName) []string {
 // process adds, not to repeating TestInProcessReference (the whole
 // catalogue on all eight designs as processes would take ~170 s, against
 // CI's 8 minutes for all of go test ./...). With -short, lt alone, without
-// slowPaths.
+// slowPaths nor completionPaths.
 func TestProcessReference(t *testing.T) {
 	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	exe := testbin.Path(t, "cmd/reactorlab")
@@ -132,6 +150,9 @@ func TestProcessReference(t *testing.T) {
 				ids = processPaths(d)
 			}
 			ids = shortTier(ids)
+			if testing.Short() {
+				ids = withoutCompletionPaths(ids)
+			}
 			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), conformance.Options{Strict: true})
 		})
 	}
