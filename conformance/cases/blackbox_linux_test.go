@@ -187,7 +187,7 @@ var blackBoxRows = []blackBoxRow{
 	// A 2 s grace: the bug keeps its connections however long the grace
 	// is, and X3 and X4 each wait it out (12 s at the default 5 s).
 	// P4's teardown under SIGTERM meets the same connections kept open.
-	{name: "keep-conns-on-term", args: []string{"--bug", "keep-conns-on-term"}, fail: []string{"X4", "P4"}, inconclusive: []string{"X3"}, stopGrace: 2 * time.Second},
+	{name: "keep-conns-on-term", args: []string{"--bug", "keep-conns-on-term"}, fail: []string{"X4", "P4"}, inconclusive: []string{"X3"}, stopGrace: time.Second},
 	{name: "serve-after-term", args: []string{"--bug", "serve-after-term"}, fail: []string{"X5"}},
 	// Four threads wait on the listener in epoll sets of their own,
 	// without EPOLLEXCLUSIVE: each wakes for every connection (measured
