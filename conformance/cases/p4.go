@@ -96,7 +96,9 @@ func runP4(c *conformance.C) {
 		deadline := time.Now().Add(p4HoldFor)
 		for time.Now().Before(deadline) {
 			if _, err := l.writeSome(16*streamFrameSize, 5*time.Millisecond); err != nil {
-				c.Fatalf("%s: the server ended the connection after %d bytes, before the teardown: %v", l.name, l.sent, err)
+				// Ending a connection before the teardown is no claim of
+				// this case, and the teardown was not reached.
+				c.Inconclusivef("%s: the server ended the connection after %d bytes, while it was being filled, before the teardown: %v", l.name, l.sent, err)
 			}
 			if err := l.sample(); err != nil {
 				c.Inconclusivef("%s: cannot see the socket queues: %v", l.name, err)
