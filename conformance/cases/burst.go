@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,8 +57,8 @@ func (r burstResult) failed() []burstOutcome {
 	return out
 }
 
-// burstStream is the bytes connection token writes in a burst: its
-// writes, each of b.frames frames.
+// stream is the bytes connection token writes in a burst: its writes,
+// each of b.frames frames.
 func (b burstPlan) stream(token uint64) [][]byte {
 	var writes [][]byte
 	seq := uint64(0)
@@ -191,7 +192,7 @@ func reportBurst(c *conformance.C, b burstPlan, r burstResult) {
 	byHow := map[string][]string{}
 	for _, o := range bad {
 		how := o.failure
-		if i := bytes.IndexAny([]byte(how), "0123456789"); i > 0 {
+		if i := strings.IndexAny(how, "0123456789"); i > 0 {
 			how = how[:i] // group by the words before the figures
 		}
 		byHow[how] = append(byHow[how], fmt.Sprintf("conn %d: %s", o.token, o.failure))
