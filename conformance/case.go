@@ -47,6 +47,11 @@ type Case struct {
 	// control address) that no reference reactor fault breaks, or broken
 	// in a black box's way besides the mutants'.
 	BlackBoxBugs []string
+	// PeerBugs are the peers (examples/peers, by the name in their .peer
+	// file) whose truth for this case is a failure: a real library's
+	// program with the bug the case is about (a liburing echo built with
+	// one of its -D variants), which its test runs and must see fail.
+	PeerBugs []string
 	// Bound is the case's limit and its derivation.
 	Bound string
 	Needs Needs
@@ -58,7 +63,8 @@ type Case struct {
 
 // Group is the case's group letter: F framing, R readiness, W write path,
 // I identity, S scheduling and fairness, T timers, X stop, A admission,
-// M multi-loop (what a server with several loops must keep).
+// M multi-loop (what a server with several loops must keep), P completion
+// model (what a proactor can lose that a readiness loop cannot).
 func (cs Case) Group() string { return cs.ID[:1] }
 
 func (cs Case) timeout() time.Duration {

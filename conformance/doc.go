@@ -18,7 +18,8 @@
 // conformance/cases, which imports this package.
 //
 // Groups: F framing, R readiness, W write path, I identity, S scheduling
-// and fairness, T timers, X stop, A admission, M multi-loop. Every case
+// and fairness, T timers, X stop, A admission, M multi-loop, P completion
+// model (buffers, completions, descriptors and teardown of a proactor). Every case
 // states its claim, the bound it checks and where the bound comes from
 // (the budget arithmetic, not a guess), and the reactor faults (mutants,
 // package faults) that must make it fail; the catalogue's tests

@@ -83,7 +83,7 @@ type Result struct {
 // exported methods are the whole API a case is written against (the
 // catalogue, package conformance/cases, reaches nothing else of the
 // runner): what the case may read of its run (Context, Instance,
-// Reference, FdLimit, StopGrace), what it records (Logf, Evidencef), how
+// Reference, FdLimit, StopGrace, StopContract), what it records (Logf, Evidencef), how
 // it ends (Errorf, Fatalf, Skipf, Inconclusivef, InconclusiveByDesignf,
 // Failed) and what it leaves to the runner (Cleanup, HangUpOnStop, Stop).
 // Fatalf, Skipf, Inconclusivef and InconclusiveByDesignf end the case (like testing.T, they must be called from
@@ -108,6 +108,8 @@ type C struct {
 	stopMu  sync.Mutex // held across inst.Stop: one stop, others wait for it
 	// stopGrace is the stop contract's grace period (Options.StopGrace).
 	stopGrace time.Duration
+	// stop is the stop contract the run opted in to (Options.Stop).
+	stop StopContract
 	// fdLimit is the descriptor limit in force in the instance's serving
 	// processes: the case's Setup.FdLimit, or, for a target that could not
 	// start under it, the one applied once it was ready (startThenLimit);
@@ -192,6 +194,11 @@ func (c *C) FdLimit() uint64 { return c.fdLimit }
 // DefaultStopGrace): how long the target may take, after SIGTERM, to
 // answer what it has read and close every connection.
 func (c *C) StopGrace() time.Duration { return c.stopGrace }
+
+// StopContract is the stop contract the run opted in to (Options.Stop;
+// "" for none): a case that can tear a server down in more than one way
+// (P4: STOP, or SIGTERM) uses SIGTERM only where the run opted in to it.
+func (c *C) StopContract() StopContract { return c.stop }
 
 // Logf records a line shown with the result.
 func (c *C) Logf(format string, args ...any) {
@@ -505,7 +512,7 @@ func runCase(ctx context.Context, t Target, cs Case, run caseRun) Result {
 	}
 	caseCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	c := &C{ctx: caseCtx, inst: inst, verdict: Pass, stopGrace: run.stopGrace, fdLimit: fdLimit}
+	c := &C{ctx: caseCtx, inst: inst, verdict: Pass, stopGrace: run.stopGrace, stop: run.stop, fdLimit: fdLimit}
 	if limitNote != "" {
 		c.Evidencef("%s", limitNote)
 	}

@@ -15,7 +15,7 @@ import (
 // check (M2, M5), and a one-loop design passes them trivially where the
 // claim is about loops it does not have.
 
-// Catalogue returns every case, in id order within groups F R W I S T X A M.
+// Catalogue returns every case, in id order within groups F R W I S T X A M P.
 // Each case's constructor is in the file named for its id (f1.go: f1Case).
 func Catalogue() []conformance.Case {
 	cases := []conformance.Case{
@@ -28,6 +28,7 @@ func Catalogue() []conformance.Case {
 		x1Case(), x2Case(), x3Case(), x4Case(), x5Case(),
 		a1Case(),
 		m1Case(), m2Case(), m3Case(), m4Case(), m5Case(),
+		p1Case(), p2Case(), p3Case(), p4Case(),
 	}
 	for i := range cases {
 		cases[i].Mutants = mutantsOf(cases[i].ID)
@@ -79,7 +80,7 @@ func Select(ids []string) ([]conformance.Case, error) {
 			for _, c := range all {
 				known = append(known, c.ID)
 			}
-			return nil, fmt.Errorf("unknown case %q (accepted: %s, or a group letter F R W I S T X A M)", id, strings.Join(known, " "))
+			return nil, fmt.Errorf("unknown case %q (accepted: %s, or a group letter F R W I S T X A M P)", id, strings.Join(known, " "))
 		}
 		want[id] = true
 	}

@@ -13,9 +13,11 @@
 // half-close and its nudge loops (nudge.go), the STOP frame
 // (stopframe.go), the reference configuration tweaks (tweaks.go), the
 // instance's usage and final statistics (instance.go), statistics
-// (stats.go) and the monotonic clock frames carry (clock_*.go); and the
-// kernel probes: socket queues (sockq*.go), who waits on a listening
-// socket (listeners.go), the pollers' descriptor lists (pollwait*.go).
+// (stats.go), the monotonic clock frames carry (clock_*.go) and a burst
+// on many connections at once (burst.go); and the kernel probes: socket
+// queues (sockq*.go), who waits on a listening socket (listeners.go), the
+// pollers' descriptor lists (pollwait*.go), the descriptor number by
+// which the server holds a connection (fdnumber_*.go).
 //
 // The cases about work a server holds for a connection (I2, I3, W4) read
 // both ends' kernel queues with inet_diag while a client with a 4 KiB

@@ -20,8 +20,9 @@ import (
 // listeners, the handoff, several loops, STOP across them, stale results
 // across them — is the rest of the catalogue and the M group. mainsub
 // keeps S2: its control connections are on the acceptor, not a data loop.
-// With -short, every design without slowPaths, and without halfSecondPaths
-// but on lt and mainsub.
+// P3 runs on lt alone (ltOnlyPaths). With -short, every design without
+// slowPaths, and without halfSecondPaths but on lt and mainsub, and
+// without completionPaths but on lt.
 func TestInProcessReference(t *testing.T) {
 	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	for _, d := range designs.Names() {
@@ -37,6 +38,12 @@ func TestInProcessReference(t *testing.T) {
 			if testing.Short() && d != reactors.LT && d != reactors.MainSub {
 				ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(halfSecondPaths, id) })
 			}
+			if testing.Short() && d != reactors.LT {
+				ids = withoutCompletionPaths(ids)
+			}
+			if d != reactors.LT {
+				ids = slices.DeleteFunc(allButNil(ids), func(id string) bool { return slices.Contains(ltOnlyPaths, id) })
+			}
 			conformance.Run(t, conformance.InProcess{Design: d}, mustSelect(t, ids), conformance.Options{Strict: true, Retries: referenceRetries})
 		})
 	}
@@ -46,6 +53,36 @@ func TestInProcessReference(t *testing.T) {
 // (S1, S2, T1, A1, W4, W5) or its own fd reuse (I1): about 16 s of the
 // 24–27 s a design takes.
 var oneLoopPaths = []string{"S1", "S2", "T1", "A1", "W4", "W5", "I1"}
+
+// ltOnlyPaths are the cases that run in process on lt alone: P3, whose
+// claim (a reused number never gets the old connection's result) rests
+// on a readiness design's source identity, which I1 holds every
+// one-loop design to (and P3 takes half a second to a second a design);
+// TestProcessReference runs it on lt as a process too.
+var ltOnlyPaths = []string{"P3"}
+
+// allButNil is ids, or the whole catalogue's ids for nil.
+func allButNil(ids []string) []string {
+	if ids == nil {
+		return allBut(nil)
+	}
+	return ids
+}
+
+// completionPaths are the completion-model cases (P: P1 and P2 open a
+// few hundred connections, P3 and P4 take half a second or so): with
+// -short they run on lt in process alone, and every other run of the
+// tier leaves them out.
+var completionPaths = []string{"P1", "P2", "P3", "P4"}
+
+// withoutCompletionPaths is ids (nil: the whole catalogue, as shortTier
+// leaves it) without completionPaths.
+func withoutCompletionPaths(ids []string) []string {
+	if ids == nil {
+		ids = shortTier(nil)
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(completionPaths, id) })
+}
 
 // halfSecondPaths are the cases of half a second or more in process (per
 // design, on average: W3 0.7 s, M4 0.7, W2 0.6, W1 0.5, F1 0.4, M2 0.3):
@@ -118,7 +155,7 @@ func processPaths(d reactors.DesignName) []string {
 // process adds, not to repeating TestInProcessReference (the whole
 // catalogue on all eight designs as processes would take ~170 s, against
 // CI's 8 minutes for all of go test ./...). With -short, lt alone, without
-// slowPaths.
+// slowPaths nor completionPaths.
 func TestProcessReference(t *testing.T) {
 	t.Parallel() // beside the other runs of whole catalogues: see TestMain
 	exe := testbin.Path(t, "cmd/reactorlab")
@@ -132,6 +169,9 @@ func TestProcessReference(t *testing.T) {
 				ids = processPaths(d)
 			}
 			ids = shortTier(ids)
+			if testing.Short() {
+				ids = withoutCompletionPaths(ids)
+			}
 			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), conformance.Options{Strict: true, Retries: referenceRetries})
 		})
 	}

@@ -24,12 +24,14 @@ import (
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 // Every case has a fault that must fail it: a reactor fault (the
-// registry names the case: the catalogue's Mutants come from there) or an
-// examples/echo bug; and its wire faults parse.
+// registry names the case: the catalogue's Mutants come from there), an
+// examples/echo bug or a peer whose truth is its failure (that the peer's
+// .peer file says so is conformance/peertruth's TestPeerBugsAreTruths);
+// and its wire faults parse.
 func TestCatalogueMatchesFaults(t *testing.T) {
 	for _, c := range cases.Catalogue() {
-		if len(c.Mutants) == 0 && len(c.BlackBoxBugs) == 0 {
-			t.Errorf("%s has no mutant (nor examples/echo bug) that must fail it", c.ID)
+		if len(c.Mutants) == 0 && len(c.BlackBoxBugs) == 0 && len(c.PeerBugs) == 0 {
+			t.Errorf("%s has no mutant (nor examples/echo bug, nor peer) that must fail it", c.ID)
 		}
 		for _, w := range c.WireFaults {
 			if _, err := faults.ParseWire(w); err != nil {

@@ -120,3 +120,35 @@ func TestPeersTruth(t *testing.T) {
 		})
 	}
 }
+
+// Every peer a case names as one that must fail it (Case.PeerBugs) has a
+// .peer file whose truth for that case is a failure, never a pass, and
+// TestPeersTruth runs that case on it (its "runs:" names it, or runs
+// everything): the real program with the bug is what fails the case.
+func TestPeerBugsAreTruths(t *testing.T) {
+	paths, err := peertruth.Find(peersRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]peertruth.Peer{}
+	for _, path := range paths {
+		p, err := peertruth.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName[p.Name] = p
+	}
+	for _, cs := range cases.Catalogue() {
+		for _, name := range cs.PeerBugs {
+			p, ok := byName[name]
+			switch {
+			case !ok:
+				t.Errorf("%s names peer %s, which has no .peer file under %s", cs.ID, name, peersRoot)
+			case !p.Truth[cs.ID].Allows(conformance.Fail) || p.Truth[cs.ID].Allows(conformance.Pass):
+				t.Errorf("%s names peer %s as one that must fail it, but its truth is %s (%s)", cs.ID, name, p.Truth[cs.ID], filepath.Base(p.Path))
+			case len(p.Runs) > 0 && !slices.Contains(p.Runs, cs.ID):
+				t.Errorf("%s names peer %s as one that must fail it, but its runs: (%s) leaves %s out", cs.ID, name, strings.Join(p.Runs, " "), cs.ID)
+			}
+		}
+	}
+}

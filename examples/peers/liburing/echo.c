@@ -47,6 +47,34 @@
  * its queued echoes are sent, as at EOF. The bug real code has when it
  * treats every recv result <= 0 other than a listed error as the end.
  *
+ * Built with -DOVERFLOW_IGNORED (overflow-ignored.peer) the completion queue
+ * has 8 entries (IORING_SETUP_CQSIZE, 4 submission entries) and the loop
+ * drives the ring itself, as runtimes on their own bindings do: it publishes
+ * its submissions and enters without IORING_ENTER_GETEVENTS, then blocks on
+ * an eventfd registered with the ring (io_uring_register_eventfd) until the
+ * kernel posts a completion, and reaps what the CQ ring holds. It never
+ * checks IORING_SQ_CQ_OVERFLOW (io_uring_cq_has_overflow): the completions
+ * the kernel had to keep past the 8 entries (IORING_FEAT_NODROP: kept, not
+ * dropped) stay in its overflow list, which only an enter with GETEVENTS
+ * flushes; the completions posted behind them join that list, the CQ tail
+ * no longer moves, the eventfd is not signalled, and the connections they
+ * belong to stall. (liburing's own io_uring_submit and waits flush the list
+ * whenever the flag is set: the bug needs a loop that bypasses them.)
+ *
+ * Built with -DCLOSE_NO_CANCEL (close-no-cancel.peer) completions are routed
+ * by descriptor number (user_data holds the fd; a table indexed by fd holds
+ * the connection) and a connection is closed without cancelling what is in
+ * flight: at the client's EOF (a recv result of 0) it is closed at once, the
+ * common idiom, its slot freed, the send in flight left to the kernel (it
+ * holds its own reference to the socket) and the echoes not yet sent
+ * dropped. The descriptor number is free at once and the next connection
+ * accepted gets it; the old send's completion, when it comes (the old
+ * client reads, or resets), is taken for the new connection's own: a
+ * failed one closes the new connection (whose multishot recv, never
+ * cancelled, keeps its socket open and goes on receiving into a slot that
+ * no longer exists: its client is answered no more), a successful one
+ * advances its out-queue by bytes it never sent.
+ *
  * Listens on $REACTORLAB_LISTEN (host:port), else argv[1]; lifetime in
  * seconds from $LIFETIME_S, else argv[2], else 3600. Exits 0 on
  * SIGTERM/SIGINT (a signalfd read through the ring) after closing the
@@ -68,8 +96,15 @@
 
 #include <liburing.h>
 
+#ifdef OVERFLOW_IGNORED
+#include <poll.h>
+#include <sys/eventfd.h>
+#define QD 4                /* the CQ must have at least as many entries */
+#define CQ_ENTRIES 8        /* the bug: a small CQ, its overflow never flushed */
+#else
 #define QD 256              /* submission queue entries */
 #define CQ_ENTRIES 4096     /* multishot operations post many completions */
+#endif
 #define BUFFERS 16          /* provided buffer ring: 16 x 4 KiB, power of 2 */
 #define BUF_SIZE 4096
 #define BGID 0
@@ -120,13 +155,40 @@ static struct __kernel_timespec backoff_ts = {0, ACCEPT_BACKOFF_MS * 1000000LL};
 static struct __kernel_timespec lifetime_ts;
 static struct signalfd_siginfo siginfo;
 static unsigned long enobufs; /* recvs ended by -ENOBUFS, reported at exit */
+#ifdef CLOSE_NO_CANCEL
+#define MAX_FDS 65536
+static struct conn *by_fd[MAX_FDS]; /* the bug's routing: a connection by its fd */
+#endif
+
+#ifdef OVERFLOW_IGNORED
+static int efd = -1; /* registered with the ring: counts posted completions */
+
+/* Publishes the queued SQEs and enters without IORING_ENTER_GETEVENTS (where
+ * liburing's io_uring_submit would add it, and so flush the overflow list,
+ * whenever the kernel flags an overflow). */
+static int submit_only(void)
+{
+	struct io_uring_sq *sq = &ring.sq;
+	unsigned n = sq->sqe_tail - sq->sqe_head;
+
+	if (!n)
+		return 0;
+	sq->sqe_head = sq->sqe_tail;
+	io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
+	return io_uring_enter(ring.ring_fd, n, 0, 0, NULL);
+}
+#endif
 
 static struct io_uring_sqe *get_sqe(void)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 
 	if (!sqe) { /* the SQ ring is full: submit what is queued and retry */
+#ifdef OVERFLOW_IGNORED
+		submit_only();
+#else
 		io_uring_submit(&ring);
+#endif
 		sqe = io_uring_get_sqe(&ring);
 	}
 	if (!sqe) {
@@ -136,7 +198,21 @@ static struct io_uring_sqe *get_sqe(void)
 	return sqe;
 }
 
+#ifdef CLOSE_NO_CANCEL
+static __u64 ud(struct conn *c, enum op op) { return ((__u64)c->fd << 3) | op; }
+
+/* The connection a completion belongs to: whichever now has its fd. */
+static struct conn *conn_of(__u64 u)
+{
+	__u64 fd = u >> 3;
+
+	return fd < MAX_FDS ? by_fd[fd] : NULL;
+}
+#else
 static __u64 ud(struct conn *c, enum op op) { return (__u64)(uintptr_t)c | op; }
+
+static struct conn *conn_of(__u64 u) { return (struct conn *)(uintptr_t)(u & ~OP_MASK); }
+#endif
 
 static int setup_buffer_ring(void)
 {
@@ -224,10 +300,17 @@ static void close_conn(struct conn *c)
 {
 	if (c->fd < 0)
 		return;
+#ifdef CLOSE_NO_CANCEL
+	/* the bug: nothing cancelled; the operations in flight are forgotten
+	 * and the slot freed, their completions to be routed by fd */
+	by_fd[c->fd] = NULL;
+	c->recv_armed = c->send_inflight = 0;
+#else
 	if (c->recv_armed)
 		cancel_op(c, OP_RECV);
 	if (c->send_inflight)
 		cancel_op(c, OP_SEND);
+#endif
 	close(c->fd);
 	c->fd = -1;
 	mark_dirty(c);
@@ -306,6 +389,14 @@ static void handle_accept(struct io_uring_cqe *cqe)
 		return;
 	}
 	c->fd = cqe->res;
+#ifdef CLOSE_NO_CANCEL
+	if (c->fd >= MAX_FDS) {
+		close(c->fd);
+		free(c);
+		return;
+	}
+	by_fd[c->fd] = c;
+#endif
 	c->next = conns;
 	if (conns)
 		conns->prev = c;
@@ -329,6 +420,9 @@ static void handle_recv(struct conn *c, struct io_uring_cqe *cqe)
 		return;
 	if (cqe->res == 0) {
 		c->eof = 1;
+#ifdef CLOSE_NO_CANCEL
+		close_conn(c); /* the bug: closed at once, the send in flight left to the kernel */
+#endif
 	} else if (cqe->res == -ENOBUFS) {
 		enobufs++;
 #ifdef ENOBUFS_AS_EOF
@@ -389,6 +483,31 @@ static void update(struct conn *c)
 		free_conn(c);
 }
 
+#ifdef OVERFLOW_IGNORED
+/* The bug: if the CQ ring is empty, sleeps in poll(2) on the eventfd (and
+ * the signalfd, which it reads itself: *stop is set at SIGTERM or SIGINT).
+ * It never looks at IORING_SQ_CQ_OVERFLOW, so completions kept in the
+ * kernel's overflow list are never flushed into the ring. */
+static int submit_then_wait_eventfd(int sfd, int *stop)
+{
+	struct pollfd pfd[2] = {{.fd = efd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+	uint64_t v;
+	int ret = submit_only();
+
+	if (ret < 0)
+		return ret;
+	if (io_uring_cq_ready(&ring))
+		return 0;
+	if (poll(pfd, 2, -1) < 0)
+		return -errno;
+	if (pfd[1].revents & POLLIN)
+		*stop = 1;
+	if ((pfd[0].revents & POLLIN) && read(efd, &v, sizeof(v)) < 0)
+		return -errno;
+	return 0;
+}
+
+#endif
 static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
 {
 	const char *colon = strrchr(addr, ':');
@@ -458,8 +577,14 @@ int main(int argc, char **argv)
 	 * issuer waits), falling back to COOP_TASKRUN before 6.1. */
 	memset(&params, 0, sizeof(params));
 	params.cq_entries = CQ_ENTRIES;
+#ifdef OVERFLOW_IGNORED
+	/* completions must be posted while the loop sleeps in read(2) on the
+	 * eventfd: no DEFER_TASKRUN, which posts them only when it enters */
+	params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
+#else
 	params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE |
 		       IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+#endif
 	ret = io_uring_queue_init_params(QD, &ring, &params);
 	if (ret == -EINVAL) {
 		params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN;
@@ -473,6 +598,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "echo: provided buffer ring: %s\n", strerror(-ret));
 		return 1;
 	}
+#ifdef OVERFLOW_IGNORED
+	efd = eventfd(0, EFD_CLOEXEC);
+	if (efd < 0 || (ret = io_uring_register_eventfd(&ring, efd)) < 0) {
+		fprintf(stderr, "echo: eventfd: %s\n", efd < 0 ? strerror(errno) : strerror(-ret));
+		return 1;
+	}
+#endif
 
 	arm_accept();
 	sqe = get_sqe();
@@ -489,7 +621,15 @@ int main(int argc, char **argv)
 		struct io_uring_cqe *cqe;
 		unsigned head, count = 0;
 
+#ifdef OVERFLOW_IGNORED
+		int stop = 0;
+
+		ret = submit_then_wait_eventfd(sfd, &stop);
+		if (stop)
+			break;
+#else
 		ret = io_uring_submit_and_wait(&ring, 1);
+#endif
 		if (ret == -EINTR)
 			continue;
 		if (ret < 0) {
@@ -498,7 +638,7 @@ int main(int argc, char **argv)
 		}
 		io_uring_for_each_cqe(&ring, head, cqe) {
 			__u64 u = cqe->user_data;
-			struct conn *c = (struct conn *)(uintptr_t)(u & ~OP_MASK);
+			struct conn *c = conn_of(u);
 
 			count++;
 			switch (u) {
@@ -511,6 +651,11 @@ int main(int argc, char **argv)
 			case UD_SIGNAL:
 			case UD_LIFETIME:
 				running = 0;
+				continue;
+			}
+			if (!c) { /* CLOSE_NO_CANCEL: a result for a freed slot */
+				if (cqe->flags & IORING_CQE_F_BUFFER)
+					give_back(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
 				continue;
 			}
 			switch (u & OP_MASK) {
