@@ -387,6 +387,32 @@ func TestZeroTimeoutWaitIsNotSeen(t *testing.T) {
 	}
 }
 
+// TestSelfWakingLoopIsWakingItself: a loop whose second thread writes
+// its eventfd 10,000 times a second with nothing to do, one client
+// connected and idle, is named waking itself on both signals (woken for
+// nothing, tokens from its own threads), exit 1; the thread that writes
+// the tokens is no loop thread (never in a wait, under a tenth of the
+// window's CPU) and is not judged.
+func TestSelfWakingLoopIsWakingItself(t *testing.T) {
+	cmd, addr := helper(t, "self-wake", "")
+	c, err := dialHelper(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, code := diagnosed(t, cmd.Process.Pid)
+	ok := false
+	for _, th := range rep.Threads {
+		ev := strings.Join(th.Evidence, "\n")
+		if th.Class == diagnose.WakingItself && strings.Contains(ev, "signal (woken for nothing)") && strings.Contains(ev, "signal (tokens from its own threads)") {
+			ok = true
+		}
+	}
+	if code != 1 || !ok {
+		t.Errorf("exit %d, classes %v; want exit 1 and a thread waking itself on both signals", code, classes(rep))
+	}
+}
+
 // TestUsageErrors: a pid that does not exist, and a window of 0 or over
 // 60 s, are refused with exit 2 naming the flag.
 func TestUsageErrors(t *testing.T) {

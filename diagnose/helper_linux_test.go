@@ -40,6 +40,8 @@ func runHelper() {
 		err = timerWork()
 	case "zero-timeout":
 		err = zeroTimeout()
+	case "self-wake":
+		err = selfWake()
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -176,6 +178,96 @@ func zeroTimeout() error {
 	for {
 		if _, err := unix.EpollWait(ep, evs, 0); err != nil && err != unix.EINTR {
 			return err
+		}
+	}
+}
+
+// selfWakeEvery is how often self-wake's second thread hands its loop an
+// empty task: 10,000 a second, each a wakeup that carries no work.
+const selfWakeEvery = 100 * time.Microsecond
+
+// selfWake is a byte-echo loop on one thread (level-triggered, every
+// connection read and written back in turn, EPOLLOUT held only while
+// bytes wait) whose epoll set also holds an eventfd that a second thread
+// of the process writes every selfWakeEvery with nothing for the loop to
+// do: each write wakes the loop, which reads the eventfd and waits again.
+// Idle or lightly loaded, its wakeups far outnumber the segments its
+// sockets receive, and each follows an 8-byte write by its own thread.
+func selfWake() error {
+	lfd, addr, err := listen()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(lfd, true); err != nil {
+		return err
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	for _, fd := range []int{lfd, efd} {
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return err
+		}
+	}
+	go func() {
+		runtime.LockOSThread()
+		one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+		ts := unix.NsecToTimespec(int64(selfWakeEvery))
+		for {
+			unix.Write(efd, one)
+			unix.Nanosleep(&ts, nil)
+		}
+	}()
+	fmt.Println("ready", addr)
+	pending := map[int][]byte{} // connection → bytes read, not yet written back
+	evs := make([]unix.EpollEvent, 64)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.EpollWait(ep, evs, -1)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		for _, ev := range evs[:max(n, 0)] {
+			fd := int(ev.Fd)
+			switch fd {
+			case efd:
+				unix.Read(efd, buf[:8])
+			case lfd:
+				for {
+					c, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+					if err != nil {
+						break
+					}
+					unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, c, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c)})
+				}
+			default:
+				if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(pending[fd]) == 0 {
+					k, err := unix.Read(fd, buf)
+					if k <= 0 && err != unix.EAGAIN {
+						unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, fd, nil)
+						unix.Close(fd)
+						delete(pending, fd)
+						continue
+					}
+					if k > 0 {
+						pending[fd] = append(pending[fd], buf[:k]...)
+					}
+				}
+				if out := pending[fd]; len(out) > 0 {
+					k, _ := unix.Write(fd, out)
+					pending[fd] = out[max(k, 0):]
+					events := uint32(unix.EPOLLIN)
+					if len(pending[fd]) > 0 {
+						events = unix.EPOLLOUT
+					}
+					unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: events, Fd: int32(fd)})
+				}
+			}
 		}
 	}
 }
