@@ -134,10 +134,10 @@ func Method() string {
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
 		"waking itself: both of: (woken for nothing) ≥ %d voluntary switches in the window AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs); "+
 		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of its voluntary switches. "+
-		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks, or it was in state D in ≥ 1/%d of the samples). "+
+		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
 		"serving: ran ≥ %d%% of the window. waiting: the rest.",
-		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, blockedShare, loopCPUShare, loopCPUShare)
+		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, loopCPUShare, blockedShare, loopCPUShare, loopCPUShare)
 }
 
 // Thread is one thread's figures over the window, and what Classify
@@ -205,6 +205,11 @@ type Thread struct {
 	TokenFds     []string `json:"token_fds,omitempty"`
 	TokenWrites  int64    `json:"token_writes"`
 	TokenWriters int      `json:"token_writers"`
+	// BusySharers counts the process's other loop threads that ran a
+	// tenth of the window or more and waited on this thread's epoll set,
+	// or on none (a runtime's worker running the set's work between waits
+	// it is never seen in): threads that may have been serving its set.
+	BusySharers int `json:"busy_sharers"`
 
 	// Unreadable lists what could not be read of this thread, and why.
 	Unreadable []string `json:"unreadable,omitempty"`
@@ -255,6 +260,9 @@ func Classify(t *Thread, window time.Duration) {
 		}
 		epollLine = fmt.Sprintf("%s: in %d of %d looks a socket of it was registered level-triggered for EPOLLOUT with an empty send queue (at most %d at once); one socket of it held unread bytes in %d",
 			set, t.IdleWriteLooks, t.Looks, t.MostIdleWrite, t.UnreadLooks)
+		if t.BusySharers > 0 {
+			epollLine += fmt.Sprintf(", while %s that ran ≥ %d%% of the window may have served it", figure.Counted(t.BusySharers, "other thread", "other threads"), loopCPUShare)
+		}
 	}
 	signals := 0
 	for _, s := range []struct {
@@ -303,7 +311,11 @@ func Classify(t *Thread, window time.Duration) {
 		}
 	}
 	inCall := t.Samples > 0 && topN*blockedShare >= t.Samples
-	workWaited := t.Looks >= minLooks && t.UnreadLooks*unreadLooks >= t.Looks
+	// Bytes left unread wait for this thread only if no busy thread may
+	// have been serving the set: a runtime that parks its spare threads in
+	// futex while one of its threads serves (Go's scheduler with one P)
+	// leaves bytes unread for the busy one, not the parked one.
+	workWaited := t.Looks >= minLooks && t.UnreadLooks*unreadLooks >= t.Looks && t.BusySharers == 0
 	var heldFor time.Duration
 	if t.Samples > 0 {
 		heldFor = window * time.Duration(topN) / time.Duration(t.Samples)

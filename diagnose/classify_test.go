@@ -82,6 +82,9 @@ func TestClassify(t *testing.T) {
 		{"in futex while bytes wait, a block a stay just under 10 ms", func(th *Thread) {
 			th.InWait, th.InCall["futex"], th.UnreadLooks, th.Voluntary = 100, 100, 5, 101
 		}, Waiting, nil},
+		{"in futex long while bytes wait, but a busy thread may have served the set", func(th *Thread) {
+			th.InWait, th.InCall["futex"], th.UnreadLooks, th.Voluntary, th.BusySharers = 12, 180, 6, 35, 1
+		}, Waiting, nil},
 		{"parked in futex with nothing waiting is waiting", func(th *Thread) {
 			th.InWait, th.InCall["futex"] = 5, 195
 		}, Waiting, nil},

@@ -97,6 +97,7 @@ type lookResult struct {
 	unread    []uint64
 	segs      map[uint64]uint32
 	tokens    []string
+	noInfo    bool // a socket of the set came without its tcp_info
 }
 
 // observer holds an observation's state.
@@ -108,7 +109,6 @@ type observer struct {
 	// counted between its first look and its last, and scaled to the
 	// window.
 	lookAt     []time.Time
-	infoMissed bool // a look's dump carried no tcp_info: segments unknown
 	unreadable map[string]bool
 }
 
@@ -296,9 +296,6 @@ func (o *observer) look() {
 		for _, s := range ss {
 			if s.Inode != 0 {
 				socks[uint64(s.Inode)] = s
-				if !s.HasInfo {
-					o.infoMissed = true
-				}
 			}
 		}
 	}
@@ -319,6 +316,7 @@ func (o *observer) look() {
 				continue
 			}
 			r.segs[it.Ino] = s.SegsIn
+			r.noInfo = r.noInfo || !s.HasInfo
 			if it.Events&unix.EPOLLOUT != 0 && it.Events&unix.EPOLLET == 0 && s.State == inetdiag.Established && s.Unsent == 0 {
 				r.idleWrite++
 			}
@@ -454,8 +452,21 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 		if t.Samples == 0 {
 			t.Unreadable = append(t.Unreadable, "no sample of the call it was in")
 		}
-		Classify(&t, window)
 		r.Threads = append(r.Threads, t)
+	}
+	// The busy threads that may have served each loop thread's set: those
+	// that ran a tenth of the window and waited on that set, or on no
+	// epoll set at all (a runtime's worker that runs the set's work
+	// between its waits, never seen in them).
+	for i := range r.Threads {
+		t := &r.Threads[i]
+		for j, u := range r.Threads {
+			busy := u.Run >= 0 && time.Duration(u.Run)*100 >= window*loopCPUShare
+			if j != i && busy && t.EpollFd >= 0 && (u.EpollFd == t.EpollFd && !u.EpollUnseen || len(o.threads[u.Tid].epolls) == 0) {
+				t.BusySharers++
+			}
+		}
+		Classify(t, window)
 	}
 	r.Unreadable = slices.Sorted(maps.Keys(o.unreadable))
 	r.Elapsed = jsontime.Seconds(time.Since(start))
@@ -467,11 +478,16 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 // span the middle of it): for a socket seen at the first look, its count
 // at its last sighting less that at the first; for one that appeared
 // later, its count when last seen (all it received: a connection made
-// within the window). -1 when the counts were not read, or there were
-// fewer than two looks.
+// within the window). -1 when a socket's counts were not read, or there
+// were fewer than two looks.
 func (o *observer) segments(looks []lookResult, window time.Duration) int64 {
-	if o.infoMissed || len(looks) < 2 || len(o.lookAt) < 2 {
+	if len(looks) < 2 || len(o.lookAt) < 2 {
 		return -1
+	}
+	for _, l := range looks {
+		if l.noInfo {
+			return -1
+		}
 	}
 	span := o.lookAt[len(o.lookAt)-1].Sub(o.lookAt[0])
 	if span <= 0 {
