@@ -400,7 +400,7 @@ func TestSelfWakingLoopIsWakingItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	rep, code := diagnosed(t, cmd.Process.Pid)
+	rep, code := diagnosed(t, cmd.Process.Pid, "--for", "1s")
 	ok := false
 	for _, th := range rep.Threads {
 		ev := strings.Join(th.Evidence, "\n")

@@ -5,6 +5,7 @@ package diagnose_test
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"time"
@@ -50,23 +51,29 @@ func runHelper() {
 }
 
 // listen is a blocking listening socket on loopback made with system
-// calls (Go's poller never sees it) and its address.
+// calls (Go's poller never sees it) and its address: REACTORLAB_LISTEN's
+// when that is an IPv4 address and port (a truth-table row), else a port
+// the kernel picks.
 func listen() (int, string, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, "", err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	sa := &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+	if a, err := netip.ParseAddrPort(os.Getenv("REACTORLAB_LISTEN")); err == nil && a.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Addr: a.Addr().As4(), Port: int(a.Port())}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
 		return -1, "", err
 	}
 	if err := unix.Listen(fd, 16); err != nil {
 		return -1, "", err
 	}
-	sa, err := unix.Getsockname(fd)
+	got, err := unix.Getsockname(fd)
 	if err != nil {
 		return -1, "", err
 	}
-	return fd, fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port), nil
+	return fd, fmt.Sprintf("127.0.0.1:%d", got.(*unix.SockaddrInet4).Port), nil
 }
 
 // acceptOne prints "ready ADDR", accepts one connection and returns it
