@@ -128,12 +128,12 @@ const (
 // prints: every threshold with its reason in short.
 func Method() string {
 	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran ≥ %d%% of the window. "+
-		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran, or more involuntary than voluntary switches; "+
+		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran (involuntary switches are no signal: on a CPU other work wants, a loop that blocks between rounds is preempted within them too); "+
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
 		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks. "+
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
-		"waking itself: both of: (woken for nothing) ≥ %d voluntary switches in the window AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs); "+
-		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of its voluntary switches. "+
+		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs); "+
+		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of those wakeups. "+
 		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
 		"serving: ran ≥ %d%% of the window. waiting: the rest.",
@@ -236,7 +236,12 @@ func Classify(t *Thread, window time.Duration) {
 	switchLine := "switches: unknown"
 	if switchesKnown {
 		rounds := int64(run / perRoundCPU)
-		noBlock = t.Voluntary < rounds || t.Involuntary > t.Voluntary
+		// Preemptions say how much other work wanted the CPU, not whether
+		// the loop's waits blocked: the truth table's loaded Twisted and
+		// BEAM loops, seen in their waits in a third of the samples and
+		// more, were preempted more often than they blocked on a busy
+		// machine (docs/DIAGNOSE.md).
+		noBlock = t.Voluntary < rounds
 		switchLine = fmt.Sprintf("switches: %d voluntary (blocked), %d involuntary (preempted); its CPU implies ≥ %d rounds at one per %v", t.Voluntary, t.Involuntary, rounds, perRoundCPU)
 	}
 	rareWait := t.Samples > 0 && t.InWait*rareWaitShare < t.Samples
@@ -283,16 +288,25 @@ func Classify(t *Thread, window time.Duration) {
 
 	// Waking itself: wakeups no work explains, and tokens from its own
 	// threads to explain them.
-	wokeForNothing := t.Voluntary >= minWakeups && t.Segments >= 0 && t.Voluntary > wakesPerSegment*t.Segments
+	// Its wakeups from its event wait: its voluntary switches times the
+	// share of the samples that found it blocked that found it in its
+	// wait (a thread that also parks in futex, as a runtime's worker does,
+	// blocks there too, and those wakeups are not its loop's).
+	wakeups := int64(-1)
+	if blockedSamples := t.InWait + sum(t.InCall); t.Voluntary >= 0 && blockedSamples > 0 {
+		wakeups = t.Voluntary * int64(t.InWait) / int64(blockedSamples)
+	}
+	wokeForNothing := wakeups >= minWakeups && t.Segments >= 0 && wakeups > wakesPerSegment*t.Segments
 	wakeLine := "wakeups: unknown"
-	if t.Voluntary >= 0 && t.Segments >= 0 {
+	if wakeups >= 0 && t.Segments >= 0 {
 		per := "no segment received"
 		if t.Segments > 0 {
-			per = fmt.Sprintf("%.1f per segment", float64(t.Voluntary)/float64(t.Segments))
+			per = fmt.Sprintf("%.1f per segment", float64(wakeups)/float64(t.Segments))
 		}
-		wakeLine = fmt.Sprintf("wakeups: %d voluntary switches, %d segments received by its epoll set's sockets (%s)", t.Voluntary, t.Segments, per)
+		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by its epoll set's sockets (%s)",
+			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, per)
 	}
-	tokens := len(t.TokenFds) > 0 && t.TokenWrites >= 0 && t.Voluntary > 0 && t.TokenWrites*tokenWritesPerWake >= t.Voluntary
+	tokens := len(t.TokenFds) > 0 && t.TokenWrites >= 0 && wakeups > 0 && t.TokenWrites*tokenWritesPerWake >= wakeups
 	tokenLine := "tokens: unknown"
 	if t.TokenWrites >= 0 {
 		fds := "none"
@@ -364,6 +378,15 @@ func Classify(t *Thread, window time.Duration) {
 		ev = append(ev, "not read: "+u)
 	}
 	t.Evidence = ev
+}
+
+// sum adds a map's counts.
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // samplesLine says where the samples found the thread.

@@ -108,6 +108,14 @@ func TestClassify(t *testing.T) {
 			th.Run, th.Voluntary, th.InWait = ms(90), 20000, 190
 			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 4"}, 20500, 1
 		}, WakingItself, []string{"woken for nothing", "tokens from its own threads"}},
+		{"woken often, but parked in futex in most of its blocked samples (a runtime's worker)", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait, th.InCall["futex"] = ms(28), 2292, 8, 155
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 9"}, 5249, 3
+		}, Waiting, nil},
+		{"preempted more than it blocked, busy, seen in its wait in a third of the samples", func(th *Thread) {
+			th.Run, th.RunqWait, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(645), ms(600), 801, 9114, 62, 106
+			th.IdleWriteLooks, th.MostIdleWrite = 6, 1
+		}, Serving, nil},
 		{"woken for nothing, but no token written (a timer's loop)", func(th *Thread) {
 			th.Run, th.Voluntary, th.InWait = ms(60), 2000, 195
 		}, Waiting, nil},
@@ -165,7 +173,7 @@ func TestMethodStatesEveryRule(t *testing.T) {
 	m := Method()
 	for _, want := range []string{"spinning: ran ≥ 10% of the window AND at least two of", "1/10 of the samples", "2.5ms of CPU", "≥ 1000 read calls",
 		"≥ 1/2 of ≥ 3 looks", "zero timeout never sleeps",
-		"waking itself: both of: (woken for nothing) ≥ 1000 voluntary switches in the window AND more than 2 per segment", "averaged ≤ 8 bytes", "≥ one write per 2 of its voluntary switches", "blocked: in one system call other than its wait in ≥ 1/3 of the samples, for ≥ 10ms a block", "starved: its run-queue wait ≥ its run time AND ≥ 10%", "serving: ran ≥ 10%"} {
+		"waking itself: both of: (woken for nothing) ≥ 1000 wakeups from its event wait in the window", "AND more than 2 per segment", "averaged ≤ 8 bytes", "≥ one write per 2 of those wakeups", "blocked: in one system call other than its wait in ≥ 1/3 of the samples, for ≥ 10ms a block", "starved: its run-queue wait ≥ its run time AND ≥ 10%", "serving: ran ≥ 10%"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("method lacks %q:\n%s", want, m)
 		}
