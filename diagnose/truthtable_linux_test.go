@@ -109,7 +109,7 @@ type truthTarget struct {
 // reader, EMFILE, a stop, a fragment), and behave as the correct design
 // meanwhile.
 var mutantExpect = map[string]map[string]expectation{
-	"missed-rearm": all(diagnose.Waiting, "every 7th turn leaves a connection unarmed for good: within a second every connection of the load has stalled and the loop has nothing to do"),
+	"missed-rearm":       all(diagnose.Waiting, "every 7th turn leaves a connection unarmed for good: within a second every connection of the load has stalled and the loop has nothing to do"),
 	"permanent-epollout": all(diagnose.Spinning, "EPOLLOUT stays registered, level-triggered, with an empty out-queue: every wait returns at once, whatever the load"),
 }
 
@@ -326,11 +326,11 @@ type truthRow struct {
 	// whatever CPU the machine left it.
 	unstarved diagnose.Class
 	// load1 is the machine's 1-minute load average when the row was taken.
-	load1 string
+	load1  string
 	detail string // the deciding thread's figures, shortly
 	// evidence is the deciding thread's whole evidence, one line.
 	evidence string
-	err    string // the row could not be run: why
+	err      string // the row could not be run: why
 }
 
 // verdict is a report's class for the process: the first finding among
@@ -392,16 +392,21 @@ func runTarget(t *testing.T, tt truthTarget, window, warm time.Duration, serverC
 		return fail(err.Error())
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cport, err := freePort()
+	if err != nil {
+		return fail(err.Error())
+	}
+	control := "127.0.0.1:" + strconv.Itoa(cport) // offered, as conformance offers it; never loaded
 	argv := slices.Clone(tt.argv)
 	for i := range argv {
-		argv[i] = strings.ReplaceAll(argv[i], "{addr}", addr)
+		argv[i] = strings.NewReplacer("{addr}", addr, "{control}", control).Replace(argv[i])
 	}
 	if serverCPUs != "" {
 		argv = append([]string{"taskset", "-c", serverCPUs}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tt.dir
-	cmd.Env = append(append(os.Environ(), "REACTORLAB_LISTEN="+addr, "LIFETIME_S=600"), tt.env...)
+	cmd.Env = append(append(os.Environ(), "REACTORLAB_LISTEN="+addr, "REACTORLAB_CONTROL_LISTEN="+control, "LIFETIME_S=600"), tt.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var output strings.Builder
 	pr, pw := io.Pipe()
@@ -468,45 +473,41 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitListening waits until addr accepts a connection, and returns the
-// process of pgid's group that holds the listening socket (a shell or a
-// launcher script may stand between the group's leader and the server).
+// waitListening waits until a process of pgid's group holds a socket
+// listening on port (a shell or a launcher script may stand between the
+// group's leader and the server) and returns it. It looks in the kernel's
+// tables and never connects: a helper that serves one connection would
+// take a probe's for its client's.
 func waitListening(pgid int, addr string, port int, limit time.Duration) (int, error) {
 	deadline := time.Now().Add(limit)
-	for {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			break
-		}
+	for ; ; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("nothing listening on %s within %v", addr, limit)
 		}
 		if st, err := procfs.ReadStat(pgid); err != nil || st.Zombie() {
 			return 0, fmt.Errorf("exited before listening on %s", addr)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	inodes, err := inetdiag.ListeningInodes(uint16(port))
-	if err != nil {
-		return 0, err
-	}
-	pids, err := procfs.Pids()
-	if err != nil {
-		return 0, err
-	}
-	for _, pid := range pids {
-		st, err := procfs.ReadStat(pid)
-		if err != nil || st.Pgrp != pgid {
+		inodes, err := inetdiag.ListeningInodes(uint16(port))
+		if err != nil {
 			continue
 		}
-		fds, _ := procfs.ReadFds(pid)
-		for _, f := range fds {
-			if ino, ok := f.SocketInode(); ok && inodes[ino] {
-				return pid, nil
+		pids, err := procfs.Pids()
+		if err != nil {
+			return 0, err
+		}
+		for _, pid := range pids {
+			st, err := procfs.ReadStat(pid)
+			if err != nil || st.Pgrp != pgid {
+				continue
+			}
+			fds, _ := procfs.ReadFds(pid)
+			for _, f := range fds {
+				if ino, ok := f.SocketInode(); ok && inodes[ino] {
+					return pid, nil
+				}
 			}
 		}
 	}
-	return 0, fmt.Errorf("no process of group %d holds the listener on %s", pgid, addr)
 }
 
 // startLoad starts load l on addr with clients pinned to cpu (-1: not
