@@ -132,7 +132,7 @@ func Method() string {
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
 		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks. "+
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
-		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs); "+
+		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens, is held to every socket of the process's sets); "+
 		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of those wakeups. "+
 		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
@@ -201,10 +201,14 @@ type Thread struct {
 	// pipes registered in it for EPOLLIN, and TokenWrites the write calls
 	// over the window of the process's TokenWriters threads whose writes
 	// averaged 8 bytes or less (-1: not read).
-	Segments     int64    `json:"segments_in"`
-	TokenFds     []string `json:"token_fds,omitempty"`
-	TokenWrites  int64    `json:"token_writes"`
-	TokenWriters int      `json:"token_writers"`
+	Segments int64 `json:"segments_in"`
+	// SegmentsOfProcess says its set holds no socket, and Segments counts
+	// those of every epoll set of the process instead (a worker woken by
+	// tokens for work another thread polled).
+	SegmentsOfProcess bool     `json:"segments_of_process,omitempty"`
+	TokenFds          []string `json:"token_fds,omitempty"`
+	TokenWrites       int64    `json:"token_writes"`
+	TokenWriters      int      `json:"token_writers"`
 	// BusySharers counts the process's other loop threads that ran a
 	// tenth of the window or more and waited on this thread's epoll set,
 	// or on none (a runtime's worker running the set's work between waits
@@ -303,8 +307,12 @@ func Classify(t *Thread, window time.Duration) {
 		if t.Segments > 0 {
 			per = fmt.Sprintf("%.1f per segment", float64(wakeups)/float64(t.Segments))
 		}
-		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by its epoll set's sockets (%s)",
-			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, per)
+		whose := "its epoll set's sockets"
+		if t.SegmentsOfProcess {
+			whose = "the sockets of every epoll set of its process (its own set holds none)"
+		}
+		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by %s (%s)",
+			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, whose, per)
 	}
 	tokens := len(t.TokenFds) > 0 && t.TokenWrites >= 0 && wakeups > 0 && t.TokenWrites*tokenWritesPerWake >= wakeups
 	tokenLine := "tokens: unknown"

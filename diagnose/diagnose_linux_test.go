@@ -413,6 +413,30 @@ func TestSelfWakingLoopIsWakingItself(t *testing.T) {
 	}
 }
 
+// TestHandedOffWorkIsNotWakingItself: a worker woken by its poller's
+// eventfd token once per read, its own epoll set holding no socket, under
+// the tests' load, is not named waking itself: its wakeups are held to the
+// segments every socket of the process received, and carry work.
+func TestHandedOffWorkIsNotWakingItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs in the full tier")
+	}
+	cmd, addr := helper(t, "handoff", "")
+	defer load(t, addr, -1)()
+	time.Sleep(300 * time.Millisecond)
+	rep, _ := diagnosed(t, cmd.Process.Pid, "--for", "1s")
+	worker := false
+	for _, th := range rep.Threads {
+		if th.Class == diagnose.WakingItself {
+			t.Errorf("thread %d named waking itself: %q", th.Tid, th.Evidence)
+		}
+		worker = worker || th.SegmentsOfProcess && len(th.TokenFds) > 0
+	}
+	if !worker {
+		t.Errorf("no loop thread whose set holds only tokens (the worker): classes %v", classes(rep))
+	}
+}
+
 // TestUsageErrors: a pid that does not exist, and a window of 0 or over
 // 60 s, are refused with exit 2 naming the flag.
 func TestUsageErrors(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,8 @@ func runHelper() {
 		err = zeroTimeout()
 	case "self-wake":
 		err = selfWake()
+	case "handoff":
+		err = handoff()
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -275,6 +278,109 @@ func selfWake() error {
 					unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: events, Fd: int32(fd)})
 				}
 			}
+		}
+	}
+}
+
+// handoff is a byte echo on two threads: a poller whose epoll set holds
+// the listener and the connections reads whatever arrives and hands it,
+// with one eventfd token per read, to a worker whose epoll set holds only
+// that eventfd; the worker writes each piece back. Every wakeup of the
+// worker carries work a segment brought: it is woken by its own process's
+// tokens, never for nothing.
+func handoff() error {
+	lfd, addr, err := listen()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(lfd, true); err != nil {
+		return err
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	pollEp, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	workEp, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(pollEp, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lfd)}); err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(workEp, unix.EPOLL_CTL_ADD, efd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}); err != nil {
+		return err
+	}
+	type piece struct {
+		fd   int
+		data []byte
+	}
+	var (
+		mu    sync.Mutex
+		queue []piece
+	)
+	go func() { // the worker
+		runtime.LockOSThread()
+		evs := make([]unix.EpollEvent, 4)
+		buf := make([]byte, 8)
+		for {
+			if _, err := unix.EpollWait(workEp, evs, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			unix.Read(efd, buf)
+			mu.Lock()
+			work := queue
+			queue = nil
+			mu.Unlock()
+			for _, p := range work {
+				for out := p.data; len(out) > 0; {
+					k, err := unix.Write(p.fd, out)
+					if err == unix.EAGAIN {
+						continue
+					}
+					if err != nil {
+						break
+					}
+					out = out[k:]
+				}
+			}
+		}
+	}()
+	fmt.Println("ready", addr)
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	evs := make([]unix.EpollEvent, 64)
+	for {
+		n, err := unix.EpollWait(pollEp, evs, -1)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		for _, ev := range evs[:max(n, 0)] {
+			fd := int(ev.Fd)
+			if fd == lfd {
+				for {
+					c, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+					if err != nil {
+						break
+					}
+					unix.EpollCtl(pollEp, unix.EPOLL_CTL_ADD, c, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c)})
+				}
+				continue
+			}
+			data := make([]byte, 64<<10)
+			k, err := unix.Read(fd, data)
+			if k <= 0 {
+				if err != unix.EAGAIN {
+					unix.EpollCtl(pollEp, unix.EPOLL_CTL_DEL, fd, nil)
+				}
+				continue
+			}
+			mu.Lock()
+			queue = append(queue, piece{fd, data[:k]})
+			mu.Unlock()
+			unix.Write(efd, one)
 		}
 	}
 }

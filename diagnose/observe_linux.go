@@ -369,6 +369,21 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			tokenWriters++
 		}
 	}
+	// Every set's looks merged, look by look: the process's sockets, for a
+	// thread whose set holds none (a worker woken by tokens for work
+	// another thread polled: its unit of work is a segment the process
+	// received).
+	var merged []lookResult
+	for _, looks := range o.looks {
+		for i, l := range looks {
+			if i == len(merged) {
+				merged = append(merged, lookResult{segs: map[uint64]uint32{}})
+			}
+			maps.Copy(merged[i].segs, l.segs)
+			merged[i].noInfo = merged[i].noInfo || l.noInfo
+		}
+	}
+	processSegments := o.segments(merged, window)
 	for _, tid := range slices.Sorted(maps.Keys(o.threads)) {
 		tr := o.threads[tid]
 		last, live := lasts[tid]
@@ -414,6 +429,9 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			unread := map[uint64]int{} // socket → looks it had unread bytes in
 			looks := o.looks[fd]
 			s.Segments = o.segments(looks, window)
+			if !slices.ContainsFunc(looks, func(l lookResult) bool { return len(l.segs) > 0 }) {
+				s.Segments, s.SegmentsOfProcess = processSegments, true
+			}
 			tokens := map[string]bool{}
 			for _, l := range looks {
 				for _, tok := range l.tokens {
@@ -439,7 +457,7 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			}
 			if fd == t.EpollFd {
 				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
-				t.Segments, t.TokenFds = s.Segments, s.TokenFds
+				t.Segments, t.SegmentsOfProcess, t.TokenFds = s.Segments, s.SegmentsOfProcess, s.TokenFds
 			}
 		}
 		if t.Samples > 0 {
