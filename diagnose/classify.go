@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/internal/jsontime"
+	"github.com/reactorlab/reactorlab/results/figure"
 )
 
 // Class is what a loop thread was doing over the window.
@@ -19,6 +20,10 @@ const (
 	// Spinning: CPU spent with waits that do not block, named on two
 	// independent signals (Method).
 	Spinning Class = "spinning"
+	// WakingItself: woken far more often than work arrived, by tokens
+	// its own process's threads wrote to an eventfd or pipe of its set,
+	// named on two independent signals (Method).
+	WakingItself Class = "waking itself"
 	// Blocked: held in a system call that is not its event wait for a
 	// significant share of the window while work waited for it.
 	Blocked Class = "blocked"
@@ -31,8 +36,10 @@ const (
 )
 
 // Finding reports whether the class is a finding (exit 1): spinning,
-// blocked or starved; waiting and serving are not.
-func (c Class) Finding() bool { return c == Spinning || c == Blocked || c == Starved }
+// waking itself, blocked or starved; waiting and serving are not.
+func (c Class) Finding() bool {
+	return c == Spinning || c == WakingItself || c == Blocked || c == Starved
+}
 
 // The rules' figures. Each is a share of the window or of the samples,
 // derived in its comment, never tuned to a test.
@@ -92,20 +99,45 @@ const (
 	// return at once, or never waited (a runtime that parks its threads
 	// elsewhere between rounds blocks them in futex, not in the wait).
 	rareWaitShare = 10 // 1/rareWaitShare of the samples
+	// wakesPerSegment: a loop woken only by work wakes at most once per
+	// segment its sockets receive (readable when data comes; writable when
+	// an ACK frees send queue it was waiting on: the ACK is a segment too),
+	// and at most once more per segment for a task another thread hands
+	// back about it (a worker's result): two wakeups per segment received.
+	// More than that is wakeups no arriving work explains.
+	wakesPerSegment = 2
+	// minWakeups: the wakeups (voluntary switches) that must be seen before
+	// their count per segment says anything, the same floor as
+	// minReadCalls and for the same reason: a thousand in the window is
+	// past what an idle loop's timers make (a few a second) and far under
+	// what a wakeup storm makes (thousands a second).
+	minWakeups = 1000
+	// tokenBytes: an eventfd is written 8 bytes at a time (its counter,
+	// eventfd(2)) and a wakeup pipe usually one byte; a thread whose write
+	// calls averaged 8 bytes or less wrote tokens, not data (an echo's
+	// socket writes carry what was read).
+	tokenBytes = 8
+	// tokenWritesPerWake: a wakeup caused by a token follows a token
+	// write (an eventfd counts writes the loop has not read yet into one
+	// wakeup, so writes ≥ wakeups it caused); token writes at least half
+	// the loop's wakeups explain at least half of them.
+	tokenWritesPerWake = 2 // one token write per tokenWritesPerWake wakeups
 )
 
 // Method is the rules Classify applies, as one paragraph the report
 // prints: every threshold with its reason in short.
 func Method() string {
 	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran ≥ %d%% of the window. "+
-		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran, or more involuntary than voluntary switches; "+
+		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran (involuntary switches are no signal: on a CPU other work wants, a loop that blocks between rounds is preempted within them too); "+
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
 		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks. "+
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
-		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks, or it was in state D in ≥ 1/%d of the samples). "+
+		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens, is held to every socket of the process's sets); "+
+		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of those wakeups. "+
+		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
 		"serving: ran ≥ %d%% of the window. waiting: the rest.",
-		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, blockedShare, longStay, unreadLooks, minLooks, blockedShare, loopCPUShare, loopCPUShare)
+		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, loopCPUShare, blockedShare, loopCPUShare, loopCPUShare)
 }
 
 // Thread is one thread's figures over the window, and what Classify
@@ -164,6 +196,24 @@ type Thread struct {
 	IdleWriteLooks int  `json:"idle_write_looks"`
 	MostIdleWrite  int  `json:"most_idle_write_sockets"`
 	UnreadLooks    int  `json:"unread_looks"`
+	// Segments is the segments the sockets of that set received over the
+	// window (tcpi_segs_in; -1: not read), TokenFds the eventfds and
+	// pipes registered in it for EPOLLIN, and TokenWrites the write calls
+	// over the window of the process's TokenWriters threads whose writes
+	// averaged 8 bytes or less (-1: not read).
+	Segments int64 `json:"segments_in"`
+	// SegmentsOfProcess says its set holds no socket, and Segments counts
+	// those of every epoll set of the process instead (a worker woken by
+	// tokens for work another thread polled).
+	SegmentsOfProcess bool     `json:"segments_of_process,omitempty"`
+	TokenFds          []string `json:"token_fds,omitempty"`
+	TokenWrites       int64    `json:"token_writes"`
+	TokenWriters      int      `json:"token_writers"`
+	// BusySharers counts the process's other loop threads that ran a
+	// tenth of the window or more and waited on this thread's epoll set,
+	// or on none (a runtime's worker running the set's work between waits
+	// it is never seen in): threads that may have been serving its set.
+	BusySharers int `json:"busy_sharers"`
 
 	// Unreadable lists what could not be read of this thread, and why.
 	Unreadable []string `json:"unreadable,omitempty"`
@@ -190,7 +240,12 @@ func Classify(t *Thread, window time.Duration) {
 	switchLine := "switches: unknown"
 	if switchesKnown {
 		rounds := int64(run / perRoundCPU)
-		noBlock = t.Voluntary < rounds || t.Involuntary > t.Voluntary
+		// Preemptions say how much other work wanted the CPU, not whether
+		// the loop's waits blocked: the truth table's loaded Twisted and
+		// BEAM loops, seen in their waits in a third of the samples and
+		// more, were preempted more often than they blocked on a busy
+		// machine (docs/DIAGNOSE.md).
+		noBlock = t.Voluntary < rounds
 		switchLine = fmt.Sprintf("switches: %d voluntary (blocked), %d involuntary (preempted); its CPU implies ≥ %d rounds at one per %v", t.Voluntary, t.Involuntary, rounds, perRoundCPU)
 	}
 	rareWait := t.Samples > 0 && t.InWait*rareWaitShare < t.Samples
@@ -214,6 +269,9 @@ func Classify(t *Thread, window time.Duration) {
 		}
 		epollLine = fmt.Sprintf("%s: in %d of %d looks a socket of it was registered level-triggered for EPOLLOUT with an empty send queue (at most %d at once); one socket of it held unread bytes in %d",
 			set, t.IdleWriteLooks, t.Looks, t.MostIdleWrite, t.UnreadLooks)
+		if t.BusySharers > 0 {
+			epollLine += fmt.Sprintf(", while %s that ran ≥ %d%% of the window may have served it", figure.Counted(t.BusySharers, "other thread", "other threads"), loopCPUShare)
+		}
 	}
 	signals := 0
 	for _, s := range []struct {
@@ -232,6 +290,41 @@ func Classify(t *Thread, window time.Duration) {
 	}
 	samplesLine := t.samplesLine()
 
+	// Waking itself: wakeups no work explains, and tokens from its own
+	// threads to explain them.
+	// Its wakeups from its event wait: its voluntary switches times the
+	// share of the samples that found it blocked that found it in its
+	// wait (a thread that also parks in futex, as a runtime's worker does,
+	// blocks there too, and those wakeups are not its loop's).
+	wakeups := int64(-1)
+	if blockedSamples := t.InWait + sum(t.InCall); t.Voluntary >= 0 && blockedSamples > 0 {
+		wakeups = t.Voluntary * int64(t.InWait) / int64(blockedSamples)
+	}
+	wokeForNothing := wakeups >= minWakeups && t.Segments >= 0 && wakeups > wakesPerSegment*t.Segments
+	wakeLine := "wakeups: unknown"
+	if wakeups >= 0 && t.Segments >= 0 {
+		per := "no segment received"
+		if t.Segments > 0 {
+			per = fmt.Sprintf("%.1f per segment", float64(wakeups)/float64(t.Segments))
+		}
+		whose := "its epoll set's sockets"
+		if t.SegmentsOfProcess {
+			whose = "the sockets of every epoll set of its process (its own set holds none)"
+		}
+		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by %s (%s)",
+			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, whose, per)
+	}
+	tokens := len(t.TokenFds) > 0 && t.TokenWrites >= 0 && wakeups > 0 && t.TokenWrites*tokenWritesPerWake >= wakeups
+	tokenLine := "tokens: unknown"
+	if t.TokenWrites >= 0 {
+		fds := "none"
+		if len(t.TokenFds) > 0 {
+			fds = strings.Join(t.TokenFds, ", ")
+		}
+		tokenLine = fmt.Sprintf("tokens: eventfds and pipes in its set for EPOLLIN: %s; %s of ≤ %d bytes on average by %s of its process", fds,
+			figure.Counted(int(t.TokenWrites), "write call", "write calls"), tokenBytes, figure.Counted(t.TokenWriters, "thread", "threads"))
+	}
+
 	// Blocked: the call that held it most.
 	topCall, topN := "", 0
 	for _, c := range slices.Sorted(maps.Keys(t.InCall)) {
@@ -240,7 +333,11 @@ func Classify(t *Thread, window time.Duration) {
 		}
 	}
 	inCall := t.Samples > 0 && topN*blockedShare >= t.Samples
-	workWaited := t.Looks >= minLooks && t.UnreadLooks*unreadLooks >= t.Looks
+	// Bytes left unread wait for this thread only if no busy thread may
+	// have been serving the set: a runtime that parks its spare threads in
+	// futex while one of its threads serves (Go's scheduler with one P)
+	// leaves bytes unread for the busy one, not the parked one.
+	workWaited := t.Looks >= minLooks && t.UnreadLooks*unreadLooks >= t.Looks && t.BusySharers == 0
 	var heldFor time.Duration
 	if t.Samples > 0 {
 		heldFor = window * time.Duration(topN) / time.Duration(t.Samples)
@@ -254,6 +351,9 @@ func Classify(t *Thread, window time.Duration) {
 		t.Class = Spinning
 		ev = append(ev, cpuLine)
 		ev = append(ev, held...)
+	case wokeForNothing && tokens:
+		t.Class = WakingItself
+		ev = append(ev, "signal (woken for nothing): "+wakeLine, "signal (tokens from its own threads): "+tokenLine, cpuLine)
 	case inCall && longStays && (workWaited || stateD):
 		t.Class = Blocked
 		ev = append(ev, fmt.Sprintf("signal (held in %s): in %s in %d of %d samples; %s", topCall, topCall, topN, t.Samples, staysLine))
@@ -277,7 +377,7 @@ func Classify(t *Thread, window time.Duration) {
 		t.Class = Waiting
 		ev = append(ev, cpuLine)
 	}
-	for _, l := range []string{cpuLine, samplesLine, switchLine, readLine, epollLine} {
+	for _, l := range []string{cpuLine, samplesLine, switchLine, readLine, epollLine, wakeLine, tokenLine} {
 		if !mentioned(ev, l) {
 			ev = append(ev, l)
 		}
@@ -286,6 +386,15 @@ func Classify(t *Thread, window time.Duration) {
 		ev = append(ev, "not read: "+u)
 	}
 	t.Evidence = ev
+}
+
+// sum adds a map's counts.
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // samplesLine says where the samples found the thread.

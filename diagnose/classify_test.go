@@ -82,6 +82,9 @@ func TestClassify(t *testing.T) {
 		{"in futex while bytes wait, a block a stay just under 10 ms", func(th *Thread) {
 			th.InWait, th.InCall["futex"], th.UnreadLooks, th.Voluntary = 100, 100, 5, 101
 		}, Waiting, nil},
+		{"in futex long while bytes wait, but a busy thread may have served the set", func(th *Thread) {
+			th.InWait, th.InCall["futex"], th.UnreadLooks, th.Voluntary, th.BusySharers = 12, 180, 6, 35, 1
+		}, Waiting, nil},
 		{"parked in futex with nothing waiting is waiting", func(th *Thread) {
 			th.InWait, th.InCall["futex"] = 5, 195
 		}, Waiting, nil},
@@ -101,6 +104,41 @@ func TestClassify(t *testing.T) {
 			th.Run, th.RunqWait, th.Voluntary, th.InWait, th.Running = ms(1000), ms(999), 9000, 100, 100
 		}, Serving, nil},
 		{"run-queue wait over its run time but under a tenth of the window", func(th *Thread) { th.Run, th.RunqWait = ms(50), ms(150) }, Waiting, nil},
+		{"waking itself: woken for nothing by its own threads' tokens", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait = ms(90), 20000, 190
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 4"}, 20500, 1
+		}, WakingItself, []string{"woken for nothing", "tokens from its own threads"}},
+		{"woken often, but parked in futex in most of its blocked samples (a runtime's worker)", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait, th.InCall["futex"] = ms(28), 2292, 8, 155
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 9"}, 5249, 3
+		}, Waiting, nil},
+		{"preempted more than it blocked, busy, seen in its wait in a third of the samples", func(th *Thread) {
+			th.Run, th.RunqWait, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(645), ms(600), 801, 9114, 62, 106
+			th.IdleWriteLooks, th.MostIdleWrite = 6, 1
+		}, Serving, nil},
+		{"woken for nothing, but no token written (a timer's loop)", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait = ms(60), 2000, 195
+		}, Waiting, nil},
+		{"woken by tokens, but no more than twice a segment", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait, th.Segments = ms(90), 20000, 190, 10000
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 4"}, 20500, 1
+		}, Waiting, nil},
+		{"woken for nothing, under the floor of wakeups", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait = ms(9), 999, 199
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"pipe 4"}, 999, 1
+		}, Waiting, nil},
+		{"woken for nothing, token writes under half the wakeups", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait = ms(90), 20000, 190
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 4"}, 9999, 1
+		}, Waiting, nil},
+		{"woken for nothing, tokens written, but no eventfd nor pipe in its set", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait = ms(90), 20000, 190
+			th.TokenWrites, th.TokenWriters = 20500, 1
+		}, Waiting, nil},
+		{"segments unknown: no signal", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait, th.Segments = ms(90), 20000, 190, -1
+			th.TokenFds, th.TokenWrites, th.TokenWriters = []string{"eventfd 4"}, 20500, 1
+		}, Waiting, nil},
 		{"starved to under a tenth of the window's CPU", func(th *Thread) {
 			th.Run, th.RunqWait, th.InWait, th.Running = ms(150), ms(1800), 0, 200
 		}, Starved, []string{"run-queue wait"}},
@@ -134,7 +172,8 @@ func TestClassifySaysWhatItCouldNotRead(t *testing.T) {
 func TestMethodStatesEveryRule(t *testing.T) {
 	m := Method()
 	for _, want := range []string{"spinning: ran ≥ 10% of the window AND at least two of", "1/10 of the samples", "2.5ms of CPU", "≥ 1000 read calls",
-		"≥ 1/2 of ≥ 3 looks", "zero timeout never sleeps", "blocked: in one system call other than its wait in ≥ 1/3 of the samples, for ≥ 10ms a block", "starved: its run-queue wait ≥ its run time AND ≥ 10%", "serving: ran ≥ 10%"} {
+		"≥ 1/2 of ≥ 3 looks", "zero timeout never sleeps",
+		"waking itself: both of: (woken for nothing) ≥ 1000 wakeups from its event wait in the window", "AND more than 2 per segment", "averaged ≤ 8 bytes", "≥ one write per 2 of those wakeups", "blocked: in one system call other than its wait in ≥ 1/3 of the samples, for ≥ 10ms a block", "starved: its run-queue wait ≥ its run time AND ≥ 10%", "serving: ran ≥ 10%"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("method lacks %q:\n%s", want, m)
 		}

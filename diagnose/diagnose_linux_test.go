@@ -387,6 +387,56 @@ func TestZeroTimeoutWaitIsNotSeen(t *testing.T) {
 	}
 }
 
+// TestSelfWakingLoopIsWakingItself: a loop whose second thread writes
+// its eventfd 10,000 times a second with nothing to do, one client
+// connected and idle, is named waking itself on both signals (woken for
+// nothing, tokens from its own threads), exit 1; the thread that writes
+// the tokens is no loop thread (never in a wait, under a tenth of the
+// window's CPU) and is not judged.
+func TestSelfWakingLoopIsWakingItself(t *testing.T) {
+	cmd, addr := helper(t, "self-wake", "")
+	c, err := dialHelper(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, code := diagnosed(t, cmd.Process.Pid, "--for", "1s")
+	ok := false
+	for _, th := range rep.Threads {
+		ev := strings.Join(th.Evidence, "\n")
+		if th.Class == diagnose.WakingItself && strings.Contains(ev, "signal (woken for nothing)") && strings.Contains(ev, "signal (tokens from its own threads)") {
+			ok = true
+		}
+	}
+	if code != 1 || !ok {
+		t.Errorf("exit %d, classes %v; want exit 1 and a thread waking itself on both signals", code, classes(rep))
+	}
+}
+
+// TestHandedOffWorkIsNotWakingItself: a worker woken by its poller's
+// eventfd token once per read, its own epoll set holding no socket, under
+// the tests' load, is not named waking itself: its wakeups are held to the
+// segments every socket of the process received, and carry work.
+func TestHandedOffWorkIsNotWakingItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs in the full tier")
+	}
+	cmd, addr := helper(t, "handoff", "")
+	defer load(t, addr, -1)()
+	time.Sleep(300 * time.Millisecond)
+	rep, _ := diagnosed(t, cmd.Process.Pid, "--for", "1s")
+	worker := false
+	for _, th := range rep.Threads {
+		if th.Class == diagnose.WakingItself {
+			t.Errorf("thread %d named waking itself: %q", th.Tid, th.Evidence)
+		}
+		worker = worker || th.SegmentsOfProcess && len(th.TokenFds) > 0
+	}
+	if !worker {
+		t.Errorf("no loop thread whose set holds only tokens (the worker): classes %v", classes(rep))
+	}
+}
+
 // TestUsageErrors: a pid that does not exist, and a window of 0 or over
 // 60 s, are refused with exit 2 naming the flag.
 func TestUsageErrors(t *testing.T) {

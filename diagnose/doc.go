@@ -1,8 +1,8 @@
 // Package diagnose observes a live process for a bounded window from
 // /proc and the kernel's TCP tables alone, and says of each of its
 // threads that behaves like an event loop what it was doing: waiting,
-// serving, spinning, blocked or starved, each conclusion with the
-// signals that made it and their figures.
+// serving, spinning, waking itself, blocked or starved, each conclusion
+// with the signals that made it and their figures.
 //
 // Nothing is signalled, stopped or traced: the target's threads are read
 // through their /proc files (stat, status, schedstat, syscall, io), its

@@ -5,8 +5,10 @@ package diagnose_test
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +42,10 @@ func runHelper() {
 		err = timerWork()
 	case "zero-timeout":
 		err = zeroTimeout()
+	case "self-wake":
+		err = selfWake()
+	case "handoff":
+		err = handoff()
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -48,23 +54,29 @@ func runHelper() {
 }
 
 // listen is a blocking listening socket on loopback made with system
-// calls (Go's poller never sees it) and its address.
+// calls (Go's poller never sees it) and its address: REACTORLAB_LISTEN's
+// when that is an IPv4 address and port (a truth-table row), else a port
+// the kernel picks.
 func listen() (int, string, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, "", err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	sa := &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+	if a, err := netip.ParseAddrPort(os.Getenv("REACTORLAB_LISTEN")); err == nil && a.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Addr: a.Addr().As4(), Port: int(a.Port())}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
 		return -1, "", err
 	}
 	if err := unix.Listen(fd, 16); err != nil {
 		return -1, "", err
 	}
-	sa, err := unix.Getsockname(fd)
+	got, err := unix.Getsockname(fd)
 	if err != nil {
 		return -1, "", err
 	}
-	return fd, fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port), nil
+	return fd, fmt.Sprintf("127.0.0.1:%d", got.(*unix.SockaddrInet4).Port), nil
 }
 
 // acceptOne prints "ready ADDR", accepts one connection and returns it
@@ -176,6 +188,199 @@ func zeroTimeout() error {
 	for {
 		if _, err := unix.EpollWait(ep, evs, 0); err != nil && err != unix.EINTR {
 			return err
+		}
+	}
+}
+
+// selfWakeEvery is how often self-wake's second thread hands its loop an
+// empty task: 10,000 a second, each a wakeup that carries no work.
+const selfWakeEvery = 100 * time.Microsecond
+
+// selfWake is a byte-echo loop on one thread (level-triggered, every
+// connection read and written back in turn, EPOLLOUT held only while
+// bytes wait) whose epoll set also holds an eventfd that a second thread
+// of the process writes every selfWakeEvery with nothing for the loop to
+// do: each write wakes the loop, which reads the eventfd and waits again.
+// Idle or lightly loaded, its wakeups far outnumber the segments its
+// sockets receive, and each follows an 8-byte write by its own thread.
+func selfWake() error {
+	lfd, addr, err := listen()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(lfd, true); err != nil {
+		return err
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	for _, fd := range []int{lfd, efd} {
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return err
+		}
+	}
+	go func() {
+		runtime.LockOSThread()
+		one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+		ts := unix.NsecToTimespec(int64(selfWakeEvery))
+		for {
+			unix.Write(efd, one)
+			unix.Nanosleep(&ts, nil)
+		}
+	}()
+	fmt.Println("ready", addr)
+	pending := map[int][]byte{} // connection → bytes read, not yet written back
+	evs := make([]unix.EpollEvent, 64)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.EpollWait(ep, evs, -1)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		for _, ev := range evs[:max(n, 0)] {
+			fd := int(ev.Fd)
+			switch fd {
+			case efd:
+				unix.Read(efd, buf[:8])
+			case lfd:
+				for {
+					c, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+					if err != nil {
+						break
+					}
+					unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, c, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c)})
+				}
+			default:
+				if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(pending[fd]) == 0 {
+					k, err := unix.Read(fd, buf)
+					if k <= 0 && err != unix.EAGAIN {
+						unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, fd, nil)
+						unix.Close(fd)
+						delete(pending, fd)
+						continue
+					}
+					if k > 0 {
+						pending[fd] = append(pending[fd], buf[:k]...)
+					}
+				}
+				if out := pending[fd]; len(out) > 0 {
+					k, _ := unix.Write(fd, out)
+					pending[fd] = out[max(k, 0):]
+					events := uint32(unix.EPOLLIN)
+					if len(pending[fd]) > 0 {
+						events = unix.EPOLLOUT
+					}
+					unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: events, Fd: int32(fd)})
+				}
+			}
+		}
+	}
+}
+
+// handoff is a byte echo on two threads: a poller whose epoll set holds
+// the listener and the connections reads whatever arrives and hands it,
+// with one eventfd token per read, to a worker whose epoll set holds only
+// that eventfd; the worker writes each piece back. Every wakeup of the
+// worker carries work a segment brought: it is woken by its own process's
+// tokens, never for nothing.
+func handoff() error {
+	lfd, addr, err := listen()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(lfd, true); err != nil {
+		return err
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	pollEp, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	workEp, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(pollEp, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lfd)}); err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(workEp, unix.EPOLL_CTL_ADD, efd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}); err != nil {
+		return err
+	}
+	type piece struct {
+		fd   int
+		data []byte
+	}
+	var (
+		mu    sync.Mutex
+		queue []piece
+	)
+	go func() { // the worker
+		runtime.LockOSThread()
+		evs := make([]unix.EpollEvent, 4)
+		buf := make([]byte, 8)
+		for {
+			if _, err := unix.EpollWait(workEp, evs, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			unix.Read(efd, buf)
+			mu.Lock()
+			work := queue
+			queue = nil
+			mu.Unlock()
+			for _, p := range work {
+				for out := p.data; len(out) > 0; {
+					k, err := unix.Write(p.fd, out)
+					if err == unix.EAGAIN {
+						continue
+					}
+					if err != nil {
+						break
+					}
+					out = out[k:]
+				}
+			}
+		}
+	}()
+	fmt.Println("ready", addr)
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	evs := make([]unix.EpollEvent, 64)
+	for {
+		n, err := unix.EpollWait(pollEp, evs, -1)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		for _, ev := range evs[:max(n, 0)] {
+			fd := int(ev.Fd)
+			if fd == lfd {
+				for {
+					c, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+					if err != nil {
+						break
+					}
+					unix.EpollCtl(pollEp, unix.EPOLL_CTL_ADD, c, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c)})
+				}
+				continue
+			}
+			data := make([]byte, 64<<10)
+			k, err := unix.Read(fd, data)
+			if k <= 0 {
+				if err != unix.EAGAIN {
+					unix.EpollCtl(pollEp, unix.EPOLL_CTL_DEL, fd, nil)
+				}
+				continue
+			}
+			mu.Lock()
+			queue = append(queue, piece{fd, data[:k]})
+			mu.Unlock()
+			unix.Write(efd, one)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,6 +73,8 @@ type account struct {
 	schedOK          bool
 	vol, invol       int64
 	readCalls, bytes int64
+	// writeCalls and writeBytes are io's syscw and wchar.
+	writeCalls, writeBytes int64
 }
 
 // tracked is one thread followed through the window.
@@ -85,18 +88,27 @@ type tracked struct {
 }
 
 // lookResult is one look at one epoll set: the sockets registered
-// level-triggered for EPOLLOUT with an empty send queue, and those with
-// unread bytes or queued connections, by inode.
+// level-triggered for EPOLLOUT with an empty send queue, those with
+// unread bytes or queued connections, by inode, every socket's segments
+// received so far (tcpi_segs_in) by inode, and the eventfds and pipes
+// registered in it for EPOLLIN ("eventfd 5", "pipe 9").
 type lookResult struct {
 	idleWrite int
 	unread    []uint64
+	segs      map[uint64]uint32
+	tokens    []string
+	noInfo    bool // a socket of the set came without its tcp_info
 }
 
 // observer holds an observation's state.
 type observer struct {
-	pid        int
-	threads    map[int]*tracked
-	looks      map[int][]lookResult // epoll descriptor → its looks
+	pid     int
+	threads map[int]*tracked
+	looks   map[int][]lookResult // epoll descriptor → its looks
+	// lookAt is when each look was taken, in order: a set's segments are
+	// counted between its first look and its last, and scaled to the
+	// window.
+	lookAt     []time.Time
 	unreadable map[string]bool
 }
 
@@ -168,7 +180,7 @@ func (o *observer) cannot(what string, err error) {
 // read reads a thread's account; schedOK, and counts of -1, say what was
 // not there.
 func (o *observer) read(tid int) account {
-	a := account{vol: -1, invol: -1, readCalls: -1, bytes: -1}
+	a := account{vol: -1, invol: -1, readCalls: -1, bytes: -1, writeCalls: -1, writeBytes: -1}
 	if s, err := procfs.ReadTaskSchedstat(o.pid, tid); err == nil {
 		a.sched, a.schedOK = s, true
 	} else {
@@ -181,6 +193,7 @@ func (o *observer) read(tid int) account {
 	}
 	if s, err := procfs.ReadTaskIO(o.pid, tid); err == nil {
 		a.readCalls, a.bytes = s.ReadCalls, s.ReadBytes
+		a.writeCalls, a.writeBytes = s.WriteCalls, s.WriteBytes
 	} else {
 		o.cannot("io (read calls and bytes)", err)
 	}
@@ -259,9 +272,15 @@ func (o *observer) look() {
 		return
 	}
 	var epolls []int
+	token := map[int]string{} // descriptor → "eventfd N" or "pipe N"
 	for _, f := range fds {
-		if f.Target == procfs.EpollTarget {
+		switch {
+		case f.Target == procfs.EpollTarget:
 			epolls = append(epolls, f.Num)
+		case f.Target == procfs.EventfdTarget:
+			token[f.Num] = "eventfd " + strconv.Itoa(f.Num)
+		case strings.HasPrefix(f.Target, "pipe:"):
+			token[f.Num] = "pipe " + strconv.Itoa(f.Num)
 		}
 	}
 	if len(epolls) == 0 {
@@ -269,7 +288,7 @@ func (o *observer) look() {
 	}
 	socks := map[uint64]inetdiag.Socket{}
 	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		ss, err := inetdiag.Dump(fam, 0, 0, 0)
+		ss, err := inetdiag.DumpInfo(fam)
 		if err != nil {
 			o.cannot("the kernel's TCP tables (inet_diag)", err)
 			return
@@ -280,18 +299,24 @@ func (o *observer) look() {
 			}
 		}
 	}
+	o.lookAt = append(o.lookAt, time.Now())
 	for _, ep := range epolls {
 		items, err := procfs.ReadEpollItems(o.pid, ep)
 		if err != nil {
 			o.cannot("an epoll descriptor's fdinfo", err)
 			continue
 		}
-		var r lookResult
+		r := lookResult{segs: map[uint64]uint32{}}
 		for _, it := range items {
+			if tok, ok := token[it.Fd]; ok && it.Events&unix.EPOLLIN != 0 {
+				r.tokens = append(r.tokens, tok)
+			}
 			s, ok := socks[it.Ino]
 			if !ok {
 				continue
 			}
+			r.segs[it.Ino] = s.SegsIn
+			r.noInfo = r.noInfo || !s.HasInfo
 			if it.Events&unix.EPOLLOUT != 0 && it.Events&unix.EPOLLET == 0 && s.State == inetdiag.Established && s.Unsent == 0 {
 				r.idleWrite++
 			}
@@ -322,13 +347,50 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			unseen = append(unseen, fd)
 		}
 	}
+	// Every live thread's last account, and the process's token writes:
+	// the write calls of the threads whose writes averaged tokenBytes or
+	// less (an eventfd's 8-byte counter, a pipe's wakeup byte).
+	lasts := map[int]account{}
+	var tokenWrites int64
+	tokenWriters, writesKnown := 0, true
 	for _, tid := range slices.Sorted(maps.Keys(o.threads)) {
-		tr := o.threads[tid]
 		if _, err := procfs.ReadTaskStat(o.pid, tid); err != nil {
-			r.Ended++
 			continue
 		}
 		last := o.read(tid)
+		lasts[tid] = last
+		calls, bytes := diff(o.threads[tid].first.writeCalls, last.writeCalls), diff(o.threads[tid].first.writeBytes, last.writeBytes)
+		if calls < 0 || bytes < 0 {
+			writesKnown = false
+			continue
+		}
+		if calls > 0 && bytes <= calls*tokenBytes {
+			tokenWrites += calls
+			tokenWriters++
+		}
+	}
+	// Every set's looks merged, look by look: the process's sockets, for a
+	// thread whose set holds none (a worker woken by tokens for work
+	// another thread polled: its unit of work is a segment the process
+	// received).
+	var merged []lookResult
+	for _, looks := range o.looks {
+		for i, l := range looks {
+			if i == len(merged) {
+				merged = append(merged, lookResult{segs: map[uint64]uint32{}})
+			}
+			maps.Copy(merged[i].segs, l.segs)
+			merged[i].noInfo = merged[i].noInfo || l.noInfo
+		}
+	}
+	processSegments := o.segments(merged, window)
+	for _, tid := range slices.Sorted(maps.Keys(o.threads)) {
+		tr := o.threads[tid]
+		last, live := lasts[tid]
+		if !live {
+			r.Ended++
+			continue
+		}
 		t := tr.th
 		t.WaitTimeouts = map[string]string{}
 		for w, r := range tr.timeouts {
@@ -358,10 +420,26 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 		} else if len(unseen) > 0 {
 			t.EpollUnseen = true
 		}
+		t.Segments, t.TokenWrites, t.TokenWriters = -1, -1, 0
+		if writesKnown {
+			t.TokenWrites, t.TokenWriters = tokenWrites, tokenWriters
+		}
 		for _, fd := range sets {
 			var s Thread
 			unread := map[uint64]int{} // socket → looks it had unread bytes in
-			for _, l := range o.looks[fd] {
+			looks := o.looks[fd]
+			s.Segments = o.segments(looks, window)
+			if !slices.ContainsFunc(looks, func(l lookResult) bool { return len(l.segs) > 0 }) {
+				s.Segments, s.SegmentsOfProcess = processSegments, true
+			}
+			tokens := map[string]bool{}
+			for _, l := range looks {
+				for _, tok := range l.tokens {
+					tokens[tok] = true
+				}
+			}
+			s.TokenFds = slices.Sorted(maps.Keys(tokens))
+			for _, l := range looks {
 				s.Looks++
 				if l.idleWrite > 0 {
 					s.IdleWriteLooks++
@@ -379,6 +457,7 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			}
 			if fd == t.EpollFd {
 				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
+				t.Segments, t.SegmentsOfProcess, t.TokenFds = s.Segments, s.SegmentsOfProcess, s.TokenFds
 			}
 		}
 		if t.Samples > 0 {
@@ -391,12 +470,64 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 		if t.Samples == 0 {
 			t.Unreadable = append(t.Unreadable, "no sample of the call it was in")
 		}
-		Classify(&t, window)
 		r.Threads = append(r.Threads, t)
+	}
+	// The busy threads that may have served each loop thread's set: those
+	// that ran a tenth of the window and waited on that set, or on no
+	// epoll set at all (a runtime's worker that runs the set's work
+	// between its waits, never seen in them).
+	for i := range r.Threads {
+		t := &r.Threads[i]
+		for j, u := range r.Threads {
+			busy := u.Run >= 0 && time.Duration(u.Run)*100 >= window*loopCPUShare
+			if j != i && busy && t.EpollFd >= 0 && (u.EpollFd == t.EpollFd && !u.EpollUnseen || len(o.threads[u.Tid].epolls) == 0) {
+				t.BusySharers++
+			}
+		}
+		Classify(t, window)
 	}
 	r.Unreadable = slices.Sorted(maps.Keys(o.unreadable))
 	r.Elapsed = jsontime.Seconds(time.Since(start))
 	return r, nil
+}
+
+// segments is the segments the sockets of one set's looks received
+// between the first look and the last, scaled to the window (the looks
+// span the middle of it): for a socket seen at the first look, its count
+// at its last sighting less that at the first; for one that appeared
+// later, its count when last seen (all it received: a connection made
+// within the window). -1 when a socket's counts were not read, or there
+// were fewer than two looks.
+func (o *observer) segments(looks []lookResult, window time.Duration) int64 {
+	if len(looks) < 2 || len(o.lookAt) < 2 {
+		return -1
+	}
+	for _, l := range looks {
+		if l.noInfo {
+			return -1
+		}
+	}
+	span := o.lookAt[len(o.lookAt)-1].Sub(o.lookAt[0])
+	if span <= 0 {
+		return -1
+	}
+	first, last := map[uint64]uint32{}, map[uint64]uint32{}
+	for i, l := range looks {
+		for ino, n := range l.segs {
+			if _, seen := first[ino]; !seen {
+				first[ino] = n
+				if i > 0 {
+					first[ino] = 0
+				}
+			}
+			last[ino] = n
+		}
+	}
+	var n int64
+	for ino, f := range first {
+		n += int64(last[ino] - f)
+	}
+	return int64(float64(n) * float64(window) / float64(span))
 }
 
 // diff is b - a, or -1 when either is unknown.

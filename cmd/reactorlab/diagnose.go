@@ -25,7 +25,8 @@ reactorlab diagnose --target DESIGN|cmd:'COMMAND' [--hot N] [--steady N --rate R
 
 const diagnoseDescription = `Observes a live process for a bounded window (--for, at most 60s) and
 says, per thread that behaves like an event loop, what it was doing:
-waiting, serving, spinning, blocked (and in what) or starved, each with
+waiting, serving, spinning, waking itself, blocked (and in what) or
+starved, each with
 the signals that made the conclusion and their figures, and the rules
 they were judged by (the method line). It reads /proc (each thread's
 stat, status, schedstat, syscall and io; each epoll descriptor's fdinfo)
@@ -44,8 +45,8 @@ every process of it that holds its listener, then stops it (SIGTERM,
 SIGKILL after --grace) and says how it ended. Its JSON holds the target,
 the load's totals, a report per serving process and how it stopped.
 
-Exit 0: every loop thread waiting or serving; 1: one spinning, blocked
-or starved, the process ended within the window, no thread's system
+Exit 0: every loop thread waiting or serving; 1: one spinning, waking
+itself, blocked or starved, the process ended within the window, no thread's system
 call could be read (nothing judged), or the load could not be put on
 the target; 2: bad flags, no such pid, or a target that could not be
 started (a missing program, one that exits or does not listen within

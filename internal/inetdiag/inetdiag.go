@@ -71,6 +71,12 @@ type Socket struct {
 	Unread, Unsent uint32
 	Inode          uint32
 	Cookie         uint64
+	// SegsIn is tcp_info's tcpi_segs_in: the segments the socket has
+	// received since it was made, data and pure ACKs alike; read only by
+	// DumpInfo (0 from the other readers, and from a kernel that does not
+	// send it: HasInfo says which).
+	SegsIn  uint32
+	HasInfo bool
 }
 
 // String is the socket as a message shows it: its ends, its state by name

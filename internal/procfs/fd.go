@@ -22,6 +22,9 @@ type Fd struct {
 // instance.
 const EpollTarget = "anon_inode:[eventpoll]"
 
+// EventfdTarget is what /proc/PID/fd/N links to when N is an eventfd.
+const EventfdTarget = "anon_inode:[eventfd]"
+
 // SocketInode is the inode of the socket f refers to, from its link's
 // target "socket:[N]" (the inode inet_diag and an epoll item's Ino name);
 // false when f is no socket.
