@@ -99,6 +99,7 @@ type Ring struct {
 	waitArg getEventsArg
 
 	pins     map[uint64]*pinned
+	freePins []*pinned // released holders, reused so a steady stream of sends allocates nothing
 	bufRings []*BufRing
 	stats    Stats
 	closed   bool
@@ -473,7 +474,12 @@ func (r *Ring) Reap(fn func(CQE)) (int, error) {
 func (r *Ring) pin(userData uint64, ptr any) {
 	p := r.pins[userData]
 	if p == nil {
-		p = &pinned{}
+		if k := len(r.freePins); k > 0 {
+			p = r.freePins[k-1]
+			r.freePins = r.freePins[:k-1]
+		} else {
+			p = &pinned{}
+		}
 		r.pins[userData] = p
 	}
 	p.p.Pin(ptr)
@@ -489,6 +495,9 @@ func (r *Ring) unpin(userData uint64) {
 	if p.n--; p.n == 0 {
 		p.p.Unpin()
 		delete(r.pins, userData)
+		if len(r.freePins) < 64 {
+			r.freePins = append(r.freePins, p)
+		}
 	}
 }
 

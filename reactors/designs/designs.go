@@ -18,12 +18,13 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/priothread"
 	"github.com/reactorlab/reactorlab/reactors/reuseport"
 	"github.com/reactorlab/reactorlab/reactors/shared"
+	"github.com/reactorlab/reactorlab/reactors/uring"
 )
 
 // All is every reference design, in the order help texts and tables list
 // them. Names must be unique (a test checks).
 var All = []reactors.Design{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{},
-	mainsub.Design{}, reuseport.Design{}, shared.Design{}}
+	mainsub.Design{}, reuseport.Design{}, shared.Design{}, uring.Design{}}
 
 // Names is the name of every design in All, in its order.
 func Names() []reactors.DesignName {
