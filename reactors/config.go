@@ -275,16 +275,20 @@ type RingConfig struct {
 	// the loop flushes and counts (Counters.CQOverflowFlushes).
 	CQ int
 	// Buffers is the number of provided buffers multishot receives take
-	// from (default 64; a power of two, 1..32768); BufferSize their size
-	// in bytes (default 16384; 512..1048576). A receive that finds none
+	// from (default 16; a power of two, 1..32768); BufferSize their size
+	// in bytes (default 4096; 512..1048576). A receive that finds none
 	// free ends with ENOBUFS: the bytes wait in the socket, and the loop
 	// arms the receive again once it has recycled the buffers it holds.
+	// Their product bounds what one connection's receive takes from its
+	// socket ahead of the loop (the kernel may fill every free buffer in
+	// one enter, before a cancel lands): the default, 64 KiB, is the
+	// byte budget of an epoll loop's turn.
 	Buffers, BufferSize int
 }
 
 // DefaultRingConfig returns the defaults documented on each field.
 func DefaultRingConfig() RingConfig {
-	return RingConfig{Entries: 256, Buffers: 64, BufferSize: 16 << 10}
+	return RingConfig{Entries: 256, Buffers: 16, BufferSize: 4 << 10}
 }
 
 // ErrConfig marks every configuration error.

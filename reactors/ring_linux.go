@@ -359,10 +359,18 @@ func (l *Loop) onAcceptCompletion(c uring.CQE) {
 	case !live || errors.Is(e, unix.ECANCELED):
 		return
 	case errors.Is(e, unix.EMFILE) || errors.Is(e, unix.ENFILE):
-		// accept sheds as an epoll loop does (the reserve descriptor, or a
-		// pause whose timer arms the accept again), then accepts what else
-		// waits, through accept4 on the non-blocking listener.
+		// The ring's accept takes a descriptor before it looks for a
+		// connection, so armed again at once it would fail at once, again
+		// and again, while the table is full. accept sheds what waits as
+		// an epoll loop does (the reserve descriptor; without it, a pause),
+		// through accept4 on the non-blocking listener; then the accept
+		// rests for the accept pause, whose timer arms it again.
 		l.accept(ls)
+		if !ls.acceptPaused && ls.fd >= 0 {
+			ls.acceptPaused = true
+			l.stats.AcceptPauses++
+			l.scheduleTimer(timerAcceptPause, nanotime()+10e6, uint64(ls.ref))
+		}
 	default:
 		l.stats.AcceptErrors++
 	}
@@ -550,10 +558,13 @@ func (l *Loop) startSend(s *Source) {
 // getSendBuf returns an empty send buffer of capacity at least n, from the
 // loop's free list when one is large enough.
 func (l *Loop) getSendBuf(n int) []byte {
-	if k := len(l.sendBufs); k > 0 && cap(l.sendBufs[k-1]) >= n {
-		b := l.sendBufs[k-1]
-		l.sendBufs = l.sendBufs[:k-1]
-		return b[:0]
+	for i := len(l.sendBufs) - 1; i >= 0; i-- {
+		if b := l.sendBufs[i]; cap(b) >= n {
+			last := len(l.sendBufs) - 1
+			l.sendBufs[i] = l.sendBufs[last]
+			l.sendBufs = l.sendBufs[:last]
+			return b[:0]
+		}
 	}
 	return make([]byte, 0, max(n, maxLentOut))
 }
@@ -563,7 +574,7 @@ func (l *Loop) putSendBuf(s *Source) {
 	if s.sending || s.sendBuf == nil {
 		return
 	}
-	if cap(s.sendBuf) <= maxLentOut && len(l.sendBufs) < 64 {
+	if cap(s.sendBuf) <= maxLentIn && len(l.sendBufs) < 64 {
 		l.sendBufs = append(l.sendBufs, s.sendBuf[:0])
 	}
 	s.sendBuf = nil
@@ -590,11 +601,14 @@ func (l *Loop) ringClose(s *Source) {
 	l.ringClosing[s.ref] = s
 }
 
-// closeRingListener is closeListeners' completion path: the accept is
-// cancelled before the descriptor is closed (the ring holds the socket
-// until the cancel completes; what it accepts meanwhile is closed, the
-// listener's Ref being stale by then).
+// closeRingListener is closeListeners' completion path. The ring's accept
+// holds the socket open until its cancel has completed, so closing the
+// descriptor alone would leave it listening meanwhile: shutdown stops it
+// listening at once (a connection then gets an RST), the accept is
+// cancelled, and the descriptor closed. What the accept completes with
+// meanwhile is closed, the listener's Ref being stale by then.
 func (l *Loop) closeRingListener(ls *Source) {
+	_ = unix.Shutdown(ls.fd, unix.SHUT_RDWR)
 	if l.ring != nil && ls.recvArmed {
 		l.cancelOp(ringUserData(ls.ref, ringAccept))
 	}

@@ -66,6 +66,19 @@ func Lookup(design reactors.DesignName) (reactors.Design, error) {
 	return nil, fmt.Errorf("%w: reactor: %w", reactors.ErrConfig, err)
 }
 
+// Completion reports whether design serves its connections through an
+// io_uring (its layout's Completion, on Linux): the proactor designs, whose
+// reads run ahead of the loop by up to the provided buffer ring. False for
+// a name not registered.
+func Completion(design reactors.DesignName) bool {
+	b, err := Lookup(design)
+	if err != nil {
+		return false
+	}
+	c, ok := b.(interface{ Completion() bool })
+	return ok && c.Completion()
+}
+
 // ValidateFor reports what New would refuse of design with cfg before it
 // opens anything: an unknown design, any field Config.Validate refuses, and
 // the combinations the design does not take (its Check). Every error wraps

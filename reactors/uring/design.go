@@ -13,6 +13,10 @@ type Design struct{}
 // Name is reactors.Uring.
 func (Design) Name() reactors.DesignName { return reactors.Uring }
 
+// Completion is true: uring serves its connections through an io_uring
+// (designs.Completion).
+func (Design) Completion() bool { return true }
+
 // Check refuses the multi-loop fields (reactors.CheckOneLoop) and urgent
 // data, which the completion path does not read.
 func (Design) Check(cfg reactors.Config) error {
