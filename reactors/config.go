@@ -12,14 +12,14 @@ import (
 
 // DesignName names a reference reactor design (a Design's Name). The zero
 // value is not a design. The registry (package reactors/designs: Names,
-// Parse) lists the designs there are; the constants below name the eight
+// Parse) lists the designs there are; the constants below name the nine
 // reference designs for code that must refer to one (the mutant table,
 // tests).
 type DesignName string
 
 // The reference designs' names. Each design is a package of its own
-// (reactors/lt, et, oneshot, prio, priothread, mainsub, reuseport, shared)
-// that documents it.
+// (reactors/lt, et, oneshot, prio, priothread, mainsub, reuseport, shared,
+// uring) that documents it.
 const (
 	LT         DesignName = "lt"
 	ET         DesignName = "et"

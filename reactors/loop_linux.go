@@ -95,6 +95,7 @@ type Loop struct {
 	bufRing     *uring.BufRing
 	ringClosing map[slots.Ref]*Source // closed connections whose operations are still in flight
 	recvStarved []*Source             // receives that ended with ENOBUFS, armed again at the round's end
+	received    []*Source             // connections whose receives completed in the batch, served once at its end
 	epollReady  bool                  // the epoll poll completed: drain the epoll set this round
 	sendBufs    [][]byte              // free send buffers
 

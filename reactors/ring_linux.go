@@ -34,8 +34,9 @@ import (
 //     arms it again, or the accept-pause timer does.
 //   - Reading: a multishot recv per connection into the loop's provided
 //     buffer ring. Each completion's bytes are copied to the connection's
-//     input buffer and the buffer goes back to the ring at once; the design
-//     then serves the connection (LoopPolicy.OnEvent). ENOBUFS (no buffer
+//     input buffer and the buffer goes back to the ring at once; once the
+//     batch is reaped the design serves each connection that received,
+//     once (LoopPolicy.OnEvent), as an epoll batch reports it once. ENOBUFS (no buffer
 //     free) is not end of stream: the bytes wait in the socket, and the
 //     receive is armed again at the end of the round, once the round's
 //     buffers are back (Counters.EnobufsRearms). The receive is armed only
@@ -284,6 +285,7 @@ func (l *Loop) reapRing() int {
 	if err != nil {
 		l.r.fail(fmt.Errorf("loop %d: reaping completions: %w", l.id, err))
 	}
+	l.serveReceived()
 	for i, s := range l.recvStarved {
 		l.recvStarved[i] = nil
 		s.starved = false
@@ -438,20 +440,38 @@ func (l *Loop) onRecvCompletion(c uring.CQE) {
 		}
 		return
 	case errors.Is(e, unix.ECANCELED):
-		l.updateInterest(s) // paused or quiesced meanwhile: arm it again if wanted
-		return
+		// Paused or quiesced meanwhile: the batch's end arms it again if wanted.
 	default: // ECONNRESET and the like
 		l.closeSource(s)
 		return
 	}
-	if s.state == stateReading {
-		l.policy.OnEvent(s, true)
-	} else if s.state == statePaused || s.state == statePoolWait {
-		l.updateInterest(s) // the receive may be cancelled now
+	if !s.received {
+		s.received = true
+		l.received = append(l.received, s)
 	}
-	if l.Live(s) && !c.More() && !s.starved {
-		l.updateInterest(s)
+}
+
+// serveReceived is the batch's end for the connections whose receives
+// completed in it: each is handed to the design once (LoopPolicy.OnEvent),
+// as an epoll batch reports a ready source once however many segments
+// arrived, so a round gives a source one turn from its batch whatever
+// number of buffers its bytes came in; then its receive is armed again or
+// cancelled as it now wants (updateInterest).
+func (l *Loop) serveReceived() {
+	for i, s := range l.received {
+		l.received[i] = nil
+		s.received = false
+		if !l.Live(s) {
+			continue
+		}
+		if s.state == stateReading {
+			l.policy.OnEvent(s, true)
+		}
+		if l.Live(s) && !s.starved {
+			l.updateInterest(s)
+		}
 	}
+	l.received = l.received[:0]
 }
 
 // onSendCompletion consumes what a send wrote and sends the rest.

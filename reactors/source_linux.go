@@ -119,11 +119,12 @@ type Source struct {
 	// waits for the round's end; eofPending, the receive reported the
 	// peer's end of stream, acted on once the bytes before it are served;
 	// acceptPaused, a listener's accept waits for the accept-pause timer;
-	// ringFd, a closed connection's descriptor, kept until ringOps is 0.
-	recvArmed, recvCancelled, sending, starved, eofPending, acceptPaused bool
-	ringOps                                                              int
-	ringFd                                                               int
-	sendBuf                                                              []byte
+	// ringFd, a closed connection's descriptor, kept until ringOps is 0;
+	// received, it is in its loop's received list (serveReceived).
+	recvArmed, recvCancelled, sending, starved, eofPending, acceptPaused, received bool
+	ringOps                                                                        int
+	ringFd                                                                         int
+	sendBuf                                                                        []byte
 
 	urgentPastMark bool
 	urgentPending  bool
