@@ -15,8 +15,9 @@
 // reactors/ring_linux.go).
 //
 // Its hooks (loop_linux.go): one loop (Layout, Completion set); a
-// connection whose receive completed is served at once (lt's flat policy:
-// OnEvent → Turn), a turn bounded by the input and time budgets, and
+// connection whose receives completed in a batch is served once the batch
+// is reaped, one turn per batch (lt's flat policy: OnEvent → Turn), a turn
+// bounded by the input and time budgets, and
 // requeued only with complete frames (or its end of stream) left
 // buffered; a round serves up to Budgets.Consume queued sources.
 //

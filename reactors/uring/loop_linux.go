@@ -20,6 +20,7 @@ func (Design) Layout(*reactors.Config) reactors.Layout {
 	return reactors.Layout{Loops: 1, Completion: true}
 }
 
-// NewLoop returns lt's flat policy for l: a connection whose receive
-// completed is served at once, in completion order.
+// NewLoop returns lt's flat policy for l: a connection whose receives
+// completed in a batch is served once the batch is reaped, in completion
+// order.
 func (Design) NewLoop(l *reactors.Loop) reactors.LoopPolicy { return lt.NewFlat(l) }
