@@ -22,6 +22,9 @@ func TestEndToEnd(t *testing.T) {
 // come back through the loop's ingress (in its epoll set, which the ring
 // polls) and leave by the ring's sends, every byte echoed.
 func TestEndToEndOffloaded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the offload path is the shared loop's, run end to end on lt; TestEndToEnd runs uring's own")
+	}
 	cfg := reactors.DefaultConfig()
 	cfg.Workers = 2
 	stats := reactortest.EndToEnd(t, uring.New, cfg)
