@@ -18,17 +18,27 @@ import (
 // the kernel's own filter. It reads the network namespace of the calling
 // thread.
 func Dump(family uint8, states uint32, lport, rport uint16) ([]Socket, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	fd, err := openDiag()
 	if err != nil {
-		return nil, fmt.Errorf("inet_diag socket: %w", err)
+		return nil, err
 	}
 	defer unix.Close(fd)
-	// The kernel answers a dump at once; the bound is for a wedged one.
+	return DumpOn(fd, family, states, lport, rport)
+}
+
+// openDiag opens an inet_diag socket whose reads give up after a second:
+// the kernel answers a dump at once, and the bound is for a wedged one.
+func openDiag() (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return -1, fmt.Errorf("inet_diag socket: %w", err)
+	}
 	tv := unix.Timeval{Sec: 1}
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return nil, fmt.Errorf("inet_diag SO_RCVTIMEO: %w", err)
+		unix.Close(fd)
+		return -1, fmt.Errorf("inet_diag SO_RCVTIMEO: %w", err)
 	}
-	return DumpOn(fd, family, states, lport, rport)
+	return fd, nil
 }
 
 // ListeningInodes returns the inodes of the TCP sockets listening on
@@ -82,15 +92,11 @@ func DumpOn(fd int, family uint8, states uint32, lport, rport uint16) ([]Socket,
 // asked for too (INET_DIAG_INFO), from which SegsIn is read: a larger
 // answer, so only the readers that want the counts ask for it.
 func DumpInfo(family uint8) ([]Socket, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	fd, err := openDiag()
 	if err != nil {
-		return nil, fmt.Errorf("inet_diag socket: %w", err)
+		return nil, err
 	}
 	defer unix.Close(fd)
-	tv := unix.Timeval{Sec: 1}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return nil, fmt.Errorf("inet_diag SO_RCVTIMEO: %w", err)
-	}
 	return dump(fd, family, 0, 0, 0, true)
 }
 
