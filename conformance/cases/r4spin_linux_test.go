@@ -110,3 +110,36 @@ func TestR4CatchesAStarvedSpinner(t *testing.T) {
 		t.Errorf("R4 on a starved spinner: %s (%s): %s; want a claim failure naming the spin and the starvation, or at worst inconclusive saying it was starved", r.Verdict, r.Cause, r.Reason)
 	}
 }
+
+// A black box that spins while idle (examples/echo --bug busy-idle), at
+// nice 10 on a CPU a thread of this process keeps busy, gets about a
+// tenth of it: less CPU than W2's bound, and no reactor counters to count
+// its waits. W2 must not pass it: the scheduler's account of its threads
+// names the spin (a thread that asked for the window and rarely blocked)
+// or, at worst, says it was starved.
+func TestW2CatchesAStarvedBlackBoxSpinner(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	echo := testbin.Path(t, "examples/echo")
+	defer burnOn(t, cpu)()
+	w2, _ := Lookup("W2")
+	argv := []string{"nice", "-n", "10", "taskset", "-c", strconv.Itoa(cpu), echo, "--listen", "{addr}", "--bug", "busy-idle"}
+	results, err := conformance.RunAll(context.Background(), conformance.Command{Argv: argv}, []conformance.Case{w2}, conformance.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	t.Logf("W2 %s (%s): %s\n%s\n%s", r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"), strings.Join(r.Log, "\n"))
+	switch {
+	case r.Verdict == conformance.Fail && r.Cause == conformance.CauseClaim && strings.Contains(r.Reason, "though starved of CPU"):
+	case r.Verdict == conformance.Inconclusive && strings.HasPrefix(r.Reason, "the server was starved of CPU"):
+		t.Logf("W2 inconclusive on the starved spinner, saying so")
+	case r.Verdict == conformance.Fail && r.Cause == conformance.CauseClaim:
+		t.Skipf("the spinner got more CPU than W2's bound: this machine could not starve it (%s)", r.Reason)
+	default:
+		t.Errorf("W2 on a starved black-box spinner: %s (%s): %s; want a claim failure naming the spin and the starvation, or at worst inconclusive saying it was starved", r.Verdict, r.Cause, r.Reason)
+	}
+}
