@@ -32,7 +32,6 @@ func p3Case() conformance.Case {
 			"Inconclusive unless in some round the server was seen holding A's echoes and gave B the descriptor number A had (its descriptor table in /proc, each connection's socket found by the inode inet_diag gives its server end)",
 			p3Rounds, smallClientBuf>>10, p3Gap, p3Frames, p3Frames),
 		Bound:    fmt.Sprintf("B's echoes within %v; then nothing more for %v; A's hold seen within %v of its first byte (a round whose server was not seen holding in that time does not count towards the precondition)", echoBound, p3Quiet, p3HoldFor),
-		PeerBugs: []string{"liburing-close-no-cancel"},
 		Run:      runP3,
 	}
 }
