@@ -459,7 +459,7 @@ func TestFullTableAcceptIsSpinning(t *testing.T) {
 				}
 				defer c.Close()
 			}
-			rep, code := diagnosed(t, cmd.Process.Pid, "--for", "1s")
+			rep, code := diagnosed(t, cmd.Process.Pid, "--for", "500ms")
 			_, port, _ := net.SplitHostPort(addr)
 			want := "signal (accept failing for want of descriptors): listener 127.0.0.1:" + port + " with 3 queued, "
 			named := false
