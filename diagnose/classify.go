@@ -88,8 +88,8 @@ const (
 	// less 2, R4's figure (conformance/cases r4FullTableLimit): a process
 	// at EMFILE may hold a descriptor or two less for a moment (a file it
 	// opens and closes, the spare descriptor some servers keep to accept
-	// and close at EMFILE), and a table 3 or more short takes a
-	// connection.
+	// and close at EMFILE); a table 3 or more short is not taken for
+	// full.
 	fullTableMargin = 2
 	// unreadLooks: one socket holding unread bytes in at least half the
 	// looks was not read for half the window. A loop given a CPU reads its
