@@ -76,6 +76,21 @@ const (
 	idleWriteLooks = 2 // 1/idleWriteLooks of the looks
 	// minLooks: fewer looks than 3 do not speak for half the window.
 	minLooks = 3
+	// fullTableLooks: a listener with connections queued, held
+	// level-triggered for EPOLLIN in a set, while the process's table is
+	// full, in at least half the looks. Each wait on that set returns at
+	// once and each accept fails with EMFILE until a descriptor frees; a
+	// correct loop drops the listener from its set (or sheds a
+	// connection) on the first EMFILE, so a look finds it so for a round
+	// at most.
+	fullTableLooks = 2 // 1/fullTableLooks of the looks
+	// fullTableMargin: the table counts as full at the soft RLIMIT_NOFILE
+	// less 2, R4's figure (conformance/cases r4FullTableLimit): a process
+	// at EMFILE may hold a descriptor or two less for a moment (a file it
+	// opens and closes, the spare descriptor some servers keep to accept
+	// and close at EMFILE); a table 3 or more short is not taken for
+	// full.
+	fullTableMargin = 2
 	// unreadLooks: one socket holding unread bytes in at least half the
 	// looks was not read for half the window. A loop given a CPU reads its
 	// sockets each round, so bytes sit unread for a round at most; on a
@@ -130,14 +145,15 @@ func Method() string {
 	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran ≥ %d%% of the window. "+
 		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran (involuntary switches are no signal: on a CPU other work wants, a loop that blocks between rounds is preempted within them too); "+
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
-		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks. "+
+		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks; "+
+		"(accept failing for want of descriptors) a listening socket of its epoll set registered level-triggered for EPOLLIN with connections in its accept queue while its process held ≥ its soft RLIMIT_NOFILE less %d descriptors, in ≥ 1/%d of ≥ %d looks. "+
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
 		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens, is held to every socket of the process's sets); "+
 		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of those wakeups. "+
 		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
 		"serving: ran ≥ %d%% of the window. waiting: the rest.",
-		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, loopCPUShare, blockedShare, loopCPUShare, loopCPUShare)
+		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, fullTableMargin, fullTableLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, loopCPUShare, blockedShare, loopCPUShare, loopCPUShare)
 }
 
 // Thread is one thread's figures over the window, and what Classify
@@ -190,12 +206,21 @@ type Thread struct {
 	// EpollUnseen says the thread was never seen in an epoll wait and
 	// EpollFd is a set no thread was seen waiting on (a set whose waits
 	// never block is never seen waited on), the one of them most often
-	// holding idle write interest.
+	// holding idle write interest or a listener refused for want of
+	// descriptors.
 	EpollUnseen    bool `json:"epoll_fd_unseen,omitempty"`
 	Looks          int  `json:"looks"`
 	IdleWriteLooks int  `json:"idle_write_looks"`
 	MostIdleWrite  int  `json:"most_idle_write_sockets"`
 	UnreadLooks    int  `json:"unread_looks"`
+	// FullTableLooks is how many of Looks found a listening socket of
+	// that set registered level-triggered for EPOLLIN with connections in
+	// its accept queue while the process held at least its soft
+	// RLIMIT_NOFILE less fullTableMargin descriptors; FullTable is the
+	// figures of the one of those looks with the most connections queued
+	// (nil when none did).
+	FullTableLooks int        `json:"full_table_looks"`
+	FullTable      *FullTable `json:"full_table,omitempty"`
 	// Segments is the segments the sockets of that set received over the
 	// window (tcpi_segs_in; -1: not read), TokenFds the eventfds and
 	// pipes registered in it for EPOLLIN, and TokenWrites the write calls
@@ -217,6 +242,17 @@ type Thread struct {
 
 	// Unreadable lists what could not be read of this thread, and why.
 	Unreadable []string `json:"unreadable,omitempty"`
+}
+
+// FullTable is one look at a listener whose accepts fail for want of
+// descriptors: its local address, the connections in its accept queue
+// (at least 1), and the descriptors its process held against its soft
+// RLIMIT_NOFILE (Open ≥ Limit less fullTableMargin).
+type FullTable struct {
+	Listener string `json:"listener"`
+	Queued   int    `json:"queued"`
+	Open     int    `json:"descriptors_open"`
+	Limit    int64  `json:"descriptor_limit"`
 }
 
 // Classify sets t's Class and Evidence from its figures over a window of
@@ -273,6 +309,13 @@ func Classify(t *Thread, window time.Duration) {
 			epollLine += fmt.Sprintf(", while %s that ran ≥ %d%% of the window may have served it", figure.Counted(t.BusySharers, "other thread", "other threads"), loopCPUShare)
 		}
 	}
+	// Accept failing for want of descriptors.
+	fullTable := t.Looks >= minLooks && t.FullTableLooks*fullTableLooks >= t.Looks && t.FullTable != nil
+	acceptLine := ""
+	if f := t.FullTable; f != nil {
+		acceptLine = fmt.Sprintf("listener %s with %d queued, %d of %d descriptors open (its soft RLIMIT_NOFILE), registered level-triggered for EPOLLIN in its epoll set %d: so in %d of %d looks",
+			f.Listener, f.Queued, f.Open, f.Limit, t.EpollFd, t.FullTableLooks, t.Looks)
+	}
 	signals := 0
 	for _, s := range []struct {
 		holds bool
@@ -282,6 +325,7 @@ func Classify(t *Thread, window time.Duration) {
 		{noBlock, "waits that did not block", switchLine},
 		{emptyReads, "reads that returned nothing", readLine},
 		{idleWrite, "write interest with nothing to send", epollLine},
+		{fullTable, "accept failing for want of descriptors", acceptLine},
 	} {
 		if s.holds {
 			signals++
@@ -377,8 +421,8 @@ func Classify(t *Thread, window time.Duration) {
 		t.Class = Waiting
 		ev = append(ev, cpuLine)
 	}
-	for _, l := range []string{cpuLine, samplesLine, switchLine, readLine, epollLine, wakeLine, tokenLine} {
-		if !mentioned(ev, l) {
+	for _, l := range []string{cpuLine, samplesLine, switchLine, readLine, epollLine, acceptLine, wakeLine, tokenLine} {
+		if l != "" && !mentioned(ev, l) {
 			ev = append(ev, l)
 		}
 	}

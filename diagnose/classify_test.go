@@ -62,6 +62,14 @@ func TestClassify(t *testing.T) {
 			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 0, 200
 			th.IdleWriteLooks = 4
 		}, Serving, nil},
+		{"accept spin at a full table", func(th *Thread) {
+			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 0, 200
+			th.FullTableLooks, th.FullTable = 5, &FullTable{Listener: "127.0.0.1:9000", Queued: 3, Open: 64, Limit: 64}
+		}, Spinning, []string{"waits that did not block", "accept failing for want of descriptors"}},
+		{"a full table in under half the looks is no signal", func(th *Thread) {
+			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 0, 200
+			th.FullTableLooks, th.FullTable = 4, &FullTable{Listener: "127.0.0.1:9000", Queued: 3, Open: 64, Limit: 64}
+		}, Serving, nil},
 		{"empty reads, but fewer than the floor of calls", func(th *Thread) {
 			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 0, 200
 			th.ReadCalls, th.ReadBytes = 999, 0

@@ -437,6 +437,54 @@ func TestHandedOffWorkIsNotWakingItself(t *testing.T) {
 	}
 }
 
+// TestFullTableAcceptIsSpinning: a loop whose descriptor table is full,
+// its listener held level-triggered for EPOLLIN with three connections
+// queued, spins on accepts that fail with EMFILE: it is named spinning
+// with the accept signal among its two, the listener and the table's
+// figures named, exit 1. The same loop that takes its listener out of
+// its set on EMFILE (and tries again 100 ms later) is not: no thread of
+// it spins, and the accept signal does not hold.
+func TestFullTableAcceptIsSpinning(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		spin bool
+	}{{"emfile-spin", true}, {"emfile-shed", false}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			cmd, addr := helper(t, tc.mode, "")
+			for range 3 {
+				c, err := dialHelper(addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+			}
+			rep, code := diagnosed(t, cmd.Process.Pid, "--for", "500ms")
+			_, port, _ := net.SplitHostPort(addr)
+			want := "signal (accept failing for want of descriptors): listener 127.0.0.1:" + port + " with 3 queued, "
+			named := false
+			for _, th := range rep.Threads {
+				ev := strings.Join(th.Evidence, "\n")
+				if strings.Contains(ev, "signal (accept failing for want of descriptors)") {
+					named = true
+					if !tc.spin || th.Class != diagnose.Spinning || signals(th) < 2 || !strings.Contains(ev, want) || !strings.Contains(ev, " of "+itoa(emfileLimit)+" descriptors open") {
+						t.Errorf("thread %d (%s) names the accept signal: %q", th.Tid, th.Class, th.Evidence)
+					}
+				}
+			}
+			if tc.spin && (code != 1 || !named) {
+				t.Errorf("exit %d, classes %v; want exit 1 and a thread spinning on accept failing for want of descriptors", code, classes(rep))
+			}
+			// The shedding loop's exit is not held to 0: on a shared
+			// machine a thread of it may wait for a CPU as long as it
+			// runs, starved, a finding of its own.
+			if !tc.spin && (code == 2 || classes(rep)[diagnose.Spinning] > 0) {
+				t.Errorf("exit %d, classes %v; want a report and no thread spinning", code, classes(rep))
+			}
+		})
+	}
+}
+
 // TestUsageErrors: a pid that does not exist, and a window of 0 or over
 // 60 s, are refused with exit 2 naming the flag.
 func TestUsageErrors(t *testing.T) {

@@ -46,6 +46,10 @@ func runHelper() {
 		err = selfWake()
 	case "handoff":
 		err = handoff()
+	case "emfile-spin":
+		err = emfileLoop(false)
+	case "emfile-shed":
+		err = emfileLoop(true)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -381,6 +385,83 @@ func handoff() error {
 			queue = append(queue, piece{fd, data[:k]})
 			mu.Unlock()
 			unix.Write(efd, one)
+		}
+	}
+}
+
+// emfileLimit is the soft RLIMIT_NOFILE the EMFILE helpers set before
+// they fill their descriptor tables: small, so that filling it is quick.
+const emfileLimit = 64
+
+// emfileLoop is a loop whose descriptor table is full: it lowers its soft
+// RLIMIT_NOFILE to emfileLimit, holds its non-blocking listener in its
+// epoll set for EPOLLIN, level-triggered, fills the table with
+// descriptors of /dev/null until EMFILE, and accepts whenever its set
+// says the listener is ready. Every accept fails with EMFILE while
+// connections wait. Without shed it tries again at once: each wait
+// returns at once, a spin. With shed it does what a correct server does:
+// it takes the listener out of its set on EMFILE, waits 100 ms on the set
+// (nothing else is in it), and puts the listener back to try again.
+func emfileLoop(shed bool) error {
+	// A timer makes the runtime open its poller's descriptors (its epoll
+	// set and eventfd); once the table is full it could not, and would
+	// die.
+	time.Sleep(time.Millisecond)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: emfileLimit, Max: emfileLimit}); err != nil {
+		return err
+	}
+	lfd, addr, err := listen()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(lfd, true); err != nil {
+		return err
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	listener := &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lfd)}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, lfd, listener); err != nil {
+		return err
+	}
+	for {
+		_, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == unix.EMFILE {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Println("ready", addr)
+	evs := make([]unix.EpollEvent, 8)
+	timeout := -1
+	for {
+		n, err := unix.EpollWait(ep, evs, timeout)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		if shed && n <= 0 && timeout >= 0 {
+			if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, lfd, listener); err != nil {
+				return err
+			}
+			timeout = -1
+			continue
+		}
+		if n <= 0 {
+			continue
+		}
+		c, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+		if err == nil {
+			unix.Close(c)
+			continue
+		}
+		if err == unix.EMFILE && shed {
+			if err := unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, lfd, nil); err != nil {
+				return err
+			}
+			timeout = 100
 		}
 	}
 }

@@ -91,13 +91,16 @@ type tracked struct {
 // level-triggered for EPOLLOUT with an empty send queue, those with
 // unread bytes or queued connections, by inode, every socket's segments
 // received so far (tcpi_segs_in) by inode, and the eventfds and pipes
-// registered in it for EPOLLIN ("eventfd 5", "pipe 9").
+// registered in it for EPOLLIN ("eventfd 5", "pipe 9"); fullTable is
+// its listener registered level-triggered for EPOLLIN with the most
+// connections queued while the process's table was full (nil: none).
 type lookResult struct {
 	idleWrite int
 	unread    []uint64
 	segs      map[uint64]uint32
 	tokens    []string
 	noInfo    bool // a socket of the set came without its tcp_info
+	fullTable *FullTable
 }
 
 // observer holds an observation's state.
@@ -264,7 +267,11 @@ func (o *observer) sample() error {
 
 // look reads every epoll set of the process once, and the kernel's TCP
 // tables, and counts per set the sockets held for EPOLLOUT,
-// level-triggered, with an empty send queue, and those with unread bytes.
+// level-triggered, with an empty send queue, and those with unread bytes,
+// and finds its listener held level-triggered for EPOLLIN with
+// connections queued while the process's descriptor table was full (the
+// descriptors it holds against its soft RLIMIT_NOFILE, from
+// /proc/PID/limits).
 func (o *observer) look() {
 	fds, err := procfs.ReadFds(o.pid)
 	if err != nil {
@@ -286,6 +293,13 @@ func (o *observer) look() {
 	if len(epolls) == 0 {
 		return
 	}
+	// The table is full at the soft limit less fullTableMargin; an
+	// unlimited or unread limit is never full.
+	limit, _, err := procfs.ReadFdLimit(o.pid)
+	if err != nil {
+		o.cannot("limits (the descriptor limit)", err)
+	}
+	full := err == nil && limit >= 0 && int64(len(fds)) >= limit-fullTableMargin
 	socks := map[uint64]inetdiag.Socket{}
 	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		ss, err := inetdiag.DumpInfo(fam)
@@ -322,6 +336,11 @@ func (o *observer) look() {
 			}
 			if s.Unread > 0 && it.Events&unix.EPOLLIN != 0 {
 				r.unread = append(r.unread, it.Ino)
+			}
+			// A listener's Unread is its accept queue.
+			if full && s.State == inetdiag.Listen && s.Unread > 0 && it.Events&unix.EPOLLIN != 0 && it.Events&unix.EPOLLET == 0 &&
+				(r.fullTable == nil || int(s.Unread) > r.fullTable.Queued) {
+				r.fullTable = &FullTable{Listener: s.Local.String(), Queued: int(s.Unread), Open: len(fds), Limit: limit}
 			}
 		}
 		o.looks[ep] = append(o.looks[ep], r)
@@ -445,18 +464,26 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 					s.IdleWriteLooks++
 				}
 				s.MostIdleWrite = max(s.MostIdleWrite, l.idleWrite)
+				if f := l.fullTable; f != nil {
+					s.FullTableLooks++
+					if s.FullTable == nil || f.Queued > s.FullTable.Queued {
+						s.FullTable = f
+					}
+				}
 				for _, ino := range l.unread {
 					unread[ino]++
 					s.UnreadLooks = max(s.UnreadLooks, unread[ino])
 				}
 			}
 			// Of several candidate sets, the one most often holding idle
-			// write interest speaks for the thread.
-			if t.EpollUnseen && (s.IdleWriteLooks > t.IdleWriteLooks || t.Looks == 0) {
+			// write interest or a listener refused for want of
+			// descriptors speaks for the thread.
+			if t.EpollUnseen && (s.IdleWriteLooks+s.FullTableLooks > t.IdleWriteLooks+t.FullTableLooks || t.Looks == 0) {
 				t.EpollFd = fd
 			}
 			if fd == t.EpollFd {
 				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
+				t.FullTableLooks, t.FullTable = s.FullTableLooks, s.FullTable
 				t.Segments, t.SegmentsOfProcess, t.TokenFds = s.Segments, s.SegmentsOfProcess, s.TokenFds
 			}
 		}
