@@ -31,8 +31,8 @@ func p3Case() conformance.Case {
 			"On a reference target one more round: the server closes A itself (REJECT of an over-size header, the reference protocol) with nothing of A's unread, so that a completion design closes it with A's receive armed; B takes A's number, A's client writes a frame, and B must never receive it. "+
 			"Inconclusive unless in some round the server was seen holding A's echoes and gave B the descriptor number A had (its descriptor table in /proc, each connection's socket found by the inode inet_diag gives its server end)",
 			p3Rounds, smallClientBuf>>10, p3Gap, p3Frames, p3Frames),
-		Bound:    fmt.Sprintf("B's echoes within %v; then nothing more for %v; A's hold seen within %v of its first byte (a round whose server was not seen holding in that time does not count towards the precondition)", echoBound, p3Quiet, p3HoldFor),
-		Run:      runP3,
+		Bound: fmt.Sprintf("B's echoes within %v; then nothing more for %v; A's hold seen within %v of its first byte (a round whose server was not seen holding in that time does not count towards the precondition)", echoBound, p3Quiet, p3HoldFor),
+		Run:   runP3,
 	}
 }
 
