@@ -102,7 +102,9 @@ func (l *Loop) shedOneConnection(ls *Source) (more, paused bool) {
 	// Lock order is timersMu before reserveMu (the accept-pause timer takes
 	// both): release reserveMu before scheduling.
 	l.r.reserveMu.Unlock()
-	if ls.borrowed { // EPOLLEXCLUSIVE takes no MOD: leave the set until resumed
+	if l.completion {
+		ls.acceptPaused = true // the accept-pause timer arms the accept again
+	} else if ls.borrowed { // EPOLLEXCLUSIVE takes no MOD: leave the set until resumed
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ls.fd, nil); err != nil {
 			l.r.fail(os.NewSyscallError("epoll_ctl del", err))
 			return false, true
@@ -131,10 +133,14 @@ func (l *Loop) addConn(fd int, control bool) *Source {
 		return nil
 	}
 	s.ref = ref
+	s.ringFd = -1
 	interest := l.wantEvents(s)
 	s.interest = interest
 	s.owned.Store(0) // publish the fields above to whichever worker gets its first event
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, interest, ref); err != nil {
+	if l.completion {
+		interest = 0 // served by the ring: ringInterest arms its receive below
+	}
+	if err := l.registerConn(fd, interest, ref); err != nil {
 		l.table.Free(ref)
 		unix.Close(fd)
 		l.stats.ConnsRefused++
@@ -150,6 +156,9 @@ func (l *Loop) addConn(fd int, control bool) *Source {
 	}
 	l.stats.ConnsAccepted++
 	l.progress++
+	if l.completion {
+		l.ringInterest(s)
+	}
 	return s
 }
 
@@ -209,6 +218,11 @@ func (l *Loop) registerListener(fd int, control, borrowed bool) error {
 	}
 	s.ref = ref
 	s.interest = l.listenerEvents(s)
+	if l.completion {
+		// Accepted by the ring (ring_linux.go), armed when the loop runs.
+		l.listeners = append(l.listeners, ref)
+		return nil
+	}
 	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, s.interest, ref); err != nil {
 		l.table.Free(ref)
 		if !borrowed {
@@ -218,4 +232,13 @@ func (l *Loop) registerListener(fd int, control, borrowed bool) error {
 	}
 	l.listeners = append(l.listeners, ref)
 	return nil
+}
+
+// registerConn adds connection fd to the epoll set with interest, or, on
+// the completion path (interest 0), to nothing: the ring serves it.
+func (l *Loop) registerConn(fd int, interest uint32, ref slots.Ref) error {
+	if l.completion {
+		return nil
+	}
+	return epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, interest, ref)
 }

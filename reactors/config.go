@@ -12,14 +12,14 @@ import (
 
 // DesignName names a reference reactor design (a Design's Name). The zero
 // value is not a design. The registry (package reactors/designs: Names,
-// Parse) lists the designs there are; the constants below name the eight
+// Parse) lists the designs there are; the constants below name the nine
 // reference designs for code that must refer to one (the mutant table,
 // tests).
 type DesignName string
 
 // The reference designs' names. Each design is a package of its own
-// (reactors/lt, et, oneshot, prio, priothread, mainsub, reuseport, shared)
-// that documents it.
+// (reactors/lt, et, oneshot, prio, priothread, mainsub, reuseport, shared,
+// uring) that documents it.
 const (
 	LT         DesignName = "lt"
 	ET         DesignName = "et"
@@ -36,6 +36,10 @@ const (
 	// loop's epoll set, registered EPOLLEXCLUSIVE unless Config.Exclusive
 	// is "off".
 	SharedListener DesignName = "shared"
+	// Uring is the proactor: one loop serving its connections through an
+	// io_uring (multishot accept, multishot recv into a provided buffer
+	// ring, sends of the out-queue), blocking in io_uring_enter.
+	Uring DesignName = "uring"
 )
 
 // TimerMode selects how the owner loop wakes for timers.
@@ -216,6 +220,9 @@ type Config struct {
 	Wait WaitMode
 	// Stats switches the latency histograms (StatsOn by default).
 	Stats StatsMode
+	// Ring sizes the io_uring of a completion design (Layout.Completion);
+	// the readiness designs ignore it.
+	Ring RingConfig
 	// Faults turns the reactor into a mutant; zero value is correct.
 	Faults Faults
 
@@ -252,7 +259,36 @@ func DefaultConfig() Config {
 		Urgent:         UrgentOff,
 		Wait:           WaitPollFirst,
 		Stats:          StatsOn,
+		Ring:           DefaultRingConfig(),
 	}
+}
+
+// RingConfig sizes a completion loop's io_uring. Each loop has a ring of its
+// own, created on its thread.
+type RingConfig struct {
+	// Entries is the submission queue's size (default 256; 1..32768, the
+	// kernel rounds it up to a power of two).
+	Entries int
+	// CQ is the completion queue's size: 0 (the default) leaves the
+	// kernel's twice Entries; else Entries..65536. A burst that posts more
+	// completions than it holds overflows into the kernel's list, which
+	// the loop flushes and counts (Counters.CQOverflowFlushes).
+	CQ int
+	// Buffers is the number of provided buffers multishot receives take
+	// from (default 16; a power of two, 1..32768); BufferSize their size
+	// in bytes (default 4096; 512..1048576). A receive that finds none
+	// free ends with ENOBUFS: the bytes wait in the socket, and the loop
+	// arms the receive again once it has recycled the buffers it holds.
+	// Their product bounds what one connection's receive takes from its
+	// socket ahead of the loop (the kernel may fill every free buffer in
+	// one enter, before a cancel lands): the default, 64 KiB, is the
+	// byte budget of an epoll loop's turn.
+	Buffers, BufferSize int
+}
+
+// DefaultRingConfig returns the defaults documented on each field.
+func DefaultRingConfig() RingConfig {
+	return RingConfig{Entries: 256, Buffers: 16, BufferSize: 4 << 10}
 }
 
 // ErrConfig marks every configuration error.
@@ -309,10 +345,19 @@ func (c Config) validateCounts() error {
 		{"max-conns", c.MaxConns, 16, 1 << 24},
 		{"max-events", c.MaxEvents, 1, 1 << 16},
 		{"admission-after", c.AdmissionAfter, 1, 1000},
+		{"ring-entries", c.Ring.Entries, 1, 32768},
+		{"ring-buffers", c.Ring.Buffers, 1, 32768},
+		{"ring-buffer-size", c.Ring.BufferSize, 512, 1 << 20},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return rangeErr(f.name, f.v, fmt.Sprintf("%d..%d", f.lo, f.hi))
 		}
+	}
+	if b := c.Ring.Buffers; b&(b-1) != 0 {
+		return rangeErr("ring-buffers", b, "a power of two, 1..32768")
+	}
+	if c.Ring.CQ != 0 && (c.Ring.CQ < c.Ring.Entries || c.Ring.CQ > 65536) {
+		return rangeErr("ring-cq", c.Ring.CQ, fmt.Sprintf("0 (twice ring-entries) or ring-entries (%d)..65536", c.Ring.Entries))
 	}
 	return nil
 }

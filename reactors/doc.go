@@ -62,8 +62,11 @@
 // holds no design's name; it keeps two mechanism switches that follow from
 // epoll itself: a shared layout (several loops on one epoll fd, where every
 // event must go to one loop only) and one-shot registration (where interest
-// changes wait for the design's rearm). The designs, each with its contract
-// and its hooks in its package documentation:
+// changes wait for the design's rearm); and one path that replaces epoll
+// for the connections, the completion path (Layout.Completion, a ring per
+// loop: ring_linux.go), on which the same turns, budgets, out-queues,
+// ingress, timers and STOP run. The designs, each with its contract and its
+// hooks in its package documentation:
 //
 //	lt           level-triggered, flat: events served in the kernel's batch order
 //	et           edge-triggered with an application ready queue
@@ -73,6 +76,7 @@
 //	mainsub      an acceptor loop handing each connection to one of Config.Loops sub-loops
 //	reuseport    Config.Loops loops, each with its own SO_REUSEPORT listener
 //	shared       Config.Loops loops sharing one listener (EPOLLEXCLUSIVE by default)
+//	uring        one loop on an io_uring: the proactor (the completion path)
 //
 // Package reactors/designs maps each name to its design; adding a design is
 // one package and one line there.

@@ -113,6 +113,9 @@ var faultHooks = map[string][]faultHook{
 		{designs: []reactors.DesignName{reactors.MainSub, reactors.ReusePort, reactors.SharedListener}, setup: fourIdleLoops, detect: detectStopNotSeen},
 		{designs: []reactors.DesignName{reactors.PrioThread}, setup: deadlineTimers, detect: detectStopNotSeen},
 	},
+	"uring-enobufs-eof":      {{setup: fourBuffers, detect: detectBufferRingExhausted}},
+	"uring-overflow-ignored": {{setup: sixteenEntryCQ, detect: detectOverflowLost}},
+	"uring-close-no-cancel":  {{detect: detectReusedDescriptor}},
 }
 
 // faultHookCase is one row of TestFaultHooksChangeBehaviour: a detector

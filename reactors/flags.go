@@ -53,6 +53,11 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&checkedString{&c.Admission, checkAdmission}, "admission", "DATA `limit` past saturation: "+AdmissionForms)
 	fs.IntVar(&c.AdmissionAfter, "admission-after", c.AdmissionAfter, "saturated rounds in a row that engage the admission limit (1..1000)")
 	fs.Var(&modeValue[UrgentMode]{&c.Urgent, []UrgentMode{UrgentOff, UrgentOOB}}, "urgent", "TCP urgent data on data connections (`mode`): off, or oob (EPOLLPRI; each MSG_OOB byte answered with one)")
+	r := &c.Ring
+	fs.IntVar(&r.Entries, "ring-entries", r.Entries, "uring: submission queue entries (1..32768)")
+	fs.IntVar(&r.CQ, "ring-cq", r.CQ, "uring: completion queue entries, 0 for twice ring-entries (ring-entries..65536)")
+	fs.IntVar(&r.Buffers, "ring-buffers", r.Buffers, "uring: provided receive buffers (a power of two, 1..32768)")
+	fs.IntVar(&r.BufferSize, "ring-buffer-size", r.BufferSize, "uring: bytes per provided receive buffer (512..1048576)")
 	fs.DurationVar(&c.StopGrace, "stop-grace", c.StopGrace, "time out-queues may take to drain after STOP_ACK (0..1h]")
 }
 

@@ -232,7 +232,8 @@ func (l *Loop) role() string {
 func (l *Loop) loopStats(c Counters, now int64) LoopStats {
 	s := LoopStats{Loop: l.id, Role: l.role(), Tid: int(l.tid.Load()), Conns: c.ConnsAccepted, Frames: c.FramesIn,
 		AcceptWakeups: c.AcceptWakeups, Accepts: c.Accepts, UselessAcceptWakeups: c.UselessAcceptWakeups,
-		Handoffs: c.Handoffs, HandoffsIn: c.HandoffsIn, HandoffFull: c.HandoffFull, StopObservedNs: l.stopObservedNs.Load()}
+		Handoffs: c.Handoffs, HandoffsIn: c.HandoffsIn, HandoffFull: c.HandoffFull, StopObservedNs: l.stopObservedNs.Load(),
+		RingEnters: c.RingEnters, Completions: c.Completions, EnobufsRearms: c.EnobufsRearms, CQOverflowFlushes: c.CQOverflowFlushes}
 	end := now
 	if e := l.endedAt.Load(); e != 0 {
 		end = e

@@ -33,6 +33,9 @@ func (l *Loop) turn(s *Source, q *readyq.Queue) bool {
 	if s.in != nil && s.r == len(s.in) {
 		l.putBuf(s)
 	}
+	// A completion's end of stream waits for the frames before it: a turn
+	// cut by a budget comes back for it (no new completion would).
+	buffered = buffered || s.eofPending
 	if s.state == stateReading && l.policy.Requeue(more, buffered) {
 		l.stats.Requeues++
 		l.enqueue(q, s, 0)
@@ -74,6 +77,15 @@ func (l *Loop) serveInput(s *Source) (more, buffered bool) {
 			return more, buffered
 		}
 		compactIn(s)
+		if l.completion {
+			// Input arrives by completion (ring_linux.go), never read here;
+			// the end of stream, once every frame before it is served.
+			if s.eofPending {
+				s.eofPending = false
+				l.onEOF(s)
+			}
+			return false, false
+		}
 		if !spent.unbounded && spent.bytes >= b.Bytes {
 			l.stats.ByteBudgetHits++
 			return true, false

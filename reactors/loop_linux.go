@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reactorlab/reactorlab/internal/uring"
 	"github.com/reactorlab/reactorlab/reactors/cost"
 	"github.com/reactorlab/reactorlab/reactors/ingress"
 	"github.com/reactorlab/reactorlab/reactors/readyq"
@@ -87,6 +88,17 @@ type Loop struct {
 	rtHold    int64
 	busySince int64
 
+	// The completion path (Layout.Completion, ring_linux.go): the ring and
+	// its buffer ring exist while run runs, on the loop's thread.
+	completion  bool
+	ring        *uring.Ring
+	bufRing     *uring.BufRing
+	ringClosing map[slots.Ref]*Source // closed connections whose operations are still in flight
+	recvStarved []*Source             // receives that ended with ENOBUFS, armed again at the round's end
+	received    []*Source             // connections whose receives completed in the batch, served once at its end
+	epollReady  bool                  // the epoll poll completed: drain the epoll set this round
+	sendBufs    [][]byte              // free send buffers
+
 	admit  *limiter // Config.Admission's token bucket; nil when open
 	urgent bool     // Config.Urgent is UrgentOOB
 
@@ -134,9 +146,15 @@ type Loop struct {
 // exist.
 func newLoop(r *Reactor, id int, first *Loop) (*Loop, error) {
 	cfg := &r.cfg
-	l := &Loop{r: r, id: id, cfg: cfg, epfd: -1, shared: r.layout.Shared,
+	l := &Loop{r: r, id: id, cfg: cfg, epfd: -1, shared: r.layout.Shared, completion: r.layout.Completion,
 		evs: make([]unix.EpollEvent, cfg.MaxEvents), bufSize: max(cfg.Budgets.Bytes, 4096),
 		hist: newHistograms(cfg.Stats == StatsOff), sampler: cost.NewSampler(r.dist, uint64(id)+1)}
+	if l.completion {
+		// Completions bring input whatever the turn's budget: room for a
+		// turn's bytes and two receive buffers more (wantRecv stops the
+		// receive at a turn's bytes), so the buffer rarely has to grow.
+		l.bufSize += 2 * cfg.Ring.BufferSize
+	}
 	l.onMessageFn, l.onTimerFn = l.onMessage, l.onTimer
 	l.stopObservedNs.Store(-1)
 	l.vcswAtExit.Store(-1)
@@ -252,6 +270,13 @@ func (l *Loop) run() {
 	l.vcswAtStart.Store(ownSwitches())
 	l.tid.Store(int32(unix.Gettid()))
 	l.enterSched()
+	if l.completion {
+		if err := l.openRing(); err != nil {
+			l.closeRing()
+			l.r.fail(err)
+		}
+		defer l.closeRing() // on this thread, before the reactor closes the descriptors
+	}
 	l.r.threadsUp.Done()
 	// The thread stays locked on exit: a thread that ran a reactor is
 	// discarded rather than returned to the scheduler's pool.
@@ -307,6 +332,9 @@ func (l *Loop) run() {
 		}
 		l.lastBatch = n
 		before := l.progress
+		if l.ring != nil {
+			n = l.reapRing()
+		}
 		l.dispatch(l.evs[:n])
 		if l.rtHold > 0 {
 			l.restIfHeld()
@@ -357,7 +385,7 @@ func (l *Loop) yieldToScheduler(now int64) {
 // (bounded by the stop grace); otherwise block until an event (the timerfd
 // bounds it: every tick, or the nearest deadline).
 func (l *Loop) waitTimeout() int {
-	if l.ingressPending {
+	if l.ingressPending || l.epollReady || len(l.recvStarved) > 0 {
 		return 0
 	}
 	for _, q := range l.queues {
@@ -379,6 +407,9 @@ func (l *Loop) waitTimeout() int {
 // wait is one epoll_wait (after a zero-timeout poll, in poll-first mode).
 // now is the clock at the end of the round, or 0 if it was not read.
 func (l *Loop) wait(timeout int, now int64) (int, error) {
+	if l.ring != nil {
+		return 0, l.waitRing(timeout, now) // reapRing collects the round's events
+	}
 	l.stats.EpollWaits++
 	if timeout == 0 {
 		l.stats.ZeroTimeoutWaits++

@@ -45,6 +45,13 @@ type LoopStats struct {
 	// each connection, though the kernel may send all but one back to
 	// sleep before epoll_wait returns: this counts them, accept calls do not.
 	Wakeups uint64 `json:"wakeups"`
+	// RingEnters, Completions, EnobufsRearms and CQOverflowFlushes are the
+	// loop's counters of those names: its io_uring's traffic on a
+	// completion design, absent on the readiness designs.
+	RingEnters        uint64 `json:"ring_enters,omitempty"`
+	Completions       uint64 `json:"completions,omitempty"`
+	EnobufsRearms     uint64 `json:"enobufs_rearms,omitempty"`
+	CQOverflowFlushes uint64 `json:"cq_overflow_flushes,omitempty"`
 	// StopObservedNs is how long after the STOP was issued this loop first
 	// saw it; -1 while it has not (or no stop was requested).
 	StopObservedNs int64 `json:"stop_observed_ns"`

@@ -113,6 +113,26 @@ type Faults struct {
 	// other loops are not woken, so an idle loop, blocked in epoll_wait
 	// until an event, never sees the stop and STOP_ACK never comes.
 	StopWakesOneLoop bool
+	// RingEnobufsEOF takes a multishot receive that ended with ENOBUFS
+	// (the provided buffer ring was empty) for the peer's end of stream,
+	// as liburing's echo idiom gets wrong when -ENOBUFS falls into the
+	// "res <= 0: close" branch: under a burst larger than the buffer ring
+	// the connections whose receive found no buffer are shut down
+	// mid-stream, their unread bytes never echoed.
+	RingEnobufsEOF bool
+	// RingOverflowIgnored gives the ring a 16-entry completion queue and
+	// handles only the completions the queue held when the loop looked:
+	// those the kernel kept in its overflow list are never handled, as a
+	// kernel without IORING_FEAT_NODROP drops them (the receives' data, a
+	// multishot receive's last completion) and the loop never notices.
+	RingOverflowIgnored bool
+	// RingCloseNoCancel closes a connection's descriptor at once, with its
+	// operations still in flight and never cancelled, and routes every
+	// completion of a connection by the descriptor number in its
+	// user_data: an old connection's receive, still armed (the ring holds
+	// its socket open), delivers its bytes to whichever new connection got
+	// that number.
+	RingCloseNoCancel bool
 }
 
 // Any reports whether any fault is switched on.
@@ -254,7 +274,12 @@ var (
 	// their loops, so there they would repeat lt's rows (see multiLoopScope).
 	oneLoopDesigns = []DesignName{LT, ET, OneShot, Prio, PrioThread}
 	multiLoop      = []DesignName{MainSub, ReusePort, SharedListener}
+	// completionDesigns serve their connections through an io_uring.
+	completionDesigns = []DesignName{Uring}
 )
+
+// completionScope is the Scope of a mutant of the completion path.
+const completionScope = "the hook is in the completion path (Layout.Completion): only uring serves its connections through an io_uring"
 
 // multiLoopScope is the Scope of a shared-loop mutant not run on the
 // multi-loop designs.
@@ -405,6 +430,21 @@ var Mutants = []Mutant{{
 	Designs: []DesignName{PrioThread, MainSub, ReusePort, SharedListener}, Cases: []string{"M5"},
 	Doc:   "a STOP frame wakes only the loop that read it: an idle loop never sees the stop and STOP_ACK never comes",
 	Scope: "needs a second loop with an epoll set of its own (oneshot's workers share one and a level-triggered stop eventfd)",
+}, {
+	Name: "uring-enobufs-eof", Hook: "RingEnobufsEOF", flag: func(f *Faults) *bool { return &f.RingEnobufsEOF },
+	Designs: completionDesigns, Cases: []string{"P1"},
+	Doc:   "a multishot receive that ends with ENOBUFS (no provided buffer left) is taken for end of stream: a burst larger than the buffer ring shuts connections down mid-stream",
+	Scope: completionScope,
+}, {
+	Name: "uring-overflow-ignored", Hook: "RingOverflowIgnored", flag: func(f *Faults) *bool { return &f.RingOverflowIgnored },
+	Designs: completionDesigns, Cases: []string{"P2"},
+	Doc:   "a 16-entry completion queue whose overflow is never handled: completions the kernel kept past the queue are lost, and their frames go unanswered",
+	Scope: completionScope,
+}, {
+	Name: "uring-close-no-cancel", Hook: "RingCloseNoCancel", flag: func(f *Faults) *bool { return &f.RingCloseNoCancel },
+	Designs: completionDesigns, Cases: []string{"P3"},
+	Doc:   "a connection is closed with its receive still armed and never cancelled, and completions are routed by descriptor number: a reused descriptor receives the old connection's bytes",
+	Scope: completionScope,
 }}
 
 // LookupMutant returns the registry entry named name (a name, not a

@@ -12,7 +12,7 @@ func (l *Loop) flushAndClose(s *Source) {
 	if s.state == stateClosed {
 		return
 	}
-	if !s.out.Empty() {
+	if !s.out.Empty() && !s.sending { // a send in flight holds the head: nothing may pass it
 		n, _, _ := s.out.Flush(s.fd)
 		l.stats.BytesOut += uint64(n)
 	}
@@ -28,7 +28,7 @@ func (l *Loop) flush(s *Source) bool {
 	if s.urgentPending && !l.sendUrgent(s) {
 		return false
 	}
-	if !s.out.Empty() {
+	if !s.out.Empty() && !l.completion {
 		var n int
 		var err error
 		switch {
@@ -144,7 +144,7 @@ func (l *Loop) updateInterest(s *Source) {
 		l.stats.BackpressureOn++
 	case !paused && s.state == statePaused:
 		l.setState(s, stateReading)
-		if s.in != nil && l.hasFrame(s) {
+		if s.in != nil && l.hasFrame(s) || s.eofPending {
 			l.enqueue(l.policy.QueueFor(s), s, 0)
 		}
 	}
@@ -155,6 +155,10 @@ func (l *Loop) updateInterest(s *Source) {
 		} else {
 			l.r.outPending.Add(-1)
 		}
+	}
+	if l.completion {
+		l.ringInterest(s)
+		return
 	}
 	if l.oneShot {
 		return // applied when the design rearms it
@@ -195,7 +199,11 @@ func (l *Loop) closeSource(s *Source) {
 	if s.twinned { // the mutant's duplicate keeps the file open: leave the set first
 		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
 	}
-	unix.Close(s.fd) // also removes it from the epoll set (no dups exist)
+	if l.completion {
+		l.ringClose(s) // at once, or once its operations in flight are cancelled
+	} else {
+		unix.Close(s.fd) // also removes it from the epoll set (no dups exist)
+	}
 	if s.kind == kindConn {
 		l.open.Add(-1)
 	}
@@ -216,6 +224,7 @@ func (l *Loop) closeSource(s *Source) {
 		l.putBuf(s)
 	}
 	s.out.Release()
+	l.putSendBuf(s)
 	l.stats.ConnsClosed++
 	l.progress++
 }

@@ -64,6 +64,17 @@ type Layout struct {
 	// every loop's set, so one connection wakes one loop (or a few), not
 	// every loop waiting on it.
 	Exclusive bool
+	// Completion serves the connections and listeners through an io_uring
+	// per loop (the proactor; ring_linux.go) instead of the epoll set:
+	// multishot accept, multishot recv into a provided buffer ring, sends
+	// of the out-queue, each operation's completion routed by the (slot,
+	// generation) in its user_data. The loop blocks in io_uring_enter; its
+	// own descriptors (ingress, timerfd) stay in its epoll set, which the
+	// ring polls, so budgets, ingress, timers, STOP and the ledger keep
+	// their one implementation. A Completion layout is not Shared, keeps
+	// its listeners ListenerOnFirst or ListenerPerLoop, and its
+	// connections level-triggered (ConnFlags 0: the flag is not used).
+	Completion bool
 }
 
 // ListenerLayout is how a layout spreads the data listener over its loops.

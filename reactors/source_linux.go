@@ -112,6 +112,20 @@ type Source struct {
 	// discardQueued: s is in its loop's discardMore (drain stop).
 	discardQueued bool
 
+	// The completion path (ring_linux.go): recvArmed, a multishot receive
+	// (a listener: its accept) is in flight; recvCancelled, its cancel was
+	// submitted; sending, a send of sendBuf is; ringOps counts the
+	// operations in flight; starved, its receive ended with ENOBUFS and
+	// waits for the round's end; eofPending, the receive reported the
+	// peer's end of stream, acted on once the bytes before it are served;
+	// acceptPaused, a listener's accept waits for the accept-pause timer;
+	// ringFd, a closed connection's descriptor, kept until ringOps is 0;
+	// received, it is in its loop's received list (serveReceived).
+	recvArmed, recvCancelled, sending, starved, eofPending, acceptPaused, received bool
+	ringOps                                                                        int
+	ringFd                                                                         int
+	sendBuf                                                                        []byte
+
 	urgentPastMark bool
 	urgentPending  bool
 	urgentByte     byte
@@ -150,7 +164,7 @@ func (l *Loop) putBuf(s *Source) {
 	if s.r != len(s.in) {
 		return
 	}
-	if cap(s.in) == l.bufSize && len(l.bufs) < 64 {
+	if (cap(s.in) == l.bufSize || l.completion && cap(s.in) > l.bufSize && cap(s.in) <= maxLentIn) && len(l.bufs) < 64 {
 		l.bufs = append(l.bufs, s.in[:0])
 	}
 	s.in, s.r = nil, 0
@@ -169,13 +183,19 @@ func (l *Loop) lendOut(s *Source) {
 // otherwise keeps the buffer it grew). Buffers over maxLentOut are left to
 // the collector, so one burst does not pin its memory in the pool.
 func (l *Loop) takeOut(s *Source) {
-	if b := s.out.Detach(); b != nil && cap(b) <= maxLentOut && len(l.outBufs) < 64 {
+	if b := s.out.Detach(); b != nil && (cap(b) <= maxLentOut || l.completion && cap(b) <= maxLentIn) && len(l.outBufs) < 64 {
 		l.outBufs = append(l.outBufs, b)
 	}
 }
 
 // maxLentOut is the largest out-queue buffer the loop keeps for lending.
 const maxLentOut = 64 << 10
+
+// maxLentIn is the largest input or out-queue buffer a completion loop
+// keeps for lending: there a burst of completions brings input past a
+// turn's budget, and a send in flight lets the out-queue grow meanwhile,
+// so buffers grow past their first size in steady state.
+const maxLentIn = 512 << 10
 
 // growIn makes room for a frame of size bytes (already checked against the
 // frame limit, or trusted by the NoFrameLimit mutant).

@@ -113,6 +113,20 @@ type Counters struct {
 	// loop: results that a reactor routing by fd number would have
 	// delivered to a stranger there.
 	StaleResultsFdElsewhere uint64 `json:"stale_results_fd_elsewhere"`
+	// The completion path (Layout.Completion), 0 on the readiness designs.
+	// RingEnters counts io_uring_enter calls (each submits what is queued
+	// and, blocking or not, collects completions); Completions the
+	// completions handled; EnobufsRearms the multishot receives armed again
+	// after ending with ENOBUFS (the buffer ring was empty: backpressure,
+	// never end of stream); CQOverflowFlushes the times completions had
+	// overflowed the completion queue into the kernel's list and were
+	// flushed back; CompletionsLost the completions the
+	// uring-overflow-ignored mutant never handled (0 on a correct loop).
+	RingEnters        uint64 `json:"ring_enters"`
+	Completions       uint64 `json:"completions"`
+	EnobufsRearms     uint64 `json:"enobufs_rearms"`
+	CQOverflowFlushes uint64 `json:"cq_overflow_flushes"`
+	CompletionsLost   uint64 `json:"completions_lost"`
 }
 
 func (c *Counters) add(o *Counters) {
@@ -172,6 +186,11 @@ func (c *Counters) add(o *Counters) {
 	c.HandoffFull += o.HandoffFull
 	c.HandoffBacklogMax = max(c.HandoffBacklogMax, o.HandoffBacklogMax)
 	c.StaleResultsFdElsewhere += o.StaleResultsFdElsewhere
+	c.RingEnters += o.RingEnters
+	c.Completions += o.Completions
+	c.EnobufsRearms += o.EnobufsRearms
+	c.CQOverflowFlushes += o.CQOverflowFlushes
+	c.CompletionsLost += o.CompletionsLost
 }
 
 // Histogram names, the keys of Stats.Histograms.

@@ -103,6 +103,8 @@ func (l *Loop) closeListeners() {
 			if s.borrowed {
 				_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
 				l.r.releaseSharedListener()
+			} else if l.completion {
+				l.closeRingListener(s)
 			} else {
 				unix.Close(s.fd)
 			}

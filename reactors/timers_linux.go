@@ -75,6 +75,15 @@ func (l *Loop) onTimer(t timers.Timer) {
 			}
 		}
 		l.r.reserveMu.Unlock()
+		if l.completion {
+			s.acceptPaused = false
+			if !s.recvArmed && l.ring != nil {
+				if err := l.armAccept(s); err != nil {
+					l.r.fail(err)
+				}
+			}
+			return
+		}
 		op := unix.EPOLL_CTL_MOD
 		if s.borrowed {
 			op = unix.EPOLL_CTL_ADD // paused by leaving the set (EPOLLEXCLUSIVE takes no MOD)

@@ -99,7 +99,7 @@ type Ring struct {
 	waitArg getEventsArg
 
 	pins     map[uint64]*pinned
-	freePins []*pinned // released entries of pins, reused: a send pins without allocating
+	freePins []*pinned // released holders, reused so a steady stream of sends allocates nothing
 	bufRings []*BufRing
 	stats    Stats
 	closed   bool
@@ -480,8 +480,9 @@ func (r *Ring) Reap(fn func(CQE)) (int, error) {
 func (r *Ring) pin(userData uint64, ptr any) {
 	p := r.pins[userData]
 	if p == nil {
-		if n := len(r.freePins); n > 0 {
-			p, r.freePins = r.freePins[n-1], r.freePins[:n-1]
+		if k := len(r.freePins); k > 0 {
+			p = r.freePins[k-1]
+			r.freePins = r.freePins[:k-1]
 		} else {
 			p = &pinned{}
 		}
@@ -500,7 +501,9 @@ func (r *Ring) unpin(userData uint64) {
 	if p.n--; p.n == 0 {
 		p.p.Unpin()
 		delete(r.pins, userData)
-		r.freePins = append(r.freePins, p)
+		if len(r.freePins) < 64 {
+			r.freePins = append(r.freePins, p)
+		}
 	}
 }
 

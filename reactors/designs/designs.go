@@ -18,12 +18,13 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/priothread"
 	"github.com/reactorlab/reactorlab/reactors/reuseport"
 	"github.com/reactorlab/reactorlab/reactors/shared"
+	"github.com/reactorlab/reactorlab/reactors/uring"
 )
 
 // All is every reference design, in the order help texts and tables list
 // them. Names must be unique (a test checks).
 var All = []reactors.Design{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{},
-	mainsub.Design{}, reuseport.Design{}, shared.Design{}}
+	mainsub.Design{}, reuseport.Design{}, shared.Design{}, uring.Design{}}
 
 // Names is the name of every design in All, in its order.
 func Names() []reactors.DesignName {
@@ -63,6 +64,19 @@ func Lookup(design reactors.DesignName) (reactors.Design, error) {
 	}
 	_, err := Parse(string(design))
 	return nil, fmt.Errorf("%w: reactor: %w", reactors.ErrConfig, err)
+}
+
+// Completion reports whether design serves its connections through an
+// io_uring (its layout's Completion, on Linux): the proactor designs, whose
+// reads run ahead of the loop by up to the provided buffer ring. False for
+// a name not registered.
+func Completion(design reactors.DesignName) bool {
+	b, err := Lookup(design)
+	if err != nil {
+		return false
+	}
+	c, ok := b.(interface{ Completion() bool })
+	return ok && c.Completion()
 }
 
 // ValidateFor reports what New would refuse of design with cfg before it

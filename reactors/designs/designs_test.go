@@ -26,8 +26,8 @@ func TestRegistryNamesAreUniqueAndParse(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v, %v", d, b, err)
 		}
 	}
-	if len(seen) != 8 {
-		t.Errorf("%d designs registered, want the 8 reference designs", len(seen))
+	if len(seen) != 9 {
+		t.Errorf("%d designs registered, want the 9 reference designs", len(seen))
 	}
 	if _, err := designs.Parse("nope"); err == nil || !strings.Contains(err.Error(), "accepted: "+designs.NameList()) {
 		t.Errorf("Parse(nope): %v", err)

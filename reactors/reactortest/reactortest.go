@@ -64,10 +64,14 @@ func CheckNoLeaks(t testing.TB, before Leaks) {
 }
 
 // Start builds and starts a reactor and makes sure it is stopped when the
-// test ends.
+// test ends. A completion design where io_uring is unavailable
+// (reactors.ErrNoCompletion) skips the test with the kernel's reason.
 func Start(t testing.TB, design reactors.DesignName, cfg reactors.Config) *reactors.Reactor {
 	t.Helper()
 	r, err := designs.New(design, cfg)
+	if errors.Is(err, reactors.ErrNoCompletion) {
+		t.Skipf("%s: %v", design, err)
+	}
 	if err != nil {
 		t.Fatalf("new %s: %v", design, err)
 	}
@@ -243,6 +247,9 @@ func EndToEnd(t *testing.T, newReactor func(reactors.Config) (*reactors.Reactor,
 	const conns, frames = 16, 1000
 	before := TakeLeaks()
 	r, err := newReactor(cfg)
+	if errors.Is(err, reactors.ErrNoCompletion) {
+		t.Skipf("new: %v", err)
+	}
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
