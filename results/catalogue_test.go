@@ -82,10 +82,10 @@ func TestCatalogueNamesEachMetricOnce(t *testing.T) {
 // representativeRun is a cell's result that every entry of the catalogue
 // applies to: a reference reactor with two data loops (its own
 // statistics, handoffs, per-loop figures), the lab's record of the server
-// with accept queue samples and its threads' time in the measured
-// period, and a load with hot and steady sources, control probes and
-// their health check, urgent bytes, churn and STOP, whose interval log
-// holds data, control and steady samples.
+// with accept queue samples, its threads' time in the measured period
+// and samples of its CPUs there, and a load with hot and steady sources,
+// control probes and their health check, urgent bytes, churn and STOP,
+// whose interval log holds data, control and steady samples.
 func representativeRun(t *testing.T) (*harness.CellResult, string, time.Time) {
 	t.Helper()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -145,6 +145,10 @@ func representativeRun(t *testing.T) (*harness.CellResult, string, time.Time) {
 	}
 	from := res.Load.StartTime.Add(res.Cell.Load.WithDefaults().Warmup)
 	res.Lab.Server.AcceptQueue = &lab.AcceptQueue{Buckets: []lab.AcceptQueueBucket{{At: from, StepMs: 5, Sum: 7}}}
+	res.Lab.Server.CPUTicks = []lab.CPUTicks{
+		{At: from, Own: &lab.OwnTime{RunNs: 1e9, Slices: 1000}},
+		{At: from.Add(time.Second), Own: &lab.OwnTime{RunNs: 1.4e9, Slices: 3000}},
+	}
 	res.LoopTimes = &diagnose.LoopTimes{Loops: []diagnose.ThreadShares{{Tid: 1, Waiting: 0.6, Serving: 0.3, Blocked: 0.05, Runnable: 0.05}}}
 	return res, hlog, start.Add(warmup)
 }

@@ -124,6 +124,13 @@ const (
 	MetricLoopServing  = "loop_serving"
 	MetricLoopBlocked  = "loop_blocked"
 	MetricLoopRunnable = "loop_runnable"
+
+	// The costs per frame: the server's threads over the measured period
+	// (the lab's /proc samples of a pinned server's CPUs, lab.CPUTicks),
+	// and a reference reactor's calls for events over its whole life.
+	MetricServerCPUPeriod   = "server_cpu_period"
+	MetricServerSwitches    = "server_switches_per_frame"
+	MetricWaitCallsPerFrame = "wait_calls_per_frame"
 )
 
 // Metrics is the catalogue, in report order.
@@ -247,6 +254,18 @@ var Metrics = []Metric{
 		Describe: "server CPU seconds (user + sys, rusage at exit) per million frames it echoed",
 		Absent:   "without the lab's record of the server, or without a frame echoed",
 		Compute:  serverCPU},
+	{Name: MetricServerCPUPeriod, Unit: "CPU-s/Mframe", Label: "server CPU (period)", Better: LowerIsBetter,
+		Describe: "the server's threads' time on a CPU (schedstat, its process group: user and system time, the kernel's TCP work done in their context included) between the first and last /proc samples inside the measured period, per million data frames answered in that span at the period's rate",
+		Absent:   "without the lab's samples of a pinned server's CPUs carrying its threads' time, two of them inside the measured period, or a frame answered",
+		Compute:  serverCPUPeriod},
+	{Name: MetricServerSwitches, Unit: "", Label: "ctx switches/frame", Better: LowerIsBetter,
+		Describe: "the times the server's threads were put on a CPU (schedstat's count: one per context switch into them, voluntary or not) over the same span as server CPU (period), per data frame answered in it",
+		Absent:   "as server CPU (period), and where the kernel does not count the switches",
+		Compute:  serverSwitchesPerFrame},
+	{Name: MetricWaitCallsPerFrame, Unit: "", Label: "wait calls/frame", Better: LowerIsBetter,
+		Describe: "a reference reactor's calls that wait for or collect its events, epoll_wait (blocking or not) plus io_uring_enter, per DATA frame it echoed, whole life (reactors.Counters.EpollWaits + RingEnters): on a completion design, whose receives and sends go through its ring, these are its data path's calls; on a readiness design its reads and writes come on top and are not counted (the count is a lower bound of its calls)",
+		Absent:   "for a black box, whose calls are not known, or without a frame echoed",
+		Compute:  waitCallsPerFrame},
 	{Name: MetricServerRSS, Unit: "MiB", Label: "server RSS", Better: LowerIsBetter, Describe: "server peak resident set size",
 		Absent:  "without the lab's record of the server's peak RSS",
 		Compute: serverRSS},

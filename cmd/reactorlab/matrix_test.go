@@ -786,7 +786,7 @@ func TestMatrixPrintsABuiltInSuite(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"matrix", "--print", "slow"}, `no embedded suite "slow" (accepted: quick, design-notes, priority, peers, peers-capacity, scaling, nightly, multiloop)`},
+		{[]string{"matrix", "--print", "slow"}, `no embedded suite "slow" (accepted: quick, design-notes, priority, peers, peers-capacity, scaling, nightly, multiloop, proactor)`},
 		{[]string{"matrix", "--print", "quick", "nightly"}, `--print takes no argument (got "nightly")`},
 		{[]string{"matrix", "--print", "quick", "--out", t.TempDir()}, "--print takes no --out"},
 	} {
