@@ -95,9 +95,12 @@ type Loop struct {
 	bufRing     *uring.BufRing
 	ringClosing map[slots.Ref]*Source // closed connections whose operations are still in flight
 	recvStarved []*Source             // receives that ended with ENOBUFS, armed again at the round's end
-	received    []*Source             // connections whose receives completed in the batch, served once at its end
-	epollReady  bool                  // the epoll poll completed: drain the epoll set this round
-	sendBufs    [][]byte              // free send buffers
+	// ringFlushesHandled is the ring's overflow-flush count at the end of
+	// the last reap (the uring-overflow-ignored mutant only).
+	ringFlushesHandled uint64
+	received           []*Source // connections whose receives completed in the batch, served once at its end
+	epollReady         bool      // the epoll poll completed: drain the epoll set this round
+	sendBufs           [][]byte  // free send buffers
 
 	admit  *limiter // Config.Admission's token bucket; nil when open
 	urgent bool     // Config.Urgent is UrgentOOB

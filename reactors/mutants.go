@@ -121,10 +121,11 @@ type Faults struct {
 	// mid-stream, their unread bytes never echoed.
 	RingEnobufsEOF bool
 	// RingOverflowIgnored gives the ring a 16-entry completion queue and
-	// handles only the completions the queue held when the loop looked:
-	// those the kernel kept in its overflow list are never handled, as a
-	// kernel without IORING_FEAT_NODROP drops them (the receives' data, a
-	// multishot receive's last completion) and the loop never notices.
+	// loses every completion reaped in a round after the kernel's overflow
+	// list was flushed into the queue: as a kernel without
+	// IORING_FEAT_NODROP drops them (the receives' data, a multishot
+	// receive's last completion) and the loop never notices. Whenever the
+	// queue overflowed (Counters.CQOverflowFlushes > 0), something is lost.
 	RingOverflowIgnored bool
 	// RingCloseNoCancel closes a connection's descriptor at once, with its
 	// operations still in flight and never cancelled, and routes every
