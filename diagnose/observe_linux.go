@@ -101,6 +101,24 @@ type lookResult struct {
 	tokens    []string
 	noInfo    bool // a socket of the set came without its tcp_info
 	fullTable *FullTable
+	// readable is the connections of the set registered level-triggered
+	// for EPOLLIN with unread bytes, by inode, each matched to the
+	// process's descriptor that holds it (/proc/PID/fd) and to its
+	// tcp_info; a socket not so matched is not in it.
+	readable map[uint64]readableSocket
+}
+
+// readableSocket is one look at a connection registered level-triggered
+// for EPOLLIN with bytes in its receive queue: its cookie (which pins the
+// connection across looks), the bytes unread, and the bytes the
+// application had read since it was made (tcpi_bytes_received less the
+// unread).
+type readableSocket struct {
+	cookie   uint64
+	fd       int
+	ends     string
+	unread   uint32
+	consumed uint64
 }
 
 // observer holds an observation's state.
@@ -279,8 +297,12 @@ func (o *observer) look() {
 		return
 	}
 	var epolls []int
-	token := map[int]string{} // descriptor → "eventfd N" or "pipe N"
+	token := map[int]string{}  // descriptor → "eventfd N" or "pipe N"
+	sockFd := map[int]uint64{} // descriptor → its socket's inode
 	for _, f := range fds {
+		if ino, ok := f.SocketInode(); ok {
+			sockFd[f.Num] = ino
+		}
 		switch {
 		case f.Target == procfs.EpollTarget:
 			epolls = append(epolls, f.Num)
@@ -320,7 +342,7 @@ func (o *observer) look() {
 			o.cannot("an epoll descriptor's fdinfo", err)
 			continue
 		}
-		r := lookResult{segs: map[uint64]uint32{}}
+		r := lookResult{segs: map[uint64]uint32{}, readable: map[uint64]readableSocket{}}
 		for _, it := range items {
 			if tok, ok := token[it.Fd]; ok && it.Events&unix.EPOLLIN != 0 {
 				r.tokens = append(r.tokens, tok)
@@ -336,6 +358,16 @@ func (o *observer) look() {
 			}
 			if s.Unread > 0 && it.Events&unix.EPOLLIN != 0 {
 				r.unread = append(r.unread, it.Ino)
+			}
+			// A connection readable now, level-triggered: every wait on
+			// the set returns for it until its bytes are read. Matched to
+			// the descriptor the item names and to its tcp_info, or left
+			// out.
+			if s.Unread > 0 && it.Events&unix.EPOLLIN != 0 && it.Events&(unix.EPOLLET|unix.EPOLLONESHOT) == 0 &&
+				(s.State == inetdiag.Established || s.State == inetdiag.CloseWait) && s.HasInfo && sockFd[it.Fd] == it.Ino &&
+				s.BytesReceived >= uint64(s.Unread) {
+				r.readable[it.Ino] = readableSocket{cookie: s.Cookie, fd: it.Fd, ends: s.Local.String() + "→" + s.Remote.String(),
+					unread: s.Unread, consumed: s.BytesReceived - uint64(s.Unread)}
 			}
 			// A listener's Unread is its accept queue.
 			if full && s.State == inetdiag.Listen && s.Unread > 0 && it.Events&unix.EPOLLIN != 0 && it.Events&unix.EPOLLET == 0 &&
@@ -451,6 +483,7 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			if !slices.ContainsFunc(looks, func(l lookResult) bool { return len(l.segs) > 0 }) {
 				s.Segments, s.SegmentsOfProcess = processSegments, true
 			}
+			s.NeverReadLooks, s.NeverRead = neverRead(looks)
 			tokens := map[string]bool{}
 			for _, l := range looks {
 				for _, tok := range l.tokens {
@@ -476,14 +509,16 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 				}
 			}
 			// Of several candidate sets, the one most often holding idle
-			// write interest or a listener refused for want of
-			// descriptors speaks for the thread.
-			if t.EpollUnseen && (s.IdleWriteLooks+s.FullTableLooks > t.IdleWriteLooks+t.FullTableLooks || t.Looks == 0) {
+			// write interest, a listener refused for want of descriptors
+			// or a connection readable and never read speaks for the
+			// thread.
+			if t.EpollUnseen && (s.IdleWriteLooks+s.FullTableLooks+s.NeverReadLooks > t.IdleWriteLooks+t.FullTableLooks+t.NeverReadLooks || t.Looks == 0) {
 				t.EpollFd = fd
 			}
 			if fd == t.EpollFd {
 				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
 				t.FullTableLooks, t.FullTable = s.FullTableLooks, s.FullTable
+				t.NeverReadLooks, t.NeverRead = s.NeverReadLooks, s.NeverRead
 				t.Segments, t.SegmentsOfProcess, t.TokenFds = s.Segments, s.SegmentsOfProcess, s.TokenFds
 			}
 		}
@@ -516,6 +551,32 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 	r.Unreadable = slices.Sorted(maps.Keys(o.unreadable))
 	r.Elapsed = jsontime.Seconds(time.Since(start))
 	return r, nil
+}
+
+// neverRead finds, in one set's looks, the connection most often found
+// readable and not read: a look counts for a connection when it and the
+// look before both found it (the same cookie) registered level-triggered
+// for EPOLLIN with unread bytes, and the bytes it had read were the same
+// at both (none read between them). It returns that connection's count
+// and figures (nil when no look counted).
+func neverRead(looks []lookResult) (int, *NeverRead) {
+	counts := map[uint64]int{}
+	most := 0
+	var out *NeverRead
+	for i := 1; i < len(looks); i++ {
+		for ino, now := range looks[i].readable {
+			was, ok := looks[i-1].readable[ino]
+			if !ok || was.cookie != now.cookie || was.consumed != now.consumed {
+				continue
+			}
+			counts[ino]++
+			if n := counts[ino]; n > most || n == most && out != nil && now.fd < out.Fd {
+				most = n
+				out = &NeverRead{Socket: now.ends, Fd: now.fd, Unread: int64(now.unread), Read: int64(now.consumed)}
+			}
+		}
+	}
+	return most, out
 }
 
 // segments is the segments the sockets of one set's looks received
