@@ -161,7 +161,7 @@ func Method() string {
 		"(accept failing for want of descriptors) a listening socket of its epoll set registered level-triggered for EPOLLIN with connections in its accept queue while its process held ≥ its soft RLIMIT_NOFILE less %d descriptors, in ≥ 1/%d of ≥ %d looks; "+
 		"(readable and never read) one connection of its epoll set, the descriptor of its process that holds it, registered level-triggered for EPOLLIN with unread bytes at a look and at the look before and none read between them (tcpi_bytes_received less the receive queue unchanged), in ≥ 1/%d of ≥ %d looks. "+
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
-		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens, is held to every socket of the process's sets); "+
+		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens or a completion loop's whose sockets are in its ring, is held to every TCP socket its process holds); "+
 		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of those wakeups. "+
 		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
@@ -249,8 +249,10 @@ type Thread struct {
 	// averaged 8 bytes or less (-1: not read).
 	Segments int64 `json:"segments_in"`
 	// SegmentsOfProcess says its set holds no socket, and Segments counts
-	// those of every epoll set of the process instead (a worker woken by
-	// tokens for work another thread polled).
+	// those of every TCP socket its process holds instead (a worker woken
+	// by tokens for work another thread polled; a completion loop, whose
+	// sockets are in its ring and whose set holds only its own eventfd and
+	// timerfd).
 	SegmentsOfProcess bool     `json:"segments_of_process,omitempty"`
 	TokenFds          []string `json:"token_fds,omitempty"`
 	TokenWrites       int64    `json:"token_writes"`
@@ -393,7 +395,7 @@ func Classify(t *Thread, window time.Duration) {
 		}
 		whose := "its epoll set's sockets"
 		if t.SegmentsOfProcess {
-			whose = "the sockets of every epoll set of its process (its own set holds none)"
+			whose = "every TCP socket its process holds (its own set holds none)"
 		}
 		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by %s (%s)",
 			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, whose, per)

@@ -126,6 +126,10 @@ type observer struct {
 	pid     int
 	threads map[int]*tracked
 	looks   map[int][]lookResult // epoll descriptor → its looks
+	// held is, per look, the segments received by every TCP socket the
+	// process's descriptor table holds, in a set or not (a completion
+	// loop's sockets are in its ring, in no set).
+	held []lookResult
 	// lookAt is when each look was taken, in order: a set's segments are
 	// counted between its first look and its last, and scaled to the
 	// window.
@@ -312,9 +316,6 @@ func (o *observer) look() {
 			token[f.Num] = "pipe " + strconv.Itoa(f.Num)
 		}
 	}
-	if len(epolls) == 0 {
-		return
-	}
 	// The table is full at the soft limit less fullTableMargin; an
 	// unlimited or unread limit is never full.
 	limit, _, err := procfs.ReadFdLimit(o.pid)
@@ -336,6 +337,17 @@ func (o *observer) look() {
 		}
 	}
 	o.lookAt = append(o.lookAt, time.Now())
+	held := lookResult{segs: map[uint64]uint32{}}
+	for _, ino := range sockFd {
+		if s, ok := socks[ino]; ok {
+			held.segs[ino] = s.SegsIn
+			held.noInfo = held.noInfo || !s.HasInfo
+		}
+	}
+	o.held = append(o.held, held)
+	if len(epolls) == 0 {
+		return
+	}
 	for _, ep := range epolls {
 		items, err := procfs.ReadEpollItems(o.pid, ep)
 		if err != nil {
@@ -420,21 +432,11 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			tokenWriters++
 		}
 	}
-	// Every set's looks merged, look by look: the process's sockets, for a
-	// thread whose set holds none (a worker woken by tokens for work
-	// another thread polled: its unit of work is a segment the process
-	// received).
-	var merged []lookResult
-	for _, looks := range o.looks {
-		for i, l := range looks {
-			if i == len(merged) {
-				merged = append(merged, lookResult{segs: map[uint64]uint32{}})
-			}
-			maps.Copy(merged[i].segs, l.segs)
-			merged[i].noInfo = merged[i].noInfo || l.noInfo
-		}
-	}
-	processSegments := o.segments(merged, window)
+	// The segments of every socket the process holds, for a thread whose
+	// set holds none (a worker woken by tokens for work another thread
+	// polled, a completion loop whose sockets are in its ring: its unit
+	// of work is a segment the process received).
+	processSegments := o.segments(o.held, window)
 	for _, tid := range slices.Sorted(maps.Keys(o.threads)) {
 		tr := o.threads[tid]
 		last, live := lasts[tid]

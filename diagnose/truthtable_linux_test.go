@@ -662,10 +662,14 @@ func TestTruthTable(t *testing.T) {
 
 // TestTruthTableRows runs a few rows of the truth table in the default
 // tier, with a 1 s window: the lt reference design idle (waiting) and
-// saturated (serving, never spinning), and its permanent-epollout mutant
-// idle (spinning). A saturated row diagnosed starved is logged, not
-// failed: on a shared machine the run-queue figure can say the loop waited
-// for its CPU as long as it ran, and starved is then the rule's answer.
+// saturated (serving, never spinning), its permanent-epollout mutant idle
+// (spinning), and the uring design with a worker pool idle (waiting in
+// io_uring_enter) and saturated (serving: its worker's tokens are held to
+// the segments of the sockets its ring serves, in no epoll set, and are
+// fewer than two per segment: never waking itself). A saturated row
+// diagnosed starved is logged, not failed: on a shared machine the
+// run-queue figure can say the loop waited for its CPU as long as it ran,
+// and starved is then the rule's answer.
 func TestTruthTableRows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the truth table's default rows run in the full tier")
@@ -680,7 +684,9 @@ func TestTruthTableRows(t *testing.T) {
 	}
 	spin := mutantTarget(t, bin, reactors.Mutants[i])
 	spin.loads = []string{idle}
-	for _, tt := range []truthTarget{lt, spin} {
+	ring := designTarget(bin, "uring", "--workers", "2")
+	ring.loads = []string{idle, saturating}
+	for _, tt := range []truthTarget{lt, spin, ring} {
 		for _, r := range runTarget(t, tt, time.Second, 300*time.Millisecond, serverCPUs, clientCPU) {
 			switch {
 			case r.err != "":
