@@ -154,7 +154,7 @@ const (
 // Method is the rules Classify applies, as one paragraph the report
 // prints: every threshold with its reason in short.
 func Method() string {
-	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran ≥ %d%% of the window. "+
+	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter, and poll resumed by restart_syscall, known by its wait channel) in at least one sample, or that ran ≥ %d%% of the window. "+
 		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran (involuntary switches are no signal: on a CPU other work wants, a loop that blocks between rounds is preempted within them too); "+
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
 		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks; "+

@@ -191,7 +191,7 @@ func TestClassifySaysWhatItCouldNotRead(t *testing.T) {
 // with its figures.
 func TestMethodStatesEveryRule(t *testing.T) {
 	m := Method()
-	for _, want := range []string{"spinning: ran ≥ 10% of the window AND at least two of", "1/10 of the samples", "2.5ms of CPU", "≥ 1000 read calls",
+	for _, want := range []string{"io_uring_enter, and poll resumed by restart_syscall, known by its wait channel", "spinning: ran ≥ 10% of the window AND at least two of", "1/10 of the samples", "2.5ms of CPU", "≥ 1000 read calls",
 		"≥ 1/2 of ≥ 3 looks", "zero timeout never sleeps", "(readable and never read) one connection of its epoll set", "none read between them (tcpi_bytes_received less the receive queue unchanged)",
 		"waking itself: both of: (woken for nothing) ≥ 1000 wakeups from its event wait in the window", "AND more than 2 per segment", "averaged ≤ 8 bytes", "≥ one write per 2 of those wakeups", "blocked: in one system call other than its wait in ≥ 1/3 of the samples, for ≥ 10ms a block", "starved: its run-queue wait ≥ its run time AND ≥ 10%", "serving: ran ≥ 10%"} {
 		if !strings.Contains(m, want) {

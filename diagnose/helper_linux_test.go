@@ -55,7 +55,11 @@ func runHelper() {
 	case "unread-read":
 		err = readableLoop(true)
 	default:
-		err = fmt.Errorf("unknown mode %q", mode)
+		if h, ok := archHelpers[mode]; ok {
+			err = h()
+		} else {
+			err = fmt.Errorf("unknown mode %q", mode)
+		}
 	}
 	fmt.Fprintln(os.Stderr, "helper:", err)
 	os.Exit(2)
@@ -392,6 +396,10 @@ func handoff() error {
 		}
 	}
 }
+
+// archHelpers are the helper modes of one architecture's system calls
+// (poll(2) is amd64's, not arm64's), by mode.
+var archHelpers = map[string]func() error{}
 
 // readableLoop is a loop that holds its one connection level-triggered
 // for EPOLLIN and waits on its set with no timeout. Without read it

@@ -36,6 +36,14 @@ var waitCalls = map[int]struct {
 	unix.SYS_IO_URING_ENTER: {"io_uring_enter", -1, false},
 }
 
+// restartedWaits names, by wait channel (/proc/TID/wchan), the event
+// wait a thread resumes through restart_syscall: poll(2) interrupted
+// before its events came (by a stop, or by task work the kernel runs in
+// the thread, such as io_uring's completions for a loop that sleeps in
+// poll on its ring's eventfd) is resumed by restart_syscall, which /proc
+// shows in its place, and the wait channel is poll's.
+var restartedWaits = map[string]string{"poll_schedule_timeout": "poll (restarted)"}
+
 // callNames names the calls a blocked loop is commonly found in; another
 // is named by its number.
 var callNames = map[int]string{
@@ -263,6 +271,23 @@ func (o *observer) sample() error {
 			continue
 		}
 		w, isWait := waitCalls[call.Nr]
+		if call.Nr == unix.SYS_RESTART_SYSCALL {
+			// Which call it resumes is in its wait channel.
+			ch, err := procfs.ReadTaskWchan(o.pid, tid)
+			if err != nil {
+				o.cannot("wchan (the call a restart_syscall resumes)", err)
+			}
+			w.name, isWait = restartedWaits[ch]
+			w.timeout = -1
+			if !isWait {
+				name := "restart_syscall"
+				if ch != "" {
+					name += " in " + ch
+				}
+				t.InCall[name]++
+				continue
+			}
+		}
 		if !isWait {
 			t.InCall[callName(call.Nr)]++
 			continue
