@@ -24,16 +24,21 @@ import (
 // waitCalls are the event waits, by system call number, with the index
 // of the argument that holds a timeout in milliseconds (-1: the timeout
 // is behind a pointer, or the call has none).
-var waitCalls = map[int]struct {
-	name    string
-	timeout int
-	epoll   bool
-}{
+var waitCalls = map[int]waitCall{
 	unix.SYS_EPOLL_PWAIT:    {"epoll_pwait", 3, true},
 	unix.SYS_EPOLL_PWAIT2:   {"epoll_pwait2", -1, true},
 	unix.SYS_PPOLL:          {"ppoll", -1, false},
 	unix.SYS_PSELECT6:       {"pselect6", -1, false},
 	unix.SYS_IO_URING_ENTER: {"io_uring_enter", -1, false},
+}
+
+// waitCall is an event wait: its name, the index of the argument that
+// holds its timeout in milliseconds (-1: none, or behind a pointer), and
+// whether its first argument is an epoll descriptor.
+type waitCall struct {
+	name    string
+	timeout int
+	epoll   bool
 }
 
 // restartedWaits names, by wait channel (/proc/TID/wchan), the event
@@ -73,6 +78,27 @@ func callName(nr int) string {
 		return n
 	}
 	return "system call " + strconv.Itoa(nr)
+}
+
+// which says what call, a thread of process pid found in a system call,
+// is in: an event wait (its entry), or the name of another call. A
+// restart_syscall is what its wait channel says it resumes.
+func (o *observer) which(pid, tid int, call procfs.Syscall) (waitCall, bool, string) {
+	if call.Nr != unix.SYS_RESTART_SYSCALL {
+		w, ok := waitCalls[call.Nr]
+		return w, ok, callName(call.Nr)
+	}
+	ch, err := procfs.ReadTaskWchan(pid, tid)
+	if err != nil {
+		o.cannot("wchan (the call a restart_syscall resumes)", err)
+	}
+	if name, ok := restartedWaits[ch]; ok {
+		return waitCall{name: name, timeout: -1}, true, name
+	}
+	if ch == "" {
+		return waitCall{}, false, "restart_syscall"
+	}
+	return waitCall{}, false, "restart_syscall in " + ch
 }
 
 // account is one reading of a thread's scheduler and io counts.
@@ -270,26 +296,9 @@ func (o *observer) sample() error {
 			t.Running++
 			continue
 		}
-		w, isWait := waitCalls[call.Nr]
-		if call.Nr == unix.SYS_RESTART_SYSCALL {
-			// Which call it resumes is in its wait channel.
-			ch, err := procfs.ReadTaskWchan(o.pid, tid)
-			if err != nil {
-				o.cannot("wchan (the call a restart_syscall resumes)", err)
-			}
-			w.name, isWait = restartedWaits[ch]
-			w.timeout = -1
-			if !isWait {
-				name := "restart_syscall"
-				if ch != "" {
-					name += " in " + ch
-				}
-				t.InCall[name]++
-				continue
-			}
-		}
+		w, isWait, named := o.which(o.pid, tid, call)
 		if !isWait {
-			t.InCall[callName(call.Nr)]++
+			t.InCall[named]++
 			continue
 		}
 		t.InWait++

@@ -4,6 +4,7 @@ package diagnose_test
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,18 +43,7 @@ func pollWait() error {
 // says poll's, and it is a loop thread waiting in "poll (restarted)",
 // exit 0, never a thread in "system call 219".
 func TestRestartedPollIsWaiting(t *testing.T) {
-	cmd, _ := helper(t, "poll-wait", "")
-	time.Sleep(50 * time.Millisecond)
-	// The test stops and continues its helper (diagnose never does): its
-	// poll is then resumed by restart_syscall.
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
+	cmd := restartedPoll(t)
 	rep, code := diagnosed(t, cmd.Process.Pid, "--for", "300ms")
 	ok := false
 	for _, th := range rep.Threads {
@@ -69,4 +59,34 @@ func TestRestartedPollIsWaiting(t *testing.T) {
 	if code != 0 || !ok {
 		t.Errorf("exit %d, classes %v; want exit 0 and a thread waiting in poll (restarted) in every sample", code, classes(rep))
 	}
+}
+
+// TestTimesRestartedPollIsWaiting: the same loop, in its account of loop
+// time, is a loop thread waiting nearly all the window, never blocked in
+// restart_syscall.
+func TestTimesRestartedPollIsWaiting(t *testing.T) {
+	cmd := restartedPoll(t)
+	lt, _ := timesOf(t, cmd.Process.Pid, 300*time.Millisecond)
+	l := loopThread(t, lt, cmd.Process.Pid)
+	if call, share := l.TopBlocked(); l.Waiting < 0.9 || share > 0 {
+		t.Errorf("the polling thread: %+v, held most in %q (%.2f); want waiting ≥ 9/10 of the window, blocked in nothing", l, call, share)
+	}
+}
+
+// restartedPoll starts the poll-wait helper, then stops and continues it
+// (the test does; diagnose never signals): its poll is then resumed by
+// restart_syscall.
+func restartedPoll(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd, _ := helper(t, "poll-wait", "")
+	time.Sleep(50 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	return cmd
 }
