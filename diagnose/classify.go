@@ -248,11 +248,11 @@ type Thread struct {
 	// over the window of the process's TokenWriters threads whose writes
 	// averaged 8 bytes or less (-1: not read).
 	Segments int64 `json:"segments_in"`
-	// SegmentsOfProcess says its set holds no socket, and Segments counts
-	// those of every TCP socket its process holds instead (a worker woken
-	// by tokens for work another thread polled; a completion loop, whose
-	// sockets are in its ring and whose set holds only its own eventfd and
-	// timerfd).
+	// SegmentsOfProcess says its set holds no socket, or it has no set,
+	// and Segments counts those of every TCP socket its process holds
+	// instead (a worker woken by tokens for work another thread polled; a
+	// completion loop, whose sockets are in its ring and whose set, if it
+	// has one, holds only its own eventfd and timerfd).
 	SegmentsOfProcess bool     `json:"segments_of_process,omitempty"`
 	TokenFds          []string `json:"token_fds,omitempty"`
 	TokenWrites       int64    `json:"token_writes"`
@@ -395,7 +395,7 @@ func Classify(t *Thread, window time.Duration) {
 		}
 		whose := "its epoll set's sockets"
 		if t.SegmentsOfProcess {
-			whose = "every TCP socket its process holds (its own set holds none)"
+			whose = "every TCP socket its process holds (its own set holds none, or it has none)"
 		}
 		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by %s (%s)",
 			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, whose, per)

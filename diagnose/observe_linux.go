@@ -508,6 +508,11 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			t.EpollUnseen = true
 		}
 		t.Segments, t.TokenWrites, t.TokenWriters = -1, -1, 0
+		if len(sets) == 0 {
+			// No set to read: its unit of work is a segment the process
+			// received (a completion loop with no epoll set at all).
+			t.Segments, t.SegmentsOfProcess = processSegments, true
+		}
 		if writesKnown {
 			t.TokenWrites, t.TokenWriters = tokenWrites, tokenWriters
 		}
