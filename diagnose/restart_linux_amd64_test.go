@@ -65,6 +65,9 @@ func TestRestartedPollIsWaiting(t *testing.T) {
 // time, is a loop thread waiting nearly all the window, never blocked in
 // restart_syscall.
 func TestTimesRestartedPollIsWaiting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a live process sampled for 300 ms")
+	}
 	cmd := restartedPoll(t)
 	lt, _ := timesOf(t, cmd.Process.Pid, 300*time.Millisecond)
 	l := loopThread(t, lt, cmd.Process.Pid)
