@@ -88,13 +88,15 @@ const (
 	// level-triggered for EPOLLIN, with bytes in its receive queue at a
 	// look and at the look before, and not one byte of it read between
 	// them (tcpi_bytes_received less the receive queue unchanged, the
-	// same connection by its cookie), in at least half the looks. Two
-	// looks are a tenth of the window apart or more; a loop reads a
-	// socket its wait reports readable within a round, so a correct loop,
-	// even starved to a tenth of a CPU, reads it between two looks, and
-	// one that stops reading (backpressure) takes EPOLLIN out of its set
-	// first. Bytes left so for half the window are bytes the loop is told
-	// of at every wait and never takes.
+	// same connection by its cookie), in at least half the looks.
+	// Consecutive looks are the window over Looks+1 apart (180 ms by
+	// default); a loop reads a socket its wait reports readable within a
+	// round, and one that ran a tenth of the window (the floor of
+	// spinning) ran a tenth of that span too, rounds enough to read it, so
+	// a correct loop reads it between two looks; one that stops reading
+	// (backpressure) takes EPOLLIN out of its set first. Bytes left so for
+	// half the window are bytes the loop is told of at every wait and
+	// never takes.
 	neverReadLooks = 2 // 1/neverReadLooks of the looks
 	// fullTableMargin: the table counts as full at the soft RLIMIT_NOFILE
 	// less 2, R4's figure (conformance/cases r4FullTableLimit): a process
