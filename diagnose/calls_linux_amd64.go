@@ -7,11 +7,7 @@ import "golang.org/x/sys/unix"
 // legacyWaitCalls are the waits amd64 has beside the newer ones:
 // epoll_wait (its timeout the fourth argument), poll (the third) and
 // select (behind a pointer).
-var legacyWaitCalls = map[int]struct {
-	name    string
-	timeout int
-	epoll   bool
-}{
+var legacyWaitCalls = map[int]waitCall{
 	unix.SYS_EPOLL_WAIT: {"epoll_wait", 3, true},
 	unix.SYS_POLL:       {"poll", 2, false},
 	unix.SYS_SELECT:     {"select", -1, false},

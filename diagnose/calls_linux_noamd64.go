@@ -4,11 +4,7 @@ package diagnose
 
 // legacyWaitCalls is empty: the newer architectures have only
 // epoll_pwait, ppoll and pselect6.
-var legacyWaitCalls = map[int]struct {
-	name    string
-	timeout int
-	epoll   bool
-}{}
+var legacyWaitCalls = map[int]waitCall{}
 
 // legacyCallNames is empty there too.
 var legacyCallNames = map[int]string{}

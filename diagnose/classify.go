@@ -84,6 +84,20 @@ const (
 	// connection) on the first EMFILE, so a look finds it so for a round
 	// at most.
 	fullTableLooks = 2 // 1/fullTableLooks of the looks
+	// neverReadLooks: one connection of the set registered
+	// level-triggered for EPOLLIN, with bytes in its receive queue at a
+	// look and at the look before, and not one byte of it read between
+	// them (tcpi_bytes_received less the receive queue unchanged, the
+	// same connection by its cookie), in at least half the looks.
+	// Consecutive looks are the window over Looks+1 apart (180 ms by
+	// default); a loop reads a socket its wait reports readable within a
+	// round, and one that ran a tenth of the window (the floor of
+	// spinning) ran a tenth of that span too, rounds enough to read it, so
+	// a correct loop reads it between two looks; one that stops reading
+	// (backpressure) takes EPOLLIN out of its set first. Bytes left so for
+	// half the window are bytes the loop is told of at every wait and
+	// never takes.
+	neverReadLooks = 2 // 1/neverReadLooks of the looks
 	// fullTableMargin: the table counts as full at the soft RLIMIT_NOFILE
 	// less 2, R4's figure (conformance/cases r4FullTableLimit): a process
 	// at EMFILE may hold a descriptor or two less for a moment (a file it
@@ -142,18 +156,19 @@ const (
 // Method is the rules Classify applies, as one paragraph the report
 // prints: every threshold with its reason in short.
 func Method() string {
-	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter) in at least one sample, or that ran ≥ %d%% of the window. "+
+	return fmt.Sprintf("a loop thread is one seen in an event wait (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter, and poll resumed by restart_syscall, known by its wait channel) in at least one sample, or that ran ≥ %d%% of the window. "+
 		"spinning: ran ≥ %d%% of the window AND at least two of: (waits that did not block) seen in an event wait in < 1/%d of the samples, or fewer voluntary switches than one per %v of CPU it ran (involuntary switches are no signal: on a CPU other work wants, a loop that blocks between rounds is preempted within them too); "+
 		"(reads that returned nothing) ≥ %d read calls in the window with fewer bytes read than calls; "+
 		"(write interest with nothing to send) a socket of its epoll set (the one it was seen waiting on; for a thread seen in no epoll wait, a set no thread was seen waiting on) registered level-triggered for EPOLLOUT with an empty send queue in ≥ 1/%d of ≥ %d looks; "+
-		"(accept failing for want of descriptors) a listening socket of its epoll set registered level-triggered for EPOLLIN with connections in its accept queue while its process held ≥ its soft RLIMIT_NOFILE less %d descriptors, in ≥ 1/%d of ≥ %d looks. "+
+		"(accept failing for want of descriptors) a listening socket of its epoll set registered level-triggered for EPOLLIN with connections in its accept queue while its process held ≥ its soft RLIMIT_NOFILE less %d descriptors, in ≥ 1/%d of ≥ %d looks; "+
+		"(readable and never read) one connection of its epoll set, the descriptor of its process that holds it, registered level-triggered for EPOLLIN with unread bytes at a look and at the look before and none read between them (tcpi_bytes_received less the receive queue unchanged), in ≥ 1/%d of ≥ %d looks. "+
 		"A wait with a zero timeout never sleeps, so /proc shows it only as running: it is not a signal this tool can see. "+
-		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens, is held to every socket of the process's sets); "+
+		"waking itself: both of: (woken for nothing) ≥ %d wakeups from its event wait in the window (its voluntary switches times the share of its blocked samples that were in its wait) AND more than %d per segment the sockets of its epoll set received (tcpi_segs_in, data and ACKs; a set that holds no socket, a worker's woken by tokens or a completion loop's whose sockets are in its ring, is held to every TCP socket its process holds); "+
 		"(tokens from its own threads) an eventfd or pipe registered in its epoll set for EPOLLIN AND its process's threads whose write calls averaged ≤ %d bytes (eventfd counters, pipe bytes) made ≥ one write per %d of those wakeups. "+
 		"blocked: in one system call other than its wait in ≥ 1/%d of the samples, for ≥ %v a block (that share of the window over its voluntary switches), AND (one socket of its epoll set held unread bytes in ≥ 1/%d of ≥ %d looks while no other thread that ran ≥ %d%% of the window waited on that set or on none, or it was in state D in ≥ 1/%d of the samples). "+
 		"starved: its run-queue wait ≥ its run time AND ≥ %d%% of the window. "+
 		"serving: ran ≥ %d%% of the window. waiting: the rest.",
-		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, fullTableMargin, fullTableLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, loopCPUShare, blockedShare, loopCPUShare, loopCPUShare)
+		loopCPUShare, loopCPUShare, rareWaitShare, perRoundCPU, minReadCalls, idleWriteLooks, minLooks, fullTableMargin, fullTableLooks, minLooks, neverReadLooks, minLooks, minWakeups, wakesPerSegment, tokenBytes, tokenWritesPerWake, blockedShare, longStay, unreadLooks, minLooks, loopCPUShare, blockedShare, loopCPUShare, loopCPUShare)
 }
 
 // Thread is one thread's figures over the window, and what Classify
@@ -206,8 +221,8 @@ type Thread struct {
 	// EpollUnseen says the thread was never seen in an epoll wait and
 	// EpollFd is a set no thread was seen waiting on (a set whose waits
 	// never block is never seen waited on), the one of them most often
-	// holding idle write interest or a listener refused for want of
-	// descriptors.
+	// holding idle write interest, a listener refused for want of
+	// descriptors or a connection readable and never read.
 	EpollUnseen    bool `json:"epoll_fd_unseen,omitempty"`
 	Looks          int  `json:"looks"`
 	IdleWriteLooks int  `json:"idle_write_looks"`
@@ -221,15 +236,25 @@ type Thread struct {
 	// (nil when none did).
 	FullTableLooks int        `json:"full_table_looks"`
 	FullTable      *FullTable `json:"full_table,omitempty"`
+	// NeverReadLooks is how many of Looks found one connection of that
+	// set (the same, by its cookie, and held by the descriptor the set's
+	// item names) registered level-triggered for EPOLLIN with unread
+	// bytes, as the look before had, and not one byte of it read since;
+	// NeverRead is that connection's figures at the last such look (nil
+	// when no look did).
+	NeverReadLooks int        `json:"never_read_looks"`
+	NeverRead      *NeverRead `json:"never_read,omitempty"`
 	// Segments is the segments the sockets of that set received over the
 	// window (tcpi_segs_in; -1: not read), TokenFds the eventfds and
 	// pipes registered in it for EPOLLIN, and TokenWrites the write calls
 	// over the window of the process's TokenWriters threads whose writes
 	// averaged 8 bytes or less (-1: not read).
 	Segments int64 `json:"segments_in"`
-	// SegmentsOfProcess says its set holds no socket, and Segments counts
-	// those of every epoll set of the process instead (a worker woken by
-	// tokens for work another thread polled).
+	// SegmentsOfProcess says its set holds no socket, or it has no set,
+	// and Segments counts those of every TCP socket its process holds
+	// instead (a worker woken by tokens for work another thread polled; a
+	// completion loop, whose sockets are in its ring and whose set, if it
+	// has one, holds only its own eventfd and timerfd).
 	SegmentsOfProcess bool     `json:"segments_of_process,omitempty"`
 	TokenFds          []string `json:"token_fds,omitempty"`
 	TokenWrites       int64    `json:"token_writes"`
@@ -253,6 +278,17 @@ type FullTable struct {
 	Queued   int    `json:"queued"`
 	Open     int    `json:"descriptors_open"`
 	Limit    int64  `json:"descriptor_limit"`
+}
+
+// NeverRead is one look at a connection readable and never read: its
+// ends (local→remote), the descriptor of the process that holds it, the
+// bytes in its receive queue (at least 1) and the bytes the process had
+// read from it since it was made (the same as at the look before).
+type NeverRead struct {
+	Socket string `json:"socket"`
+	Fd     int    `json:"fd"`
+	Unread int64  `json:"unread_bytes"`
+	Read   int64  `json:"read_bytes"`
 }
 
 // Classify sets t's Class and Evidence from its figures over a window of
@@ -316,6 +352,13 @@ func Classify(t *Thread, window time.Duration) {
 		acceptLine = fmt.Sprintf("listener %s with %d queued, %d of %d descriptors open (its soft RLIMIT_NOFILE), registered level-triggered for EPOLLIN in its epoll set %d: so in %d of %d looks",
 			f.Listener, f.Queued, f.Open, f.Limit, t.EpollFd, t.FullTableLooks, t.Looks)
 	}
+	// A connection readable and never read.
+	unreadSpin := t.Looks >= minLooks && t.NeverReadLooks*neverReadLooks >= t.Looks && t.NeverRead != nil
+	neverReadLine := ""
+	if n := t.NeverRead; n != nil {
+		neverReadLine = fmt.Sprintf("connection %s (fd %d) registered level-triggered for EPOLLIN in its epoll set %d held %d unread bytes, %d read since it was made, none read since the look before: so in %d of %d looks",
+			n.Socket, n.Fd, t.EpollFd, n.Unread, n.Read, t.NeverReadLooks, t.Looks)
+	}
 	signals := 0
 	for _, s := range []struct {
 		holds bool
@@ -326,6 +369,7 @@ func Classify(t *Thread, window time.Duration) {
 		{emptyReads, "reads that returned nothing", readLine},
 		{idleWrite, "write interest with nothing to send", epollLine},
 		{fullTable, "accept failing for want of descriptors", acceptLine},
+		{unreadSpin, "readable and never read", neverReadLine},
 	} {
 		if s.holds {
 			signals++
@@ -353,7 +397,7 @@ func Classify(t *Thread, window time.Duration) {
 		}
 		whose := "its epoll set's sockets"
 		if t.SegmentsOfProcess {
-			whose = "the sockets of every epoll set of its process (its own set holds none)"
+			whose = "every TCP socket its process holds (its own set holds none, or it has none)"
 		}
 		wakeLine = fmt.Sprintf("wakeups: %d from its event wait (%d voluntary switches, in its wait in %d of the %d samples that found it blocked), %d segments received by %s (%s)",
 			wakeups, t.Voluntary, t.InWait, t.InWait+sum(t.InCall), t.Segments, whose, per)
@@ -421,7 +465,7 @@ func Classify(t *Thread, window time.Duration) {
 		t.Class = Waiting
 		ev = append(ev, cpuLine)
 	}
-	for _, l := range []string{cpuLine, samplesLine, switchLine, readLine, epollLine, acceptLine, wakeLine, tokenLine} {
+	for _, l := range []string{cpuLine, samplesLine, switchLine, readLine, epollLine, acceptLine, neverReadLine, wakeLine, tokenLine} {
 		if l != "" && !mentioned(ev, l) {
 			ev = append(ev, l)
 		}

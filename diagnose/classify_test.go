@@ -70,6 +70,18 @@ func TestClassify(t *testing.T) {
 			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 0, 200
 			th.FullTableLooks, th.FullTable = 4, &FullTable{Listener: "127.0.0.1:9000", Queued: 3, Open: 64, Limit: 64}
 		}, Serving, nil},
+		{"readable and never read", func(th *Thread) {
+			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 3, 197
+			th.NeverReadLooks, th.NeverRead = 9, &NeverRead{Socket: "127.0.0.1:9000→127.0.0.1:41000", Fd: 8, Unread: 4096}
+		}, Spinning, []string{"waits that did not block", "readable and never read"}},
+		{"readable and never read in under half the looks is no signal", func(th *Thread) {
+			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 3, 197
+			th.NeverReadLooks, th.NeverRead = 4, &NeverRead{Socket: "127.0.0.1:9000→127.0.0.1:41000", Fd: 8, Unread: 4096}
+		}, Serving, nil},
+		{"readable and never read, but its waits blocked", func(th *Thread) {
+			th.Run, th.Voluntary, th.InWait, th.Running = ms(300), 5000, 150, 50
+			th.NeverReadLooks, th.NeverRead = 9, &NeverRead{Socket: "127.0.0.1:9000→127.0.0.1:41000", Fd: 8, Unread: 4096}
+		}, Serving, nil},
 		{"empty reads, but fewer than the floor of calls", func(th *Thread) {
 			th.Run, th.Voluntary, th.Involuntary, th.InWait, th.Running = ms(1990), 60, 12, 0, 200
 			th.ReadCalls, th.ReadBytes = 999, 0
@@ -179,8 +191,8 @@ func TestClassifySaysWhatItCouldNotRead(t *testing.T) {
 // with its figures.
 func TestMethodStatesEveryRule(t *testing.T) {
 	m := Method()
-	for _, want := range []string{"spinning: ran ≥ 10% of the window AND at least two of", "1/10 of the samples", "2.5ms of CPU", "≥ 1000 read calls",
-		"≥ 1/2 of ≥ 3 looks", "zero timeout never sleeps",
+	for _, want := range []string{"io_uring_enter, and poll resumed by restart_syscall, known by its wait channel", "spinning: ran ≥ 10% of the window AND at least two of", "1/10 of the samples", "2.5ms of CPU", "≥ 1000 read calls",
+		"≥ 1/2 of ≥ 3 looks", "zero timeout never sleeps", "(readable and never read) one connection of its epoll set", "none read between them (tcpi_bytes_received less the receive queue unchanged)",
 		"waking itself: both of: (woken for nothing) ≥ 1000 wakeups from its event wait in the window", "AND more than 2 per segment", "averaged ≤ 8 bytes", "≥ one write per 2 of those wakeups", "blocked: in one system call other than its wait in ≥ 1/3 of the samples, for ≥ 10ms a block", "starved: its run-queue wait ≥ its run time AND ≥ 10%", "serving: ran ≥ 10%"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("method lacks %q:\n%s", want, m)

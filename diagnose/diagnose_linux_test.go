@@ -485,6 +485,76 @@ func TestFullTableAcceptIsSpinning(t *testing.T) {
 	}
 }
 
+// TestReadableNeverReadIsSpinning: a loop that holds its connection
+// level-triggered for EPOLLIN and never reads it, its client's 4 KiB
+// sent once and left in the receive queue, is named spinning with the
+// readable-and-never-read signal among its two, the connection's ends,
+// descriptor and 4096 unread bytes named, exit 1. The same loop that
+// reads what each wait reports, its client writing all the while (so
+// that its receive queue often holds bytes when looked at, and what
+// tells it from the spin is that they are read), does not name the
+// signal, and no thread of it spins.
+func TestReadableNeverReadIsSpinning(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		spin bool
+	}{{"unread-spin", true}, {"unread-read", false}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			cmd, addr := helper(t, tc.mode, "")
+			c, err := dialHelper(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write(make([]byte, 4096)); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.spin {
+				done := make(chan struct{})
+				var wg sync.WaitGroup
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					chunk := make([]byte, 16<<10)
+					for {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						c.SetWriteDeadline(time.Now().Add(time.Second))
+						if _, err := c.Write(chunk); err != nil {
+							return
+						}
+					}
+				}()
+				defer func() { close(done); wg.Wait() }()
+			}
+			rep, code := diagnosed(t, cmd.Process.Pid, "--for", "500ms")
+			want := "signal (readable and never read): connection " + addr + "→" + c.LocalAddr().String() + " (fd "
+			named := false
+			for _, th := range rep.Threads {
+				ev := strings.Join(th.Evidence, "\n")
+				if strings.Contains(ev, "signal (readable and never read)") {
+					named = true
+					if !tc.spin || th.Class != diagnose.Spinning || signals(th) < 2 || !strings.Contains(ev, want) || !strings.Contains(ev, " held 4096 unread bytes, 0 read since it was made") {
+						t.Errorf("thread %d (%s) names the signal: %q", th.Tid, th.Class, th.Evidence)
+					}
+				}
+			}
+			if tc.spin && (code != 1 || !named) {
+				t.Errorf("exit %d, classes %v; want exit 1 and a thread spinning on a connection readable and never read", code, classes(rep))
+			}
+			// The reading loop's exit is not held to 0: on a shared
+			// machine it may wait for a CPU as long as it runs, starved.
+			if !tc.spin && (code == 2 || classes(rep)[diagnose.Spinning] > 0) {
+				t.Errorf("exit %d, classes %v; want a report and no thread spinning", code, classes(rep))
+			}
+		})
+	}
+}
+
 // TestUsageErrors: a pid that does not exist, and a window of 0 or over
 // 60 s, are refused with exit 2 naming the flag.
 func TestUsageErrors(t *testing.T) {

@@ -5,7 +5,8 @@
 // with the signals that made it and their figures.
 //
 // Nothing is signalled, stopped or traced: the target's threads are read
-// through their /proc files (stat, status, schedstat, syscall, io), its
+// through their /proc files (stat, status, schedstat, syscall, io, and
+// wchan for a call resumed by restart_syscall), its
 // epoll descriptors through their fdinfo and its sockets' queues through
 // inet_diag (packages internal/procfs and internal/inetdiag). Reading a
 // thread's syscall and io files and an epoll descriptor's fdinfo needs

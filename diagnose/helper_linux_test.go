@@ -50,8 +50,16 @@ func runHelper() {
 		err = emfileLoop(false)
 	case "emfile-shed":
 		err = emfileLoop(true)
+	case "unread-spin":
+		err = readableLoop(false)
+	case "unread-read":
+		err = readableLoop(true)
 	default:
-		err = fmt.Errorf("unknown mode %q", mode)
+		if h, ok := archHelpers[mode]; ok {
+			err = h()
+		} else {
+			err = fmt.Errorf("unknown mode %q", mode)
+		}
 	}
 	fmt.Fprintln(os.Stderr, "helper:", err)
 	os.Exit(2)
@@ -385,6 +393,36 @@ func handoff() error {
 			queue = append(queue, piece{fd, data[:k]})
 			mu.Unlock()
 			unix.Write(efd, one)
+		}
+	}
+}
+
+// archHelpers are the helper modes of one architecture's system calls
+// (poll(2) is amd64's, not arm64's), by mode.
+var archHelpers = map[string]func() error{}
+
+// readableLoop is a loop that holds its one connection level-triggered
+// for EPOLLIN and waits on its set with no timeout. Without read it
+// never reads: once its client has sent anything, the connection stays
+// readable, every wait returns at once for it and the bytes stay in the
+// receive queue, a spin. With read it reads what each wait reports, as a
+// correct loop does.
+func readableLoop(read bool) error {
+	conn, ep, err := acceptOne(unix.EPOLLIN)
+	if err != nil {
+		return err
+	}
+	evs := make([]unix.EpollEvent, 8)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.EpollWait(ep, evs, -1)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		if read && n > 0 {
+			if k, err := unix.Read(conn, buf); k == 0 && err == nil {
+				return fmt.Errorf("the client closed")
+			}
 		}
 	}
 }

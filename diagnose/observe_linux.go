@@ -24,17 +24,30 @@ import (
 // waitCalls are the event waits, by system call number, with the index
 // of the argument that holds a timeout in milliseconds (-1: the timeout
 // is behind a pointer, or the call has none).
-var waitCalls = map[int]struct {
-	name    string
-	timeout int
-	epoll   bool
-}{
+var waitCalls = map[int]waitCall{
 	unix.SYS_EPOLL_PWAIT:    {"epoll_pwait", 3, true},
 	unix.SYS_EPOLL_PWAIT2:   {"epoll_pwait2", -1, true},
 	unix.SYS_PPOLL:          {"ppoll", -1, false},
 	unix.SYS_PSELECT6:       {"pselect6", -1, false},
 	unix.SYS_IO_URING_ENTER: {"io_uring_enter", -1, false},
 }
+
+// waitCall is an event wait: its name, the index of the argument that
+// holds its timeout in milliseconds (-1: none, or behind a pointer), and
+// whether its first argument is an epoll descriptor.
+type waitCall struct {
+	name    string
+	timeout int
+	epoll   bool
+}
+
+// restartedWaits names, by wait channel (/proc/TID/wchan), the event
+// wait a thread resumes through restart_syscall: poll(2) interrupted
+// before its events came (by a stop, or by task work the kernel runs in
+// the thread, such as io_uring's completions for a loop that sleeps in
+// poll on its ring's eventfd) is resumed by restart_syscall, which /proc
+// shows in its place, and the wait channel is poll's.
+var restartedWaits = map[string]string{"poll_schedule_timeout": "poll (restarted)"}
 
 // callNames names the calls a blocked loop is commonly found in; another
 // is named by its number.
@@ -65,6 +78,27 @@ func callName(nr int) string {
 		return n
 	}
 	return "system call " + strconv.Itoa(nr)
+}
+
+// which says what call, a thread of process pid found in a system call,
+// is in: an event wait (its entry), or the name of another call. A
+// restart_syscall is what its wait channel says it resumes.
+func (o *observer) which(pid, tid int, call procfs.Syscall) (waitCall, bool, string) {
+	if call.Nr != unix.SYS_RESTART_SYSCALL {
+		w, ok := waitCalls[call.Nr]
+		return w, ok, callName(call.Nr)
+	}
+	ch, err := procfs.ReadTaskWchan(pid, tid)
+	if err != nil {
+		o.cannot("wchan (the call a restart_syscall resumes)", err)
+	}
+	if name, ok := restartedWaits[ch]; ok {
+		return waitCall{name: name, timeout: -1}, true, name
+	}
+	if ch == "" {
+		return waitCall{}, false, "restart_syscall"
+	}
+	return waitCall{}, false, "restart_syscall in " + ch
 }
 
 // account is one reading of a thread's scheduler and io counts.
@@ -101,6 +135,24 @@ type lookResult struct {
 	tokens    []string
 	noInfo    bool // a socket of the set came without its tcp_info
 	fullTable *FullTable
+	// readable is the connections of the set registered level-triggered
+	// for EPOLLIN with unread bytes, by inode, each matched to the
+	// process's descriptor that holds it (/proc/PID/fd) and to its
+	// tcp_info; a socket not so matched is not in it.
+	readable map[uint64]readableSocket
+}
+
+// readableSocket is one look at a connection registered level-triggered
+// for EPOLLIN with bytes in its receive queue: its cookie (which pins the
+// connection across looks), the bytes unread, and the bytes the
+// application had read since it was made (tcpi_bytes_received less the
+// unread).
+type readableSocket struct {
+	cookie   uint64
+	fd       int
+	ends     string
+	unread   uint32
+	consumed uint64
 }
 
 // observer holds an observation's state.
@@ -108,6 +160,10 @@ type observer struct {
 	pid     int
 	threads map[int]*tracked
 	looks   map[int][]lookResult // epoll descriptor → its looks
+	// held is, per look, the segments received by every TCP socket the
+	// process's descriptor table holds, in a set or not (a completion
+	// loop's sockets are in its ring, in no set).
+	held []lookResult
 	// lookAt is when each look was taken, in order: a set's segments are
 	// counted between its first look and its last, and scaled to the
 	// window.
@@ -240,9 +296,9 @@ func (o *observer) sample() error {
 			t.Running++
 			continue
 		}
-		w, isWait := waitCalls[call.Nr]
+		w, isWait, named := o.which(o.pid, tid, call)
 		if !isWait {
-			t.InCall[callName(call.Nr)]++
+			t.InCall[named]++
 			continue
 		}
 		t.InWait++
@@ -279,8 +335,12 @@ func (o *observer) look() {
 		return
 	}
 	var epolls []int
-	token := map[int]string{} // descriptor → "eventfd N" or "pipe N"
+	token := map[int]string{}  // descriptor → "eventfd N" or "pipe N"
+	sockFd := map[int]uint64{} // descriptor → its socket's inode
 	for _, f := range fds {
+		if ino, ok := f.SocketInode(); ok {
+			sockFd[f.Num] = ino
+		}
 		switch {
 		case f.Target == procfs.EpollTarget:
 			epolls = append(epolls, f.Num)
@@ -289,9 +349,6 @@ func (o *observer) look() {
 		case strings.HasPrefix(f.Target, "pipe:"):
 			token[f.Num] = "pipe " + strconv.Itoa(f.Num)
 		}
-	}
-	if len(epolls) == 0 {
-		return
 	}
 	// The table is full at the soft limit less fullTableMargin; an
 	// unlimited or unread limit is never full.
@@ -314,13 +371,24 @@ func (o *observer) look() {
 		}
 	}
 	o.lookAt = append(o.lookAt, time.Now())
+	held := lookResult{segs: map[uint64]uint32{}}
+	for _, ino := range sockFd {
+		if s, ok := socks[ino]; ok {
+			held.segs[ino] = s.SegsIn
+			held.noInfo = held.noInfo || !s.HasInfo
+		}
+	}
+	o.held = append(o.held, held)
+	if len(epolls) == 0 {
+		return
+	}
 	for _, ep := range epolls {
 		items, err := procfs.ReadEpollItems(o.pid, ep)
 		if err != nil {
 			o.cannot("an epoll descriptor's fdinfo", err)
 			continue
 		}
-		r := lookResult{segs: map[uint64]uint32{}}
+		r := lookResult{segs: map[uint64]uint32{}, readable: map[uint64]readableSocket{}}
 		for _, it := range items {
 			if tok, ok := token[it.Fd]; ok && it.Events&unix.EPOLLIN != 0 {
 				r.tokens = append(r.tokens, tok)
@@ -336,6 +404,16 @@ func (o *observer) look() {
 			}
 			if s.Unread > 0 && it.Events&unix.EPOLLIN != 0 {
 				r.unread = append(r.unread, it.Ino)
+			}
+			// A connection readable now, level-triggered: every wait on
+			// the set returns for it until its bytes are read. Matched to
+			// the descriptor the item names and to its tcp_info, or left
+			// out.
+			if s.Unread > 0 && it.Events&unix.EPOLLIN != 0 && it.Events&(unix.EPOLLET|unix.EPOLLONESHOT) == 0 &&
+				(s.State == inetdiag.Established || s.State == inetdiag.CloseWait) && s.HasInfo && sockFd[it.Fd] == it.Ino &&
+				s.BytesReceived >= uint64(s.Unread) {
+				r.readable[it.Ino] = readableSocket{cookie: s.Cookie, fd: it.Fd, ends: s.Local.String() + "→" + s.Remote.String(),
+					unread: s.Unread, consumed: s.BytesReceived - uint64(s.Unread)}
 			}
 			// A listener's Unread is its accept queue.
 			if full && s.State == inetdiag.Listen && s.Unread > 0 && it.Events&unix.EPOLLIN != 0 && it.Events&unix.EPOLLET == 0 &&
@@ -388,21 +466,11 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			tokenWriters++
 		}
 	}
-	// Every set's looks merged, look by look: the process's sockets, for a
-	// thread whose set holds none (a worker woken by tokens for work
-	// another thread polled: its unit of work is a segment the process
-	// received).
-	var merged []lookResult
-	for _, looks := range o.looks {
-		for i, l := range looks {
-			if i == len(merged) {
-				merged = append(merged, lookResult{segs: map[uint64]uint32{}})
-			}
-			maps.Copy(merged[i].segs, l.segs)
-			merged[i].noInfo = merged[i].noInfo || l.noInfo
-		}
-	}
-	processSegments := o.segments(merged, window)
+	// The segments of every socket the process holds, for a thread whose
+	// set holds none (a worker woken by tokens for work another thread
+	// polled, a completion loop whose sockets are in its ring: its unit
+	// of work is a segment the process received).
+	processSegments := o.segments(o.held, window)
 	for _, tid := range slices.Sorted(maps.Keys(o.threads)) {
 		tr := o.threads[tid]
 		last, live := lasts[tid]
@@ -440,6 +508,11 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			t.EpollUnseen = true
 		}
 		t.Segments, t.TokenWrites, t.TokenWriters = -1, -1, 0
+		if len(sets) == 0 {
+			// No set to read: its unit of work is a segment the process
+			// received (a completion loop with no epoll set at all).
+			t.Segments, t.SegmentsOfProcess = processSegments, true
+		}
 		if writesKnown {
 			t.TokenWrites, t.TokenWriters = tokenWrites, tokenWriters
 		}
@@ -451,6 +524,7 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 			if !slices.ContainsFunc(looks, func(l lookResult) bool { return len(l.segs) > 0 }) {
 				s.Segments, s.SegmentsOfProcess = processSegments, true
 			}
+			s.NeverReadLooks, s.NeverRead = neverRead(looks)
 			tokens := map[string]bool{}
 			for _, l := range looks {
 				for _, tok := range l.tokens {
@@ -476,14 +550,16 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 				}
 			}
 			// Of several candidate sets, the one most often holding idle
-			// write interest or a listener refused for want of
-			// descriptors speaks for the thread.
-			if t.EpollUnseen && (s.IdleWriteLooks+s.FullTableLooks > t.IdleWriteLooks+t.FullTableLooks || t.Looks == 0) {
+			// write interest, a listener refused for want of descriptors
+			// or a connection readable and never read speaks for the
+			// thread.
+			if t.EpollUnseen && (s.IdleWriteLooks+s.FullTableLooks+s.NeverReadLooks > t.IdleWriteLooks+t.FullTableLooks+t.NeverReadLooks || t.Looks == 0) {
 				t.EpollFd = fd
 			}
 			if fd == t.EpollFd {
 				t.Looks, t.IdleWriteLooks, t.MostIdleWrite, t.UnreadLooks = s.Looks, s.IdleWriteLooks, s.MostIdleWrite, s.UnreadLooks
 				t.FullTableLooks, t.FullTable = s.FullTableLooks, s.FullTable
+				t.NeverReadLooks, t.NeverRead = s.NeverReadLooks, s.NeverRead
 				t.Segments, t.SegmentsOfProcess, t.TokenFds = s.Segments, s.SegmentsOfProcess, s.TokenFds
 			}
 		}
@@ -516,6 +592,32 @@ func (o *observer) report(comm string, window time.Duration, opt Options, start 
 	r.Unreadable = slices.Sorted(maps.Keys(o.unreadable))
 	r.Elapsed = jsontime.Seconds(time.Since(start))
 	return r, nil
+}
+
+// neverRead finds, in one set's looks, the connection most often found
+// readable and not read: a look counts for a connection when it and the
+// look before both found it (the same cookie) registered level-triggered
+// for EPOLLIN with unread bytes, and the bytes it had read were the same
+// at both (none read between them). It returns that connection's count
+// and figures (nil when no look counted).
+func neverRead(looks []lookResult) (int, *NeverRead) {
+	counts := map[uint64]int{}
+	most := 0
+	var out *NeverRead
+	for i := 1; i < len(looks); i++ {
+		for ino, now := range looks[i].readable {
+			was, ok := looks[i-1].readable[ino]
+			if !ok || was.cookie != now.cookie || was.consumed != now.consumed {
+				continue
+			}
+			counts[ino]++
+			if n := counts[ino]; n > most || n == most && out != nil && now.fd < out.Fd {
+				most = n
+				out = &NeverRead{Socket: now.ends, Fd: now.fd, Unread: int64(now.unread), Read: int64(now.consumed)}
+			}
+		}
+	}
+	return most, out
 }
 
 // segments is the segments the sockets of one set's looks received

@@ -161,13 +161,13 @@ func (s *timesSampler) sample() {
 				}
 				c.InCall[OutsideCall]++
 			default:
-				if _, ok := waitCalls[call.Nr]; ok {
+				if _, ok, name := s.o.which(pid, tid, call); ok {
 					c.InWait++
 				} else {
 					if c.InCall == nil {
 						c.InCall = map[string]int{}
 					}
-					c.InCall[callName(call.Nr)]++
+					c.InCall[name]++
 				}
 			}
 		}

@@ -48,6 +48,9 @@ const (
 	// reading their echoes back, again and again: as much as the server
 	// takes.
 	saturating = "saturating"
+	// oneWrite: one client that writes 4 KiB once and reads nothing: the
+	// load of a helper that never reads, or sleeps while bytes wait.
+	oneWrite = "one write"
 )
 
 var loads = []string{idle, steady, saturating}
@@ -139,6 +142,9 @@ var mutantUnreached = map[string]string{
 	"fd-identity-across-loops": "misrouted results are a correctness bug, not a loop state",
 	"no-accept-coordination":   "the herd wakes on new connections only; these clients connect before the window",
 	"stop-wakes-one-loop":      "needs a STOP",
+	"uring-enobufs-eof":        "needs a burst larger than the 16 receive buffers of 4 KiB: these loads keep at most 32 KiB in flight (4 clients, 16 frames of 512 bytes each), 8 buffers",
+	"uring-overflow-ignored":   "needs more than 16 completions pending at once: these loads keep about 3 per connection (a receive buffer or two, a send), 12 for 4 connections",
+	"uring-close-no-cancel":    "needs a connection closed with its receive armed and its descriptor number reused by a new connection",
 }
 
 // echoExpect is what each examples/echo --bug mode does under these
@@ -172,6 +178,8 @@ var echoUnreached = map[string]string{
 // peerExpect overrides correct() for the peers whose design makes a
 // load's class another.
 var peerExpect = map[string]map[string]expectation{
+	"liburing-overflow-ignored": with(correct("liburing-echo with an 8-entry completion queue whose overflow is never flushed"), saturating, diagnose.Waiting,
+		"4 clients' bursts of 16 frames post more than 8 completions at once: the rest stay in the kernel's overflow list, the echoes stall, and the loop sleeps in poll(2) with nothing to reap"),
 	"own-threads": {
 		idle:       {none, "a thread per connection blocks in read(2), never in an event wait, and uses no CPU: no thread behaves as a loop"},
 		steady:     {none, "a thread per connection blocks in read(2) between frames and uses little CPU: no thread behaves as a loop"},
@@ -182,13 +190,15 @@ var peerExpect = map[string]map[string]expectation{
 // truthTargets lists every program of the truth table: the reference
 // designs, every mutant on the first design it is held to, the plain
 // echo and every --bug mode, the Go peers, every .peer file, and the
-// diagnose helpers that wake themselves and spin.
+// diagnose helpers that wake themselves, spin (on write interest, on
+// accepts at a full table, on a connection never read), block, and their
+// controls.
 func truthTargets(t *testing.T, bin, echo, self string) []truthTarget {
 	var out []truthTarget
 	for _, d := range designs.Names() {
 		out = append(out, designTarget(bin, string(d)))
 	}
-	out = append(out, designTarget(bin, "lt", "--workers", "2"))
+	out = append(out, designTarget(bin, "lt", "--workers", "2"), designTarget(bin, "uring", "--workers", "2"))
 	for _, m := range reactors.Mutants {
 		out = append(out, mutantTarget(t, bin, m))
 	}
@@ -241,6 +251,16 @@ func truthTargets(t *testing.T, bin, echo, self string) []truthTarget {
 			}},
 		truthTarget{group: "helper", name: "epollout-spin", argv: []string{self, "-test.run=^$"}, env: []string{helperEnv + "=epollout-spin"}, loads: []string{idle},
 			expect: map[string]expectation{idle: {diagnose.Spinning, "its one connection is held for EPOLLOUT, level-triggered, with nothing to send: every wait returns at once"}}},
+		truthTarget{group: "helper", name: "emfile-spin", argv: []string{self, "-test.run=^$"}, env: []string{helperEnv + "=emfile-spin"}, loads: []string{idle},
+			expect: map[string]expectation{idle: {diagnose.Spinning, "its descriptor table is full and its listener, level-triggered for EPOLLIN, holds the idle client's connection in its accept queue: every wait returns at once and every accept fails with EMFILE"}}},
+		truthTarget{group: "helper", name: "emfile-shed", argv: []string{self, "-test.run=^$"}, env: []string{helperEnv + "=emfile-shed"}, loads: []string{idle},
+			expect: map[string]expectation{idle: {diagnose.Waiting, "its table is full too, but it takes its listener out of its set at EMFILE and waits 100 ms on the empty set before it tries again: ten failed accepts a second"}}},
+		truthTarget{group: "helper", name: "sleep-loop", argv: []string{self, "-test.run=^$"}, env: []string{helperEnv + "=sleep-loop"}, loads: []string{oneWrite},
+			expect: map[string]expectation{oneWrite: {diagnose.Blocked, "after each 30 ms wait it sleeps 100 ms in nanosleep, its connection edge-triggered and never read: the client's 4 KiB wait unread while it sleeps"}}},
+		truthTarget{group: "helper", name: "unread-spin", argv: []string{self, "-test.run=^$"}, env: []string{helperEnv + "=unread-spin"}, loads: []string{oneWrite},
+			expect: map[string]expectation{oneWrite: {diagnose.Spinning, "its connection, level-triggered for EPOLLIN, holds the client's 4 KiB, which it never reads: every wait returns at once for it"}}},
+		truthTarget{group: "helper", name: "unread-read", argv: []string{self, "-test.run=^$"}, env: []string{helperEnv + "=unread-read"}, loads: []string{oneWrite},
+			expect: map[string]expectation{oneWrite: {diagnose.Waiting, "it reads the client's 4 KiB when its wait reports them, then waits with nothing to do"}}},
 	)
 	return out
 }
@@ -515,7 +535,7 @@ func waitListening(pgid int, addr string, port int, limit time.Duration) (int, e
 // whether an echo went missing or a connection failed.
 func startLoad(addr, l string, cpu int) (func() error, error) {
 	n := 4
-	if l == idle {
+	if l == idle || l == oneWrite {
 		n = 1
 	}
 	var conns []net.Conn
@@ -528,6 +548,13 @@ func startLoad(addr, l string, cpu int) (func() error, error) {
 			return nil, err
 		}
 		conns = append(conns, c)
+	}
+	if l == oneWrite {
+		conns[0].SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conns[0].Write(make([]byte, 4096)); err != nil {
+			conns[0].Close()
+			return nil, err
+		}
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -544,7 +571,7 @@ func startLoad(addr, l string, cpu int) (func() error, error) {
 			}
 		}
 	}
-	if l != idle {
+	if l == steady || l == saturating {
 		for k, c := range conns {
 			wg.Add(1)
 			go func() {
@@ -662,10 +689,14 @@ func TestTruthTable(t *testing.T) {
 
 // TestTruthTableRows runs a few rows of the truth table in the default
 // tier, with a 1 s window: the lt reference design idle (waiting) and
-// saturated (serving, never spinning), and its permanent-epollout mutant
-// idle (spinning). A saturated row diagnosed starved is logged, not
-// failed: on a shared machine the run-queue figure can say the loop waited
-// for its CPU as long as it ran, and starved is then the rule's answer.
+// saturated (serving, never spinning), its permanent-epollout mutant idle
+// (spinning), and the uring design with a worker pool idle (waiting in
+// io_uring_enter) and saturated (serving: its worker's tokens are held to
+// the segments of the sockets its ring serves, in no epoll set, and are
+// fewer than two per segment: never waking itself). A saturated row
+// diagnosed starved is logged, not failed: on a shared machine the
+// run-queue figure can say the loop waited for its CPU as long as it ran,
+// and starved is then the rule's answer.
 func TestTruthTableRows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the truth table's default rows run in the full tier")
@@ -680,7 +711,9 @@ func TestTruthTableRows(t *testing.T) {
 	}
 	spin := mutantTarget(t, bin, reactors.Mutants[i])
 	spin.loads = []string{idle}
-	for _, tt := range []truthTarget{lt, spin} {
+	ring := designTarget(bin, "uring", "--workers", "2")
+	ring.loads = []string{idle, saturating}
+	for _, tt := range []truthTarget{lt, spin, ring} {
 		for _, r := range runTarget(t, tt, time.Second, 300*time.Millisecond, serverCPUs, clientCPU) {
 			switch {
 			case r.err != "":

@@ -75,8 +75,13 @@ type Socket struct {
 	// received since it was made, data and pure ACKs alike; read only by
 	// DumpInfo (0 from the other readers, and from a kernel that does not
 	// send it: HasInfo says which).
-	SegsIn  uint32
-	HasInfo bool
+	SegsIn uint32
+	// BytesReceived is tcp_info's tcpi_bytes_received: the data bytes the
+	// socket has received in order since it was made; less Unread, it is
+	// the bytes the application has read. Read only by DumpInfo, as
+	// SegsIn.
+	BytesReceived uint64
+	HasInfo       bool
 }
 
 // String is the socket as a message shows it: its ends, its state by name

@@ -89,8 +89,9 @@ func DumpOn(fd int, family uint8, states uint32, lport, rport uint16) ([]Socket,
 }
 
 // DumpInfo is Dump of every socket of family with each one's tcp_info
-// asked for too (INET_DIAG_INFO), from which SegsIn is read: a larger
-// answer, so only the readers that want the counts ask for it.
+// asked for too (INET_DIAG_INFO), from which SegsIn and BytesReceived
+// are read: a larger answer, so only the readers that want the counts
+// ask for it.
 func DumpInfo(family uint8) ([]Socket, error) {
 	fd, err := openDiag()
 	if err != nil {
@@ -117,10 +118,12 @@ const (
 	cookieNone  = 0xffffffff // INET_DIAG_NOCOOKIE
 	answerBytes = 64 << 10
 	// attrInfo is INET_DIAG_INFO, the attribute carrying struct tcp_info,
-	// asked for by bit attrInfo-1 of the request's idiag_ext; tcpi_segs_in
-	// sits at byte 140 of it (linux/tcp.h, since Linux 4.2).
-	attrInfo   = 2
-	infoSegsIn = 140
+	// asked for by bit attrInfo-1 of the request's idiag_ext;
+	// tcpi_bytes_received sits at byte 128 of it and tcpi_segs_in at byte
+	// 140 (linux/tcp.h, since Linux 4.1 and 4.2).
+	attrInfo          = 2
+	infoBytesReceived = 128
+	infoSegsIn        = 140
 )
 
 func dump(fd int, family uint8, states uint32, lport, rport uint16, info bool) ([]Socket, error) {
@@ -203,6 +206,7 @@ func parse(b []byte) (Socket, bool) {
 		}
 		if binary.NativeEndian.Uint16(a[2:]) == attrInfo && n >= 4+infoSegsIn+4 {
 			s.SegsIn, s.HasInfo = binary.NativeEndian.Uint32(a[4+infoSegsIn:]), true
+			s.BytesReceived = binary.NativeEndian.Uint64(a[4+infoBytesReceived:])
 		}
 		a = a[min((n+3)&^3, len(a)):]
 	}

@@ -10,10 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestDumpInfoCountsSegments: DumpInfo reads each socket's tcpi_segs_in,
-// and a connection's receiving end counts at least one segment per write
-// its peer made and waited out (each write pushed alone); Dump asks for
-// no tcp_info and says so.
+// TestDumpInfoCountsSegments: DumpInfo reads each socket's tcpi_segs_in
+// and tcpi_bytes_received, and a connection's receiving end counts at
+// least one segment per write its peer made and waited out (each write
+// pushed alone) and exactly the bytes written; Dump asks for no tcp_info
+// and says so.
 func TestDumpInfoCountsSegments(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -60,6 +61,9 @@ func TestDumpInfoCountsSegments(t *testing.T) {
 	after, _ := segs()
 	if got := after.SegsIn - before.SegsIn; got < writes {
 		t.Errorf("%d segments in over %d writes, each read before the next; want ≥ %d", got, writes, writes)
+	}
+	if got := after.BytesReceived - before.BytesReceived; got != writes*10 {
+		t.Errorf("%d bytes received over %d writes of 10 bytes; want %d", got, writes, writes*10)
 	}
 	plain, err := Dump(unix.AF_INET, 0, 0, 0)
 	if err != nil {

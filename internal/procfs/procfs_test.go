@@ -199,6 +199,18 @@ func TestParseSyscall(t *testing.T) {
 	}
 }
 
+// TestParseWchan: a function name with its compiler suffix cut, "0" as
+// not asleep, and a file that holds more than one word refused.
+func TestParseWchan(t *testing.T) {
+	for in, want := range map[string]string{"poll_schedule_timeout.constprop.0": "poll_schedule_timeout", "io_cqring_wait": "io_cqring_wait", "0": "", "do_epoll_wait\n": "do_epoll_wait"} {
+		if got, err := ParseWchan([]byte(in)); got != want || err != nil {
+			t.Errorf("ParseWchan(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	_, err := ParseWchan([]byte("two words"))
+	refused(t, "ParseWchan(two words)", err, "one function name")
+}
+
 // A reader's FormatError names the path it read.
 func TestReaderNamesThePath(t *testing.T) {
 	err := at("/proc/7/stat", bad("stat", "utime (field 14)", "x"))

@@ -52,3 +52,26 @@ func ParseSyscall(b []byte) (Syscall, error) {
 func ReadTaskSyscall(pid, tid int) (Syscall, error) {
 	return read(TaskDir(pid, tid)+"/syscall", ParseSyscall)
 }
+
+// ParseWchan reads a wchan file: the kernel function a sleeping thread
+// waits in, its compiler suffix (".constprop.0", ".isra.0") cut; "" for a
+// thread not asleep, and for a reader without leave to trace it (the file
+// then reads "0").
+func ParseWchan(b []byte) (string, error) {
+	w := strings.TrimSpace(string(b))
+	if w == "0" {
+		return "", nil
+	}
+	if strings.ContainsAny(w, " \t\n") {
+		return "", bad("wchan", "", "%q is not one function name", w)
+	}
+	w, _, _ = strings.Cut(w, ".")
+	return w, nil
+}
+
+// ReadTaskWchan reads /proc/PID/task/TID/wchan: what a thread sleeps in,
+// which tells which call a restart_syscall resumes (a poll, a sleep, a
+// futex wait).
+func ReadTaskWchan(pid, tid int) (string, error) {
+	return read(TaskDir(pid, tid)+"/wchan", ParseWchan)
+}
