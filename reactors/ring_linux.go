@@ -45,9 +45,9 @@ import (
 //     that while the queue holds a receive one is in flight to wake the
 //     loop; the rest keep their place (Counters.EnobufsRearms, rearmStarved).
 //     A receive armed into an empty ring ends with ENOBUFS again at once:
-//     re-arming every starved receive each round cost a loop of 1,000
-//     connections and 16 buffers ~20 completions and re-arms a frame. The
-//     receive is armed only
+//     arming every starved receive each round would cost a loop of 1,000
+//     connections and 16 buffers ~20 completions and re-arms a frame
+//     (docs/PERFORMANCE.md). The receive is armed only
 //     while the connection is reading and its input buffer does not hold
 //     a budget's worth of unparsed bytes with a whole frame among them: above
 //     the out-queue's high watermark, or once the loop quiesces, it is
