@@ -94,7 +94,12 @@ type Loop struct {
 	ring        *uring.Ring
 	bufRing     *uring.BufRing
 	ringClosing map[slots.Ref]*Source // closed connections whose operations are still in flight
-	recvStarved []*Source             // receives that ended with ENOBUFS, armed again at the round's end
+	// recvStarved[starvedHead:] are the receives that ended with ENOBUFS,
+	// oldest first, waiting for buffers to come back (rearmStarved);
+	// roundBuffers counts the buffers the round gave back to the ring.
+	recvStarved  []*Source
+	starvedHead  int
+	roundBuffers int
 	// ringFlushesHandled is the ring's overflow-flush count at the end of
 	// the last reap (the uring-overflow-ignored mutant only).
 	ringFlushesHandled uint64
@@ -388,7 +393,7 @@ func (l *Loop) yieldToScheduler(now int64) {
 // (bounded by the stop grace); otherwise block until an event (the timerfd
 // bounds it: every tick, or the nearest deadline).
 func (l *Loop) waitTimeout() int {
-	if l.ingressPending || l.epollReady || len(l.recvStarved) > 0 {
+	if l.ingressPending || l.epollReady {
 		return 0
 	}
 	for _, q := range l.queues {

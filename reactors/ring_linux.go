@@ -38,8 +38,16 @@ import (
 //     batch is reaped the design serves each connection that received,
 //     once (LoopPolicy.OnEvent), as an epoll batch reports it once. ENOBUFS (no buffer
 //     free) is not end of stream: the bytes wait in the socket, and the
-//     receive is armed again at the end of the round, once the round's
-//     buffers are back (Counters.EnobufsRearms). The receive is armed only
+//     receive waits in the loop's starved queue, in the order it starved,
+//     for buffers it can use. A round's end arms again, oldest first, at
+//     most as many starved receives as the round gave buffers back to the
+//     ring (Counters.RingBuffersReturned), and one when it gave none, so
+//     that while the queue holds a receive one is in flight to wake the
+//     loop; the rest keep their place (Counters.EnobufsRearms, rearmStarved).
+//     A receive armed into an empty ring ends with ENOBUFS again at once:
+//     arming every starved receive each round would cost a loop of 1,000
+//     connections and 16 buffers ~20 completions and re-arms a frame
+//     (docs/PERFORMANCE.md). The receive is armed only
 //     while the connection is reading and its input buffer does not hold
 //     a budget's worth of unparsed bytes with a whole frame among them: above
 //     the out-queue's high watermark, or once the loop quiesces, it is
@@ -266,7 +274,8 @@ func (l *Loop) waitRing(timeout int, now int64) error {
 // reapRing handles every completion ready, then, when the epoll poll
 // fired, drains the epoll set into l.evs without blocking and returns how
 // many events it holds for dispatch; receives that ended with ENOBUFS are
-// armed again last, once the round's buffers are back.
+// armed again last, as many as the round's buffers back allow
+// (rearmStarved).
 func (l *Loop) reapRing() int {
 	_, err := l.ring.Reap(func(c uring.CQE) {
 		if l.cfg.Faults.RingOverflowIgnored && l.ring.Stats().OverflowFlushes != l.ringFlushesHandled {
@@ -286,15 +295,7 @@ func (l *Loop) reapRing() int {
 		l.r.fail(fmt.Errorf("loop %d: reaping completions: %w", l.id, err))
 	}
 	l.serveReceived()
-	for i, s := range l.recvStarved {
-		l.recvStarved[i] = nil
-		s.starved = false
-		if l.Live(s) && !s.recvArmed && l.wantRecv(s) {
-			l.stats.EnobufsRearms++
-			l.armRecv(s)
-		}
-	}
-	l.recvStarved = l.recvStarved[:0]
+	l.rearmStarved()
 	if !l.epollReady {
 		return 0
 	}
@@ -383,6 +384,40 @@ func (l *Loop) onAcceptCompletion(c uring.CQE) {
 	}
 }
 
+// rearmStarved is the round's end for the receives that ended with
+// ENOBUFS, waiting in l.recvStarved[l.starvedHead:] in the order they
+// starved: it arms again, from the oldest, at most max(1, b) of them, b
+// being the buffers the round gave back to the ring. One a round when
+// none came back keeps the loop live: while the queue is not empty a
+// receive it armed is in flight, and its completion (bytes, ENOBUFS, an
+// error) wakes the loop for the next round. A waiting receive that no
+// longer wants arming (its connection closed, paused above the high
+// watermark, quiesced) leaves the queue without taking a turn;
+// updateInterest arms it when it wants again.
+func (l *Loop) rearmStarved() {
+	allowed := max(l.roundBuffers, 1)
+	l.roundBuffers = 0
+	for armed := 0; armed < allowed && l.starvedHead < len(l.recvStarved); {
+		s := l.recvStarved[l.starvedHead]
+		l.recvStarved[l.starvedHead] = nil
+		l.starvedHead++
+		s.starved = false
+		if l.Live(s) && !s.recvArmed && l.wantRecv(s) {
+			l.stats.EnobufsRearms++
+			l.armRecv(s)
+			armed++
+		}
+	}
+	switch waiting := len(l.recvStarved) - l.starvedHead; {
+	case waiting == 0:
+		l.recvStarved, l.starvedHead = l.recvStarved[:0], 0
+	case l.starvedHead >= waiting: // the spent head is the larger part: reclaim it
+		n := copy(l.recvStarved, l.recvStarved[l.starvedHead:])
+		clear(l.recvStarved[n:])
+		l.recvStarved, l.starvedHead = l.recvStarved[:n], 0
+	}
+}
+
 // onRecvCompletion takes a receive's bytes into its connection's input
 // buffer (its provided buffer goes back at once) and lets the design serve
 // it; EOF, ENOBUFS, a cancel and an error each end the receive their own
@@ -393,6 +428,8 @@ func (l *Loop) onRecvCompletion(c uring.CQE) {
 	if hasBuf {
 		data = l.bufRing.Bytes(bid, int(c.Res))
 		defer l.bufRing.Recycle(bid) // after data is copied
+		l.roundBuffers++
+		l.stats.RingBuffersReturned++
 	}
 	s := l.connOf(c.UserData)
 	if s == nil {
@@ -434,7 +471,7 @@ func (l *Loop) onRecvCompletion(c uring.CQE) {
 			s.eofPending = true // the mutant: no buffer taken for no more data
 			break
 		}
-		if !s.starved { // armed again at the end of the round, buffers back
+		if !s.starved { // waits its turn for buffers (rearmStarved)
 			s.starved = true
 			l.recvStarved = append(l.recvStarved, s)
 		}

@@ -116,7 +116,8 @@ type Source struct {
 	// (a listener: its accept) is in flight; recvCancelled, its cancel was
 	// submitted; sending, a send of sendBuf is; ringOps counts the
 	// operations in flight; starved, its receive ended with ENOBUFS and
-	// waits for the round's end; eofPending, the receive reported the
+	// waits its turn in its loop's starved queue (rearmStarved), never
+	// armed meanwhile; eofPending, the receive reported the
 	// peer's end of stream, acted on once the bytes before it are served;
 	// acceptPaused, a listener's accept waits for the accept-pause timer;
 	// ringFd, a closed connection's descriptor, kept until ringOps is 0;

@@ -118,15 +118,18 @@ type Counters struct {
 	// and, blocking or not, collects completions); Completions the
 	// completions handled; EnobufsRearms the multishot receives armed again
 	// after ending with ENOBUFS (the buffer ring was empty: backpressure,
-	// never end of stream); CQOverflowFlushes the times completions had
+	// never end of stream), at most max(1, the buffers given back) a
+	// round; RingBuffersReturned the provided buffers given back to the
+	// ring, one a receive completion that carried one; CQOverflowFlushes the times completions had
 	// overflowed the completion queue into the kernel's list and were
 	// flushed back; CompletionsLost the completions the
 	// uring-overflow-ignored mutant never handled (0 on a correct loop).
-	RingEnters        uint64 `json:"ring_enters"`
-	Completions       uint64 `json:"completions"`
-	EnobufsRearms     uint64 `json:"enobufs_rearms"`
-	CQOverflowFlushes uint64 `json:"cq_overflow_flushes"`
-	CompletionsLost   uint64 `json:"completions_lost"`
+	RingEnters          uint64 `json:"ring_enters"`
+	Completions         uint64 `json:"completions"`
+	EnobufsRearms       uint64 `json:"enobufs_rearms"`
+	RingBuffersReturned uint64 `json:"ring_buffers_returned"`
+	CQOverflowFlushes   uint64 `json:"cq_overflow_flushes"`
+	CompletionsLost     uint64 `json:"completions_lost"`
 }
 
 func (c *Counters) add(o *Counters) {
@@ -189,6 +192,7 @@ func (c *Counters) add(o *Counters) {
 	c.RingEnters += o.RingEnters
 	c.Completions += o.Completions
 	c.EnobufsRearms += o.EnobufsRearms
+	c.RingBuffersReturned += o.RingBuffersReturned
 	c.CQOverflowFlushes += o.CQOverflowFlushes
 	c.CompletionsLost += o.CompletionsLost
 }

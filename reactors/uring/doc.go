@@ -24,9 +24,12 @@
 // It promises what every reference reactor promises (package reactors),
 // and what a completion model adds:
 //   - running out of provided buffers is backpressure, not failure: a
-//     receive that ends with ENOBUFS is armed again once the round's
-//     buffers are back, and the bytes wait in the socket meanwhile
-//     (Counters.EnobufsRearms);
+//     receive that ends with ENOBUFS waits, in the order it starved, and
+//     the bytes wait in the socket meanwhile; a round arms again, oldest
+//     first, at most as many as it gave buffers back to the ring (one
+//     when it gave none), so a starved receive is not armed into an empty
+//     ring to starve again at once (Counters.EnobufsRearms,
+//     Counters.RingBuffersReturned);
 //   - no completion is lost: completions that overflow the completion
 //     queue are flushed from the kernel's list and handled
 //     (Counters.CQOverflowFlushes);
