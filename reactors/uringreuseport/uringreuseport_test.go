@@ -19,7 +19,14 @@ import (
 // hash spread the connections over more than one loop, and every loop
 // served through its own ring (its completions and enters counted on
 // it). The inline path is the reactors package's per-design tests'.
+//
+// Not with -short: its ring is uring's and its listeners reuseport's,
+// which -short runs end to end; the reactors package's per-design tests
+// serve this design there.
 func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uring's ring and reuseport's listeners run end to end in their packages, and this design in the reactors package's per-design tests")
+	}
 	if err := reactors.ProbeCompletion(); err != nil {
 		t.Skip(err)
 	}
