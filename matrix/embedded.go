@@ -38,7 +38,7 @@ var embedded = []Embedded{
 		files: []string{"design-notes.yaml", "priority.yaml", "nightly-extra.yaml"}},
 	{Name: "multiloop", Summary: "several loops in one server (they share the server's CPU on 2 cores): accept bursts on shared with and without EPOLLEXCLUSIVE, mainsub and reuseport; mainsub's assignment under uneven load; Cloudflare's shared listener against reuseport",
 		files: []string{"multiloop.yaml"}},
-	{Name: "proactor", Summary: "the completion model beside the readiness one: lt against uring, ping-pong and pipelined at 1, 50, 300 and 1,000 connections, open-loop latency at two rates below saturation; throughput, latency, CPU, context switches and wait calls per frame",
+	{Name: "proactor", Summary: "the completion model beside the readiness one: lt against uring, ping-pong and pipelined at 1, 50, 300 and 1,000 connections, open-loop latency at two rates below saturation; the multi-loop pair, reuseport against uring-reuseport at 300; throughput, latency, CPU, context switches and wait calls per frame",
 		files: []string{"proactor.yaml"}},
 }
 

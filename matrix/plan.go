@@ -164,6 +164,7 @@ var unsetFields = map[string]func(c *Cell) bool{
 	"loops":         func(c *Cell) bool { return c.Loops == 0 },
 	"assign":        func(c *Cell) bool { return c.Assign == "" },
 	"exclusive":     func(c *Cell) bool { return c.Exclusive == "" },
+	"ring_buffers":  func(c *Cell) bool { return c.RingBuffers == 0 },
 }
 
 // Describe says in one line what the cell runs.
@@ -203,6 +204,9 @@ func (c Cell) Describe() string {
 	if c.Target.IsDesign() {
 		if c.Loops > 0 {
 			parts = append(parts, fmt.Sprintf("%d loops", c.Loops))
+		}
+		if c.RingBuffers > 0 {
+			parts = append(parts, fmt.Sprintf("%d ring buffers a loop", c.RingBuffers))
 		}
 		for _, name := range []string{"assign", "exclusive", "control_sched", "admission", "urgent"} {
 			if v := fields[name].text(&c.Settings); v != passThroughText(name, "") {

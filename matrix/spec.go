@@ -12,6 +12,7 @@ import (
 
 	"github.com/reactorlab/reactorlab/loadgen"
 	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/target"
 )
 
@@ -117,6 +118,11 @@ type Settings struct {
 	Loops     int
 	Assign    string
 	Exclusive string
+	// RingBuffers is the number of provided receive buffers in each loop's
+	// buffer ring of a design on the completion path (serve
+	// --ring-buffers: a power of two, 1..32768); 0 keeps the reactor's
+	// default. A design without a ring is refused it.
+	RingBuffers int
 
 	// WireFaults are faults.ParseWire specs, applied by the load generator;
 	// ReactorFaults are reactors.ParseFault specs. Both in the order
@@ -288,6 +294,15 @@ func (s Settings) reactorSteps() []reactorStep {
 			}
 			return setFlag(rc, "loops", strconv.Itoa(s.Loops))
 		}},
+		{"ring_buffers", func(rc *reactors.Config) error {
+			if s.RingBuffers == 0 {
+				return nil
+			}
+			if d := s.design(); d != "" && !designs.Completion(d) {
+				return fmt.Errorf("ring_buffers = %d: %s serves through no io_uring (accepted with %s)", s.RingBuffers, d, completionNames())
+			}
+			return setFlag(rc, "ring-buffers", strconv.Itoa(s.RingBuffers))
+		}},
 		passThroughStep("assign", s.Assign, setFlag),
 		passThroughStep("exclusive", s.Exclusive, setFlag),
 		passThroughStep("control_sched", s.ControlSched, setFlag),
@@ -310,4 +325,16 @@ func (s Settings) reactorSteps() []reactorStep {
 			return nil
 		}},
 	}
+}
+
+// completionNames lists the designs on the completion path (those with a
+// provided buffer ring), comma-separated, for refusals.
+func completionNames() string {
+	var names []string
+	for _, d := range designs.Names() {
+		if designs.Completion(d) {
+			names = append(names, string(d))
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -32,7 +32,7 @@ var Fields = slices.Concat(
 	[]string{"reactor", "target"},
 	knobNames(loadgen.GroupTraffic),
 	[]string{"callback", "workers", "budgets", "timer", "app_timer", "control_sched", "admission", "urgent", "loops", "assign", "exclusive",
-		"faults", "server_cpu", "cpus"},
+		"ring_buffers", "faults", "server_cpu", "cpus"},
 	knobNames(loadgen.GroupRun),
 )
 
@@ -124,6 +124,10 @@ var otherFields = map[string]field{
 	"loops":     intField(func(s *Settings) *int { return &s.Loops }),
 	"assign":    passThroughField("assign", func(s *Settings) *string { return &s.Assign }),
 	"exclusive": passThroughField("exclusive", func(s *Settings) *string { return &s.Exclusive }),
+	// ring_buffers is serve --ring-buffers: the provided buffer ring's
+	// count on each loop of a completion design, which the reactor's own
+	// validation holds to a power of two, 1..32768 (check, at the field).
+	"ring_buffers": intField(func(s *Settings) *int { return &s.RingBuffers }),
 	"server_cpu": {
 		decode: func(n *yaml.Node, s *Settings) error {
 			v, err := scalar(n)

@@ -276,7 +276,7 @@ func check(s *Settings, at func(field string) (*yaml.Node, string), unknown map[
 			set  bool
 		}{{"callback", s.Callback != ""}, {"budgets", s.Budgets != nil}, {"timer", s.Timer != ""}, {"app_timer", s.AppTimer != 0}, {"workers", s.Workers != 0},
 			{"control_sched", s.ControlSched != ""}, {"admission", s.Admission != ""}, {"urgent", s.Urgent != ""},
-			{"loops", s.Loops != 0}, {"assign", s.Assign != ""}, {"exclusive", s.Exclusive != ""}} {
+			{"loops", s.Loops != 0}, {"assign", s.Assign != ""}, {"exclusive", s.Exclusive != ""}, {"ring_buffers", s.RingBuffers != 0}} {
 			if f.set {
 				fail(f.name, errors.New("reactor-only with a target (accepted: reactor settings only with a reactor)"))
 			}

@@ -35,7 +35,7 @@ var structField = map[string]string{
 	"Target": "reactor", "Label": "reactor", // a {cmd, label} value sets both
 	"Callback": "callback", "Budgets": "budgets", "Timer": "timer", "AppTimer": "app_timer", "Workers": "workers",
 	"ControlSched": "control_sched", "Admission": "admission", "Urgent": "urgent",
-	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive",
+	"Loops": "loops", "Assign": "assign", "Exclusive": "exclusive", "RingBuffers": "ring_buffers",
 	"WireFaults": "faults", "ReactorFaults": "faults", "ServerCPU": "server_cpu", "Placement": "cpus",
 }
 
@@ -319,7 +319,7 @@ var errorCases = []struct {
 	{"missing baseline", "name: x\n", 1, "baseline: missing"},
 	{"repeats zero", okBase + "repeats: 0\n", 8, `repeats: "0" (accepted: 1..1000)`},
 	{"unknown baseline key", okBase + "  callbak: 5us\n", 8, "baseline.callbak: unknown key (accepted: reactor, target,"},
-	{"bad reactor", strings.Replace(okBase, "reactor: lt", "reactor: epoll", 1), 3, `reactor: unknown reactor "epoll" (accepted: lt, et, oneshot, prio, prio-thread, mainsub, reuseport, shared, uring)`},
+	{"bad reactor", strings.Replace(okBase, "reactor: lt", "reactor: epoll", 1), 3, `reactor: unknown reactor "epoll" (accepted: lt, et, oneshot, prio, prio-thread, mainsub, reuseport, shared, uring, uring-reuseport, uring-mainsub)`},
 	{"bad count", strings.Replace(okBase, "hot: 2", "hot: many", 1), 4, `hot: "many" is not a count (accepted: an integer >= 0)`},
 	{"negative count", strings.Replace(okBase, "hot: 2", "hot: -1", 1), 4, `hot: "-1" is not a count`},
 	{"hot too many", strings.Replace(okBase, "hot: 2", "hot: 20000", 1), 4, "hot: hot = 20000 (accepted: 0..10000)"},

@@ -12,14 +12,14 @@ import (
 
 // DesignName names a reference reactor design (a Design's Name). The zero
 // value is not a design. The registry (package reactors/designs: Names,
-// Parse) lists the designs there are; the constants below name the nine
+// Parse) lists the designs there are; the constants below name the eleven
 // reference designs for code that must refer to one (the mutant table,
 // tests).
 type DesignName string
 
 // The reference designs' names. Each design is a package of its own
 // (reactors/lt, et, oneshot, prio, priothread, mainsub, reuseport, shared,
-// uring) that documents it.
+// uring, uringreuseport, uringmainsub) that documents it.
 const (
 	LT         DesignName = "lt"
 	ET         DesignName = "et"
@@ -40,6 +40,15 @@ const (
 	// io_uring (multishot accept, multishot recv into a provided buffer
 	// ring, sends of the out-queue), blocking in io_uring_enter.
 	Uring DesignName = "uring"
+	// UringReusePort is reuseport's layout on the completion path:
+	// Config.Loops loops, each with its own io_uring, provided buffer ring
+	// and SO_REUSEPORT listener.
+	UringReusePort DesignName = "uring-reuseport"
+	// UringMainSub is mainsub's layout on the completion path: an acceptor
+	// loop handing each accepted connection through a sub-loop's ingress to
+	// one of Config.Loops sub-loops, every loop with its own io_uring and
+	// provided buffer ring.
+	UringMainSub DesignName = "uring-mainsub"
 )
 
 // TimerMode selects how the owner loop wakes for timers.

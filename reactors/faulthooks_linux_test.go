@@ -63,6 +63,8 @@ var (
 	ltAndPrioThread = []reactors.DesignName{reactors.LT, reactors.PrioThread}
 	// Every design but ONESHOT, whose stop is seen on another path.
 	oneLoopStops = []reactors.DesignName{reactors.LT, reactors.ET, reactors.Prio, reactors.PrioThread}
+	// The one-loop proactor.
+	uringOnly = []reactors.DesignName{reactors.Uring}
 )
 
 // faultHooks holds the detectors of every registry entry, by mutant name
@@ -113,9 +115,12 @@ var faultHooks = map[string][]faultHook{
 		{designs: []reactors.DesignName{reactors.MainSub, reactors.ReusePort, reactors.SharedListener}, setup: fourIdleLoops, detect: detectStopNotSeen},
 		{designs: []reactors.DesignName{reactors.PrioThread}, setup: deadlineTimers, detect: detectStopNotSeen},
 	},
-	"uring-enobufs-eof":      {{setup: fourBuffers, detect: detectBufferRingExhausted}},
-	"uring-overflow-ignored": {{setup: sixteenEntryCQ, detect: detectOverflowLost}},
-	"uring-close-no-cancel":  {{detect: detectReusedDescriptor}},
+	// The completion path's hooks are one implementation for every ring
+	// (ring_linux.go), on one loop or several: proven on uring; the
+	// mutation table holds the multi-loop proactors to each mutant's case.
+	"uring-enobufs-eof":      {{designs: uringOnly, setup: fourBuffers, detect: detectBufferRingExhausted}},
+	"uring-overflow-ignored": {{designs: uringOnly, setup: sixteenEntryCQ, detect: detectOverflowLost}},
+	"uring-close-no-cancel":  {{designs: uringOnly, detect: detectReusedDescriptor}},
 }
 
 // faultHookCase is one row of TestFaultHooksChangeBehaviour: a detector

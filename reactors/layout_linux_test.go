@@ -32,6 +32,14 @@ func (badControlLoop) Layout(*reactors.Config) reactors.Layout {
 	return reactors.Layout{Loops: 1, ControlLoop: 1}
 }
 
+// ringInEverySet is lt's flat policy on the completion path with one
+// listener in every loop's set: no ring can share a listener's accept.
+type ringInEverySet struct{ ltdesign.Design }
+
+func (ringInEverySet) Layout(*reactors.Config) reactors.Layout {
+	return reactors.Layout{Loops: 2, Listener: reactors.ListenerInEverySet, Completion: true}
+}
+
 // TestNewRefusesABrokenLayout: New holds a design to Layout's invariants,
 // whatever its Check accepted, and leaves no descriptor open.
 func TestNewRefusesABrokenLayout(t *testing.T) {
@@ -48,6 +56,7 @@ func TestNewRefusesABrokenLayout(t *testing.T) {
 		{"shared layout with a pool", pooledShared{}, pooled, "shared layout has no ingress"},
 		{"shared layout, level-triggered", sharedLevel{}, cfg, "shared layout must register connections one-shot"},
 		{"control loop out of range", badControlLoop{}, cfg, "control loop 1 of 1"},
+		{"completion layout, a listener in every set", ringInEverySet{}, cfg, "each listener accepted on one ring"},
 	} {
 		r, err := reactors.New(tc.design, tc.cfg)
 		if err == nil {

@@ -62,11 +62,31 @@ func (c Config) DataLoops() int {
 func CheckOneLoop(d DesignName, cfg Config) error {
 	switch {
 	case cfg.Loops > 1:
-		return fmt.Errorf("%w: loops = %d: %s runs one data loop (several: %s, %s, %s)", ErrConfig, cfg.Loops, d, MainSub, ReusePort, SharedListener)
+		return fmt.Errorf("%w: loops = %d: %s runs one data loop (several: %s, %s, %s, %s, %s)", ErrConfig, cfg.Loops, d, MainSub, ReusePort, SharedListener, UringReusePort, UringMainSub)
 	case cfg.Assign != "":
-		return fmt.Errorf("%w: assign = %q: only %s assigns connections to loops", ErrConfig, cfg.Assign, MainSub)
+		return fmt.Errorf("%w: assign = %q: only %s and %s assign connections to loops", ErrConfig, cfg.Assign, MainSub, UringMainSub)
 	case cfg.Exclusive == "off":
 		return fmt.Errorf("%w: exclusive = off: only %s shares a listener between loops", ErrConfig, SharedListener)
+	}
+	return nil
+}
+
+// CheckCompletionMultiLoop is the Check of the multi-loop proactor designs
+// (uring-reuseport, uring-mainsub): what their epoll twin refuses —
+// exclusive = off (neither shares a listener), and, with handoff, more than
+// 255 sub-loops (the acceptor makes one more loop), without it an
+// assignment (the kernel's flow hash assigns) — and urgent data, which the
+// completion path does not read. Each error names the field.
+func CheckCompletionMultiLoop(d DesignName, cfg Config, handoff bool) error {
+	switch {
+	case handoff && cfg.Loops > 255:
+		return fmt.Errorf("%w: loops = %d: %s runs an acceptor beside its sub-loops (accepted: 0..255)", ErrConfig, cfg.Loops, d)
+	case !handoff && cfg.Assign != "":
+		return fmt.Errorf("%w: assign = %q: %s's connections are assigned by the kernel's flow hash (only %s and %s assign)", ErrConfig, cfg.Assign, d, MainSub, UringMainSub)
+	case cfg.Exclusive == "off":
+		return fmt.Errorf("%w: exclusive = off: %s's loops share no listener (only %s shares one)", ErrConfig, d, SharedListener)
+	case cfg.Urgent == UrgentOOB:
+		return fmt.Errorf("%w: urgent = oob: %s takes no urgent data (its receives are completions, with no read of the urgent mark)", ErrConfig, d)
 	}
 	return nil
 }

@@ -276,11 +276,11 @@ var (
 	oneLoopDesigns = []DesignName{LT, ET, OneShot, Prio, PrioThread}
 	multiLoop      = []DesignName{MainSub, ReusePort, SharedListener}
 	// completionDesigns serve their connections through an io_uring.
-	completionDesigns = []DesignName{Uring}
+	completionDesigns = []DesignName{Uring, UringReusePort, UringMainSub}
 )
 
 // completionScope is the Scope of a mutant of the completion path.
-const completionScope = "the hook is in the completion path (Layout.Completion): only uring serves its connections through an io_uring"
+const completionScope = "the hook is in the completion path (Layout.Completion): only uring, uring-reuseport and uring-mainsub serve their connections through an io_uring"
 
 // multiLoopScope is the Scope of a shared-loop mutant not run on the
 // multi-loop designs.

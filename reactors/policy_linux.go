@@ -72,8 +72,10 @@ type Layout struct {
 	// own descriptors (ingress, timerfd) stay in its epoll set, which the
 	// ring polls, so budgets, ingress, timers, STOP and the ledger keep
 	// their one implementation. A Completion layout is not Shared, keeps
-	// its listeners ListenerOnFirst or ListenerPerLoop, and its
-	// connections level-triggered (ConnFlags 0: the flag is not used).
+	// each listener on one loop's ring (ListenerOnFirst, ListenerPerLoop,
+	// or ListenerHandoff, whose sub-loop arms a handed connection's
+	// receive on its own ring when it adopts it), and its connections
+	// level-triggered (ConnFlags 0: the flag is not used).
 	Completion bool
 }
 

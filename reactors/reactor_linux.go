@@ -175,8 +175,8 @@ func (lay Layout) check(cfg *Config) error {
 	if lay.Shared && lay.Listener != ListenerOnFirst {
 		return fmt.Errorf("layout: a shared layout keeps its listener on loop 0 (listener %s)", lay.Listener)
 	}
-	if lay.Completion && (lay.Shared || lay.Listener == ListenerHandoff || lay.Listener == ListenerInEverySet) {
-		return fmt.Errorf("layout: a completion layout has a ring per loop and a listener of its own per loop (shared %v, listener %s)", lay.Shared, lay.Listener)
+	if lay.Completion && (lay.Shared || lay.Listener == ListenerInEverySet) {
+		return fmt.Errorf("layout: a completion layout has a ring per loop, each listener accepted on one ring (shared %v, listener %s)", lay.Shared, lay.Listener)
 	}
 	if lay.Listener == ListenerHandoff && (lay.Loops < 2 || lay.ControlLoop != 0) {
 		return fmt.Errorf("layout: a handoff layout needs an acceptor (loop 0, also the control loop) and a sub-loop (%d loops, control loop %d)", lay.Loops, lay.ControlLoop)

@@ -39,7 +39,7 @@ const (
 // m1Tweak gives a design that hands connections over two sub-loops with
 // tiny ingresses, so the storm finds them full.
 func m1Tweak(d reactors.DesignName, cfg *reactors.Config) {
-	if withLoops(d, cfg, m1SubLoops) && d == reactors.MainSub {
+	if withLoops(d, cfg, m1SubLoops) && (d == reactors.MainSub || d == reactors.UringMainSub) {
 		cfg.IngressCap = m1IngressCap
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/conformance"
+	"github.com/reactorlab/reactorlab/reactors"
+	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/wire"
 )
 
@@ -32,7 +34,22 @@ func p3Case() conformance.Case {
 			"Inconclusive unless in some round the server was seen holding A's echoes and gave B the descriptor number A had (its descriptor table in /proc, each connection's socket found by the inode inet_diag gives its server end)",
 			p3Rounds, smallClientBuf>>10, p3Gap, p3Frames, p3Frames),
 		Bound: fmt.Sprintf("B's echoes within %v; then nothing more for %v; A's hold seen within %v of its first byte (a round whose server was not seen holding in that time does not count towards the precondition)", echoBound, p3Quiet, p3HoldFor),
+		Setup: conformance.Setup{Tweak: p3Tweak},
 		Run:   runP3,
+	}
+}
+
+// p3Tweak gives a reference design on the completion path one data loop:
+// a completion comes back on the ring that submitted its operation, so
+// A's result in flight can reach B only where B is on A's ring, and with
+// several loops the flow hash or the assignment puts B on another ring as
+// often as not (a reused number that tests nothing). One data loop of a
+// multi-loop proactor is the ring every connection shares; on
+// uring-mainsub the acceptor's ring still accepts both and hands them
+// over. The epoll designs are left as they are.
+func p3Tweak(d reactors.DesignName, cfg *reactors.Config) {
+	if designs.Completion(d) {
+		withLoops(d, cfg, 1)
 	}
 }
 

@@ -16,13 +16,16 @@ import (
 
 // TestInProcessReference runs the whole catalogue on every one-loop
 // epoll design, on uring ringPaths (with REACTORLAB_URING_CATALOGUE=1,
-// all but sharedLoopPaths, where its path is lt's), and on the multi-loop designs all but the cases that measure
+// all but sharedLoopPaths, where its path is lt's), on the multi-loop
+// proactors uringMultiPaths (with REACTORLAB_URING_CATALOGUE=1, the whole
+// catalogue), and on the multi-loop epoll designs all but the cases that measure
 // one loop's own scheduling and fd reuse (oneLoopPaths): their loops run
 // lt's policy, which lt is held to in full; what they add — their
 // listeners, the handoff, several loops, STOP across them, stale results
 // across them — is the rest of the catalogue and the M group. mainsub
 // keeps S2: its control connections are on the acceptor, not a data loop.
-// P3 runs on lt and uring alone (ltOnlyPaths). With -short, every design without
+// P3 runs on lt and uring alone (ltOnlyPaths), and on the multi-loop
+// proactors with the opt-in. With -short, every design without
 // slowPaths, and without halfSecondPaths but on lt and mainsub, and
 // without completionPaths but on lt.
 func TestInProcessReference(t *testing.T) {
@@ -40,15 +43,21 @@ func TestInProcessReference(t *testing.T) {
 					t.Skipf("%s: %v", d, err)
 				}
 				ids = uringPaths()
+			case reactors.UringReusePort, reactors.UringMainSub:
+				if err := reactors.ProbeCompletion(); err != nil {
+					t.Skipf("%s: %v", d, err)
+				}
+				ids = uringMultiPaths(d)
 			}
+			wholeOnRings := designs.Completion(d) && os.Getenv(uringCatalogueEnv) == "1"
 			ids = shortTier(ids)
 			if testing.Short() && d != reactors.LT && d != reactors.MainSub {
 				ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(halfSecondPaths, id) })
 			}
-			if testing.Short() && d != reactors.LT || d != reactors.LT && d != reactors.MainSub && d != reactors.Uring {
+			if testing.Short() && d != reactors.LT || d != reactors.LT && d != reactors.MainSub && !designs.Completion(d) {
 				ids = withoutCompletionPaths(ids)
 			}
-			if d != reactors.LT && d != reactors.Uring {
+			if d != reactors.LT && d != reactors.Uring && !wholeOnRings {
 				ids = slices.DeleteFunc(allButNil(ids), func(id string) bool { return slices.Contains(ltOnlyPaths, id) })
 			}
 			conformance.Run(t, conformance.InProcess{Design: d}, mustSelect(t, ids), conformance.Options{Strict: true, Retries: referenceRetries})
@@ -123,6 +132,33 @@ const uringCatalogueEnv = "REACTORLAB_URING_CATALOGUE"
 // accept, EOF and the stop's ledger, each a few instance starts.
 var ringShortPaths = []string{"F2", "F3", "F4", "R1", "R2", "R3", "I3", "X2"}
 
+// uringMultiPaths are the cases TestInProcessReference runs on the
+// multi-loop proactors, uring-reuseport and uring-mainsub: with
+// REACTORLAB_URING_CATALOGUE=1 the whole catalogue (nil); by default what
+// a ring per loop adds to uring's path and to their epoll twins' layouts —
+// the accept storm across rings and, on uring-mainsub, the handoff to a
+// sub-loop that arms the receive on its own ring (M1), every ring's loop
+// seeing the stop (M5), each loop's own buffer ring running dry and its
+// completion queue overflowing (P1, P2), the stop's ledger across loops
+// (X2), and on uring-mainsub, which deals the old and the new connection
+// to different sub-loops every time, a result routed by slot and
+// generation on the loop that owns the connection (M3; reuseport's flow
+// hash does so half the time, and M3 retries until it does: seconds); with
+// -short, M5 and X2. What one ring does with a connection is uring's, held
+// to ringPaths by default; their layouts are held to the catalogue on
+// reuseport and mainsub.
+func uringMultiPaths(d reactors.DesignName) []string {
+	switch {
+	case os.Getenv(uringCatalogueEnv) == "1":
+		return nil
+	case testing.Short():
+		return []string{"M5", "X2"}
+	case d == reactors.UringMainSub:
+		return []string{"M1", "M3", "M5", "P1", "P2", "X2"}
+	}
+	return []string{"M1", "M5", "P1", "P2", "X2"}
+}
+
 // uringPaths are the cases TestInProcessReference runs on uring.
 func uringPaths() []string {
 	switch {
@@ -188,7 +224,11 @@ func allBut(ids []string) []string {
 // M5 on prio-thread too). What a process adds whatever the design — its
 // CPU and memory measured from /proc (W1, W2), the rest of the
 // catalogue through the same socket — lt runs in full, and
-// TestInProcessReference runs the whole catalogue on every design.
+// TestInProcessReference runs the whole catalogue on every design. The
+// multi-loop proactors run M4 by default, and with
+// REACTORLAB_URING_CATALOGUE=1 the multi-loop list and the SIGTERM cases
+// (X3–X5), which an in-process target skips: with that opt-in the two
+// tests together run every case of the catalogue on them.
 func processPaths(d reactors.DesignName) []string {
 	ids := []string{"R4", "I2", "X1", "X2"}
 	switch d {
@@ -196,8 +236,19 @@ func processPaths(d reactors.DesignName) []string {
 		ids = append(ids, "M")
 	case reactors.PrioThread:
 		ids = append(ids, "M5")
-	case reactors.Uring:
+	case reactors.UringReusePort, reactors.UringMainSub:
+		ids = append(ids, "M", "X3", "X4", "X5")
 		if os.Getenv(uringCatalogueEnv) != "1" {
+			// The serve child's loops, each a thread with a ring of its
+			// own (M4); the rest of processPaths is uring's and its epoll
+			// twin's, and runs with the opt-in, with the SIGTERM cases
+			// (X3–X5: teardown with operations in flight on every ring).
+			ids = []string{"M4"}
+		}
+	case reactors.Uring:
+		if os.Getenv(uringCatalogueEnv) == "1" {
+			ids = append(ids, "X3", "X4", "X5") // SIGTERM with operations in flight
+		} else {
 			// X1 and X2 run in process (ringPaths); the accept path at
 			// a descriptor limit of its own and a reset's descriptors are
 			// the ring's own here.
@@ -208,7 +259,9 @@ func processPaths(d reactors.DesignName) []string {
 }
 
 // TestProcessReference runs the whole catalogue on lt as a process, and
-// processPaths on every other design: the suite's time goes to what the
+// processPaths on every other design (with REACTORLAB_URING_CATALOGUE=1,
+// the completion designs under the SIGTERM stop contract too, so that X3–X5
+// run on them): the suite's time goes to what the
 // process adds, not to repeating TestInProcessReference (the whole
 // catalogue on all eight designs as processes would take ~170 s, against
 // CI's 8 minutes for all of go test ./...). With -short, lt alone, without
@@ -218,7 +271,7 @@ func TestProcessReference(t *testing.T) {
 	exe := testbin.Path(t, "cmd/reactorlab")
 	for _, d := range designs.Names() {
 		t.Run(string(d), func(t *testing.T) {
-			if d == reactors.Uring {
+			if designs.Completion(d) {
 				if err := reactors.ProbeCompletion(); err != nil {
 					t.Skipf("%s: %v", d, err)
 				}
@@ -234,7 +287,11 @@ func TestProcessReference(t *testing.T) {
 			if testing.Short() {
 				ids = withoutCompletionPaths(ids)
 			}
-			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), conformance.Options{Strict: true, Retries: referenceRetries})
+			opts := conformance.Options{Strict: true, Retries: referenceRetries}
+			if designs.Completion(d) && os.Getenv(uringCatalogueEnv) == "1" {
+				opts.Stop = conformance.StopSIGTERM // X3–X5: SIGTERM with operations in flight on the rings
+			}
+			conformance.Run(t, conformance.Process{Design: d, Command: []string{exe}}, mustSelect(t, ids), opts)
 		})
 	}
 }

@@ -18,9 +18,23 @@ func s1Case() conformance.Case {
 		Title: "a hot source does not starve the others",
 		Claim: fmt.Sprintf("while %d hot connections keep 2 MiB of costly frames queued, %d light connections doing one round trip every %v are each served within the bound", hotConns, s1Light, probeEvery),
 		Bound: fmt.Sprintf("light round trips within the bound the reactor's budgets allow, %s; %s", overBoundRule, arithmetic),
-		Setup: conformance.Setup{Tweak: hotTweak},
+		Setup: conformance.Setup{Tweak: s1Tweak},
 		Run:   runS1,
 	}
+}
+
+// s1Tweak is hotTweak, with one data loop for a design that runs several:
+// S1's bound counts the turns of the one loop that serves the hot and the
+// light connections, on a CPU of its own. With several loops the hot
+// connections spread over them, every loop busy, and on a machine with
+// fewer free CPUs than loops each gets a share of one: a light round trip
+// then waits on the kernel's scheduler sharing the CPU between loops, which
+// the bound does not count and the design does not decide (one loop's
+// scheduling is what S1 holds a design to; M2 and M4 hold how loops share
+// connections and wakeups).
+func s1Tweak(d reactors.DesignName, cfg *reactors.Config) {
+	hotTweak(d, cfg)
+	withLoops(d, cfg, 1)
 }
 
 // s1Light is the light connections S1 probes.

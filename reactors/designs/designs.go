@@ -19,12 +19,14 @@ import (
 	"github.com/reactorlab/reactorlab/reactors/reuseport"
 	"github.com/reactorlab/reactorlab/reactors/shared"
 	"github.com/reactorlab/reactorlab/reactors/uring"
+	"github.com/reactorlab/reactorlab/reactors/uringmainsub"
+	"github.com/reactorlab/reactorlab/reactors/uringreuseport"
 )
 
 // All is every reference design, in the order help texts and tables list
 // them. Names must be unique (a test checks).
 var All = []reactors.Design{lt.Design{}, et.Design{}, oneshot.Design{}, prio.Design{}, priothread.Design{},
-	mainsub.Design{}, reuseport.Design{}, shared.Design{}, uring.Design{}}
+	mainsub.Design{}, reuseport.Design{}, shared.Design{}, uring.Design{}, uringreuseport.Design{}, uringmainsub.Design{}}
 
 // Names is the name of every design in All, in its order.
 func Names() []reactors.DesignName {

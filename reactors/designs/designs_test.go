@@ -2,6 +2,7 @@ package designs_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,8 +27,8 @@ func TestRegistryNamesAreUniqueAndParse(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v, %v", d, b, err)
 		}
 	}
-	if len(seen) != 9 {
-		t.Errorf("%d designs registered, want the 9 reference designs", len(seen))
+	if len(seen) != 11 {
+		t.Errorf("%d designs registered, want the 11 reference designs", len(seen))
 	}
 	if _, err := designs.Parse("nope"); err == nil || !strings.Contains(err.Error(), "accepted: "+designs.NameList()) {
 		t.Errorf("Parse(nope): %v", err)
@@ -56,5 +57,25 @@ func TestValidateForNamesTheField(t *testing.T) {
 		if err := designs.ValidateFor(d, cfg); err != nil {
 			t.Errorf("%s refuses the default configuration: %v", d, err)
 		}
+	}
+}
+
+// TestCompletionNamesTheProactors: Completion is true for the designs
+// that serve through an io_uring (one loop, and the two multi-loop
+// layouts) and false for every epoll design and an unknown name.
+func TestCompletionNamesTheProactors(t *testing.T) {
+	want := []reactors.DesignName{reactors.Uring, reactors.UringReusePort, reactors.UringMainSub}
+	for _, d := range designs.Names() {
+		if got := designs.Completion(d); got != slices.Contains(want, d) {
+			t.Errorf("Completion(%s) = %v", d, got)
+		}
+	}
+	for _, d := range want {
+		if !slices.Contains(designs.Names(), d) {
+			t.Errorf("%s is not registered", d)
+		}
+	}
+	if designs.Completion("nope") {
+		t.Error("Completion(nope) = true")
 	}
 }
