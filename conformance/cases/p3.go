@@ -34,28 +34,28 @@ func p3Case() conformance.Case {
 		Title: "a reused descriptor number never receives the old connection's result",
 		Claim: fmt.Sprintf("in each of %d rounds, connection A (%d KiB client buffers, never reading) sends frames tagged with its token until the server is seen holding echoes it cannot write (an operation on A in flight). "+
 			"Even rounds: A is reset, and %v later connection B is opened and sends %d frames tagged with its own token; B gets back exactly its own bytes, in order, then %d more of its own, and nothing else. "+
-			"Odd rounds (the send round): A is filled a frame at a time once the path back is backed up, until the server is seen holding echoes with everything sent read, twice %v apart; A is half-closed; once the server has let go of A's descriptor number (its descriptor table) while A's socket is still open in the kernel with no descriptor of the server's on it (something in flight holds it: a write blocked on A's full send queue), B is opened and takes the number; A then reads what is left, so that the operation in flight on A ends, and B must get back exactly its own %d frames and %d more, and nothing else. "+
-			"A send round in which the server was not seen holding, or let go of A's number with nothing holding A's socket, is played again on new connections, %d times at most; one in which the server read A's end and kept A open (it writes what it holds first) is not. "+
+			"Odd rounds (the send round): A, its segments at most %d B each way (TCP_MAXSEG, so that the kernel gives the server a send buffer of tens of KiB, not megabytes), sends %d KiB at a time, each once the server has read what came before, until the server is seen holding echoes with everything sent read, twice %v apart; A is half-closed; once the server has let go of A's descriptor number (its descriptor table) while A's socket is still open in the kernel with no descriptor of the server's on it (something in flight holds it: a write blocked on A's full send queue), B is opened and takes the number; A then reads what is left, so that the operation in flight on A ends, and B must get back exactly its own %d frames and %d more, and nothing else. "+
+			"A send round in which the server, reading everything it was sent, was not seen holding, or let go of A's number with nothing holding A's socket, is played again on new connections, %d times at most; one in which the server stopped reading A, read A's end and kept A open (it writes what it holds first), or did not read A's end, is not. "+
 			"On a reference target one more round: the server closes A itself (REJECT of an over-size header, the reference protocol) with nothing of A's unread, so that a completion design closes it with A's receive armed; B takes A's number, A's client writes a frame, and B must never receive it. "+
 			"Inconclusive unless in some round B got the descriptor number A had (its descriptor table in /proc, each connection's socket found by the inode inet_diag gives its server end) while the server held A's echoes (a reset round), had an operation on A in flight (a send round: A's socket open in no descriptor of the server's), or closed A itself (the reference round)",
-			p3Rounds, smallClientBuf>>10, p3Gap, p3Frames, p3Frames, p3Recheck, p3Frames, p3Frames, p3SendTries),
+			p3Rounds, smallClientBuf>>10, p3Gap, p3Frames, p3Frames, p3Segment, p3FillPiece>>10, p3Recheck, p3Frames, p3Frames, p3SendTries),
 		Bound:    fmt.Sprintf("B's echoes within %v; then nothing more for %v; A's hold seen within %v of its first byte in a reset round, %v in a send round, where the server must let go of A's number within %v of the half-close, or is taken as keeping A once it has read A's end and still holds A %v later (a round whose server was not seen holding in that time does not count towards the precondition)", echoBound, p3Quiet, p3HoldFor, p3SendHoldFor, p3CloseWait, p3Keep),
 		Run:      runP3,
 		PeerBugs: []string{"liburing-close-no-cancel"},
 	}
 }
 
-// P3's rounds: p3Rounds of them; A fills for at most p3HoldFor; B is
-// dialled p3Gap after A goes (time for the server to close A and free its
-// number, as I1's gap), and sends p3Frames frames of p3Size bytes twice,
-// the second time after a half-closed A read what was left (for at most
-// p3Drain); B must then get nothing for p3Quiet, and the server has
-// p3Settle to let go of B before the next round. A send round fills for
-// at most p3SendHoldFor, holding seen again p3Recheck later; the server
-// has p3CloseWait to let go of A's number after the half-close, and is
-// taken as keeping A once it read A's end and still held it p3Keep
-// later; a send round not set up is played p3SendTries times at most;
-// its fill writes p3FillPiece at a time.
+// P3's rounds: p3Rounds of them. A reset round fills A for at most
+// p3HoldFor and dials B p3Gap after A's reset (time for the server to
+// close A and free its number, as I1's gap). A send round fills A, over
+// segments of p3Segment bytes, p3FillPiece at a time for at most
+// p3SendHoldFor, holding seen again p3Recheck later; the server has
+// p3CloseWait to let go of A's number after the half-close, and is taken
+// as keeping A once it read A's end and still held it p3Keep later; A
+// reads what is left for at most p3Drain; a send round not set up is
+// played p3SendTries times at most. In every round B sends p3Frames
+// frames of p3Size bytes twice, must then get nothing for p3Quiet, and
+// the server has p3Settle to let go of B before the next round.
 const (
 	p3Rounds      = 4
 	p3HoldFor     = 200 * time.Millisecond
