@@ -5,6 +5,6 @@
 // registry must name each other. The mutants run in-process, and two
 // in-process reactors must not share a process (an in-process target
 // raises the process's GOMAXPROCS; F4 reads the process's allocations), so
-// the table runs in two shards, each this test binary run again as a
+// the table runs in three shards, each this test binary run again as a
 // process of its own, side by side.
 package mutation
