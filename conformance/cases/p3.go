@@ -192,23 +192,8 @@ func p3ServerCloseRound(c *conformance.C, pids []int) p3Round {
 			c.Fatalf("round %d: A: the server still held its socket (fd %d) %v after refusing the over-size header with REJECT: the reference protocol closes it", round, r.fdA, echoBound)
 		}
 	}
-	if err := bSock.Connect(); err != nil {
-		c.Fatalf("round %d: B: %v", round, err)
-	}
-	// The server's accept of B takes A's number if it is the lowest free
-	// one. It is given p3Accept, with nothing opened meanwhile (reading
-	// /proc opens a descriptor, which an in-process server's accept would
-	// then lose A's number to), before B's descriptor is duplicated into a
-	// net.Conn, which takes a number of its own: a server slower than that
-	// makes a round without the precondition, not a verdict.
-	time.Sleep(p3Accept)
-	b, err := bSock.Conn()
-	if err != nil {
-		c.Fatalf("round %d: B: %v", round, err)
-	}
-	defer b.Close()
-	bTCP := b.(*net.TCPConn)
-	p3Exchange(c, round, bTCP, tokenB, 0)
+	bTCP := p3ConnectB(c, round, bSock, tokenB)
+	defer bTCP.Close()
 	if bSocks, err := pinQueues(bTCP); err == nil {
 		var why string
 		r.fdB, r.inoB, why = serverFd(pids, bSocks)
@@ -230,9 +215,9 @@ func p3ServerCloseRound(c *conformance.C, pids []int) p3Round {
 	// takes these bytes, and a result routed by number hands them to B.
 	aTCP.SetWriteDeadline(time.Now().Add(p3Quiet))
 	_, _ = aTCP.Write(dataFrame(tokenA, p3Frames+1, p3Size)) // refused or reset: the correct outcome
-	b.SetReadDeadline(time.Now().Add(p3Settle))
+	bTCP.SetReadDeadline(time.Now().Add(p3Settle))
 	extra := make([]byte, 4096)
-	if n, err := b.Read(extra); n > 0 {
+	if n, err := bTCP.Read(extra); n > 0 {
 		c.Evidencef("round %d: A (token %d) was closed by the server; A's client then wrote one frame; B (token %d), on A's number, got %d bytes it never sent", round, tokenA, tokenB, n)
 		c.Fatalf("round %d: B received %d bytes it never sent, after the server closed A and A's client wrote", round, n)
 	} else if err != nil && !isTimeout(err) && !errors.Is(err, io.EOF) {
@@ -240,6 +225,29 @@ func p3ServerCloseRound(c *conformance.C, pids []int) p3Round {
 	}
 	p3Exchange(c, round, bTCP, tokenB, p3Frames)
 	return r
+}
+
+// p3ConnectB connects B's socket, made before the round let go of A's
+// number, and has B exchange its first p3Frames frames. The server's
+// accept of B takes A's number if it is the lowest free one. It is given
+// p3Accept, with nothing opened meanwhile (reading /proc opens a
+// descriptor, which an in-process server's accept would then lose A's
+// number to), before B's descriptor is duplicated into a net.Conn, which
+// takes a number of its own: a server slower than that makes a round
+// without the precondition (the caller looks for B's number in the
+// server's table afterwards), not a verdict.
+func p3ConnectB(c *conformance.C, round int, bSock *unconnected, tokenB uint64) *net.TCPConn {
+	if err := bSock.Connect(); err != nil {
+		c.Fatalf("round %d: B: %v", round, err)
+	}
+	time.Sleep(p3Accept)
+	b, err := bSock.Conn()
+	if err != nil {
+		c.Fatalf("round %d: B: %v", round, err)
+	}
+	bTCP := b.(*net.TCPConn)
+	p3Exchange(c, round, bTCP, tokenB, 0)
+	return bTCP
 }
 
 // p3ResetRound plays round i: A held, A reset, B checked twice.
@@ -453,19 +461,8 @@ func p3SendTry(c *conformance.C, pids []int, i, try int) (r p3Round, again bool)
 		p3DrainA(a)
 		return r, true
 	}
-	if err := bSock.Connect(); err != nil {
-		c.Fatalf("round %d: B: %v", i, err)
-	}
-	// As in the server-close round: nothing opened while the server
-	// accepts B, which takes the lowest free number.
-	time.Sleep(p3Accept)
-	b, err := bSock.Conn()
-	if err != nil {
-		c.Fatalf("round %d: B: %v", i, err)
-	}
-	defer b.Close()
-	bTCP := b.(*net.TCPConn)
-	p3Exchange(c, i, bTCP, tokenB, 0)
+	bTCP := p3ConnectB(c, i, bSock, tokenB)
+	defer bTCP.Close()
 	bSocks, err := pinQueues(bTCP)
 	if err != nil {
 		r.why = err.Error()
@@ -486,8 +483,8 @@ func p3SendTry(c *conformance.C, pids []int, i, try int) (r p3Round, again bool)
 	// A reads what is left: the operation in flight on A ends.
 	p3DrainA(a)
 	p3Exchange(c, i, bTCP, tokenB, p3Frames)
-	p3ExpectNothing(c, i, b, fmt.Sprintf("A (token %d) half-closed while the server held its echoes and then read them; B (token %d) got its %d frames back", tokenA, tokenB, 2*p3Frames))
-	b.Close()
+	p3ExpectNothing(c, i, bTCP, fmt.Sprintf("A (token %d) half-closed while the server held its echoes and then read them; B (token %d) got its %d frames back", tokenA, tokenB, 2*p3Frames))
+	bTCP.Close()
 	if bSocks != nil {
 		p3LetGo(bSocks)
 	}
