@@ -36,7 +36,10 @@ type faultHook struct {
 	param int
 	// setup tweaks the configuration, for the correct reactor and the
 	// mutant alike.
-	setup  func(*reactors.Config)
+	setup func(*reactors.Config)
+	// detect returns nil when the reactor kept the hook's claim, an error
+	// saying how it broke it, or one wrapping errNotShown when it could
+	// not make the condition the claim needs (a verdict neither way).
 	detect func(*reactors.Reactor) error
 	// unstarted: detect gets the reactor before Start, and starts it.
 	unstarted bool
@@ -45,6 +48,12 @@ type faultHook struct {
 	// builds and stops its own reactor there.
 	isolated func(t testing.TB, design reactors.DesignName, cfg reactors.Config) error
 }
+
+// errNotShown marks a detector's error that is no verdict: the condition
+// its mutant acts on never arose (a burst that did not overflow the
+// completion queue), so neither a correct reactor nor the mutant was put
+// to the test. The row says so and skips.
+var errNotShown = errors.New("the condition the claim needs never arose")
 
 // The designs a detector runs on where not all the mutant applies to.
 // The hooks of drop-partial, limit-off-by-one and free-at-eof sit in code
@@ -235,6 +244,8 @@ func TestFaultHooksChangeBehaviour(t *testing.T) {
 			for _, mutant := range []bool{false, true} {
 				err := tc.run(t, mutant)
 				switch {
+				case errors.Is(err, errNotShown):
+					t.Skipf("inconclusive on the %s: %v", map[bool]string{false: "correct " + string(tc.design), true: "mutant"}[mutant], err)
 				case !mutant && err != nil:
 					t.Fatalf("correct %s flagged: %v", tc.design, err)
 				case mutant && err == nil:

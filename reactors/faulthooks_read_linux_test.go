@@ -149,12 +149,17 @@ func dataFrames(token uint64, first, n, size int) []byte {
 // expectEchoes reads n echoes from c, each within timeout, and checks them
 // against dataFrames(token, 0, n, size): DATA, in order, intact.
 func expectEchoes(c *reactortest.Client, token uint64, n, size int, timeout time.Duration, what string) error {
+	return expectEchoesFrom(c, token, 0, n, size, timeout, what)
+}
+
+// expectEchoesFrom is expectEchoes for dataFrames(token, first, n, size).
+func expectEchoesFrom(c *reactortest.Client, token uint64, first, n, size int, timeout time.Duration, what string) error {
 	want := make([]byte, size)
-	for i := 0; i < n; i++ {
+	for i := first; i < first+n; i++ {
 		h, got, err := c.Recv(timeout)
 		reactortest.Payload(want, token, uint64(i))
 		if err != nil || h.Kind != wire.KindData || h.Seq != uint64(i) || !bytes.Equal(got, want) {
-			return fmt.Errorf("%s: echo %d of %d: got %v seq %d, %d bytes (intact %v), %v", what, i, n, h.Kind, h.Seq, len(got), bytes.Equal(got, want), err)
+			return fmt.Errorf("%s: echo %d of %d: got %v seq %d, %d bytes (intact %v), %v", what, i-first, n, h.Kind, h.Seq, len(got), bytes.Equal(got, want), err)
 		}
 	}
 	return nil

@@ -19,7 +19,10 @@ import (
 // connections are opened first; then, all released together, each
 // writes writes writes of frames frames of size payload bytes each (the
 // connection's token, seq counting up), and reads back the whole stream,
-// every byte compared with what it sent.
+// every byte compared with what it sent. Then each writes one frame more
+// (the next seq), which must come back too: a completion lost at the
+// burst's end (its last send's, a receive's that ended) leaves nothing
+// missing from the burst, but a connection that is never answered again.
 type burstPlan struct {
 	conns, writes, frames, size int
 }
@@ -159,7 +162,30 @@ func burstOne(conn *net.TCPConn, b burstPlan, token uint64, start <-chan struct{
 	if werr := <-wrote; werr != nil && o.failure == "" && o.echoed < len(want) {
 		o.failure = fmt.Sprintf("writing: %v", werr)
 	}
+	if o.failure == "" {
+		o.failure = burstAfter(conn, token, uint64(b.writes*b.frames), b.size, progressBound)
+	}
 	return o
+}
+
+// burstAfter writes frame seq after a connection's burst came back whole
+// and reads its echo, which must come whole within progressBound. It
+// returns what went wrong, "" when the echo came.
+func burstAfter(conn *net.TCPConn, token, seq uint64, size int, progressBound time.Duration) string {
+	frame := dataFrame(token, seq, size)
+	conn.SetDeadline(time.Now().Add(progressBound))
+	if _, err := conn.Write(frame); err != nil {
+		return fmt.Sprintf("after the burst came back whole, writing one frame more: %v", err)
+	}
+	got := make([]byte, len(frame))
+	n, err := io.ReadFull(conn, got)
+	switch {
+	case err == nil && !bytes.Equal(got, frame):
+		return fmt.Sprintf("after the burst came back whole, the echo of one frame more differs from it (byte %d)", firstDiff(got, frame))
+	case err != nil:
+		return "after the burst came back whole, one frame more: " + burstEnd(err, n, len(frame), progressBound)
+	}
+	return ""
 }
 
 // burstEnd says in words how a connection's echo stream ended early.

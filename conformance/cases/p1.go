@@ -29,7 +29,7 @@ func p1Case() conformance.Case {
 	return conformance.Case{
 		ID:    "P1",
 		Title: "running out of provided buffers is backpressure, not failure",
-		Claim: fmt.Sprintf("%d connections opened first, then each writes %d frames of %d B in one write at the same moment (%.1f MiB arriving within milliseconds, more than a completion-model server's pool of provided receive buffers holds: liburing-echo's is 64 KiB): every connection is served, none is reset or ended early, and every byte comes back in order",
+		Claim: fmt.Sprintf("%d connections opened first, then each writes %d frames of %d B in one write at the same moment (%.1f MiB arriving within milliseconds, more than a completion-model server's pool of provided receive buffers holds: liburing-echo's is 64 KiB): every connection is served, none is reset or ended early, every byte comes back in order, and then each connection's one frame more is answered too",
 			b.conns, b.frames, b.size, float64(b.conns*b.perConn())/(1<<20)),
 		Bound:    fmt.Sprintf("each connection's next echoed bytes within %v of the previous ones (a server out of buffers waits until one is given back: microseconds on an idle loop, never seconds); a black box's pool is not seen, so the case holds it to the claim whatever its buffers", echoBound),
 		PeerBugs: []string{"liburing-enobufs-eof"},

@@ -20,7 +20,7 @@ func p2Case() conformance.Case {
 	return conformance.Case{
 		ID:    "P2",
 		Title: "no completion is lost",
-		Claim: fmt.Sprintf("%d connections opened first, then each writes %d frames of %d B in %d writes at the same moment (%d writes, each a segment that a completion-model server reads as a completion of its own, and as many sends: far more completions at once than a small completion queue holds): every frame is answered, in order, on every connection",
+		Claim: fmt.Sprintf("%d connections opened first, then each writes %d frames of %d B in %d writes at the same moment (%d writes, each a segment that a completion-model server reads as a completion of its own, and as many sends: far more completions at once than a small completion queue holds): every frame is answered, in order, on every connection, and then each connection's one frame more is answered too (a completion lost at the burst's end leaves a connection never answered again)",
 			b.conns, b.writes*b.frames, b.size, b.writes, b.conns*b.writes),
 		Bound:    fmt.Sprintf("each connection's next echoed bytes within %v of the previous ones: a completion the kernel holds past a full queue is delivered at the loop's next wait, so a stall of seconds is one that waits for a completion the loop never takes", echoBound),
 		PeerBugs: []string{"liburing-overflow-ignored"},

@@ -3,16 +3,15 @@
 package mainsub_test
 
 import (
-	"sync"
-
-	"github.com/reactorlab/reactorlab/wire"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
 	"github.com/reactorlab/reactorlab/reactors/mainsub"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
+	"github.com/reactorlab/reactorlab/wire"
 )
 
 // TestEndToEnd serves 16 connections on 3 sub-loops under every
