@@ -41,7 +41,7 @@ func sixteenEntryCQ(c *reactors.Config) { c.Ring.Entries, c.Ring.CQ = 16, 16 }
 // connection writes one frame more, which must be answered too: a
 // completion lost at the burst's end (the last send's, a receive's that
 // ended) leaves nothing missing from the burst, but a connection that
-// never answers again. It returns the first connection's failure.
+// never answers again. It returns every connection's failure, joined.
 func burstOnConns(r *reactors.Reactor, conns, frames, size int) error {
 	clients := make([]*reactortest.Client, conns)
 	for i := range clients {
@@ -82,12 +82,12 @@ func burstOnConns(r *reactors.Reactor, conns, frames, size int) error {
 // 64 frames of 1 KiB at once against 4 provided buffers, so receives end
 // with ENOBUFS; every connection must still get every echo (a receive
 // taken for ended at ENOBUFS shuts its connection down mid-stream). The
-// burst proves something only once a receive has ended with ENOBUFS and
-// been armed again (Counters.EnobufsRearms): bursts repeat until one has,
-// at most burstAttempts times.
+// burst proves something only once a receive has ended with ENOBUFS
+// (Counters.RecvEnobufs, counted before the loop, or the mutant, acts on
+// it): bursts repeat until one has, at most burstAttempts times.
 func detectBufferRingExhausted(r *reactors.Reactor) error {
 	return burstUntil(r, 48, 64, 1024, "no receive ended with ENOBUFS: the bursts did not exhaust the buffer ring",
-		func(c reactors.Counters) bool { return c.EnobufsRearms > 0 })
+		func(c reactors.Counters) bool { return c.RecvEnobufs > 0 })
 }
 
 // detectOverflowLost (uring-overflow-ignored): 48 connections each write
@@ -191,9 +191,9 @@ func reusedDescriptorAttempt(r *reactors.Reactor) (shown bool, err error) {
 	if err := unix.Connect(b, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}); err != nil {
 		return false, fmt.Errorf("connection B: %w", err)
 	}
-	// Whether B was accepted on A's number is read off that number alone
-	// (getpeername opens no descriptor, as reading the reactor's counters
-	// or /proc/self/fd would, one that could take the number first).
+	// Whether B was accepted on A's number is read off that number alone:
+	// getpeername opens no descriptor, where listing /proc/self/fd does
+	// (one that could take the number first).
 	bName, err := unix.Getsockname(b)
 	if err != nil {
 		return false, err

@@ -467,6 +467,7 @@ func (l *Loop) onRecvCompletion(c uring.CQE) {
 		}
 		s.eofPending = true
 	case errors.Is(e, unix.ENOBUFS):
+		l.stats.RecvEnobufs++
 		if l.cfg.Faults.RingEnobufsEOF {
 			s.eofPending = true // the mutant: no buffer taken for no more data
 			break

@@ -116,16 +116,18 @@ type Counters struct {
 	// The completion path (Layout.Completion), 0 on the readiness designs.
 	// RingEnters counts io_uring_enter calls (each submits what is queued
 	// and, blocking or not, collects completions); Completions the
-	// completions handled; EnobufsRearms the multishot receives armed again
-	// after ending with ENOBUFS (the buffer ring was empty: backpressure,
-	// never end of stream), at most max(1, the buffers given back) a
-	// round; RingBuffersReturned the provided buffers given back to the
+	// completions handled; RecvEnobufs the receives that ended with
+	// ENOBUFS (the buffer ring was empty), counted before anything is
+	// done about them; EnobufsRearms the multishot receives armed again
+	// after ending so (backpressure, never end of stream), at most
+	// max(1, the buffers given back) a round; RingBuffersReturned the provided buffers given back to the
 	// ring, one a receive completion that carried one; CQOverflowFlushes the times completions had
 	// overflowed the completion queue into the kernel's list and were
 	// flushed back; CompletionsLost the completions the
 	// uring-overflow-ignored mutant never handled (0 on a correct loop).
 	RingEnters          uint64 `json:"ring_enters"`
 	Completions         uint64 `json:"completions"`
+	RecvEnobufs         uint64 `json:"recv_enobufs"`
 	EnobufsRearms       uint64 `json:"enobufs_rearms"`
 	RingBuffersReturned uint64 `json:"ring_buffers_returned"`
 	CQOverflowFlushes   uint64 `json:"cq_overflow_flushes"`
@@ -191,6 +193,7 @@ func (c *Counters) add(o *Counters) {
 	c.StaleResultsFdElsewhere += o.StaleResultsFdElsewhere
 	c.RingEnters += o.RingEnters
 	c.Completions += o.Completions
+	c.RecvEnobufs += o.RecvEnobufs
 	c.EnobufsRearms += o.EnobufsRearms
 	c.RingBuffersReturned += o.RingBuffersReturned
 	c.CQOverflowFlushes += o.CQOverflowFlushes

@@ -38,7 +38,8 @@ type burstOutcome struct {
 	token  uint64
 	sent   int
 	echoed int
-	// failure says what was wrong, "" when every byte came back in order.
+	// failure says what was wrong, "" when every byte came back in order
+	// and the frame after the burst was answered.
 	failure string
 }
 
@@ -49,7 +50,8 @@ type burstResult struct {
 	took     time.Duration
 }
 
-// failed lists the connections that did not get their whole stream back.
+// failed lists the connections that did not get their whole stream back,
+// or no answer to the frame after it.
 func (r burstResult) failed() []burstOutcome {
 	var out []burstOutcome
 	for _, o := range r.outcomes {
@@ -231,5 +233,5 @@ func reportBurst(c *conformance.C, b burstPlan, r burstResult) {
 	for _, how := range hows {
 		c.Evidencef("%d connections %s…: %v", len(byHow[how]), how, firstFew(byHow[how], 3))
 	}
-	c.Errorf("%d of %d connections did not get their whole stream back in order: %s", len(bad), b.conns, bad[0].failure)
+	c.Errorf("%d of %d connections did not get their whole stream back in order, or no answer to one frame more after it: %s", len(bad), b.conns, bad[0].failure)
 }

@@ -123,8 +123,9 @@ func runR4(c *conformance.C) {
 // claim failure, naming the spin on two signals; notSpin, when not "",
 // says why the window says nothing about the claim (the case is then
 // inconclusive once the server has recovered). Both "": the server's CPU
-// held the bound, and no CPU it was refused could have broken it while
-// its listener was kept ready.
+// held the bound, and nothing read says that the CPU it was refused
+// (its run-queue wait, when read) would have broken it while its
+// listener was kept ready.
 //
 // A spin is named only on two signals: the CPU over the bound, and
 // either a thread that asked for a CPU through most of the window yet

@@ -1,15 +1,16 @@
 package cases
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 )
 
-// R4's judgement of one window at the full table, on sights taken from
-// real runs: a verdict never passes a server on CPU the machine refused
-// it while its listener was kept ready, and never names a spin on one
-// signal.
+// R4's judgement of one window at the full table, on sights shaped like
+// those R4's runs record (the first is one, figure for figure): a verdict
+// never passes a server on CPU the machine refused it while its listener
+// was kept ready, and never names a spin on one signal.
 func TestR4Judge(t *testing.T) {
 	const ms = time.Millisecond
 	thread := func(run, wait time.Duration, blocked int64) []threadSpan {
@@ -38,6 +39,12 @@ func TestR4Judge(t *testing.T) {
 		// Starved past three quarters of the window with its listener
 		// kept ready: both signals, though its CPU is under the bound.
 		{"starved-past-three-quarters", r4Sight{cpu: 60 * ms, wait: 400 * ms, threads: thread(60*ms, 400*ms, 10), ready: readyIn(40)}, "spin"},
+		// Starved past three quarters of the window, its one thread
+		// blocking often (no spinner by its account), its listener kept
+		// ready: the listener and the starvation name the spin.
+		{"starved-ready-listener-no-spinner", r4Sight{cpu: 100 * ms, wait: 420 * ms, threads: thread(100*ms, 420*ms, 200), ready: readyIn(40)}, "spin"},
+		// CPU over the bound, its threads unread: one signal only.
+		{"threads-unread", r4Sight{cpu: 200 * ms, wait: 10 * ms, threadsErr: errors.New("no thread read"), ready: readyIn(0)}, "inconclusive"},
 		// CPU over the bound from threads that all block, listener never
 		// ready: what the CPU went to is not named.
 		{"busy-but-blocking", r4Sight{cpu: 200 * ms, wait: 10 * ms, threads: thread(200*ms, 10*ms, 400), ready: readyIn(0)}, "inconclusive"},
