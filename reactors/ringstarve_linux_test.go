@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/reactorlab/reactorlab/reactors"
-	"github.com/reactorlab/reactorlab/reactors/designs"
 	"github.com/reactorlab/reactorlab/reactors/reactortest"
 )
 
@@ -34,17 +33,7 @@ func TestStarvedReceivesWaitForBuffers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := reactors.DefaultConfig()
 			cfg.Ring.Buffers, cfg.Ring.BufferSize = tc.buffers, 4096
-			r, err := designs.New(reactors.Uring, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Start()
-			defer func() {
-				r.Stop()
-				if _, err := r.Wait(); err != nil {
-					t.Errorf("reactor: %v", err)
-				}
-			}()
+			r := reactortest.Start(t, reactors.Uring, cfg)
 			const frames = 8
 			start := time.Now()
 			if err := burstOnConns(r, tc.conns, frames, tc.size); err != nil {

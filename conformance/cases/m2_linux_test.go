@@ -82,14 +82,7 @@ func (t *starveOnStart) Start(ctx context.Context, setup conformance.Setup) (con
 // returns its result, logged.
 func runM2On(t *testing.T, target conformance.Target, grace time.Duration) conformance.Result {
 	t.Helper()
-	m2, _ := Lookup("M2")
-	results, err := conformance.RunAll(context.Background(), target, []conformance.Case{m2}, conformance.Options{NoStartCheck: true, StopGrace: grace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := results[0]
-	t.Logf("M2 %s (%s): %s\n%s\n%s", r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"), strings.Join(r.Log, "\n"))
-	return r
+	return runCaseOn(t, "M2", target, conformance.Options{NoStartCheck: true, StopGrace: grace})
 }
 
 // A black-box echo that the machine keeps from its CPU (pinned at nice 19

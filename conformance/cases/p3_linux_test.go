@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,13 +164,7 @@ func TestP3CatchesACloseWithoutCancelActedOnLate(t *testing.T) {
 		t.Skip("-short: P3 takes about 3 s here")
 	}
 	server := &closeNoCancel{closeDelay: 30 * time.Millisecond}
-	p3, _ := Lookup("P3")
-	results, err := conformance.RunAll(context.Background(), conformance.GoServer{Label: "close-no-cancel", Serve: server.Serve}, []conformance.Case{p3}, conformance.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := results[0]
-	t.Logf("P3 %s (%s): %s\n%s\n%s", r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"), strings.Join(r.Log, "\n"))
+	r := runCaseOn(t, "P3", conformance.GoServer{Label: "close-no-cancel", Serve: server.Serve}, conformance.Options{})
 	if r.Verdict != conformance.Fail || r.Cause != conformance.CauseClaim {
 		t.Errorf("P3 on a server that closes a connection without waiting for its write in flight, and routes the write's result by descriptor number: %s (%s): %s; want a claim failure", r.Verdict, r.Cause, r.Reason)
 	}

@@ -3,7 +3,6 @@
 package cases
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,19 +13,6 @@ import (
 	"github.com/reactorlab/reactorlab/reactors"
 )
 
-// runR4On runs R4 alone on target and returns its result, logged.
-func runR4On(t *testing.T, target conformance.Target) conformance.Result {
-	t.Helper()
-	r4, _ := Lookup("R4")
-	results, err := conformance.RunAll(context.Background(), target, []conformance.Case{r4}, conformance.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := results[0]
-	t.Logf("R4 %s (%s): %s\n%s\n%s", r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"), strings.Join(r.Log, "\n"))
-	return r
-}
-
 // A server whose CPU goes to allocating memory while every thread of it
 // blocks between rounds (examples/echo --churn: 1 MiB per open
 // connection every 10 ms) uses more CPU than R4's bound at a full table,
@@ -36,7 +22,7 @@ func runR4On(t *testing.T, target conformance.Target) conformance.Result {
 func TestR4AllocatingServerIsNotASpinner(t *testing.T) {
 	t.Parallel() // a child process target: see TestMain
 	echo := testbin.Path(t, "examples/echo")
-	r := runR4On(t, conformance.Command{Argv: []string{echo, "--listen", "{addr}", "--lifetime", "1m", "--churn", strconv.Itoa(1 << 20)}})
+	r := runCaseOn(t, "R4", conformance.Command{Argv: []string{echo, "--listen", "{addr}", "--lifetime", "1m", "--churn", strconv.Itoa(1 << 20)}}, conformance.Options{})
 	switch r.Verdict {
 	case conformance.Fail:
 		t.Errorf("R4 failed a server that allocates and blocks: %s (%s); want no spin named", r.Reason, r.Cause)
@@ -62,7 +48,7 @@ func TestR4SpinnerFailsOnBothSignals(t *testing.T) {
 	t.Parallel() // a child process target: see TestMain
 	cfg := reactors.DefaultConfig()
 	cfg.Faults.NoEMFILEShed = true
-	r := runR4On(t, conformance.Process{Design: reactors.LT, Config: &cfg, Command: []string{testbin.Path(t, "cmd/reactorlab")}})
+	r := runCaseOn(t, "R4", conformance.Process{Design: reactors.LT, Config: &cfg, Command: []string{testbin.Path(t, "cmd/reactorlab")}}, conformance.Options{})
 	secondSignal := strings.Contains(r.Reason, "blocked less than once per") || strings.Contains(r.Reason, "looks within the window")
 	if r.Verdict != conformance.Fail || r.Cause != conformance.CauseClaim || !strings.Contains(r.Reason, "spins") || !secondSignal {
 		t.Errorf("R4 on the spinning mutant: %s (%s): %s; want a claim failure naming the spin with a second signal: the thread that never blocked, or the listener every wait finds ready", r.Verdict, r.Cause, r.Reason)
@@ -91,7 +77,7 @@ func TestR4CatchesAStarvedSpinner(t *testing.T) {
 	cfg := reactors.DefaultConfig()
 	cfg.Faults.NoEMFILEShed = true
 	cfg.LoopCPUs, cfg.ControlSched = []int{cpu}, "nice:10"
-	r := runR4On(t, conformance.Process{Design: reactors.LT, Config: &cfg, Command: []string{exe}})
+	r := runCaseOn(t, "R4", conformance.Process{Design: reactors.LT, Config: &cfg, Command: []string{exe}}, conformance.Options{})
 	if r.Verdict == conformance.Fail && strings.HasPrefix(r.Reason, "idle conn") {
 		t.Skipf("the loop was starved past serving an idle connection before any descriptor pressure: R4 failed it on that, and never reached the full table (%s)", r.Reason)
 	}
@@ -125,14 +111,8 @@ func TestW2CatchesAStarvedBlackBoxSpinner(t *testing.T) {
 	cpu := cpus[len(cpus)-1]
 	echo := testbin.Path(t, "examples/echo")
 	defer burnOn(t, cpu)()
-	w2, _ := Lookup("W2")
 	argv := []string{"nice", "-n", "10", "taskset", "-c", strconv.Itoa(cpu), echo, "--listen", "{addr}", "--bug", "busy-idle"}
-	results, err := conformance.RunAll(context.Background(), conformance.Command{Argv: argv}, []conformance.Case{w2}, conformance.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := results[0]
-	t.Logf("W2 %s (%s): %s\n%s\n%s", r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"), strings.Join(r.Log, "\n"))
+	r := runCaseOn(t, "W2", conformance.Command{Argv: argv}, conformance.Options{})
 	switch {
 	case r.Verdict == conformance.Fail && r.Cause == conformance.CauseClaim && strings.Contains(r.Reason, "though starved of CPU"):
 	case r.Verdict == conformance.Inconclusive && strings.HasPrefix(r.Reason, "the server was starved of CPU"):

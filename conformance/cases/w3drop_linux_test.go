@@ -3,7 +3,6 @@
 package cases
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -20,13 +19,7 @@ import (
 func TestW3SaysBytesMissing(t *testing.T) {
 	cfg := reactors.DefaultConfig()
 	cfg.Faults.DropShortWrite = true
-	w3, _ := Lookup("W3")
-	results, err := conformance.RunAll(context.Background(), conformance.InProcess{Design: reactors.LT, Config: &cfg}, []conformance.Case{w3}, conformance.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := results[0]
-	t.Logf("W3 %s (%s): %s\n%s", r.Verdict, r.Cause, r.Reason, strings.Join(r.Evidence, "\n"))
+	r := runCaseOn(t, "W3", conformance.InProcess{Design: reactors.LT, Config: &cfg}, conformance.Options{})
 	if r.Verdict != conformance.Fail || r.Cause != conformance.CauseClaim {
 		t.Fatalf("W3 on drop-short-write: %s (%s); want a claim failure", r.Verdict, r.Cause)
 	}
